@@ -1,0 +1,217 @@
+"""The one hardware configuration object that parameterises every unit, the model and the tests.
+
+Parameters are NVDLA's (``../shared/nvdla/spec/defs/*.spec`` and the derived values of
+``projects.spec``; v2_scalability.rst "Parameters"). Presets: ``NV_SMALL`` (elaborated today) and
+``NV_LARGE`` (defined and validated now, elaborated later). ``tests/test_config.py`` proves both
+equal to NVIDIA's spec files.
+
+Units: sizes named ``*_width`` are bits unless the name says bytes; atomic sizes are elements.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, replace
+
+
+class ConfigError(ValueError):
+    """An invalid configuration; the message names the parameter and the values it allows."""
+
+
+def _pow2(x: int) -> bool:
+    return x > 0 and x & (x - 1) == 0
+
+
+@dataclass(frozen=True)
+class NvdlaConfig:
+    """NVDLA hardware configuration (v2_scalability.rst; spec/defs/*.spec).
+
+    Raises ConfigError on construction when a parameter is outside the set NVDLA defines.
+    """
+    name: str
+    # data types (v2_scalability "Data type": int8 only or int16/fp16 too)
+    feature_data_type: str = "int8"        # "int8" | "int16_fp16"
+    weight_data_type: str = "int8"
+    # optional features
+    weight_compression: bool = False
+    winograd: bool = False
+    batch: bool = False
+    secondary_memif: bool = False
+    sdp_lut: bool = False
+    sdp_bs: bool = True
+    sdp_bn: bool = True
+    sdp_ew: bool = False
+    bdma: bool = False
+    rubik: bool = False
+    rubik_contract: bool = False
+    rubik_reshape: bool = False
+    pdp: bool = True
+    cdp: bool = True
+    retiming: bool = False
+    # sizes
+    mac_atomic_c: int = 8                  # elements (NVDLA_MAC_ATOMIC_C_SIZE)
+    mac_atomic_k: int = 8                  # kernels (NVDLA_MAC_ATOMIC_K_SIZE)
+    memory_atomic: int = 8                 # elements per memory atom (NVDLA_MEMORY_ATOMIC_SIZE)
+    max_batch: int | None = None           # None: batch disabled ("x")
+    cbuf_bank_number: int = 32
+    cbuf_bank_width: int = 8               # bytes per CBUF entry (NVDLA_CBUF_BANK_WIDTH)
+    cbuf_bank_depth: int = 512             # entries per bank
+    sdp_bs_throughput: int = 1             # elements per cycle; 0 when the sub-unit is disabled
+    sdp_bn_throughput: int = 1
+    sdp_ew_throughput: int = 0
+    pdp_throughput: int = 1
+    cdp_throughput: int = 1
+    primary_memif_latency: int = 50        # cycles
+    secondary_memif_latency: int | None = None
+    primary_memif_max_burst: int = 1       # beats
+    primary_memif_width: int = 64          # bits (AXI data width)
+    secondary_memif_max_burst: int | None = None
+    secondary_memif_width: int | None = 512
+    mem_address_width: int = 32            # bits
+    num_dma_read_clients: int = 7
+    num_dma_write_clients: int = 3
+
+    def __post_init__(self):
+        def one_of(param, allowed):
+            v = getattr(self, param)
+            if v not in allowed:
+                raise ConfigError(f"{self.name}: {param}={v!r} is not one of {sorted(allowed, key=str)}")
+        one_of("feature_data_type", {"int8", "int16_fp16"})
+        one_of("weight_data_type", {"int8", "int16_fp16"})
+        one_of("mac_atomic_c", {8, 32, 64})
+        one_of("mac_atomic_k", {8, 32})
+        one_of("memory_atomic", {8, 32})
+        one_of("cbuf_bank_number", {16, 32})
+        one_of("cbuf_bank_width", {8, 32, 64})
+        one_of("cbuf_bank_depth", {128, 512})
+        one_of("primary_memif_width", {64, 512})
+        one_of("mem_address_width", {32, 64})
+        one_of("primary_memif_max_burst", {1, 4})
+        one_of("pdp_throughput", {1, 8})
+        one_of("cdp_throughput", {1, 8})
+        for unit in ("bs", "bn", "ew"):
+            en, tp = getattr(self, f"sdp_{unit}"), getattr(self, f"sdp_{unit}_throughput")
+            if en and tp <= 0:
+                raise ConfigError(f"{self.name}: sdp_{unit}_throughput must be > 0 when sdp_{unit} is enabled")
+            if not en and tp != 0:
+                raise ConfigError(f"{self.name}: sdp_{unit}_throughput must be 0 when sdp_{unit} is disabled")
+        if self.mac_atomic_k > self.mac_atomic_c:
+            raise ConfigError(f"{self.name}: mac_atomic_k={self.mac_atomic_k} exceeds mac_atomic_c={self.mac_atomic_c}")
+        if self.cbuf_bank_width != self.mac_atomic_c:
+            raise ConfigError(f"{self.name}: cbuf_bank_width={self.cbuf_bank_width} bytes must equal "
+                              f"mac_atomic_c={self.mac_atomic_c} (one int8 atomic-C per CBUF entry)")
+        if self.batch != (self.max_batch is not None):
+            raise ConfigError(f"{self.name}: max_batch must be set exactly when batch is enabled")
+        if self.rubik_contract and not self.rubik or self.rubik_reshape and not self.rubik:
+            raise ConfigError(f"{self.name}: rubik_contract/rubik_reshape need rubik")
+        if self.sdp_lut and not self.sdp_ew:
+            raise ConfigError(f"{self.name}: sdp_lut needs sdp_ew (the LUT sits in the X2/EW sub-unit)")
+        if self.secondary_memif and (self.secondary_memif_width is None or self.secondary_memif_latency is None):
+            raise ConfigError(f"{self.name}: secondary_memif needs secondary_memif_width and _latency")
+        if not _pow2(self.memif_width // 8):
+            raise ConfigError(f"{self.name}: memif width {self.memif_width} is not a power of two bytes")
+
+    # ---- derived values (projects.spec) ----
+    @property
+    def bpe(self) -> int:
+        """Bits per element: NVDLA_BPE."""
+        return 8 if self.feature_data_type == "int8" else 16
+
+    @property
+    def memif_width(self) -> int:
+        """NVDLA_MEMIF_WIDTH in bits: internal DMA data path width."""
+        w = [self.primary_memif_width, self.memory_atomic * self.bpe]
+        if self.secondary_memif:
+            w.append(self.secondary_memif_width)
+        return max(w)
+
+    @property
+    def dma_mask_bits(self) -> int:
+        """NVDLA_DMA_MASK_BIT: memory atoms per DMA beat."""
+        return self.memif_width // self.bpe // self.memory_atomic
+
+    @property
+    def atom_bytes(self) -> int:
+        """Bytes in one memory atom (format.rst: 32 B on nv_full, 8 B on nv_small)."""
+        return self.memory_atomic * self.bpe // 8
+
+    @property
+    def axi_data_bytes(self) -> int:
+        """Bytes per AXI data beat on the primary (DBB) interface."""
+        return self.primary_memif_width // 8
+
+    @property
+    def sdp_max_throughput(self) -> int:
+        return max(self.sdp_bs_throughput, self.sdp_bn_throughput, self.sdp_ew_throughput)
+
+    @property
+    def sdp2pdp_width(self) -> int:
+        return self.sdp_max_throughput * self.bpe
+
+    @property
+    def cbuf_entry_width(self) -> int:
+        """Bits per CBUF entry: NVDLA_CBUF_ENTRY_WIDTH."""
+        return self.mac_atomic_c * self.bpe
+
+    @property
+    def cbuf_entries(self) -> int:
+        return self.cbuf_bank_number * self.cbuf_bank_depth
+
+    @property
+    def cbuf_bytes(self) -> int:
+        return self.cbuf_entries * self.cbuf_bank_width
+
+    @property
+    def mac_result_width(self) -> int:
+        """NVDLA_MAC_RESULT_WIDTH: bits of one CMAC partial sum."""
+        return self.bpe * 2 + int(math.log2(self.mac_atomic_c))
+
+    def units(self) -> tuple[str, ...]:
+        """Register-file units present in this configuration (NVDLA names)."""
+        u = ["CFGROM", "GLB", "MCIF", "CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC", "SDP_RDMA", "SDP"]
+        if self.pdp:
+            u += ["PDP_RDMA", "PDP"]
+        if self.cdp:
+            u += ["CDP_RDMA", "CDP"]
+        if self.secondary_memif:
+            u.append("CVIF")
+        if self.bdma:
+            u.append("BDMA")
+        if self.rubik:
+            u.append("RBK")
+        return tuple(u)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    def derive(self, **changes) -> "NvdlaConfig":
+        """A copy with some parameters changed (validated again)."""
+        return replace(self, **changes)
+
+
+NV_SMALL = NvdlaConfig(name="nv_small")
+
+NV_LARGE = NvdlaConfig(
+    name="nv_large",
+    feature_data_type="int16_fp16", weight_data_type="int16_fp16",
+    weight_compression=True, winograd=True, batch=True, secondary_memif=True,
+    sdp_lut=True, sdp_bs=True, sdp_bn=True, sdp_ew=True, bdma=True, rubik=True,
+    rubik_contract=True, rubik_reshape=True, pdp=True, cdp=True, retiming=True,
+    mac_atomic_c=64, mac_atomic_k=32, memory_atomic=32, max_batch=32,
+    cbuf_bank_number=16, cbuf_bank_width=64, cbuf_bank_depth=512,
+    sdp_bs_throughput=16, sdp_bn_throughput=16, sdp_ew_throughput=4,
+    pdp_throughput=8, cdp_throughput=8,
+    primary_memif_latency=1200, secondary_memif_latency=128,
+    primary_memif_max_burst=1, primary_memif_width=512,
+    secondary_memif_max_burst=4, secondary_memif_width=512,
+    mem_address_width=64, num_dma_read_clients=10, num_dma_write_clients=5,
+)
+
+PRESETS = {c.name: c for c in (NV_SMALL, NV_LARGE)}
+
+
+def get_config(name: str) -> NvdlaConfig:
+    """Preset by name; raises ConfigError listing the presets."""
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise ConfigError(f"unknown configuration {name!r}; presets: {', '.join(PRESETS)}") from None

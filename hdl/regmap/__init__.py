@@ -1,0 +1,111 @@
+"""The project's NVDLA register map: one description for RTL, testbench, model and C header.
+
+Source of truth: ``nvdla_registers.py`` (a data table; see ``scripts/gen_regmap.py``), proven equal
+to NVIDIA's RDL (``../shared/nvdla/spec/manual``) by ``tests/test_regmap_rdl.py``.
+
+Naming follows NVIDIA's traces and opendla.h: a register is spelled ``NVDLA_<UNIT>.<REG>_0``
+(e.g. ``NVDLA_SDP.D_DATA_CUBE_WIDTH_0``) in traces and ``<UNIT>_<REG>_0`` in C. ``D_`` registers
+are double-buffered (one copy per ping-pong register group, hwarch "Ping-pong synchronization");
+``S_`` registers are single. Addresses here are byte addresses; the CSB port carries word
+addresses (byte address >> 2).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+from hdl.regmap._dsl import F as Field
+from hdl.regmap._dsl import R as Register
+from hdl.regmap._dsl import U as Unit
+from hdl.regmap.nvdla_registers import UNITS
+
+__all__ = ["Field", "Register", "Unit", "RegisterMap", "RegRef", "REGMAP"]
+
+UNIT_SPAN = 0x1000   # bytes of address space per unit (hwarch: 4 KiB per sub-unit)
+
+
+@dataclass(frozen=True)
+class RegRef:
+    """A register located in the map: its unit, the register and its byte address."""
+    unit: Unit
+    reg: Register
+
+    @property
+    def addr(self) -> int:
+        """Byte address (unit base + register offset)."""
+        return self.unit.base + self.reg.offset
+
+    @property
+    def trace_name(self) -> str:
+        return f"NVDLA_{self.unit.name}.{self.reg.name}_0"
+
+
+class RegisterMap:
+    """Every unit's registers, addressable by name or byte address.
+
+    ``units`` is ordered by base address. Lookups raise ``KeyError`` with the name or address that
+    is not in the map.
+    """
+
+    def __init__(self, units: list[Unit]):
+        self.units = sorted(units, key=lambda u: u.base)
+
+    @cached_property
+    def _by_unit(self) -> dict[str, Unit]:
+        return {u.name: u for u in self.units}
+
+    @cached_property
+    def _by_addr(self) -> dict[int, RegRef]:
+        return {u.base + r.offset: RegRef(u, r) for u in self.units for r in u.registers}
+
+    @cached_property
+    def _by_name(self) -> dict[tuple[str, str], RegRef]:
+        return {(u.name, r.name): RegRef(u, r) for u in self.units for r in u.registers}
+
+    def unit(self, name: str) -> Unit:
+        """Unit by name (``SDP``, ``NVDLA_SDP`` and ``sdp`` all work)."""
+        key = name.upper().removeprefix("NVDLA_")
+        try:
+            return self._by_unit[key]
+        except KeyError:
+            raise KeyError(f"no NVDLA unit named {name!r}") from None
+
+    def lookup(self, name: str) -> RegRef:
+        """Register by trace spelling ``NVDLA_SDP.D_DATA_CUBE_WIDTH_0`` (``_0`` optional),
+        or ``SDP.D_DATA_CUBE_WIDTH``. Raises KeyError naming the register."""
+        try:
+            unit, reg = name.split(".")
+        except ValueError:
+            raise KeyError(f"register name {name!r} is not of the form NVDLA_<UNIT>.<REG>_0") from None
+        unit = unit.upper().removeprefix("NVDLA_")
+        reg = reg.upper()
+        ref = self._by_name.get((unit, reg))
+        if ref is None and reg.endswith("_0"):
+            ref = self._by_name.get((unit, reg[:-2]))
+        if ref is None:
+            raise KeyError(f"no register {name!r} in the NVDLA register map")
+        return ref
+
+    def at(self, addr: int) -> RegRef | None:
+        """Register at a byte address, or None when no register lives there."""
+        return self._by_addr.get(addr)
+
+    def unit_at(self, addr: int) -> Unit | None:
+        """The unit whose 4 KiB window holds byte address ``addr`` (None if none)."""
+        for u in self.units:
+            if u.base <= addr < u.base + UNIT_SPAN:
+                return u
+        return None
+
+    def __iter__(self):
+        for u in self.units:
+            for r in u.registers:
+                yield RegRef(u, r)
+
+
+REGMAP = RegisterMap(UNITS)
+
+
+def decode(reg: Register, value: int) -> dict[str, int]:
+    """Split a 32-bit register value into its fields: ``{field name: value}``."""
+    return {f.name: (value >> f.lsb) & ((1 << f.width) - 1) for f in reg.fields}

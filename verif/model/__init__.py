@@ -1,0 +1,8 @@
+"""Bit-exact numpy reference model of NVDLA (``from verif.model import Nvdla``).
+
+See verif/model/nvdla.py for the sequencing and README.md for an example.
+"""
+from verif.model.memory import Memory
+from verif.model.nvdla import Nvdla
+
+__all__ = ["Nvdla", "Memory"]

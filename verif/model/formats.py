@@ -1,0 +1,48 @@
+"""Memory layouts of feature data for the model (format.rst "Feature Data Format").
+
+A feature cube of W x H x C int8 elements is stored as ceil(C / atom) surfaces; each surface holds
+``atom`` channels (cfg.memory_atomic: 8 on nv_small, 32 on nv_full) as lines of W atoms. Element
+(w, h, c) lives at ``base + (c // atom) * surface_stride + h * line_stride + w * atom + c % atom``
+(bytes). Cubes are numpy arrays of shape (C, H, W).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from verif.model.memory import Memory
+
+
+class ModelConfigError(ValueError):
+    """An illegal register combination (programming guide limitations); names register and rule."""
+
+
+def cube_addresses(base: int, w: int, h: int, c: int, line_stride: int, surf_stride: int,
+                   atom: int) -> np.ndarray:
+    """Byte address of every element, shape (C, H, W), int64."""
+    cc = np.arange(c, dtype=np.int64)
+    off_c = (cc // atom) * surf_stride + cc % atom
+    off_h = np.arange(h, dtype=np.int64) * line_stride
+    off_w = np.arange(w, dtype=np.int64) * atom
+    return base + off_c[:, None, None] + off_h[None, :, None] + off_w[None, None, :]
+
+
+def read_cube(mem: Memory, base: int, w: int, h: int, c: int, line_stride: int, surf_stride: int,
+              atom: int) -> np.ndarray:
+    """Raw bytes of a feature cube, shape (C, H, W), uint8 (``.view(np.int8)`` for int8 data)."""
+    return mem.gather(cube_addresses(base, w, h, c, line_stride, surf_stride, atom))
+
+
+def write_cube(mem: Memory, cube: np.ndarray, base: int, line_stride: int, surf_stride: int,
+               atom: int) -> None:
+    """Write a (C, H, W) cube of int8/uint8 values in feature layout. Bytes of a surface's last
+    atom beyond C are left untouched (the hardware writes whole atoms; see callers when the pad
+    bytes matter)."""
+    c, h, w = cube.shape
+    mem.scatter(cube_addresses(base, w, h, c, line_stride, surf_stride, atom),
+                cube.astype(np.int64) & 0xFF)
+
+
+def saturate(x: np.ndarray, bits: int) -> np.ndarray:
+    """Clamp to the signed range of ``bits`` bits (int64 in, int64 out)."""
+    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    return np.clip(x, lo, hi)

@@ -1,0 +1,200 @@
+"""Engine-independent trace player: runs a parsed trace against an ``Engine`` (rtl or model).
+
+Follows NVIDIA's own trace player (nvdla/hw ``verif/testbench/trace_player``, observed
+behaviour, not its code): commands run in file order; every ``intr_notify(<UNIT>_<g>, sync)`` is
+queued per unit up front; when the DUT raises ``dla_intr`` the player reads GLB
+``S_INTR_STATUS & ~S_INTR_MASK``, matches each set ``<UNIT>_DONE_STATUS<g>`` bit against the
+unit's queue (a group mismatch may match the next queued entry), fires that entry's sync id, and
+clears the bits by writing them back to ``S_INTR_STATUS``. ``check_crc``/``check_nothing`` and the
+``intr_notify`` line itself wait until their sync id has fired.
+"""
+from __future__ import annotations
+
+import time
+import zlib
+from collections import defaultdict, deque
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from hdl.regmap import REGMAP
+from verif.trace.parser import Trace, TraceDataError, load_dat
+
+GLB_INTR_MASK = REGMAP.lookup("NVDLA_GLB.S_INTR_MASK_0").addr
+GLB_INTR_STATUS = REGMAP.lookup("NVDLA_GLB.S_INTR_STATUS_0")
+
+PASS, FAIL, NOT_RUNNABLE = "PASS", "FAIL", "NOT-RUNNABLE"
+
+
+class Engine(Protocol):
+    """What the player needs from a simulator. Addresses are bytes; values 32-bit.
+
+    ``cycle`` is the current clock cycle (None for an untimed engine such as the model).
+    ``wait_intr(max_cycles)`` returns True once ``dla_intr`` is high, False after ``max_cycles``.
+    ``busy_units()`` names the units whose status shows a busy register group.
+    """
+    name: str
+
+    @property
+    def cycle(self) -> int | None: ...
+    async def mem_write(self, addr: int, data: bytes) -> None: ...
+    async def mem_fill(self, addr: int, size: int, value: int) -> None: ...
+    async def mem_read(self, addr: int, size: int) -> bytes: ...
+    async def reg_write(self, addr: int, value: int) -> None: ...
+    async def reg_read(self, addr: int) -> int: ...
+    async def wait_intr(self, max_cycles: int) -> bool: ...
+    async def wait_cycles(self, n: int) -> None: ...
+    async def busy_units(self) -> list[str]: ...
+
+
+@dataclass
+class CheckResult:
+    """One ``check_crc``: region, golden and actual CRC, and the bytes read (for diagnosis)."""
+    where: str
+    base: int
+    size: int
+    expected: int
+    actual: int
+    data: bytes = field(repr=False)
+
+    @property
+    def ok(self) -> bool:
+        return self.expected == self.actual
+
+
+@dataclass
+class TraceResult:
+    """Outcome of one trace: status PASS/FAIL/NOT-RUNNABLE, reason, cycles, wall seconds."""
+    name: str
+    status: str
+    message: str = ""
+    cycles: int | None = None
+    wall: float = 0.0
+    checks: list[CheckResult] = field(default_factory=list)
+
+
+class TraceFailure(Exception):
+    """A trace failed: the message says where and why (timeout, unexpected interrupt, ...)."""
+
+
+class Player:
+    """Plays one trace on one engine. Cycle budgets are in DUT clock cycles.
+
+    ``intr_budget``: cycles to wait for one interrupt; ``poll_budget``: cycles for a
+    ``poll_reg_equal``. ``on_timeout`` (optional) returns extra text for timeout messages
+    (the rtl engine gives the waveform path).
+    """
+
+    def __init__(self, trace: Trace, engine: Engine, *, intr_budget: int = 20_000_000,
+                 poll_budget: int = 1_000_000, on_timeout=None):
+        self.trace, self.engine = trace, engine
+        self.intr_budget, self.poll_budget = intr_budget, poll_budget
+        self.on_timeout = on_timeout or (lambda: "")
+        self.fired: set[str] = set()
+        self.queues: dict[str, deque] = defaultdict(deque)
+        self.kick_cycle: int | None = None
+        self.last_intr_cycle: int | None = None
+        self.checks: list[CheckResult] = []
+
+    async def _timeout_text(self, what: str) -> str:
+        busy = await self.engine.busy_units()
+        extra = self.on_timeout()
+        return (f"{what}; units still busy: {', '.join(busy) if busy else 'none'}"
+                + (f"; {extra}" if extra else ""))
+
+    async def _service_interrupt(self, waiting_for: str, where: str) -> None:
+        eng = self.engine
+        if not await eng.wait_intr(self.intr_budget):
+            raise TraceFailure(await self._timeout_text(
+                f"{where}: no interrupt within {self.intr_budget} cycles while waiting for {waiting_for}"))
+        self.last_intr_cycle = eng.cycle
+        status = await eng.reg_read(GLB_INTR_STATUS.addr)
+        mask = await eng.reg_read(GLB_INTR_MASK)
+        val = status & ~mask
+        if val == 0:
+            raise TraceFailure(f"{where}: dla_intr is high but S_INTR_STATUS & ~S_INTR_MASK is 0 "
+                               f"(status {status:#x}, mask {mask:#x})")
+        for f in GLB_INTR_STATUS.reg.fields:
+            if not (val >> f.lsb) & 1:
+                continue
+            unit, group = f.name[:-len("_DONE_STATUS0")], int(f.name[-1])
+            q = self.queues[unit]
+            if not q:
+                raise TraceFailure(f"{where}: unexpected interrupt {f.name} (no intr_notify left for {unit})")
+            item = q.popleft()
+            if item[0] != group:
+                # NVIDIA's player: a group mismatch may match the next queued entry for the unit.
+                if not q or q[0][0] != group:
+                    raise TraceFailure(f"{where}: interrupt {f.name} fired but {unit}_{item[0]} was expected")
+                item, pre = q.popleft(), item
+                q.appendleft(pre)
+            self.fired.add(item[1])
+        await eng.reg_write(GLB_INTR_STATUS.addr, val)
+
+    async def _wait_sync(self, sync: str, where: str) -> None:
+        while sync not in self.fired:
+            await self._service_interrupt(f"sync id {sync}", where)
+
+    async def run(self) -> None:
+        eng = self.engine
+        for c in self.trace.commands:
+            if c.kind == "intr_notify":
+                self.queues[c.args["unit"]].append((c.args["group"], c.args["sync"]))
+        for c in self.trace.commands:
+            a = c.args
+            if c.kind == "mem_init":
+                await eng.mem_fill(a["base"], a["size"], 0)
+            elif c.kind == "mem_load":
+                for off, data in load_dat(self.trace.directory / a["file"]):
+                    await eng.mem_write(a["base"] + off, data)
+            elif c.kind == "reg_write":
+                await eng.reg_write(a["reg"].addr, a["value"])
+                if a["reg"].reg.name == "D_OP_ENABLE" and a["value"] & 1:
+                    self.kick_cycle = eng.cycle
+            elif c.kind == "poll_reg_equal":
+                start = eng.cycle or 0
+                while await eng.reg_read(a["reg"].addr) != a["value"]:
+                    if eng.cycle is None:
+                        raise TraceFailure(f"{c.where}: {a['reg'].trace_name} is "
+                                           f"{await eng.reg_read(a['reg'].addr):#x}, never {a['value']:#x}")
+                    if eng.cycle - start > self.poll_budget:
+                        raise TraceFailure(await self._timeout_text(
+                            f"{c.where}: {a['reg'].trace_name} did not reach {a['value']:#x} "
+                            f"within {self.poll_budget} cycles"))
+                    await eng.wait_cycles(16)
+            elif c.kind == "intr_notify":
+                await self._wait_sync(a["sync"], c.where)
+            elif c.kind in ("check_crc", "check_nothing"):
+                await self._wait_sync(a["sync"], c.where)
+                if c.kind == "check_crc":
+                    data = await eng.mem_read(a["base"], a["size"])
+                    self.checks.append(CheckResult(c.where, a["base"], a["size"], a["crc"],
+                                                   zlib.crc32(data) & 0xFFFFFFFF, data))
+
+    @property
+    def cycles(self) -> int | None:
+        """Cycles from the last kick-off (D_OP_ENABLE) write to the last interrupt, as NVIDIA's
+        reference table counts them."""
+        if self.kick_cycle is None or self.last_intr_cycle is None:
+            return None
+        return self.last_intr_cycle - self.kick_cycle
+
+
+async def play(trace: Trace, engine: Engine, **kw) -> TraceResult:
+    """Run ``trace`` on ``engine``; never raises for a trace-level failure (see TraceResult)."""
+    t0 = time.monotonic()
+    missing = trace.missing_files()
+    if missing:
+        return TraceResult(trace.name, NOT_RUNNABLE, "missing memory image(s): "
+                           + ", ".join(str(p) for p in missing))
+    p = Player(trace, engine, **kw)
+    try:
+        await p.run()
+    except TraceDataError as e:
+        return TraceResult(trace.name, NOT_RUNNABLE, str(e), wall=time.monotonic() - t0)
+    except TraceFailure as e:
+        return TraceResult(trace.name, FAIL, str(e), p.cycles, time.monotonic() - t0, p.checks)
+    bad = [c for c in p.checks if not c.ok]
+    status = FAIL if bad else PASS
+    msg = "; ".join(f"{c.where}: CRC {c.actual:#010x} != golden {c.expected:#010x} "
+                    f"(region {c.base:#x}+{c.size:#x})" for c in bad)
+    return TraceResult(trace.name, status, msg, p.cycles, time.monotonic() - t0, p.checks)
