@@ -192,7 +192,7 @@ NV_SMALL = NvdlaConfig(name="nv_small")
 
 NV_LARGE = NvdlaConfig(
     name="nv_large",
-    feature_data_type="int16_fp16", weight_data_type="int16_fp16",
+    feature_data_type="int8", weight_data_type="int8",   # nv_large.spec: INT8
     weight_compression=True, winograd=True, batch=True, secondary_memif=True,
     sdp_lut=True, sdp_bs=True, sdp_bn=True, sdp_ew=True, bdma=True, rubik=True,
     rubik_contract=True, rubik_reshape=True, pdp=True, cdp=True, retiming=True,

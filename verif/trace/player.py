@@ -94,6 +94,7 @@ class Player:
         self.kick_cycle: int | None = None
         self.last_intr_cycle: int | None = None
         self.checks: list[CheckResult] = []
+        self.current = None   # the command being played (for error messages)
 
     async def _timeout_text(self, what: str) -> str:
         busy = await self.engine.busy_units()
@@ -140,6 +141,7 @@ class Player:
             if c.kind == "intr_notify":
                 self.queues[c.args["unit"]].append((c.args["group"], c.args["sync"]))
         for c in self.trace.commands:
+            self.current = c
             a = c.args
             if c.kind == "mem_init":
                 await eng.mem_fill(a["base"], a["size"], 0)
@@ -193,6 +195,10 @@ async def play(trace: Trace, engine: Engine, **kw) -> TraceResult:
         return TraceResult(trace.name, NOT_RUNNABLE, str(e), wall=time.monotonic() - t0)
     except TraceFailure as e:
         return TraceResult(trace.name, FAIL, str(e), p.cycles, time.monotonic() - t0, p.checks)
+    except Exception as e:  # the engine rejected the program (e.g. ModelConfigError) or crashed
+        where = f" at {p.current.where}" if p.current is not None else ""
+        return TraceResult(trace.name, FAIL, f"{type(e).__name__}{where}: {e}", p.cycles,
+                           time.monotonic() - t0, p.checks)
     bad = [c for c in p.checks if not c.ok]
     status = FAIL if bad else PASS
     msg = "; ".join(f"{c.where}: CRC {c.actual:#010x} != golden {c.expected:#010x} "

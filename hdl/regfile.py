@@ -1,0 +1,232 @@
+"""Per-unit register files generated from ``hdl.regmap.REGMAP``.
+
+Implements v1_hwarch.rst "Ping-pong synchronization" and v1_ias_programming_guide.rst
+(register group programming): every unit with an ``S_POINTER`` register keeps its ``D_`` registers
+twice (register group 0 and 1); ``S_`` registers exist once.
+
+* ``S_POINTER.PRODUCER`` (rw) selects which group CSB reads/writes of ``D_`` registers go to.
+* ``S_POINTER.CONSUMER`` (r) is the group the hardware executes next (flips when a layer is done).
+* Writing 1 to ``D_OP_ENABLE.OP_EN`` arms the producer group.
+* ``S_STATUS.STATUS_<g>``: 0 IDLE, 1 RUNNING (armed and consumer == g), 2 PENDING (armed, waiting).
+* When the datapath pulses ``done`` the consumer group's OP_EN clears (status goes IDLE), the
+  consumer flips and ``done_grp[g]`` pulses for one cycle (to GLB, v1_hwarch "Interrupt").
+
+Fields with access ``r`` read from the ``hw`` input port (hardware status), ``c`` fields read
+their reset value, ``wo``/``wto`` fields read 0, everything else is stored (reset value from
+REGMAP) and reads back what was written. Registers no datapath uses still exist.
+
+The CSB side is a :class:`RegBusSignature` (word offset within the unit's 4 KiB window).
+"""
+from __future__ import annotations
+
+from amaranth.hdl import Const, Module, Mux, Signal, unsigned
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from hdl.regmap import Register, Unit
+
+__all__ = ["RegBusSignature", "reg_layout", "unit_layout", "UnitRegFile", "REG_OFFSET_BITS",
+           "STATUS_IDLE", "STATUS_RUNNING", "STATUS_PENDING"]
+
+REG_OFFSET_BITS = 10          # 4 KiB unit window / 4-byte registers = 1024 words
+STATUS_IDLE, STATUS_RUNNING, STATUS_PENDING = 0, 1, 2   # S_STATUS encoding (programming guide)
+
+_SPECIAL = ("S_POINTER", "S_STATUS", "D_OP_ENABLE")
+
+
+class RegBusSignature(wiring.Signature):
+    """Internal register bus from the CSB decoder to one unit (master's view).
+
+    Members: ``addr`` Out(10) word offset of the register within the unit (byte offset >> 2);
+    ``wdata`` Out(32); ``we`` Out(1) one-cycle write strobe; ``rdata`` In(32) combinational read
+    data of the register at ``addr`` (0 where no register lives).
+    """
+
+    def __init__(self):
+        super().__init__({
+            "addr": Out(REG_OFFSET_BITS),
+            "wdata": Out(32),
+            "we": Out(1),
+            "rdata": In(32),
+        })
+
+
+def _lname(name: str) -> str:
+    return name.lower()
+
+
+def reg_layout(reg: Register) -> data.FlexibleLayout:
+    """32-bit layout of one register: a field per REGMAP field (lower-case name) at its lsb."""
+    return data.FlexibleLayout(32, {_lname(f.name): data.Field(unsigned(f.width), f.lsb)
+                                    for f in reg.fields})
+
+
+def _stored_mask(reg: Register) -> int:
+    """Bits kept in flops and read back (written by software)."""
+    m = 0
+    for f in reg.fields:
+        if f.access not in ("r", "c"):
+            m |= f.mask
+    return m
+
+
+def _readable_stored_mask(reg: Register) -> int:
+    m = 0
+    for f in reg.fields:
+        if f.access not in ("r", "c", "wo", "wto"):
+            m |= f.mask
+    return m
+
+
+def _hw_mask(reg: Register) -> int:
+    m = 0
+    for f in reg.fields:
+        if f.access == "r":
+            m |= f.mask
+    return m
+
+
+def _const_value(reg: Register) -> int:
+    v = 0
+    for f in reg.fields:
+        if f.access == "c":
+            v |= (f.reset << f.lsb) & f.mask
+    return v
+
+
+def is_pingpong(unit: Unit) -> bool:
+    names = {r.name for r in unit.registers}
+    return all(n in names for n in _SPECIAL)
+
+
+def unit_layout(unit: Unit, which: str) -> data.StructLayout:
+    """Layout of a unit's ``cfg`` (``which="cfg"``: software-programmed registers as the hardware
+    sees them, D_ registers from the consumer group) or ``hw`` (``which="hw"``: registers with
+    read-only status fields the hardware drives). Member names are lower-case register names;
+    each member is the 32-bit :func:`reg_layout` of that register.
+    """
+    pp = is_pingpong(unit)
+    members = {}
+    for r in unit.registers:
+        if pp and r.name in _SPECIAL:
+            continue
+        if which == "cfg" and _stored_mask(r):
+            members[_lname(r.name)] = reg_layout(r)
+        elif which == "hw" and _hw_mask(r):
+            members[_lname(r.name)] = reg_layout(r)
+    return data.StructLayout(members)
+
+
+class UnitRegFile(wiring.Component):
+    """Register file of one NVDLA unit, generated from its REGMAP entry.
+
+    Parameters: ``unit`` (a :class:`hdl.regmap.Unit`); ``read_only`` (CFGROM: every register is a
+    constant equal to its REGMAP reset value, writes ignored).
+
+    Ports:
+      ``bus``: In(:class:`RegBusSignature`) CSB side.
+      ``cfg``: Out(:func:`unit_layout` "cfg") programmed values; D_ registers of the consumer group.
+      ``hw``: In(:func:`unit_layout` "hw") values of the ``r`` (hardware status) fields.
+      For ping-pong units (S_POINTER/S_STATUS/D_OP_ENABLE present) also:
+      ``op_en`` Out(1) the consumer group is armed; ``consumer`` Out(1);
+      ``done`` In(1) one-cycle pulse: the datapath finished the consumer group;
+      ``done_grp`` Out(2) one-cycle done pulse per group (bit g = group g) for GLB.
+    """
+
+    def __init__(self, unit: Unit, *, read_only: bool = False):
+        self.unit = unit
+        self.read_only = read_only
+        self.pingpong = is_pingpong(unit) and not read_only
+        self._cfg_layout = unit_layout(unit, "cfg")
+        self._hw_layout = unit_layout(unit, "hw")
+        members = {"bus": In(RegBusSignature())}
+        if not read_only:
+            members["cfg"] = Out(self._cfg_layout)
+            members["hw"] = In(self._hw_layout)
+        if self.pingpong:
+            members.update(op_en=Out(1), consumer=Out(1), done=In(1), done_grp=Out(2))
+        super().__init__(members)
+
+    def elaborate(self, platform):
+        m = Module()
+        bus = self.bus
+        regs = {r.name: r for r in self.unit.registers}
+        sel = {r.name: bus.addr == (r.offset >> 2) for r in self.unit.registers}
+        wr = {n: bus.we & s for n, s in sel.items()}
+
+        if self.read_only:
+            with m.Switch(bus.addr):
+                for r in self.unit.registers:
+                    with m.Case(r.offset >> 2):
+                        m.d.comb += bus.rdata.eq(r.reset)
+            return m
+
+        pp = self.pingpong
+        producer = Signal()
+        consumer = Signal()
+        op_en = [Signal(name=f"op_en{g}") for g in range(2)]
+
+        read_values = {}
+        for r in self.unit.registers:
+            if pp and r.name in _SPECIAL:
+                continue
+            smask, rmask, hmask, cval = (_stored_mask(r), _readable_stored_mask(r), _hw_mask(r),
+                                         _const_value(r))
+            lname = _lname(r.name)
+            hw_val = self.hw[lname].as_value() if hmask else Const(0, 32)
+            if smask:
+                groups = 2 if (pp and r.double_buffered) else 1
+                store = [Signal(32, init=r.reset & smask, name=f"{lname}_g{g}" if groups == 2 else lname)
+                         for g in range(groups)]
+                for g, s in enumerate(store):
+                    cond = wr[r.name] & (producer == g) if groups == 2 else wr[r.name]
+                    with m.If(cond):
+                        m.d.sync += s.eq(bus.wdata & smask)
+                if groups == 2:
+                    cur_sw = Mux(producer, store[1], store[0])
+                    cur_hw = Mux(consumer, store[1], store[0])
+                else:
+                    cur_sw = cur_hw = store[0]
+                m.d.comb += self.cfg[lname].eq(cur_hw)
+                read_values[r.name] = (cur_sw & rmask) | (hw_val & hmask) | cval
+            else:
+                read_values[r.name] = (hw_val & hmask) | cval
+
+        if pp:
+            # v1_hwarch "Ping-pong synchronization": producer/consumer pointers and OP_EN per group.
+            ptr = regs["S_POINTER"]
+            f_prod, f_cons = ptr.field("PRODUCER"), ptr.field("CONSUMER")
+            with m.If(wr["S_POINTER"]):
+                m.d.sync += producer.eq(bus.wdata[f_prod.lsb])
+            read_values["S_POINTER"] = (producer << f_prod.lsb) | (consumer << f_cons.lsb)
+
+            f_op = regs["D_OP_ENABLE"].field("OP_EN")
+            for g in range(2):
+                with m.If(wr["D_OP_ENABLE"] & (producer == g)):
+                    m.d.sync += op_en[g].eq(bus.wdata[f_op.lsb])
+                # hardware completion wins over a same-cycle CSB write to the same group
+                with m.If(self.done & (consumer == g)):
+                    m.d.sync += op_en[g].eq(0)
+            with m.If(self.done):
+                m.d.sync += consumer.eq(~consumer)
+            read_values["D_OP_ENABLE"] = Mux(producer, op_en[1], op_en[0]) << f_op.lsb
+
+            st = regs["S_STATUS"]
+            status = 0
+            for g in range(2):
+                f = st.field(f"STATUS_{g}")
+                sv = Mux(op_en[g], Mux(consumer == g, STATUS_RUNNING, STATUS_PENDING), STATUS_IDLE)
+                status = status | (sv.as_unsigned() << f.lsb)
+            read_values["S_STATUS"] = status
+
+            m.d.comb += [
+                self.op_en.eq(Mux(consumer, op_en[1], op_en[0])),
+                self.consumer.eq(consumer),
+                self.done_grp.eq(Mux(self.done, Mux(consumer, 0b10, 0b01), 0)),
+            ]
+
+        with m.Switch(bus.addr):
+            for r in self.unit.registers:
+                with m.Case(r.offset >> 2):
+                    m.d.comb += bus.rdata.eq(read_values[r.name])
+        return m

@@ -1,0 +1,99 @@
+"""SDP: single data point processor, memory-to-memory mode (v1_ias_unit_description.rst "SDP").
+
+Hardware layer = SDP_RDMA MRDMA -> SDP core (BS/BN/EW bypassed, output converter) -> SDP WDMA,
+joined by ``amaranth.lib.stream`` interfaces. SDP_RDMA and SDP keep separate register files and
+ping-pong pointers (v1_hwarch.rst "Ping-pong synchronization"); a layer starts when the consumer
+groups of both are enabled (D_OP_ENABLE) and completes when WDMA has all write responses; then
+both register files see ``done`` and SDP's per-group done pulse goes to GLB
+(S_INTR_STATUS.SDP_DONE_STATUS<g>).
+
+Not implemented yet (the registers exist and read back): BS/BN/EW ALU/multiplier/LUT, BRDMA,
+NRDMA, ERDMA, flying mode (input from CACC), output to PDP, batches, int16/fp16.
+"""
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Module, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from hdl.axi import DmaReadSignature, DmaWriteSignature
+from hdl.config import NvdlaConfig
+from hdl.regfile import RegBusSignature, UnitRegFile
+from hdl.regmap import REGMAP
+from hdl.sdp.core import SdpCore
+from hdl.sdp.rdma import SdpRdma, atom_layout
+from hdl.sdp.wdma import SdpWdma
+
+__all__ = ["Sdp", "SdpRdma", "SdpCore", "SdpWdma", "atom_layout"]
+
+
+class Sdp(wiring.Component):
+    """SDP unit with its SDP_RDMA and SDP register files.
+
+    Ports: ``csb_rdma``/``csb_sdp`` In(:class:`hdl.regfile.RegBusSignature`) (CSB side of the
+    SDP_RDMA and SDP register files); ``dma_rd`` Out(DmaReadSignature) (MRDMA client);
+    ``dma_wr`` Out(DmaWriteSignature) (WDMA client); ``done_grp`` Out(2) per-group done pulse to
+    GLB; ``busy`` Out(1).
+    """
+
+    def __init__(self, cfg: NvdlaConfig):
+        self.cfg = cfg
+        super().__init__({
+            "csb_rdma": In(RegBusSignature()),
+            "csb_sdp": In(RegBusSignature()),
+            "dma_rd": Out(DmaReadSignature(cfg)),
+            "dma_wr": Out(DmaWriteSignature(cfg)),
+            "done_grp": Out(2),
+            "busy": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self.cfg
+        m.submodules.rf_rdma = rf_rdma = UnitRegFile(REGMAP.unit("SDP_RDMA"))
+        m.submodules.rf_sdp = rf_sdp = UnitRegFile(REGMAP.unit("SDP"))
+        wiring.connect(m, wiring.flipped(self.csb_rdma), rf_rdma.bus)
+        wiring.connect(m, wiring.flipped(self.csb_sdp), rf_sdp.bus)
+
+        m.submodules.rdma = rdma = SdpRdma(cfg)
+        m.submodules.core = core = SdpCore(cfg)
+        m.submodules.wdma = wdma = SdpWdma(cfg)
+        wiring.connect(m, rdma.atoms, core.i)
+        wiring.connect(m, core.o, wdma.atoms)
+        wiring.connect(m, rdma.dma, wiring.flipped(self.dma_rd))
+        wiring.connect(m, wdma.dma, wiring.flipped(self.dma_wr))
+
+        rc, sc = rf_rdma.cfg, rf_sdp.cfg
+        aw = cfg.mem_address_width
+        m.d.comb += [
+            rdma.base.eq(Cat(rc.d_src_base_addr_low.as_value(),
+                             rc.d_src_base_addr_high.as_value())[:aw]),
+            rdma.line_stride.eq(rc.d_src_line_stride.as_value()),
+            rdma.surface_stride.eq(rc.d_src_surface_stride.as_value()),
+            rdma.width.eq(rc.d_data_cube_width["width"]),
+            rdma.height.eq(rc.d_data_cube_height["height"]),
+            rdma.channel.eq(rc.d_data_cube_channel["channel"]),
+            wdma.base.eq(Cat(sc.d_dst_base_addr_low.as_value(),
+                             sc.d_dst_base_addr_high.as_value())[:aw]),
+            wdma.line_stride.eq(sc.d_dst_line_stride.as_value()),
+            wdma.surface_stride.eq(sc.d_dst_surface_stride.as_value()),
+            wdma.width.eq(sc.d_data_cube_width["width"]),
+            wdma.height.eq(sc.d_data_cube_height["height"]),
+            wdma.channel.eq(sc.d_data_cube_channel["channel"]),
+            core.cvt_offset.eq(sc.d_cvt_offset.as_value()),
+            core.cvt_scale.eq(sc.d_cvt_scale.as_value()[:16]),
+            core.cvt_shift.eq(sc.d_cvt_shift.as_value()[:6]),
+        ]
+
+        # layer control: start when both consumer groups are armed, finish on WDMA done
+        running = Signal()
+        start = Signal()
+        m.d.comb += start.eq(~running & rf_rdma.op_en & rf_sdp.op_en)
+        m.d.comb += [rdma.start.eq(start), wdma.start.eq(start)]
+        with m.If(start):
+            m.d.sync += running.eq(1)
+        with m.If(wdma.done):
+            m.d.sync += running.eq(0)
+        m.d.comb += [rf_rdma.done.eq(wdma.done), rf_sdp.done.eq(wdma.done),
+                     self.done_grp.eq(rf_sdp.done_grp), self.busy.eq(running)]
+        return m

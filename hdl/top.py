@@ -1,0 +1,173 @@
+"""NVDLA top level ``NV_nvdla`` with NVIDIA's port list (vmod/nvdla/top/NV_nvdla.v, nv_small).
+
+Two components:
+
+* :class:`NvdlaCore`: everything in the ``sync`` clock domain (CSB slave, GLB, all register
+  files, MCIF, SDP). Its ports are NVIDIA's CSB, DBB (``nvdla_core2dbb_*``), CV SRAM
+  (``nvdla_core2cvsram_*``, only when cfg.secondary_memif) and ``dla_intr`` ports with NVIDIA's
+  names. Used directly by the Amaranth-simulator tests.
+* :class:`NV_nvdla`: the chip-level wrapper with NVIDIA's full port list: clocks, resets,
+  test/clock-gating controls and the ``nvdla_pwrbus_ram_*_pd`` power-bus inputs (accepted,
+  unused: there are no power-gated RAM macros here).
+
+Clocking: a single clock domain clocked by ``dla_core_clk``. ``dla_csb_clk`` is assumed to be the
+same clock (NVIDIA's nv_small testbenches drive both from one clock: verif/verilator/nvdla.cpp
+toggles ``dla_core_clk`` and ``dla_csb_clk`` together); it is not used.
+``global_clk_ovr_on`` and ``tmc2slcg_disable_clock_gating`` only control clock gating, which this
+design does not have; they are unused.
+
+Reset (NVIDIA's NV_NVDLA_reset / sync_reset): active-low ``dla_reset_rstn`` asserts the core
+reset asynchronously and is released through a 2-flop synchroniser on ``dla_core_clk``; when
+``test_mode`` is 1, ``direct_reset_`` (active low) is used instead, bypassing the synchroniser.
+"""
+from __future__ import annotations
+
+from amaranth.hdl import Cat, ClockDomain, Module, Mux, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from hdl.axi import AxiMasterSignature
+from hdl.config import NvdlaConfig
+from hdl.csb import CsbSignature, CsbSlave
+from hdl.glb import Glb
+from hdl.mcif import Mcif
+from hdl.regfile import UnitRegFile
+from hdl.regmap import REGMAP
+from hdl.sdp import Sdp
+
+__all__ = ["NvdlaCore", "NV_nvdla", "DBB_PREFIX", "CVSRAM_PREFIX", "PWRBUS_PORTS"]
+
+DBB_PREFIX = "nvdla_core2dbb_"
+CVSRAM_PREFIX = "nvdla_core2cvsram_"
+PWRBUS_PORTS = ("nvdla_pwrbus_ram_c_pd", "nvdla_pwrbus_ram_ma_pd", "nvdla_pwrbus_ram_mb_pd",
+                "nvdla_pwrbus_ram_p_pd", "nvdla_pwrbus_ram_o_pd", "nvdla_pwrbus_ram_a_pd")
+SDP_MRDMA_CLIENT = 0      # MCIF read client index (= AXI arid) of SDP MRDMA
+SDP_WDMA_CLIENT = 0       # MCIF write client index (= AXI awid) of SDP WDMA
+
+
+def _flat(prefix: str, sig: wiring.Signature) -> dict:
+    return {prefix + name: member for name, member in sig.members.items()}
+
+
+def _connect_flat(m: Module, outer, prefix: str, inner_port, sig: wiring.Signature):
+    """Connect the flat ports ``outer.<prefix><name>`` to ``inner_port.<name>`` (same direction
+    as ``sig``'s members from the inner component's point of view)."""
+    for name, member in sig.members.items():
+        o, i = getattr(outer, prefix + name), getattr(inner_port, name)
+        if member.flow == wiring.Out:
+            m.d.comb += o.eq(i)
+        else:
+            m.d.comb += i.eq(o)
+
+
+def _core_members(cfg: NvdlaConfig) -> dict:
+    members = {}
+    members.update(CsbSignature().members)
+    members.update(_flat(DBB_PREFIX, AxiMasterSignature(cfg.mem_address_width, cfg.primary_memif_width)))
+    if cfg.secondary_memif:
+        members.update(_flat(CVSRAM_PREFIX, AxiMasterSignature(cfg.mem_address_width,
+                                                              cfg.secondary_memif_width)))
+    members["dla_intr"] = Out(1)
+    return members
+
+
+class NvdlaCore(wiring.Component):
+    """NVDLA core logic in the ``sync`` domain with NVIDIA's CSB / DBB / CV SRAM / dla_intr ports.
+
+    ``cfg``: :class:`hdl.config.NvdlaConfig`. Register files exist for every unit of
+    ``cfg.units()`` (functional or not); SDP (memory-to-memory, converter only) is the one
+    working datapath. DBB data width cfg.primary_memif_width, address width
+    cfg.mem_address_width.
+    """
+
+    def __init__(self, cfg: NvdlaConfig):
+        self.cfg = cfg
+        super().__init__(_core_members(cfg))
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self.cfg
+        units = {u: REGMAP.unit(u).base for u in cfg.units()}
+        m.submodules.csb = csb = CsbSlave(units)
+        for name in CsbSignature().members:
+            if CsbSignature().members[name].flow == wiring.In:
+                m.d.comb += getattr(csb.csb, name).eq(getattr(self, name))
+            else:
+                m.d.comb += getattr(self, name).eq(getattr(csb.csb, name))
+
+        m.submodules.glb = glb = Glb()
+        wiring.connect(m, csb.glb, glb.bus)
+        m.d.comb += self.dla_intr.eq(glb.intr)
+
+        m.submodules.mcif = mcif = Mcif(cfg)
+        _connect_flat(m, self, DBB_PREFIX, mcif.axi, mcif.axi.signature)
+
+        m.submodules.sdp = sdp = Sdp(cfg)
+        wiring.connect(m, csb.sdp_rdma, sdp.csb_rdma)
+        wiring.connect(m, csb.sdp, sdp.csb_sdp)
+        wiring.connect(m, sdp.dma_rd, mcif.rd[SDP_MRDMA_CLIENT])
+        wiring.connect(m, sdp.dma_wr, mcif.wr[SDP_WDMA_CLIENT])
+        m.d.comb += glb.done_sdp.eq(sdp.done_grp)
+
+        for u in cfg.units():
+            if u in ("GLB", "SDP", "SDP_RDMA"):
+                continue
+            rf = UnitRegFile(REGMAP.unit(u), read_only=(u == "CFGROM"))
+            m.submodules[f"rf_{u.lower()}"] = rf
+            wiring.connect(m, getattr(csb, u.lower()), rf.bus)
+            if u == "CDMA":
+                # no convolution buffer to flush: the flush is always done (programming guide)
+                m.d.comb += rf.hw.s_cbuf_flush_status["flush_done"].eq(1)
+            elif u == "MCIF":
+                m.d.comb += rf.hw.status["idle"].eq(mcif.idle)
+            elif u == "CVIF":
+                m.d.comb += rf.hw.status["idle"].eq(1)
+
+        if cfg.secondary_memif:
+            # CV SRAM port exists but no client uses it yet: idle master (as NVIDIA ties it off
+            # when the secondary interface is disabled)
+            m.d.comb += [getattr(self, CVSRAM_PREFIX + "b_bready").eq(1),
+                         getattr(self, CVSRAM_PREFIX + "r_rready").eq(1)]
+        return m
+
+
+class NV_nvdla(wiring.Component):
+    """Chip top with NVIDIA's NV_nvdla port list (see module docstring for clocks and reset).
+
+    Inputs dla_core_clk, dla_csb_clk, global_clk_ovr_on, tmc2slcg_disable_clock_gating,
+    dla_reset_rstn, direct_reset_, test_mode; the NvdlaCore ports (CSB, DBB AXI, CV SRAM AXI when
+    cfg.secondary_memif, dla_intr); nvdla_pwrbus_ram_{c,ma,mb,p,o,a}_pd[31:0] inputs (unused).
+    """
+
+    def __init__(self, cfg: NvdlaConfig):
+        self.cfg = cfg
+        members = {
+            "dla_core_clk": In(1), "dla_csb_clk": In(1), "global_clk_ovr_on": In(1),
+            "tmc2slcg_disable_clock_gating": In(1), "dla_reset_rstn": In(1),
+            "direct_reset_": In(1), "test_mode": In(1),
+        }
+        members.update(_core_members(cfg))
+        for p in PWRBUS_PORTS:
+            members[p] = In(32)
+        super().__init__(members)
+
+    def elaborate(self, platform):
+        m = Module()
+        # reset: async assert, synchronised release (NVIDIA sync_reset); test_mode -> direct_reset_
+        m.domains.por = por = ClockDomain("por", async_reset=True, local=True)
+        raw_rstn = Mux(self.test_mode, self.direct_reset_, self.dla_reset_rstn)
+        m.d.comb += [por.clk.eq(self.dla_core_clk), por.rst.eq(~raw_rstn)]
+        sync_ff = Signal(2)
+        m.d.por += sync_ff.eq(Cat(1, sync_ff[0]))
+        synced_rstn = Mux(self.test_mode, self.direct_reset_, sync_ff[1])
+
+        m.domains.sync = cd = ClockDomain("sync", async_reset=True, local=True)
+        m.d.comb += [cd.clk.eq(self.dla_core_clk), cd.rst.eq(~synced_rstn)]
+
+        m.submodules.core = core = NvdlaCore(self.cfg)
+        for name, member in core.signature.members.items():
+            if member.flow == wiring.In:
+                m.d.comb += getattr(core, name).eq(getattr(self, name))
+            else:
+                m.d.comb += getattr(self, name).eq(getattr(core, name))
+        return m

@@ -1,0 +1,318 @@
+"""Cached Verilator builds of a port-compatible ``NV_nvdla`` through cocotb's runner.
+
+``build_sim(config, rtl_filelist=None, waves=False)`` returns a :class:`SimBuild` (the directory
+holding the cocotb+Verilator executable). Without ``rtl_filelist`` the project's RTL is generated
+first (``python -m hdl.build --config <config> -o build/<config>``, redone only when a file under
+``hdl/`` changed) and ``build/<config>/NV_nvdla.f`` is used; with ``rtl_filelist`` any Verilator
+file list (e.g. NVIDIA's RTL) is built instead.
+
+Cache: ``build/sim/<config>-<key>[-fst]/`` where ``key`` hashes the configuration name, the file
+list (normalised), the content of every source it names (files, ``-v`` libraries and every
+Verilog file under ``-I``/``+incdir+``/``-y`` directories), the Verilator version, the cocotb
+version and the build flags. A finished build leaves ``build.ok``; a second call with the same
+key returns at once. Concurrent callers (pytest-xdist workers) serialise on ``<dir>.lock``.
+Waves (``waves=True``) are a separate build variant compiled with ``--trace-fst``.
+
+Errors: :class:`SimBuildError` (message names the Verilator/compiler log file and quotes its
+last lines); :class:`RtlGenerationError` when ``hdl.build`` fails.
+
+CLI: ``python -m sim.build [--config nv_small] [--rtl-filelist F] [--waves] [--force]``.
+"""
+from __future__ import annotations
+
+import argparse
+import fcntl
+import hashlib
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sim.verilator import activate, find_verilator
+
+REPO = Path(__file__).resolve().parents[1]
+BUILD_ROOT = REPO / "build"
+TOPLEVEL = "NV_nvdla"
+TIMESCALE = ("1ns", "1ps")
+
+#: Verilator options of every build (part of the cache key).
+BASE_FLAGS = ("-Wno-fatal", "-Wno-lint", "-Wno-style", "-Wno-MULTIDRIVEN", "-Wno-TIMESCALEMOD",
+              "--x-assign", "fast", "--assert")
+#: C++ optimisation for the verilated model (the runner's default is -Os).
+OPT_FAST = "-O2"
+
+_VERILOG_EXT = (".v", ".sv", ".vh", ".svh", ".vlib", ".inc", ".h")
+
+
+class SimBuildError(RuntimeError):
+    """The Verilator build failed; ``log`` is the path of the full log."""
+
+    def __init__(self, msg: str, log: Path | None = None):
+        super().__init__(msg)
+        self.log = log
+
+
+class RtlGenerationError(RuntimeError):
+    """``python -m hdl.build`` failed or produced no file list."""
+
+
+@dataclass
+class FileList:
+    """A Verilator file list split into what matters for hashing: ``args`` (normalised, absolute
+    paths), ``files`` (every source/library file) and ``dirs`` (include/library directories)."""
+    path: Path
+    args: list[str] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)
+    dirs: list[Path] = field(default_factory=list)
+
+
+def _tokens(text: str) -> list[str]:
+    out = []
+    for line in text.splitlines():
+        out.extend(shlex.split(line.split("//", 1)[0]))
+    return out
+
+
+def parse_filelist(path: Path) -> FileList:
+    """Parse a Verilator ``-f`` file. Relative paths are taken relative to the file list's
+    directory (NVIDIA's lists are written relative to where they live), falling back to the
+    current directory when only that exists. Nested ``-f``/``-F`` are inlined."""
+    path = Path(path).resolve()
+    if not path.is_file():
+        raise FileNotFoundError(f"RTL file list {path} does not exist")
+    fl = FileList(path)
+    base = path.parent
+
+    def res(p: str) -> Path:
+        q = Path(p)
+        if q.is_absolute():
+            return q
+        cand = (base / q)
+        if cand.exists() or not (Path.cwd() / q).exists():
+            return cand.resolve()
+        return (Path.cwd() / q).resolve()
+
+    toks = _tokens(path.read_text())
+    i = 0
+    while i < len(toks):
+        t = toks[i]
+        nxt = toks[i + 1] if i + 1 < len(toks) else None
+        if t in ("-f", "-F") and nxt:
+            sub = parse_filelist(res(nxt))
+            fl.args += sub.args
+            fl.files += sub.files
+            fl.dirs += sub.dirs
+            i += 2
+            continue
+        if t in ("-y", "-v") and nxt:
+            p = res(nxt)
+            fl.args += [t, str(p)]
+            (fl.dirs if t == "-y" else fl.files).append(p)
+            i += 2
+            continue
+        if t.startswith("-I") and len(t) > 2:
+            p = res(t[2:])
+            fl.args.append(f"-I{p}")
+            fl.dirs.append(p)
+        elif t.startswith("+incdir+"):
+            for d in filter(None, t[len("+incdir+"):].split("+")):
+                p = res(d)
+                fl.args.append(f"+incdir+{p}")
+                fl.dirs.append(p)
+        elif t.startswith(("-", "+")):
+            fl.args.append(t)
+        else:
+            p = res(t)
+            fl.args.append(str(p))
+            fl.files.append(p)
+        i += 1
+    missing = [str(p) for p in fl.files if not p.is_file()]
+    if missing:
+        raise FileNotFoundError(f"{path}: missing source file(s): {', '.join(missing[:5])}"
+                                + (" ..." if len(missing) > 5 else ""))
+    return fl
+
+
+def _hash_filelist(fl: FileList, h) -> None:
+    h.update("\0".join(fl.args).encode())
+    for f in fl.files:
+        h.update(f"\0F{f}\0".encode())
+        h.update(f.read_bytes())
+    for d in fl.dirs:
+        if not d.is_dir():
+            continue
+        for f in sorted(d.iterdir()):
+            if f.is_file() and f.suffix in _VERILOG_EXT:
+                h.update(f"\0D{f}\0".encode())
+                h.update(f.read_bytes())
+
+
+def _tree_hash(root: Path) -> str:
+    h = hashlib.sha256()
+    for f in sorted(root.rglob("*.py")):
+        if "__pycache__" in f.parts:
+            continue
+        h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()
+
+
+@contextmanager
+def _locked(lock: Path):
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def generate_rtl(config: str = "nv_small", out: Path | None = None) -> Path:
+    """Generate the project's RTL for ``config`` (``hdl.build``) unless ``out`` already holds a
+    generation from the current ``hdl/`` sources. Returns the file list path."""
+    out = Path(out or BUILD_ROOT / config)
+    flist = out / f"{TOPLEVEL}.f"
+    stamp = out / ".hdl_hash"
+    digest = _tree_hash(REPO / "hdl")
+    with _locked(BUILD_ROOT / f".rtl-{config}.lock"):
+        if flist.is_file() and stamp.is_file() and stamp.read_text() == digest:
+            return flist
+        if not (REPO / "hdl" / "build.py").is_file():
+            if flist.is_file():
+                return flist
+            raise RtlGenerationError("hdl/build.py does not exist yet and there is no "
+                                     f"{flist}; pass rtl_filelist= to simulate other RTL")
+        out.mkdir(parents=True, exist_ok=True)
+        log = out / "hdl_build.log"
+        with open(log, "w") as fh:
+            r = subprocess.run([sys.executable, "-m", "hdl.build", "--config", config, "-o", str(out)],
+                               cwd=REPO, stdout=fh, stderr=subprocess.STDOUT)
+        if r.returncode != 0 or not flist.is_file():
+            tail = "\n".join(log.read_text(errors="replace").splitlines()[-20:])
+            raise RtlGenerationError(f"python -m hdl.build --config {config} failed (rc {r.returncode}); "
+                                     f"log: {log}\n{tail}")
+        stamp.write_text(digest)
+        return flist
+
+
+@dataclass(frozen=True)
+class SimBuild:
+    """A finished simulator build: ``directory`` holds the executable ``NV_nvdla``."""
+    config: str
+    key: str
+    directory: Path
+    waves: bool
+    filelist: Path
+    seconds: float          # build time (0.0 when taken from the cache)
+    cached: bool
+
+    @property
+    def executable(self) -> Path:
+        return self.directory / TOPLEVEL
+
+
+def _runner_class():
+    from cocotb_tools.runner import Verilator
+
+    class _NvdlaVerilator(Verilator):
+        """cocotb's Verilator runner with: FST instead of VCD when waves are on, no
+        ``--public-flat-rw`` unless asked (only ports are needed; it slows the model), and
+        ``OPT_FAST`` for the C++ compile."""
+        fst = False
+        public = False
+        opt_fast = OPT_FAST
+
+        def _build_command(self):
+            cmds = super()._build_command()
+            vcmd = [a for a in cmds[0] if self.public or a != "--public-flat-rw"]
+            if self.fst:
+                vcmd = ["--trace-fst" if a == "--trace" else a for a in vcmd]
+                if "--trace-fst" not in vcmd:
+                    vcmd.insert(1, "--trace-fst")
+                vcmd.insert(1, "--trace-structs")
+            make = [a if not a.startswith("VM_TRACE=") else f"VM_TRACE={int(self.fst)}" for a in cmds[1]]
+            make.append(f"OPT_FAST={self.opt_fast}")
+            return [vcmd, make]
+
+    return _NvdlaVerilator
+
+
+def build_sim(config: str = "nv_small", *, rtl_filelist: str | Path | None = None,
+              waves: bool = False, public: bool = False, extra_flags=(), force: bool = False,
+              verbose: bool = False) -> SimBuild:
+    """Build (or take from the cache) the cocotb+Verilator simulator of ``NV_nvdla``.
+
+    ``rtl_filelist``: a Verilator file list of any port-compatible NV_nvdla (default: the
+    project's RTL for ``config``, generated if needed). ``waves``: FST-capable variant.
+    ``public``: ``--public-flat-rw`` (VPI access to internal signals; slower).
+    Raises SimBuildError (with the log path), RtlGenerationError, FileNotFoundError.
+    """
+    import cocotb
+    inst = activate()
+    flist_path = Path(rtl_filelist) if rtl_filelist else generate_rtl(config)
+    fl = parse_filelist(flist_path)
+    flags = list(BASE_FLAGS) + list(extra_flags)
+    h = hashlib.sha256()
+    h.update(json.dumps({"config": config, "verilator": inst.version, "cocotb": cocotb.__version__,
+                         "flags": flags, "waves": bool(waves), "public": bool(public),
+                         "opt_fast": OPT_FAST, "timescale": TIMESCALE, "top": TOPLEVEL}).encode())
+    _hash_filelist(fl, h)
+    key = h.hexdigest()[:16]
+    name = f"{config}-{key}" + ("-fst" if waves else "")
+    bdir = BUILD_ROOT / "sim" / name
+    ok = bdir / "build.ok"
+    with _locked(BUILD_ROOT / "sim" / f"{name}.lock"):
+        if ok.is_file() and (bdir / TOPLEVEL).is_file() and not force:
+            return SimBuild(config, key, bdir, waves, fl.path, 0.0, True)
+        if bdir.exists():
+            import shutil
+            shutil.rmtree(bdir)
+        bdir.mkdir(parents=True)
+        norm = bdir / "sources.f"
+        norm.write_text("\n".join(fl.args) + "\n")
+        log = bdir / "build.log"
+        R = _runner_class()
+        runner = R()
+        runner.fst, runner.public = bool(waves), bool(public)
+        t0 = time.monotonic()
+        try:
+            runner.build(sources=[], build_args=flags + ["-f", str(norm)], hdl_toplevel=TOPLEVEL,
+                         build_dir=bdir, timescale=TIMESCALE, waves=False, log_file=log,
+                         verbose=verbose, always=True)
+        except (RuntimeError, SystemExit) as e:
+            tail = "\n".join(log.read_text(errors="replace").splitlines()[-25:]) if log.is_file() else ""
+            raise SimBuildError(f"Verilator build of {fl.path} failed ({e}); log: {log}\n{tail}",
+                                log) from None
+        if not (bdir / TOPLEVEL).is_file():
+            raise SimBuildError(f"Verilator build produced no executable; log: {log}", log)
+        dt = time.monotonic() - t0
+        ok.write_text(json.dumps({"filelist": str(fl.path), "seconds": round(dt, 1),
+                                  "verilator": inst.version, "flags": flags, "waves": waves}))
+        return SimBuild(config, key, bdir, waves, fl.path, dt, False)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--config", default="nv_small")
+    ap.add_argument("--rtl-filelist", type=Path)
+    ap.add_argument("--waves", action="store_true")
+    ap.add_argument("--public", action="store_true")
+    ap.add_argument("--force", action="store_true")
+    a = ap.parse_args(argv)
+    try:
+        b = build_sim(a.config, rtl_filelist=a.rtl_filelist, waves=a.waves, public=a.public,
+                      force=a.force)
+    except (SimBuildError, RtlGenerationError, FileNotFoundError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    print(f"{b.directory} ({'cached' if b.cached else f'built in {b.seconds:.1f} s'})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,32 @@
+"""The generated C header compiles and its constants equal the register map."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from hdl.config import NV_SMALL
+from hdl.regmap import REGMAP
+from hdl.regmap.cheader import render
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler on this machine")
+def test_header_compiles_and_values_match(tmp_path):
+    (tmp_path / "nvdla_regs.h").write_text(render(NV_SMALL))
+    checks = [("SDP_D_DATA_CUBE_WIDTH_0", REGMAP.lookup("NVDLA_SDP.D_DATA_CUBE_WIDTH_0").addr),
+              ("GLB_S_INTR_STATUS_0", 0x100C),
+              ("SDP_D_FEATURE_MODE_CFG_0_OUTPUT_DST_FIELD", 1 << 1),
+              ("SDP_D_FEATURE_MODE_CFG_0_OUTPUT_DST_PDP", 1),
+              ("GLB_S_NVDLA_HW_VERSION_0_RESET_VAL", REGMAP.lookup("NVDLA_GLB.S_NVDLA_HW_VERSION_0").reg.reset)]
+    body = "\n".join(f'    if ((unsigned long)({n}) != {v:#x}UL) {{ printf("{n}\\n"); bad = 1; }}' for n, v in checks)
+    (tmp_path / "t.c").write_text(f'#include <stdio.h>\n#include "nvdla_regs.h"\n'
+                                  f"int main(void) {{ int bad = 0;\n{body}\n    return bad; }}\n")
+    subprocess.run(["cc", "-Wall", "-Werror", "-o", str(tmp_path / "t"), str(tmp_path / "t.c")], check=True)
+    r = subprocess.run([str(tmp_path / "t")], capture_output=True, text=True)
+    assert r.returncode == 0, f"constants differ from the register map: {r.stdout}"
+
+
+def test_header_omits_absent_units():
+    text = render(NV_SMALL)
+    assert "#define BDMA_" not in text and "#define RBK_" not in text and "CDP_RDMA_D_OP_ENABLE_0" in text

@@ -1,0 +1,17 @@
+"""The trace manifest: per engine, the traces that must pass (read from verif/manifest.toml).
+
+A listed trace failing fails the suite; a trace that passes but is not listed is reported at the
+end of the pytest run so the manifest can be extended.
+"""
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+MANIFEST = Path(__file__).with_name("manifest.toml")
+
+
+def load(path: Path = MANIFEST) -> dict[str, set[str]]:
+    """``{engine: {suite/trace, ...}}`` (suite is ``nv_small`` or ``nv_small_generated``)."""
+    data = tomllib.loads(path.read_text())
+    return {engine: set(sec.get("must_pass", [])) for engine, sec in data.items()}
