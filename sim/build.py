@@ -45,6 +45,8 @@ BASE_FLAGS = ("-Wno-fatal", "-Wno-lint", "-Wno-style", "-Wno-MULTIDRIVEN", "-Wno
               "--x-assign", "fast", "--assert")
 #: C++ optimisation for the verilated model (the runner's default is -Os).
 OPT_FAST = "-O2"
+#: Bump when the build recipe in this file changes (invalidates every cached build).
+RECIPE = 2
 
 _VERILOG_EXT = (".v", ".sv", ".vh", ".svh", ".vlib", ".inc", ".h")
 
@@ -260,7 +262,7 @@ def build_sim(config: str = "nv_small", *, rtl_filelist: str | Path | None = Non
     h = hashlib.sha256()
     h.update(json.dumps({"config": config, "verilator": inst.version, "cocotb": cocotb.__version__,
                          "flags": flags, "waves": bool(waves), "public": bool(public),
-                         "opt_fast": OPT_FAST, "timescale": TIMESCALE, "top": TOPLEVEL}).encode())
+                         "opt_fast": OPT_FAST, "recipe": RECIPE, "timescale": TIMESCALE, "top": TOPLEVEL}).encode())
     _hash_filelist(fl, h)
     key = h.hexdigest()[:16]
     name = f"{config}-{key}" + ("-fst" if waves else "")
@@ -274,7 +276,11 @@ def build_sim(config: str = "nv_small", *, rtl_filelist: str | Path | None = Non
             shutil.rmtree(bdir)
         bdir.mkdir(parents=True)
         norm = bdir / "sources.f"
-        norm.write_text("\n".join(fl.args) + "\n")
+        vlt = bdir / "public_ports.vlt"
+        # without --public-flat-rw only the top module's signals (its ports) are made visible to
+        # VPI, so Verilator keeps optimising the rest of the design
+        vlt.write_text(f'`verilator_config\npublic_flat_rw -module "{TOPLEVEL}" -var "*"\n')
+        norm.write_text("\n".join(fl.args + ([] if public else [str(vlt)])) + "\n")
         log = bdir / "build.log"
         R = _runner_class()
         runner = R()

@@ -1,10 +1,225 @@
-"""CDP model: LRN with LUT (stub, being written)."""
+"""CDP model: cross-channel data processor (LRN) with its two-table LUT.
+
+v1_ias_unit_description.rst "Cross Channel Data Processor": CDP_RDMA reads a feature cube
+(format.rst feature layout, D_SRC_* strides); per element the pipeline is
+
+1. input converter (v1_ias_precision.rst "CDP convertors", cdp_in_cvt):
+   ``x = sat9(rnd((d - DATIN_OFFSET[7:0]) * DATIN_SCALE >> DATIN_SHIFTER))``;
+2. square sum over the local window of ``n = 3/5/7/9`` channels (D_LRN_CFG.NORMALZ_LEN) centred on
+   the channel, channels outside the cube counting 0 (the formula's max(0, c-n/2)..min(C-1, c+n/2));
+   D_FUNC_BYPASS.SQSUM_BYPASS feeds ``x`` itself instead;
+3. the LUT (v1_ias_lut-programming.rst; engine in verif/model/lut.py) gives ``f``, a 16-bit value;
+4. ``f * x`` unless D_FUNC_BYPASS.MUL_BYPASS;
+5. output converter (cdp_out_cvt): ``sat8(rnd((v - DATOUT_OFFSET[24:0]) * DATOUT_SCALE >>
+   DATOUT_SHIFTER))``;
+
+and CDP's WDMA writes the cube with D_DST_* strides. ``rnd`` is round half away from zero
+(v1_ias_precision.rst "Convertor").
+
+Widths settled from NVIDIA's nv_small RTL (vmod/nvdla/cdp + vmod/vlibs, facts only, own code) and
+C model (nvdlav1 cmod/cdp/NV_NVDLA_cdp.cpp ``lookup_lut_int8``), which agree on all of them:
+
+* input converter (HLS_cdp_icvt.v): 8-bit data minus the low 8 bits of DATIN_OFFSET (signed) in 9
+  bits, times the int16 DATIN_SCALE (25 bits), NV_NVDLA_HLS_shiftrightsu to 9 bits: round half away
+  from zero, saturate, and 0 for a shift >= 25.
+* channels of the cube's last atom beyond C ("invalid" lanes) are forced to 0 after the input
+  converter (NV_NVDLA_CDP_DP_cvtin.v ``invalid_flag``; the C model pads with DATIN_OFFSET, which
+  converts to 0 as well); they still run through the pipe, so the whole atom is written and the
+  LUT statistics count them.
+* square sum: 21 bits unsigned (``2*9-1+4``, LUT_CTRL ``pPP_BW``), sign-extended 9-bit x in
+  SQSUM_BYPASS; the LUT index subtractor uses START[21:0] (22 bits with sign).
+* multiplier (NV_NVDLA_CDP_DP_MUL_unit.v): int16 LUT result times the 9-bit x, 25 bits.
+* output converter (HLS_cdp_ocvt.v): 25-bit value minus DATOUT_OFFSET[24:0] (signed) in 26 bits,
+  times int16 DATOUT_SCALE (42 bits), shiftrightsu to 8 bits (round half away, saturate, 0 for a
+  shift >= 42).
+* D_OUT_SATURATION and the FP16 NaN/Inf counters read 0 on nv_small (NV_NVDLA_CDP_dp.v ties
+  dp2reg_d*_out_saturation to 0).
+* LUT statistics (D_PERF_LUT_*) are latched into the group that completed, at layer end, and are
+  not gated by D_PERF_ENABLE.LUT_EN (NV_NVDLA_CDP_DP_intp.v).
+
+Only the INT8 pipeline is modelled (nv_small's only data type).
+"""
 from __future__ import annotations
+
+import numpy as np
+
+from hdl.regmap import decode
+from verif.model.formats import ModelConfigError, read_cube, write_cube
+from verif.model.lut import LINEAR, LutParams, LutStorage, lut_lookup, round_shift, sext
+
+LE_ENTRIES, LO_ENTRIES = 65, 257
+ICVT_OUT_BITS = 9                    # NVDLA_CDP_ICVTO_BWPE for int8 (BPE + 1)
+SQSUM_BITS = 2 * ICVT_OUT_BITS - 1 + 4   # LUT_CTRL pPP_BW: square of 9 bits, sum of up to 9
+INDEX_BITS = SQSUM_BITS + 1          # START bits the index subtractor sees (with sign)
+
+# programming guide "LUT" limitation table, CDP INT8 column
+LE_SELECT_RANGE = (-6, 15)
+LO_SELECT_RANGE = (-8, 13)
+LE_OFFSET_RANGE = (-64, 20)
+
+PERF_FIELDS = {"UFLOW": "PERF_LUT_UFLOW", "OFLOW": "PERF_LUT_OFLOW", "HYBRID": "PERF_LUT_HYBRID",
+               "LE_HIT": "PERF_LUT_LE_HIT", "LO_HIT": "PERF_LUT_LO_HIT"}
+
+
+def shift_round_sat(v: np.ndarray, shift: int, in_bits: int, out_bits: int) -> np.ndarray:
+    """NVDLA's shiftrightsu: ``v >> shift`` rounded half away from zero, saturated to
+    ``out_bits`` signed; 0 when ``shift >= in_bits`` (v an int64 array of ``in_bits`` values)."""
+    if shift >= in_bits:
+        return np.zeros_like(v)
+    lim = 1 << (out_bits - 1)
+    return np.clip(round_shift(v, shift), -lim, lim - 1)
+
+
+def input_convert(d: np.ndarray, offset: int, scale: int, shifter: int) -> np.ndarray:
+    """cdp_in_cvt for INT8: int8 data (int64 array) -> 9-bit values (int64).
+
+    ``offset`` DATIN_OFFSET (16-bit field; its low 8 bits are used), ``scale`` DATIN_SCALE
+    (16-bit field, signed), ``shifter`` DATIN_SHIFTER (5 bits).
+    """
+    v = (d - sext(offset, 8)) * sext(scale, 16)
+    return shift_round_sat(v, shifter, 9 + 16, ICVT_OUT_BITS)
+
+
+def output_convert(v: np.ndarray, offset: int, scale: int, shifter: int) -> np.ndarray:
+    """cdp_out_cvt for INT8: 25-bit values (int64 array) -> int8 values (int64).
+
+    ``offset`` DATOUT_OFFSET (32-bit field; its low 25 bits are used, signed), ``scale``
+    DATOUT_SCALE (int16), ``shifter`` DATOUT_SHIFTER (6 bits).
+    """
+    w = (v - sext(offset, 25)) * sext(scale, 16)
+    return shift_round_sat(w, shifter, 26 + 16, 8)
+
+
+def square_sum(x: np.ndarray, half: int) -> np.ndarray:
+    """LRN window sum of squares along axis 0 of ``x`` ((C, H, W) int64): for each channel c the
+    sum of ``x[i]**2`` for ``|i - c| <= half``, channels outside 0..C-1 counting 0."""
+    sq = x * x
+    c = sq.shape[0]
+    cs = np.zeros((c + 2 * half + 1,) + sq.shape[1:], np.int64)
+    cs[half + 1:half + 1 + c] = sq
+    cs = np.cumsum(cs, axis=0)
+    return cs[2 * half + 1:] - cs[:c]
+
+
+def check_lut_limits(p: LutParams) -> None:
+    """Programming guide "LUT" limitations for CDP INT8; raise ModelConfigError on a breach.
+
+    The exponential-mode rule LE_END-LE_START == 1<<(LE_INDEX_OFFSET+64) is not enforced:
+    NVIDIA's own trace cdp_8x8x64_lrn3_int8_0 breaks it (LE_INDEX_OFFSET=0, END-START=18) and the
+    hardware uses LE_END only as the overflow interpolation origin.
+    """
+    if p.le_function == LINEAR:
+        lo, hi = LE_SELECT_RANGE
+        if not lo <= p.le_index_select <= hi:
+            raise ModelConfigError(
+                f"CDP.S_LUT_INFO.LUT_LE_INDEX_SELECT={p.le_index_select} outside [{lo}, {hi}] "
+                "(programming guide LUT limitation, CDP INT8, linear mode)")
+        if p.le_end - p.le_start != 1 << (p.le_index_select + 6):
+            raise ModelConfigError(
+                f"CDP.S_LUT_LE_END-S_LUT_LE_START={p.le_end - p.le_start} must equal "
+                f"1<<(LUT_LE_INDEX_SELECT+6)={1 << (p.le_index_select + 6)} "
+                "(programming guide LUT limitation, linear mode)")
+    else:
+        lo, hi = LE_OFFSET_RANGE
+        if not lo <= p.le_index_offset <= hi:
+            raise ModelConfigError(
+                f"CDP.S_LUT_INFO.LUT_LE_INDEX_OFFSET={p.le_index_offset} outside [{lo}, {hi}] "
+                "(programming guide LUT limitation, CDP INT8, exponential mode)")
+    lo, hi = LO_SELECT_RANGE
+    if not lo <= p.lo_index_select <= hi:
+        raise ModelConfigError(
+            f"CDP.S_LUT_INFO.LUT_LO_INDEX_SELECT={p.lo_index_select} outside [{lo}, {hi}] "
+            "(programming guide LUT limitation, CDP INT8)")
+    if p.lo_end - p.lo_start != 1 << (p.lo_index_select + 8):
+        raise ModelConfigError(
+            f"CDP.S_LUT_LO_END-S_LUT_LO_START={p.lo_end - p.lo_start} must equal "
+            f"1<<(LUT_LO_INDEX_SELECT+8)={1 << (p.lo_index_select + 8)} "
+            "(programming guide LUT limitation, linear mode)")
+
+
+def cdp_compute(d: np.ndarray, valid_c: int, le_table: np.ndarray, lo_table: np.ndarray,
+                p: LutParams, normalz_len: int, sqsum_bypass: bool, mul_bypass: bool,
+                datin: tuple[int, int, int], datout: tuple[int, int, int]
+                ) -> tuple[np.ndarray, dict[str, int]]:
+    """CDP datapath on a whole cube (v1_ias_unit_description.rst "Cross Channel Data Processor").
+
+    ``d``: int8 input as int64 array (Cp, H, W), Cp >= ``valid_c`` (channels >= valid_c are the
+    invalid lanes of the last atom); ``datin``/``datout``: (offset, scale, shifter) register
+    values. Returns the int8 output (Cp, H, W) int64 and the LUT statistics.
+    """
+    x = input_convert(d, *datin)
+    x[valid_c:] = 0
+    lut_in = x if sqsum_bypass else square_sum(x, normalz_len + 1)
+    f, stats = lut_lookup(lut_in, le_table, lo_table, p, INDEX_BITS, SQSUM_BITS)
+    v = f if mul_bypass else f * x
+    return output_convert(v, *datout), stats
 
 
 class CdpCore:
+    """The CDP unit of the model (CDP_RDMA + CDP + its WDMA), with its LUT RAM.
+
+    ``run(rdma_view, cdp_view)`` executes one hardware layer; ``on_write``/``on_read`` serve the
+    LUT access port (S_LUT_ACCESS_CFG/DATA) for ``Nvdla``. LUT statistics of a layer go to
+    ``UnitRegs.group_hw_fields`` of the group that ran.
+    """
+
     def __init__(self, cfg, mem):
         self.cfg, self.mem = cfg, mem
+        self.lut = LutStorage(LE_ENTRIES, LO_ENTRIES)
+        self.last_stats: dict[str, int] = {}
 
-    def run(self, rdma, cdp):
-        raise NotImplementedError("CDP model not written yet")
+    # ---- CSB hooks ----
+    def on_write(self, unit_regs, reg_name: str, value: int) -> None:
+        """After a CSB write to CDP: LUT address/table/type and LUT data writes."""
+        if reg_name == "S_LUT_ACCESS_CFG":
+            f = decode(unit_regs.by_name[reg_name], value)
+            self.lut.set_access(f["LUT_ADDR"], f["LUT_TABLE_ID"], f["LUT_ACCESS_TYPE"])
+        elif reg_name == "S_LUT_ACCESS_DATA":
+            self.lut.write_data(value & 0xFFFF)
+
+    def on_read(self, unit_regs, reg_name: str) -> int | None:
+        """CSB read of CDP: live LUT address in S_LUT_ACCESS_CFG, LUT data (auto-increment)."""
+        if reg_name == "S_LUT_ACCESS_CFG":
+            r = unit_regs.by_name[reg_name]
+            return ((self.lut.addr << r.field("LUT_ADDR").lsb)
+                    | (self.lut.table_id << r.field("LUT_TABLE_ID").lsb)
+                    | (self.lut.access_type << r.field("LUT_ACCESS_TYPE").lsb))
+        if reg_name == "S_LUT_ACCESS_DATA":
+            return self.lut.read_data()
+        return None
+
+    # ---- hardware layer ----
+    def _check(self, rdma, cdp) -> None:
+        if rdma.f("INPUT_DATA") != cdp.f("INPUT_DATA_TYPE"):
+            raise ModelConfigError(
+                f"CDP_RDMA.D_DATA_FORMAT.INPUT_DATA={rdma.f('INPUT_DATA')} differs from "
+                f"CDP.D_DATA_FORMAT.INPUT_DATA_TYPE={cdp.f('INPUT_DATA_TYPE')}")
+        if cdp.f("INPUT_DATA_TYPE") != 0:
+            if self.cfg.feature_data_type == "int8":
+                raise ModelConfigError(
+                    f"CDP.D_DATA_FORMAT.INPUT_DATA_TYPE={cdp.f('INPUT_DATA_TYPE')}: "
+                    f"{self.cfg.name} supports INT8 only")
+            raise NotImplementedError("CDP model: only the INT8 pipeline is modelled")
+
+    def run(self, rdma, cdp) -> None:
+        """Run the layer of CDP_RDMA group view ``rdma`` and CDP group view ``cdp``: read the
+        source cube, compute, write the destination cube (whole atoms) and the statistics."""
+        self._check(rdma, cdp)
+        p = LutParams.from_view(cdp)
+        check_lut_limits(p)
+        atom = self.cfg.memory_atomic
+        w, h, c = rdma.f("WIDTH") + 1, rdma.f("HEIGHT") + 1, rdma.f("CHANNEL") + 1
+        cp = -(-c // atom) * atom
+        src = rdma.addr("D_SRC_BASE_ADDR_HIGH", "D_SRC_BASE_ADDR_LOW")
+        d = read_cube(self.mem, src, w, h, cp, rdma.f("SRC_LINE_STRIDE"),
+                      rdma.f("SRC_SURFACE_STRIDE"), atom).view(np.int8).astype(np.int64)
+        out, stats = cdp_compute(
+            d, c, self.lut.tables[0], self.lut.tables[1], p, cdp.f("NORMALZ_LEN"),
+            bool(cdp.f("SQSUM_BYPASS")), bool(cdp.f("MUL_BYPASS")),
+            (cdp.f("DATIN_OFFSET"), cdp.f("DATIN_SCALE"), cdp.f("DATIN_SHIFTER")),
+            (cdp.f("DATOUT_OFFSET"), cdp.f("DATOUT_SCALE"), cdp.f("DATOUT_SHIFTER")))
+        dst = cdp.addr("D_DST_BASE_ADDR_HIGH", "D_DST_BASE_ADDR_LOW")
+        write_cube(self.mem, out, dst, cdp.f("DST_LINE_STRIDE"), cdp.f("DST_SURFACE_STRIDE"), atom)
+        self.last_stats = stats
+        cdp.regs.group_hw_fields[cdp.group].update(
+            {PERF_FIELDS[k]: min(v, 0xFFFFFFFF) for k, v in stats.items()})

@@ -1,15 +1,530 @@
-"""Convolution pipeline model: CDMA, CBUF, CSC, CMAC, CACC (stub, being written)."""
+"""Convolution pipeline model: CDMA, CBUF, CSC, CMAC, CACC of one hardware layer.
+
+Bit-exact functional model of NVDLA's convolution core for direct convolution (feature input)
+and image input (v1_ias_programming_guide.rst "Convolution pipeline programming";
+v1_ias_unit_description.rst CDMA/CSC/CMAC/CACC; format.rst "Feature Data Format",
+"Pixel Format", "Weight Format"; v1_ias_precision.rst "Convolution convertors").
+
+Data flow modelled (one call of :meth:`ConvCore.run` per hardware layer):
+
+* CDMA fetches the input cube into CBUF. Feature data is stored as it is in memory. Pixel data is
+  reordered to R/Y, G/U, B/V, A/X channels, converted (mean or offset, scale, truncate, int8
+  saturation) and padded left/right with CDMA's pad value (cdma.py helpers below).
+* CBUF keeps data slices and weights across layers (DATA_REUSE / WEIGHT_REUSE, D_RELEASE,
+  SKIP_DATA_RLS / SKIP_WEIGHT_RLS): the state lives in the ConvCore object.
+* CSC walks the output cube with its own copies of padding (left/top), stride and dilation,
+  supplying CSC's pad value for positions outside the stored cube.
+* CMAC multiplies int8 data by int8 weights; CACC accumulates, rounds by CLIP_TRUNCATE and
+  saturates to int32, the values delivered to SDP.
+
+Facts settled from NVIDIA's sources (nvdla/hw, branch nv_small RTL ``vmod`` and nvdlav1 ``cmod``)
+are cited where they are used. The arithmetic is done with exact integer-valued float64 matrix
+products over im2col views (every partial sum is an integer below 2**53, so BLAS is exact).
+"""
 from __future__ import annotations
 
 import numpy as np
 
+from verif.model.formats import ModelConfigError, read_cube
+
+# --------------------------------------------------------------------------------------------
+# pixel formats (format.rst "Pixel Format", tab_pixel_formats)
+# --------------------------------------------------------------------------------------------
+# PIXEL_FORMAT code -> (name, bytes per pixel of each plane, channel order).
+# ``order[i]`` is the byte of the pixel (plane-0 bytes, then plane-1 bytes) that becomes CBUF
+# channel i; channels are R/Y, G/U, B/V, A/X and take mean MEAN_RY, MEAN_GU, MEAN_BV, MEAN_AX.
+# Observed in NVIDIA cmod (cdma ImageConv...: "Store to CBUF in the order of RGBA") and nv_small
+# RTL (NV_NVDLA_CDMA_IMG_ctrl pixel_order): the YUV formats are byte orders only, the X byte of
+# X8* formats is channel 3 exactly like alpha (also confirmed on NVIDIA's RTL by the
+# nv_small_generated traces).
+PIXEL_FORMATS_INT8 = {
+    0: ("T_R8", (1,), (0,)),
+    12: ("T_A8B8G8R8", (4,), (0, 1, 2, 3)),
+    16: ("T_X8B8G8R8", (4,), (0, 1, 2, 3)),
+    13: ("T_A8R8G8B8", (4,), (2, 1, 0, 3)),
+    17: ("T_X8R8G8B8", (4,), (2, 1, 0, 3)),
+    26: ("T_A8Y8U8V8", (4,), (2, 1, 0, 3)),
+    14: ("T_B8G8R8A8", (4,), (1, 2, 3, 0)),
+    18: ("T_B8G8R8X8", (4,), (1, 2, 3, 0)),
+    27: ("T_V8U8Y8A8", (4,), (1, 2, 3, 0)),
+    15: ("T_R8G8B8A8", (4,), (3, 2, 1, 0)),
+    19: ("T_R8G8B8X8", (4,), (3, 2, 1, 0)),
+    28: ("T_Y8___U8V8_N444", (1, 2), (0, 2, 1)),
+    29: ("T_Y8___V8U8_N444", (1, 2), (0, 1, 2)),
+}
+
+
+def _s(v: int, bits: int) -> int:
+    """Two's complement value of the low ``bits`` bits of ``v``."""
+    v &= (1 << bits) - 1
+    return v - (1 << bits) if v >> (bits - 1) else v
+
+
+def round_shift(x: np.ndarray, shift: int) -> np.ndarray:
+    """``x / 2**shift`` rounded half away from zero (exact, int64; v1_ias_precision.rst
+    "Convertor": round half away from zero). ``shift`` >= 0."""
+    x = np.asarray(x, dtype=np.int64)
+    if shift == 0:
+        return x.copy()
+    q = np.abs(x) + (np.int64(1) << np.int64(shift - 1))
+    return np.sign(x) * (q >> np.int64(shift))
+
+
+def cdma_convert(raw: np.ndarray, signed: bool, offset: np.ndarray | int, scale: int,
+                 truncate: int) -> np.ndarray:
+    """CDMA input converter for int8 pixel bytes (v1_ias_precision.rst "Convertor"; format.rst
+    "Precision Conversion" equation 1): ``sat_int8(round((x - offset) * scale >> truncate))``.
+
+    ``raw`` uint8 bytes (any shape); ``signed`` is PIXEL_SIGN_OVERRIDE (byte sign- rather than
+    zero-extended, programming guide "CDMA.PIXEL_SIGN_OVERRIDE"); ``offset`` the signed 16-bit
+    mean or CVT_OFFSET (broadcast against ``raw``); ``scale`` signed 16-bit CVT_SCALE;
+    ``truncate`` the 6-bit CVT_TRUNCATE. Returns int64 values in [-128, 127].
+    Observed in NVIDIA RTL (NV_NVDLA_CDMA_CVT_cell, NV_NVDLA_HLS_shiftrightsu): 18-bit subtract,
+    34-bit product, right shift with round half away from zero (full sticky), a shift of 34 or
+    more gives 0, then saturation to 17 and to 8 bits.
+    """
+    x = raw.astype(np.int64)
+    if signed:
+        x = np.where(x >= 128, x - 256, x)
+    v = (x - np.asarray(offset, dtype=np.int64)) * np.int64(scale)
+    if truncate >= 34:
+        v = np.zeros_like(v)
+    else:
+        v = round_shift(v, truncate)
+    return np.clip(v, -128, 127)
+
+
+def cacc_truncate(acc: np.ndarray, truncate: int) -> np.ndarray:
+    """CACC output stage (v1_ias_precision.rst "Truncate"; cc_out_trunc): accumulator ``acc``
+    (int64, any shape) shifted right by CLIP_TRUNCATE with rounding, saturated to int32.
+
+    Observed in NVIDIA nv_small RTL (NV_NVDLA_CACC_CALC_int8): the accumulator is 34-bit
+    saturating; the shift keeps one guide bit and only 15 sticky bits below it, and rounds half
+    away from zero (a positive value adds the guide bit; a negative one only when a sticky bit is
+    set too); the result saturates to int32. Partial sums saturate at every accumulation step in
+    hardware; here the full sum is saturated once (identical unless a partial sum leaves the
+    34-bit range, which needs more than 2**19 full-scale int8 products).
+    """
+    a = np.clip(np.asarray(acc, dtype=np.int64), -(1 << 33), (1 << 33) - 1)
+    t = int(truncate)
+    if t == 0:
+        r = a
+    else:
+        fl = a >> np.int64(t)                          # arithmetic shift: floor
+        guide = (a >> np.int64(t - 1)) & 1
+        lo = max(0, t - 16)
+        nbits = (t - 1) - lo
+        sticky = ((a >> np.int64(lo)) & np.int64((1 << nbits) - 1)) != 0 if nbits > 0 \
+            else np.zeros(a.shape, bool)
+        point5 = (guide == 1) & ((a >= 0) | sticky)
+        r = fl + point5.astype(np.int64)
+    return np.clip(r, -(1 << 31), (1 << 31) - 1)
+
+
+def read_weights(mem, base: int, k: int, r: int, s: int, c: int, atom_c: int,
+                 atom_k: int) -> np.ndarray:
+    """Uncompressed direct-convolution weights (format.rst "Basic Weight for Direct
+    Convolution"): kernels in groups of ``atom_k`` (mac_atomic_k); each kernel cut into 1x1x
+    ``atom_c`` small cubes (last one shorter, no zero fill); a group is scanned C'->K->W->H->C;
+    groups packed back to back. Returns (K, R, S, C) int64 signed weights."""
+    kk = np.arange(k, dtype=np.int64)[:, None, None, None]
+    rr = np.arange(r, dtype=np.int64)[None, :, None, None]
+    ss = np.arange(s, dtype=np.int64)[None, None, :, None]
+    cc = np.arange(c, dtype=np.int64)[None, None, None, :]
+    g, kin = kk // atom_k, kk % atom_k
+    kg = np.minimum(atom_k, k - g * atom_k)            # kernels in this group
+    cb, ci = cc // atom_c, cc % atom_c
+    cw = np.minimum(atom_c, c - cb * atom_c)            # width of this channel block
+    off = (g * atom_k * r * s * c + cb * atom_c * r * s * kg + (rr * s + ss) * kg * cw
+           + kin * cw + ci)
+    return mem.gather(base + off).view(np.int8).astype(np.int64)
+
+
+def read_weights_post_ext(mem, base: int, k: int, r: int, cw: int, ext: int, atom_k: int
+                          ) -> np.ndarray:
+    """Image weights with channel post-extension ``ext`` (2 or 4 lines; format.rst "Weight
+    Channel Post-extension for image input"): ``ext`` neighbour kernel lines of ``cw`` bytes are
+    combined into one channel vector (the last vector has ``r % ext`` lines when R is not
+    divisible, no zero fill), then mapped like direct-convolution weights. Observed in NVIDIA
+    cmod (csc weight sequencer): the vector of lines [g*ext, g*ext+ext) of each kernel of a
+    group is ``cw * lines`` bytes, kernel after kernel, vector after vector.
+    Returns (K, R, 1, cw) int64."""
+    out = np.zeros((k, r, 1, cw), np.int64)
+    groups = -(-r // ext)
+    gbase = 0
+    for g0 in range(0, k, atom_k):
+        kg = min(atom_k, k - g0)
+        off = gbase
+        for g in range(groups):
+            lines = min(ext, r - g * ext)
+            n = lines * cw
+            blk = mem.read(off + base, kg * n).view(np.int8).astype(np.int64).reshape(kg, lines, cw)
+            out[g0:g0 + kg, g * ext:g * ext + lines, 0, :] = blk
+            off += kg * n
+        gbase += kg * r * cw
+    return out
+
 
 class ConvCore:
-    """Direct/image convolution of one hardware layer; keeps CBUF contents across layers."""
+    """Direct/image convolution of one hardware layer; keeps CBUF contents across layers.
+
+    ``run(cdma, csc, cmac_a, cacc)`` takes the GroupViews of the layer (verif/model/regs.py) and
+    returns the cube CACC delivers to SDP: shape (K, H_out, W_out) int64, int32-ranged, with
+    K = CSC DATAOUT_CHANNEL+1, H_out/W_out = CSC DATAOUT_HEIGHT/WIDTH+1.
+
+    CBUF state kept between layers: ``self.data`` (slices left in CBUF, see :meth:`_data`) and
+    ``self.weights`` (weights kept by SKIP_WEIGHT_RLS). Raises ModelConfigError for register
+    combinations the programming guide forbids ("Limitation" / "Convolution").
+    """
 
     def __init__(self, cfg, mem):
         self.cfg, self.mem = cfg, mem
+        self.data: dict | None = None       # CBUF data slices of the previous layer
+        self.weights: dict | None = None    # CBUF weights of the previous layer
+        self.layers = 0
 
+    # ---------------------------------------------------------------- checks
+    def _check_common(self, cdma, csc, cmac, cacc):
+        cfg = self.cfg
+        for unit, v in (("CDMA", cdma), ("CSC", csc), ("CMAC_A", cmac), ("CACC", cacc)):
+            if v.f("CONV_MODE") == 1:
+                if not cfg.winograd:
+                    raise ModelConfigError(f"{unit}.D_MISC_CFG.CONV_MODE=WINOGRAD: {cfg.name} has no "
+                                           "Winograd (v2_scalability.rst)")
+                raise ModelConfigError(f"{unit}.D_MISC_CFG.CONV_MODE=WINOGRAD is not modelled")
+            if cfg.feature_data_type == "int8" and v.f("PROC_PRECISION") != 0:
+                raise ModelConfigError(f"{unit}.D_MISC_CFG.PROC_PRECISION must be INT8 on {cfg.name} "
+                                       "(programming guide Limitation: Data Format)")
+        for unit, v in (("CDMA", cdma), ("CSC", csc)):
+            if cfg.feature_data_type == "int8" and v.f("IN_PRECISION") != 0:
+                raise ModelConfigError(f"{unit}.D_MISC_CFG.IN_PRECISION must be INT8 on {cfg.name}")
+            if v.f("WEIGHT_FORMAT") == 1:
+                raise ModelConfigError(f"{unit}.D_WEIGHT_FORMAT=COMPRESSED: "
+                                       + (f"{cfg.name} has no weight compression" if not cfg.weight_compression
+                                          else "compressed weights are not modelled"))
+            if v.f("BATCHES") != 0:
+                raise ModelConfigError(f"{unit}.D_BATCH_NUMBER.BATCHES={v.f('BATCHES')}: multi-batch "
+                                       + ("is not in " + cfg.name if not cfg.batch else "is not modelled"))
+        # "For any register, if it has the same name across pipeline stage, it means they have
+        # the same value" (programming guide, Register definition)
+        same = [("D_MISC_CFG", None), ("D_DATAIN_FORMAT", "DATAIN_FORMAT"), ("D_BANK", None),
+                ("D_ENTRY_PER_SLICE", None), ("D_WEIGHT_BYTES", None),
+                ("D_DATAIN_SIZE_EXT_0", None)]
+        for reg, field in same:
+            a = cdma.field(reg, field) if field else cdma.reg(reg)
+            b = csc.field(reg, field) if field else csc.reg(reg)
+            if reg == "D_DATAIN_SIZE_EXT_0":
+                continue                     # differs legally with partial data reuse
+            if a != b:
+                raise ModelConfigError(f"CDMA.{reg}={a:#x} differs from CSC.{reg}={b:#x}: registers of the "
+                                       "same name must hold the same value (programming guide, Register definition)")
+        for f in ("DATAOUT_WIDTH", "DATAOUT_HEIGHT", "DATAOUT_CHANNEL"):
+            if csc.f(f) != cacc.f(f):
+                raise ModelConfigError(f"CSC.{f}={csc.f(f)} differs from CACC.{f}={cacc.f(f)}")
+        db, wb = csc.f("DATA_BANK") + 1, csc.f("WEIGHT_BANK") + 1
+        if db + wb > cfg.cbuf_bank_number:
+            raise ModelConfigError(f"CSC.D_BANK: DATA_BANK+1 + WEIGHT_BANK+1 = {db + wb} exceeds the "
+                                   f"{cfg.cbuf_bank_number} CBUF banks")
+        k = csc.f("WEIGHT_KERNEL") + 1
+        if cdma.f("WEIGHT_KERNEL") + 1 != k:
+            raise ModelConfigError(f"CDMA.D_WEIGHT_SIZE_1.WEIGHT_KERNEL+1={cdma.f('WEIGHT_KERNEL') + 1} "
+                                   f"differs from CSC.D_WEIGHT_SIZE_EXT_1.WEIGHT_KERNEL+1={k}")
+        if csc.f("DATAOUT_CHANNEL") + 1 != k:
+            raise ModelConfigError(f"CSC.D_DATAOUT_SIZE_1.DATAOUT_CHANNEL+1={csc.f('DATAOUT_CHANNEL') + 1} "
+                                   f"must equal the kernel count WEIGHT_KERNEL+1={k}")
+
+    # ---------------------------------------------------------------- CDMA: data
+    def _fetch_feature(self, cdma) -> np.ndarray:
+        """CDMA direct-convolution fetch: the feature cube (C, H, W) int64 as stored in memory
+        (format.rst "Feature Data Format"; D_LINE_STRIDE / D_SURF_STRIDE in bytes)."""
+        w, h, c = cdma.f("DATAIN_WIDTH") + 1, cdma.f("DATAIN_HEIGHT") + 1, cdma.f("DATAIN_CHANNEL") + 1
+        base = cdma.addr("D_DAIN_ADDR_HIGH_0", "D_DAIN_ADDR_LOW_0")
+        raw = read_cube(self.mem, base, w, h, c, cdma.f("LINE_STRIDE"), cdma.f("SURF_STRIDE"),
+                        self.cfg.atom_bytes)
+        return raw.view(np.int8).astype(np.int64)
+
+    def _fetch_pixels(self, cdma) -> np.ndarray:
+        """CDMA image fetch and conversion (format.rst "Pixel Format"; programming guide
+        "CDMA.PIXEL_X/Y_OFFSET", "CDMA.PIXEL_SIGN_OVERRIDE"; precision "cc_cvt").
+
+        Returns the CBUF lines as (Cpix, H, PAD_LEFT + W + PAD_RIGHT) int64: channel-reordered,
+        converted pixels, with CDMA's pad value in the left/right padding columns.
+        """
+        cfg = self.cfg
+        fmt = cdma.f("PIXEL_FORMAT")
+        if fmt not in PIXEL_FORMATS_INT8:
+            raise ModelConfigError(f"CDMA.D_DATAIN_FORMAT.PIXEL_FORMAT={fmt}: needs int16/fp16 input "
+                                   f"precision, {cfg.name} is int8 only (format.rst tab_pixel_formats)"
+                                   if fmt <= 35 else f"CDMA.D_DATAIN_FORMAT.PIXEL_FORMAT={fmt} is undefined")
+        if cdma.f("PIXEL_MAPPING") != 0:
+            raise ModelConfigError("CDMA.D_DATAIN_FORMAT.PIXEL_MAPPING must be PITCH_LINEAR")
+        if cdma.f("PIXEL_Y_OFFSET") != 0:
+            raise ModelConfigError("CDMA.D_PIXEL_OFFSET.PIXEL_Y_OFFSET must be 0 for pitch linear "
+                                   "(programming guide Limitation: Image)")
+        _, bpp, order = PIXEL_FORMATS_INT8[fmt]
+        w, h, c = cdma.f("DATAIN_WIDTH") + 1, cdma.f("DATAIN_HEIGHT") + 1, cdma.f("DATAIN_CHANNEL") + 1
+        if c != len(order):
+            raise ModelConfigError(f"CDMA.D_DATAIN_SIZE_1.DATAIN_CHANNEL+1={c}: format "
+                                   f"{PIXEL_FORMATS_INT8[fmt][0]} has {len(order)} channels (tab_pixel_formats)")
+        xoff = cdma.f("PIXEL_X_OFFSET")
+        planes = []
+        for p, (b, hi, lo, stride) in enumerate(zip(bpp, ("D_DAIN_ADDR_HIGH_0", "D_DAIN_ADDR_HIGH_1"),
+                                                    ("D_DAIN_ADDR_LOW_0", "D_DAIN_ADDR_LOW_1"),
+                                                    ("LINE_STRIDE", "UV_LINE_STRIDE"))):
+            # Observed in NVIDIA nv_small RTL (NV_NVDLA_CDMA_IMG_ctrl pixel_planar*_mask) and on
+            # its runs: the x offset counts pixels inside one memory atom only, i.e. the low
+            # log2(atom_bytes / bytes_per_pixel) bits of PIXEL_X_OFFSET are used (bit 0 for
+            # 4-byte pixels on nv_small; format.rst's 0..31 ranges assume 32-byte atoms).
+            xo = xoff & (cfg.atom_bytes // b - 1)
+            base = cdma.addr(hi, lo) + xo * b
+            ls = cdma.f(stride)
+            addrs = base + np.arange(h, dtype=np.int64)[:, None] * ls + np.arange(w * b, dtype=np.int64)[None, :]
+            planes.append(self.mem.gather(addrs).reshape(h, w, b))
+        px = np.concatenate(planes, axis=2)                       # (H, W, bytes per pixel)
+        raw = np.stack([px[:, :, i] for i in order])              # (Cpix, H, W) uint8
+        if cdma.f("CVT_EN"):
+            # Observed in NVIDIA cmod (process_one_element_*) and confirmed on its RTL: the
+            # converter subtracts the per-channel mean when MEAN_FORMAT is enabled, otherwise
+            # CVT_OFFSET, never both; with CVT_EN off the byte passes unchanged (no mean).
+            if cdma.f("MEAN_FORMAT"):
+                means = [_s(cdma.f(m), 16) for m in ("MEAN_RY", "MEAN_GU", "MEAN_BV", "MEAN_AX")]
+                off = np.array(means[:len(order)], np.int64)[:, None, None]
+            else:
+                off = _s(cdma.f("CVT_OFFSET"), 16)
+            val = cdma_convert(raw, bool(cdma.f("PIXEL_SIGN_OVERRIDE")), off,
+                               _s(cdma.f("CVT_SCALE"), 16), cdma.f("CVT_TRUNCATE"))
+        else:
+            val = raw.view(np.int8).astype(np.int64)
+        pl, pr = cdma.f("PAD_LEFT"), cdma.f("PAD_RIGHT")
+        # Observed in NVIDIA nv_small RTL (NV_NVDLA_CDMA_cvt cvt_out_pad_mask) and cmod
+        # (pad_value_8): the left/right padding of image lines is the low byte of CDMA's
+        # D_ZERO_PADDING_VALUE inserted after the converter, not passed through it.
+        pad = _s(cdma.f("PAD_VALUE"), 8)
+        out = np.full((len(order), h, pl + w + pr), pad, np.int64)
+        out[:, :, pl:pl + w] = val
+        return out
+
+    def _data(self, cdma, csc) -> tuple[np.ndarray, str]:
+        """The data slices CSC sees this layer, after CBUF reuse/release rules.
+
+        Programming guide "<CDMA|CSC>.WEIGHT/DATA_REUSE", "CSC.D_RELEASE" and Limitation
+        "CSC::RLS_SLICES"; observed in NVIDIA cmod (csc DataLoadSequenceThread) and nv_small RTL
+        (NV_NVDLA_CDMA_dc: the fetch is skipped when DATA_REUSE follows a SKIP_DATA_RLS layer of
+        the same mode and banks; NV_NVDLA_CSC_dl slice_left): a layer keeps its last
+        H - (RLS_SLICES+1) slices (all with SKIP_DATA_RLS); the next layer uses them before its
+        own fetched slices when it sets DATA_REUSE, else they are dropped.
+        """
+        img = cdma.f("DATAIN_FORMAT") == 1
+        key = ("img" if img else "dc", csc.f("DATA_BANK"), csc.f("WEIGHT_BANK"))
+        reuse = csc.f("DATA_REUSE")
+        prev = self.data if (self.data is not None and self.data["key"] == key) else None
+        if reuse and prev is not None and prev["skip_rls"]:
+            cube = prev["cube"]                                # entire reuse: CDMA fetch skipped
+            how = "reused"
+        else:
+            new = self._fetch_pixels(cdma) if img else self._fetch_feature(cdma)
+            if reuse and prev is not None and prev["cube"].shape[2] > 0 and prev["cube"].shape[1] > 0:
+                old = prev["cube"]
+                if old.shape[0] != new.shape[0] or old.shape[2] != new.shape[2]:
+                    raise ModelConfigError("DATA_REUSE: slices left in CBUF have width/channels "
+                                           f"{old.shape[2]}/{old.shape[0]}, the new fetch {new.shape[2]}/{new.shape[0]}")
+                cube = np.concatenate([old, new], axis=1)
+                how = "partial"
+            else:
+                cube = new
+                how = "fetched"
+        h_ext = csc.f("DATAIN_HEIGHT_EXT") + 1
+        if cube.shape[1] != h_ext:
+            raise ModelConfigError(f"CSC.D_DATAIN_SIZE_EXT_0.DATAIN_HEIGHT_EXT+1={h_ext} but CBUF holds "
+                                   f"{cube.shape[1]} slices ({how}; programming guide Limitation: RLS_SLICES "
+                                   "counts unreleased slices into DATAIN_HEIGHT_EXT)")
+        return cube, ("img" if img else "dc")
+
+    def _release_data(self, csc, cube, mode):
+        key = (mode, csc.f("DATA_BANK"), csc.f("WEIGHT_BANK"))
+        if csc.f("SKIP_DATA_RLS"):
+            self.data = {"key": key, "cube": cube, "skip_rls": True}
+        else:
+            rls = csc.f("RLS_SLICES") + 1
+            self.data = {"key": key, "cube": cube[:, rls:, :], "skip_rls": False}
+
+    # ---------------------------------------------------------------- CDMA: weights
+    def _weights(self, cdma, csc, mode, shape) -> np.ndarray:
+        """Weights (K, R, S, C) int64 for this layer: fetched (format.rst "Weight Format") or
+        kept in CBUF from the previous layer (WEIGHT_REUSE after SKIP_WEIGHT_RLS; the cmod
+        rejects WEIGHT_REUSE after a layer that released its weights)."""
+        key = (mode, csc.f("DATA_BANK"), csc.f("WEIGHT_BANK"))
+        if csc.f("WEIGHT_REUSE"):
+            w = self.weights
+            if w is None or w["key"] != key:
+                raise ModelConfigError("CSC.D_MISC_CFG.WEIGHT_REUSE: no weights kept in CBUF (previous layer "
+                                       "needs SKIP_WEIGHT_RLS and the same CONV_MODE, DATAIN_FORMAT and D_BANK; "
+                                       "programming guide Limitation: Convolution)")
+            if w["w"].shape != shape:
+                raise ModelConfigError(f"WEIGHT_REUSE: kept weights are {w['w'].shape}, layer needs {shape}")
+            return w["w"]
+        k, r, s, c = shape
+        base = cdma.addr("D_WEIGHT_ADDR_HIGH", "D_WEIGHT_ADDR_LOW")
+        ext = 1 << csc.f("Y_EXTENSION")
+        if ext > 1:
+            return read_weights_post_ext(self.mem, base, k, r, c, ext, self.cfg.mac_atomic_k)
+        return read_weights(self.mem, base, k, r, s, c, self.cfg.mac_atomic_c, self.cfg.mac_atomic_k)
+
+    # ---------------------------------------------------------------- run
     def run(self, cdma, csc, cmac, cacc) -> np.ndarray:
-        """Return the CACC output cube delivered to SDP, shape (K, H_out, W_out), int64."""
-        raise NotImplementedError("convolution model not written yet")
+        """Execute one convolution hardware layer; see the class docstring."""
+        cfg = self.cfg
+        self._check_common(cdma, csc, cmac, cacc)
+        img = cdma.f("DATAIN_FORMAT") == 1
+        k = csc.f("WEIGHT_KERNEL") + 1
+        wo, ho = csc.f("DATAOUT_WIDTH") + 1, csc.f("DATAOUT_HEIGHT") + 1
+        sx, sy = csc.f("CONV_X_STRIDE_EXT") + 1, csc.f("CONV_Y_STRIDE_EXT") + 1
+        dx, dy = csc.f("X_DILATION_EXT") + 1, csc.f("Y_DILATION_EXT") + 1
+        r = csc.f("WEIGHT_HEIGHT_EXT") + 1
+        s = csc.f("WEIGHT_WIDTH_EXT") + 1
+        cw = csc.f("WEIGHT_CHANNEL_EXT") + 1
+        c_in = csc.f("DATAIN_CHANNEL_EXT") + 1
+        w_in = csc.f("DATAIN_WIDTH_EXT") + 1
+        ext = 1 << csc.f("Y_EXTENSION") if csc.f("Y_EXTENSION") < 3 else None
+        # CSC's copies of stride / padding / dilation drive the arithmetic (observed in NVIDIA
+        # nv_small RTL NV_NVDLA_CSC_dl: datain_w_cnt_st = -pad_left, datain_h_cnt_st = -pad_top);
+        # CDMA's stride is not used by the data path; CDMA's padding only matters for images
+        # (left/right padding is inserted by CDMA, CSC's PAD_LEFT is ignored for images).
+        if (cdma.f("CONV_X_STRIDE") + 1, cdma.f("CONV_Y_STRIDE") + 1) != (sx, sy):
+            raise ModelConfigError(f"CDMA.D_CONV_STRIDE ({cdma.f('CONV_X_STRIDE') + 1},{cdma.f('CONV_Y_STRIDE') + 1}) "
+                                   f"differs from CSC.D_CONV_STRIDE_EXT ({sx},{sy}) (programming guide "
+                                   "CSC.CONV_STRIDE_X/Y_EXT: equal for direct and image convolution)")
+        if ext is None:
+            raise ModelConfigError("CSC.D_POST_Y_EXTENSION.Y_EXTENSION=3 is reserved (1, 2 or 4 lines)")
+        pt = csc.f("PAD_TOP")
+        if cdma.f("PAD_TOP") != pt:
+            raise ModelConfigError(f"CDMA.D_ZERO_PADDING.PAD_TOP={cdma.f('PAD_TOP')} differs from CSC PAD_TOP={pt}")
+        self.layers += 1
+        if not img:
+            if (csc.f("PAD_LEFT") != cdma.f("PAD_LEFT")):
+                raise ModelConfigError(f"CDMA.D_ZERO_PADDING.PAD_LEFT={cdma.f('PAD_LEFT')} differs from "
+                                       f"CSC PAD_LEFT={csc.f('PAD_LEFT')}")
+            if ext != 1:
+                raise ModelConfigError("CSC.D_POST_Y_EXTENSION: channel post-extension is for image input only")
+            if cw != c_in:
+                raise ModelConfigError(f"CSC WEIGHT_CHANNEL_EXT+1={cw} must equal DATAIN_CHANNEL_EXT+1={c_in} "
+                                       "for direct convolution (programming guide WEIGHT_SIZE_EXT table)")
+            if (cdma.f("DATAIN_CHANNEL") + 1, cdma.f("DATAIN_WIDTH") + 1) != (c_in, w_in):
+                raise ModelConfigError("CDMA.D_DATAIN_SIZE width/channel differ from CSC.D_DATAIN_SIZE_EXT "
+                                       "(direct convolution: equal, programming guide DATAIN_SIZE_EXT table)")
+            bpk = r * s * cw
+            sd, rd = (s - 1) * dx + 1, (r - 1) * dy + 1
+            pl, pr, pb = csc.f("PAD_LEFT"), cdma.f("PAD_RIGHT"), cdma.f("PAD_BOTTOM")
+            atoms = -(-c_in // cfg.mac_atomic_c)
+            need_entries = w_in * atoms
+        else:
+            if (dx, dy) != (1, 1):
+                raise ModelConfigError("CSC.D_DILATION_EXT: dilation is not supported for image input "
+                                       "(programming guide Limitation: Image)")
+            if s != 1:
+                raise ModelConfigError(f"CSC.D_WEIGHT_SIZE_EXT_0.WEIGHT_WIDTH_EXT+1={s}: image weights are "
+                                       "pre-extended to width 1 (programming guide WEIGHT_SIZE_EXT table)")
+            if cw % c_in:
+                raise ModelConfigError(f"CSC WEIGHT_CHANNEL_EXT+1={cw} must be the kernel width times "
+                                       f"DATAIN_CHANNEL_EXT+1={c_in} for image input")
+            if ext > 1 and cw * ext > cfg.mac_atomic_c:
+                raise ModelConfigError(f"CSC.D_POST_Y_EXTENSION: {ext}-line post-extension needs kernel "
+                                       f"line bytes*{ext} <= {cfg.mac_atomic_c} (one atomic channel)")
+            bpk = r * cw
+            sd, rd = cw // c_in, r
+            pl, pr, pb = cdma.f("PAD_LEFT"), cdma.f("PAD_RIGHT"), cdma.f("PAD_BOTTOM")
+            need_entries = -(-((pl + cdma.f("DATAIN_WIDTH") + 1 + pr) * c_in) // cfg.cbuf_bank_width)
+        if cdma.f("BYTE_PER_KERNEL") + 1 != bpk:
+            raise ModelConfigError(f"CDMA.D_WEIGHT_SIZE_0.BYTE_PER_KERNEL+1={cdma.f('BYTE_PER_KERNEL') + 1} "
+                                   f"must be R*S*C={bpk}")
+        # programming guide "<CDMA|CSC>.WEIGHT_BYTES": R*S*C*BPE*K; NVIDIA's traces program it
+        # rounded up to 128 bytes (format.rst: "Append 0s ... for 128-byte alignment")
+        wbytes = csc.f("WEIGHT_BYTES")
+        if wbytes not in (bpk * k, -(-bpk * k // 128) * 128):
+            raise ModelConfigError(f"CSC.D_WEIGHT_BYTES={wbytes} must be R*S*C*K={bpk * k} (or that rounded "
+                                   "up to 128 bytes; programming guide <CDMA|CSC>.WEIGHT_BYTES)")
+        # programming guide Limitation: "Left/Right padding should be less than S, Top/Bottom
+        # padding should be less than R" (S, R dilated: NVIDIA's dc_8192x1x1 trace pads 15 with a
+        # 2x3 kernel dilated to 23x31)
+        for name, p, lim in (("PAD_LEFT", pl, sd), ("PAD_RIGHT", pr, sd), ("PAD_TOP", pt, rd),
+                             ("PAD_BOTTOM", pb, rd)):
+            if p >= lim:
+                dim = "width" if name in ("PAD_LEFT", "PAD_RIGHT") else "height"
+                raise ModelConfigError(f"D_ZERO_PADDING.{name}={p} must be less than the "
+                                       f"{'' if img else 'dilated '}kernel {dim} {lim} "
+                                       "(programming guide Limitation: Convolution)")
+        if csc.f("ENTRIES") + 1 < need_entries:
+            raise ModelConfigError(f"CSC.D_ENTRY_PER_SLICE.ENTRIES+1={csc.f('ENTRIES') + 1} is less than the "
+                                   f"{need_entries} CBUF entries of one input slice")
+
+        cube, mode = self._data(cdma, csc)
+        h_in = cube.shape[1]
+        data_entries = (csc.f("ENTRIES") + 1) * h_in
+        cap = (csc.f("DATA_BANK") + 1) * cfg.cbuf_bank_depth
+        if data_entries > cap:
+            raise ModelConfigError(f"CSC.D_BANK.DATA_BANK: {h_in} slices of {csc.f('ENTRIES') + 1} entries "
+                                   f"exceed {csc.f('DATA_BANK') + 1} banks ({cap} entries); only full-input "
+                                   "mode exists (programming guide Features)")
+        # output window must stay inside the padded input (Limitation: right/bottom padding)
+        w_pad = pl + (w_in if not img else cdma.f("DATAIN_WIDTH") + 1) + pr
+        if (wo - 1) * sx + sd > w_pad or (ho - 1) * sy + rd > pt + h_in + pb:
+            raise ModelConfigError(f"CSC.D_DATAOUT_SIZE_0 {wo}x{ho}: the output window exceeds the padded "
+                                   f"input {w_pad}x{pt + h_in + pb} (programming guide Limitation: "
+                                   "(Output-1)*stride + S <= PL + Input + PR)")
+
+        wshape = (k, r, s if not img else 1, cw)
+        wts = self._weights(cdma, csc, mode, wshape)
+        pad_csc = _s(csc.f("PAD_VALUE"), 8)   # observed in NVIDIA RTL (CSC_dl): pad_value[7:0]
+
+        if not img:
+            acc = self._conv_dc(cube, wts, ho, wo, sx, sy, dx, dy, pl, pt, pad_csc)
+        else:
+            acc = self._conv_img(cube, wts, ho, wo, sx, sy, pt, pad_csc)
+        out = cacc_truncate(acc, cacc.f("CLIP_TRUNCATE"))
+
+        self._release_data(csc, cube, mode)
+        key = (mode, csc.f("DATA_BANK"), csc.f("WEIGHT_BANK"))
+        self.weights = {"key": key, "w": wts} if csc.f("SKIP_WEIGHT_RLS") else None
+        return out
+
+    # ---------------------------------------------------------------- CSC + CMAC
+    @staticmethod
+    def _conv_dc(cube, wts, ho, wo, sx, sy, dx, dy, pl, pt, pad):
+        """Direct convolution of (C,H,W) ``cube`` with (K,R,S,C) ``wts``: out[k,y,x] = sum over
+        r,s,c of wts[k,r,s,c] * in[c, y*sy - pt + r*dy, x*sx - pl + s*dx], positions outside the
+        cube reading ``pad`` (CSC's pad value). Returns (K, ho, wo) int64."""
+        c, h, w = cube.shape
+        k, r, s, _ = wts.shape
+        hp = max(pt + h, (ho - 1) * sy + (r - 1) * dy + 1)
+        wp = max(pl + w, (wo - 1) * sx + (s - 1) * dx + 1)
+        p = np.full((c, hp, wp), float(pad))
+        p[:, pt:pt + h, pl:pl + w] = cube
+        cols = np.empty((r, s, c, ho * wo))
+        for ri in range(r):
+            for si in range(s):
+                y0, x0 = ri * dy, si * dx
+                cols[ri, si] = p[:, y0:y0 + (ho - 1) * sy + 1:sy, x0:x0 + (wo - 1) * sx + 1:sx].reshape(c, -1)
+        res = wts.reshape(k, -1).astype(np.float64) @ cols.reshape(r * s * c, -1)
+        return np.rint(res).astype(np.int64).reshape(k, ho, wo)
+
+    @staticmethod
+    def _conv_img(cube, wts, ho, wo, sx, sy, pt, pad):
+        """Image convolution (programming guide: image weights are pre-extended to 1 x R x
+        (S*C)): each CBUF line is the byte sequence of (padded) pixels, C bytes per pixel;
+        out[k,y,x] = sum over r, j of wts[k,r,0,j] * line[y*sy - pt + r][x*sx*C + j]; lines
+        outside the stored slices read ``pad``. Returns (K, ho, wo) int64."""
+        cpix, h, wpx = cube.shape
+        k, r, _, cw = wts.shape
+        lines = cube.transpose(1, 2, 0).reshape(h, wpx * cpix).astype(np.float64)
+        nl = max(pt + h, (ho - 1) * sy + r)
+        L = max(wpx * cpix, (wo - 1) * sx * cpix + cw)
+        p = np.full((nl, L), float(pad))
+        p[:, wpx * cpix:] = 0.0
+        p[pt:pt + h, :wpx * cpix] = lines
+        xi = (np.arange(wo) * sx * cpix)[:, None] + np.arange(cw)[None, :]      # (wo, cw)
+        cols = np.empty((r, cw, ho, wo))
+        for ri in range(r):
+            rows = p[ri:ri + (ho - 1) * sy + 1:sy]                               # (ho, L)
+            cols[ri] = rows[:, xi].transpose(2, 0, 1)
+        res = wts.reshape(k, -1).astype(np.float64) @ cols.reshape(r * cw, -1)
+        return np.rint(res).astype(np.int64).reshape(k, ho, wo)

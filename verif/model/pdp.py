@@ -1,10 +1,250 @@
-"""PDP model: pooling (stub, being written)."""
+"""PDP model: max / min / average pooling, offline (PDP_RDMA) or on the fly from SDP, with split
+width.
+
+Specification: v1_ias_unit_description.rst "Planar Data Processor", v1_ias_programming_guide.rst
+"PDP programming" (working modes, D_POOLING_PADDING_CFG / D_POOLING_PADDING_VALUE_*_CFG) and its
+"Limitation / PDP" section. Arithmetic widths and rounding that the documents leave open were
+settled from NVIDIA's nv_small RTL (vmod/nvdla/pdp/NV_NVDLA_PDP_CORE_cal1d.v, _cal2d.v,
+_unit1d.v) and cross-checked with the C model (cmod/pdp/NV_NVDLA_pdp.cpp); facts are cited where
+used. Cubes are numpy int64 arrays of shape (C, H, W).
+"""
 from __future__ import annotations
+
+import numpy as np
+
+from verif.model.formats import ModelConfigError, cube_addresses, read_cube
+
+POOL_AVE, POOL_MAX, POOL_MIN = 0, 1, 2
+
+
+def _sext(x, bits: int):
+    x = np.asarray(x, dtype=np.int64) & ((1 << bits) - 1)
+    return np.where(x >> (bits - 1) != 0, x - (1 << bits), x)
+
+
+def _recip_round(v: np.ndarray, recip: int, out_bits: int) -> np.ndarray:
+    """``v * recip / 2**16`` rounded half away from zero into ``out_bits`` bits.
+
+    Observed in NVIDIA's RTL (NV_NVDLA_PDP_CORE_cal2d.v, "rounding 0.5=1, -0.5=-1"): the
+    product with the 17-bit unsigned RECIP_KERNEL_* value has 16 fraction bits; a negative
+    product rounds up only when the fraction exceeds one half; the result keeps ``out_bits``
+    bits (for a non-negative product the low ``out_bits - 1`` integer bits plus the rounding
+    carry), i.e. no saturation.
+    """
+    p = np.asarray(v, dtype=np.int64) * recip
+    fl = p >> 16
+    frac = p & 0xFFFF
+    neg = p < 0
+    pos_val = (fl & ((1 << (out_bits - 1)) - 1)) + (frac >= 0x8000)
+    neg_val = fl + (frac > 0x8000)
+    return _sext(np.where(neg, neg_val, pos_val), out_bits)
+
+
+def pool_plane(x: np.ndarray, method: int, kw: int, kh: int, sx: int, sy: int,
+               pl: int, pt: int, pr: int, pb: int, ow: int, oh: int,
+               pad_values=(0,) * 7, recip_w: int = 0, recip_h: int = 0) -> np.ndarray:
+    """Pool a (C, H, W) int8-valued int64 cube into (C, oh, ow) int8-valued int64 (unit
+    description "Planar Data Processor"; vectorised over C, H, W; loops over kernel taps).
+
+    Output element (oy, ox) covers input rows ``oy*sy - pt .. + kh`` and columns
+    ``ox*sx - pl .. + kw``; positions outside the input are padding.
+      * MAX / MIN: over the input elements of the window only (padding is ignored: programming
+        guide "Register definition": the padding value is used in AVE mode only).
+      * AVE, facts from NVIDIA's nv_small RTL: the width pass sums the real elements of each
+        window row (11 bits); if ``n`` of its ``kw`` positions are real and n < kw it adds
+        PAD_VALUE_{kw-n}X[10:0] (sign-extended) wrapping to 11 bits (cal1d.v). The height pass
+        sums the real rows (14 bits); if ``m`` < kh rows are real it adds
+        (PAD_VALUE_{kh-m}X * kw)[13:0] (sign-extended) wrapping to 15 bits (cal2d.v). The sum
+        is then multiplied by RECIP_KERNEL_WIDTH and rounded to 11 bits, then by
+        RECIP_KERNEL_HEIGHT and rounded to 8 bits (see ``_recip_round``).
+    ``pad_values``: raw 19-bit register values of PAD_VALUE_1X..7X.
+    """
+    x = np.asarray(x, dtype=np.int64)
+    c, h, w = x.shape
+    span_w = (ow - 1) * sx + kw
+    span_h = (oh - 1) * sy + kh
+    wp = max(span_w, pl + w)
+    hp = max(span_h, pt + h)
+    if method == POOL_AVE:
+        fill = 0
+    elif method == POOL_MAX:
+        fill = -(1 << 20)
+    else:
+        fill = 1 << 20
+    # ---- width pass over the real rows ----
+    xp = np.full((c, h, wp), fill, np.int64)
+    xp[:, :, pl:pl + w] = x
+    realw = np.zeros(wp, np.int64)
+    realw[pl:pl + w] = 1
+    sl_w = [slice(k, k + (ow - 1) * sx + 1, sx) for k in range(kw)]
+    if method == POOL_AVE:
+        rows = sum(xp[:, :, s] for s in sl_w)
+        n = sum(realw[s] for s in sl_w)                       # (ow,) real columns per window
+        pads = np.array([0] + [int(v) & 0x7FF for v in pad_values] + [0] * 8, np.int64)
+        add = _sext(pads[kw - n], 11) * (n != kw)
+        rows = _sext(rows + add[None, None, :], 11)
+    else:
+        f = np.maximum if method == POOL_MAX else np.minimum
+        rows = xp[:, :, sl_w[0]]
+        for s in sl_w[1:]:
+            rows = f(rows, xp[:, :, s])
+    # ---- height pass ----
+    rp = np.full((c, hp, ow), fill, np.int64)
+    rp[:, pt:pt + h, :] = rows
+    realh = np.zeros(hp, np.int64)
+    realh[pt:pt + h] = 1
+    sl_h = [slice(k, k + (oh - 1) * sy + 1, sy) for k in range(kh)]
+    if method == POOL_AVE:
+        tot = _sext(sum(rp[:, s, :] for s in sl_h), 14)
+        m = sum(realh[s] for s in sl_h)                       # (oh,) real rows per window
+        padv = np.array([0] + [_sext(int(v), 19) * kw for v in pad_values] + [0] * 8, np.int64)
+        add = _sext(padv[kh - m], 14) * (m != kh)
+        tot = _sext(tot + add[None, :, None], 15)
+        avg_w = _recip_round(tot, recip_w, 11)
+        return _recip_round(avg_w, recip_h, 8)
+    f = np.maximum if method == POOL_MAX else np.minimum
+    out = rp[:, sl_h[0], :]
+    for s in sl_h[1:]:
+        out = f(out, rp[:, s, :])
+    return out
 
 
 class PdpCore:
+    """PDP of one NVDLA (``cfg``: NvdlaConfig, ``mem``: Memory).
+
+    ``run(rdma, pdp, flying_input)``: ``rdma``/``pdp`` GroupViews of PDP_RDMA (None on the fly)
+    and PDP; ``flying_input`` the (C', H, W) cube SDP produced (C' >= CUBE_IN_CHANNEL, int8
+    values) when D_OPERATION_MODE_CFG.FLYING_MODE=ON_FLYING. Writes the pooled cube through
+    WDMA (D_DST_*), whole atoms of ``cfg.memory_atomic`` channels.
+    """
+
     def __init__(self, cfg, mem):
         self.cfg, self.mem = cfg, mem
 
+    # ---- programming-guide limitations --------------------------------------------------
+    def _geometry(self, pdp):
+        g = dict(
+            w=pdp.f("CUBE_IN_WIDTH") + 1, h=pdp.f("CUBE_IN_HEIGHT") + 1, c=pdp.f("CUBE_IN_CHANNEL") + 1,
+            ow=pdp.f("CUBE_OUT_WIDTH") + 1, oh=pdp.f("CUBE_OUT_HEIGHT") + 1,
+            oc=pdp.f("CUBE_OUT_CHANNEL") + 1,
+            kw=pdp.f("KERNEL_WIDTH") + 1, kh=pdp.f("KERNEL_HEIGHT") + 1,
+            sx=pdp.f("KERNEL_STRIDE_WIDTH") + 1, sy=pdp.f("KERNEL_STRIDE_HEIGHT") + 1,
+            pl=pdp.f("PAD_LEFT"), pt=pdp.f("PAD_TOP"), pr=pdp.f("PAD_RIGHT"), pb=pdp.f("PAD_BOTTOM"),
+            method=pdp.f("POOLING_METHOD"), split=pdp.f("SPLIT_NUM"))
+        return g
+
+    def _check(self, pdp, g, flying: bool) -> None:
+        """Raise ModelConfigError for settings the programming guide ("Limitation / PDP") forbids."""
+        R = "PDP"
+        if g["method"] > 2:
+            raise ModelConfigError(f"{R}.D_OPERATION_MODE_CFG.POOLING_METHOD={g['method']} is not AVE/MAX/MIN")
+        if g["kw"] > 8 or g["kh"] > 8:
+            raise ModelConfigError(f"{R}.D_POOLING_KERNEL_CFG: kernel {g['kw']}x{g['kh']} exceeds the "
+                                   "maximum supported pooling kernel size 8")
+        if pdp.f("INPUT_DATA") != 0:
+            raise ModelConfigError(f"{R}.D_DATA_FORMAT.INPUT_DATA={pdp.f('INPUT_DATA')}: only INT8 is modelled")
+        if g["oc"] != g["c"]:
+            raise ModelConfigError(f"{R}.D_DATA_CUBE_OUT_CHANNEL ({g['oc']}) must equal CUBE_IN_CHANNEL ({g['c']})")
+        if g["pl"] >= g["kw"] or g["pr"] >= g["kw"]:
+            raise ModelConfigError(f"{R}.D_POOLING_PADDING_CFG: PAD_LEFT={g['pl']}/PAD_RIGHT={g['pr']} "
+                                   f"must be less than the kernel width {g['kw']} (Limitation/PDP)")
+        if g["pt"] >= g["kh"] or g["pb"] >= g["kh"]:
+            raise ModelConfigError(f"{R}.D_POOLING_PADDING_CFG: PAD_TOP={g['pt']}/PAD_BOTTOM={g['pb']} "
+                                   f"must be less than the kernel height {g['kh']} (Limitation/PDP)")
+        # The guide writes "CUBE_IN_WIDTH + PL == (CUBE_OUT_WIDTH-1)*stride_x + kernel_width" for
+        # non-split mode; NVIDIA's own traces (e.g. pdp_8x8x64_2x2_int8, PR=1) satisfy it only
+        # with PR added, as in its split-mode rules and "(PL+W+PR-Kernel_W)%stride_x == 0".
+        for dim, n, p0, p1, k, s, o, reg in (("width", g["w"], g["pl"], g["pr"], g["kw"], g["sx"], g["ow"], "WIDTH"),
+                                               ("height", g["h"], g["pt"], g["pb"], g["kh"], g["sy"], g["oh"], "HEIGHT")):
+            if (p0 + n + p1 - k) % s != 0 or n + p0 + p1 != (o - 1) * s + k:
+                raise ModelConfigError(
+                    f"{R}.D_DATA_CUBE_OUT_{reg}={o - 1}: input {dim} {n} + padding {p0}+{p1} must equal "
+                    f"(out-1)*stride + kernel = ({o}-1)*{s}+{k} with (pad+in+pad-kernel) % stride == 0 "
+                    "(Limitation/PDP)")
+        if g["split"] and flying:
+            raise ModelConfigError(f"{R}.D_OPERATION_MODE_CFG: SPLIT_NUM must be 0 on the fly "
+                                   "(programming guide 'On-the-fly processing')")
+        if g["split"]:
+            self._check_split(pdp, g)
+
+    @staticmethod
+    def _split_widths(view, g, prefix: str):
+        n = g["split"] + 1
+        first = view.f(f"{prefix}_FIRST") + 1
+        mid = view.f(f"{prefix}_MID") + 1
+        last = view.f(f"{prefix}_LAST") + 1
+        return [first] + [mid] * (n - 2) + [last]
+
+    def _check_split(self, pdp, g) -> None:
+        """Split-width rules of "Limitation / PDP" (split_num = SPLIT_NUM + 1 bands)."""
+        kw, sx = g["kw"], g["sx"]
+        ins = self._split_widths(pdp, g, "PARTIAL_WIDTH_IN")
+        outs = self._split_widths(pdp, g, "PARTIAL_WIDTH_OUT")
+        overlap = kw - sx
+        if sum(outs) != g["ow"]:
+            raise ModelConfigError(
+                f"PDP.D_PARTIAL_WIDTH_OUT: first+mid*(split_num-2)+last = {sum(outs)} must equal "
+                f"CUBE_OUT_WIDTH+1 = {g['ow']} (Limitation/PDP split mode)")
+        for i, (wi, wo) in enumerate(zip(ins, outs)):
+            lead = g["pl"] if i == 0 else (overlap if overlap > 0 else 0)
+            trail = g["pr"] if i == len(ins) - 1 else 0
+            if i == 0:
+                ok = wi + g["pl"] == (wo - 1) * sx + kw
+            elif i == len(ins) - 1:
+                ok = wi + g["pr"] + overlap == (wo - 1) * sx + kw
+            else:
+                ok = wi + overlap == (wo - 1) * sx + kw
+            if not ok:
+                which = "FIRST" if i == 0 else "LAST" if i == len(ins) - 1 else "MID"
+                raise ModelConfigError(
+                    f"PDP.D_PARTIAL_WIDTH_IN/OUT {which}: in width {wi} (+ padding {lead}/{trail}, "
+                    f"overlap {overlap}) does not cover (out {wo} - 1)*stride {sx} + kernel {kw} "
+                    "(Limitation/PDP split mode)")
+        # bands tile the input: first..last input widths add up to the cube width
+        if sum(ins) != g["w"]:
+            raise ModelConfigError(
+                f"PDP.D_PARTIAL_WIDTH_IN: band input widths add up to {sum(ins)}, not CUBE_IN_WIDTH+1 = {g['w']}")
+
+    # ---- main -----------------------------------------------------------------------------
     def run(self, rdma, pdp, flying_input):
-        raise NotImplementedError("PDP model not written yet")
+        """Execute one PDP hardware layer (see class docstring)."""
+        cfg = self.cfg
+        atom = cfg.memory_atomic
+        g = self._geometry(pdp)
+        flying = pdp.f("FLYING_MODE") == 0
+        self._check(pdp, g, flying)
+        w, h, c = g["w"], g["h"], g["c"]
+        cp = -(-c // atom) * atom
+        if flying:
+            if flying_input is None:
+                raise ModelConfigError("PDP.D_OPERATION_MODE_CFG.FLYING_MODE=ON_FLYING without an SDP layer")
+            fi = np.asarray(flying_input, dtype=np.int64)
+            if fi.shape[1:] != (h, w) or fi.shape[0] < c:
+                raise ModelConfigError(
+                    f"PDP.D_DATA_CUBE_IN_* {w}x{h}x{c} do not match SDP's output "
+                    f"{fi.shape[2]}x{fi.shape[1]}x{fi.shape[0]}")
+            x = np.zeros((cp, h, w), np.int64)
+            n = min(cp, fi.shape[0])
+            x[:n] = fi[:n]
+        else:
+            if rdma is None:
+                raise ModelConfigError("PDP.D_OPERATION_MODE_CFG.FLYING_MODE=OFF_FLYING needs PDP_RDMA")
+            if rdma.f("FLYING_MODE") != 1:
+                raise ModelConfigError("PDP_RDMA.D_FLYING_MODE must be OFF_FLYING when PDP's is OFF_FLYING")
+            rw, rh, rc = rdma.f("CUBE_IN_WIDTH") + 1, rdma.f("CUBE_IN_HEIGHT") + 1, rdma.f("CUBE_IN_CHANNEL") + 1
+            if (rw, rh, rc) != (w, h, c):
+                raise ModelConfigError(
+                    f"PDP_RDMA.D_DATA_CUBE_IN_* {rw}x{rh}x{rc} differ from PDP.D_DATA_CUBE_IN_* {w}x{h}x{c}")
+            if rdma.f("SPLIT_NUM") != g["split"]:
+                raise ModelConfigError("PDP_RDMA.D_OPERATION_MODE_CFG.SPLIT_NUM differs from PDP's SPLIT_NUM")
+            base = rdma.addr("D_SRC_BASE_ADDR_HIGH", "D_SRC_BASE_ADDR_LOW")
+            x = read_cube(self.mem, base, w, h, cp, rdma.reg("D_SRC_LINE_STRIDE"),
+                          rdma.reg("D_SRC_SURFACE_STRIDE"), atom).view(np.int8).astype(np.int64)
+        pads = [pdp.reg(f"D_POOLING_PADDING_VALUE_{i}_CFG") & 0x7FFFF for i in range(1, 8)]
+        out = pool_plane(x, g["method"], g["kw"], g["kh"], g["sx"], g["sy"], g["pl"], g["pt"],
+                         g["pr"], g["pb"], g["ow"], g["oh"], pads,
+                         pdp.f("RECIP_KERNEL_WIDTH"), pdp.f("RECIP_KERNEL_HEIGHT"))
+        dst = pdp.addr("D_DST_BASE_ADDR_HIGH", "D_DST_BASE_ADDR_LOW")
+        addrs = cube_addresses(dst, g["ow"], g["oh"], cp, pdp.reg("D_DST_LINE_STRIDE"),
+                               pdp.reg("D_DST_SURFACE_STRIDE"), atom)
+        self.mem.scatter(addrs, out & 0xFF)

@@ -35,6 +35,8 @@ class UnitRegs:
                     self._field_index[f.name] = (r, f)
                 seen.add(f.name)
         self.hw_fields: dict[str, int] = {}   # values of read-only fields the hardware drives
+        # the same for read-only fields of D_ registers, per register group (e.g. statistics)
+        self.group_hw_fields: list[dict[str, int]] = [{}, {}]
 
     # ---- CSB side ----
     def write(self, offset: int, value: int) -> str | None:
@@ -72,9 +74,12 @@ class UnitRegs:
         if r.name == "D_OP_ENABLE":
             return int(self.enabled[self.producer])
         v = self.groups[self.producer][r.name] if r.double_buffered else self.single[r.name]
+        hw = self.hw_fields
+        if r.double_buffered and self.group_hw_fields[self.producer]:
+            hw = {**hw, **self.group_hw_fields[self.producer]}
         for f in r.fields:
-            if f.access == "r" and f.name in self.hw_fields:
-                v = (v & ~f.mask) | ((self.hw_fields[f.name] << f.lsb) & f.mask)
+            if f.access == "r" and f.name in hw:
+                v = (v & ~f.mask) | ((hw[f.name] << f.lsb) & f.mask)
         return v
 
     # ---- hardware side ----

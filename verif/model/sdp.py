@@ -108,16 +108,19 @@ def x_subunit(x: np.ndarray, *, alu_bypass: bool, alu_algo: int, alu_op, alu_shi
     return y
 
 
-def output_convert(x: np.ndarray, offset: int, scale: int, shift: int, out_bits: int = 8) -> np.ndarray:
+def output_convert(x: np.ndarray, offset: int, scale: int, shift: int, out_bits: int = 8,
+                   mid_bits: int = 17) -> np.ndarray:
     """SDP output converter C (v1_ias_precision.rst "Convertor"):
     ``saturate(round((x - offset) * scale >> shift))``.
 
     Observed in NVIDIA's RTL (NV_NVDLA_SDP_HLS_C_int.v): 32-bit x minus 32-bit signed CVT_OFFSET
     on 33 bits, times 16-bit signed CVT_SCALE on 49 bits, shifted right by CVT_SHIFT (6 bits)
     with round-half-away-from-zero and saturation to 17 bits, then saturated to int8/int16.
+    The EW operand converters (cmod sdp_y_cvt.cpp) are the same with ``mid_bits=49`` and
+    ``out_bits=32``.
     """
     d = (np.asarray(x, dtype=np.int64) - offset) * scale
-    t = shift_right_round(d, shift, 49, 17)
+    t = shift_right_round(d, shift, 49, min(mid_bits, 49))
     return saturate(t, out_bits)
 
 
@@ -133,14 +136,48 @@ class SdpCore:
     ``run(rdma, sdp, flying_input)``: ``rdma``/``sdp`` are GroupViews of SDP_RDMA (None when
     SDP_RDMA is not part of the layer) and SDP; ``flying_input`` is the (K, H, W) int64 cube from
     CACC when D_FEATURE_MODE_CFG.FLYING_MODE=ON (32-bit values: unit description "Convolution
-    Accumulator": "The bit width between CACC and SDP is 32"). Returns the (C, H, W) int64 output
-    cube when OUTPUT_DST=PDP, else writes it through WDMA and returns None.
+    Accumulator": "The bit width between CACC and SDP is 32"). Returns the output cube (int8 values
+    in int64, shape (C', H, W) with C' = C rounded up to whole atoms of cfg.memory_atomic
+    channels, the atom's padding lanes included) when OUTPUT_DST=PDP, else writes it through WDMA
+    and returns None.
     """
 
     def __init__(self, cfg, mem):
         self.cfg, self.mem = cfg, mem
         self.lut_le = np.zeros(LE_ENTRIES, np.int64)   # 16-bit signed entries
         self.lut_lo = np.zeros(LO_ENTRIES, np.int64)
+        self.lut_addr = 0
+        self.status_unequal = False
+
+    # ---- CSB hooks: LUT access (v1_ias_lut-programming.rst) and status ----------------------
+    def _lut_table(self, regs):
+        tid = (regs.single["S_LUT_ACCESS_CFG"] >> 16) & 1
+        return (self.lut_lo, LO_ENTRIES) if tid else (self.lut_le, LE_ENTRIES)
+
+    def on_write(self, regs, name: str, value: int) -> None:
+        """S_LUT_ACCESS_CFG sets the table (LE/LO) and start address; each S_LUT_ACCESS_DATA
+        write stores one 16-bit entry and advances the address ("automatic address incremental
+        mechanism", v1_ias_lut-programming.rst)."""
+        if name == "S_LUT_ACCESS_CFG":
+            self.lut_addr = value & 0x3FF
+        elif name == "S_LUT_ACCESS_DATA":
+            table, n = self._lut_table(regs)
+            if (regs.single["S_LUT_ACCESS_CFG"] >> 17) & 1 and self.lut_addr < n:   # WRITE
+                table[self.lut_addr] = sign_extend(value & 0xFFFF, 16)
+            self.lut_addr += 1
+
+    def on_read(self, regs, name: str):
+        """S_LUT_ACCESS_DATA reads the entry at the current address (READ access type, address
+        advances); D_STATUS.STATUS_UNEQUAL reports the last EQL-mode comparison."""
+        if name == "S_LUT_ACCESS_DATA":
+            table, n = self._lut_table(regs)
+            v = int(table[self.lut_addr]) & 0xFFFF if self.lut_addr < n else 0
+            if not (regs.single["S_LUT_ACCESS_CFG"] >> 17) & 1:
+                self.lut_addr += 1
+            return v
+        if name == "D_STATUS":
+            return int(self.status_unequal)
+        return None
 
     # ---- operand sources -------------------------------------------------------------------
     def _subunits(self):
@@ -291,6 +328,7 @@ class SdpCore:
             x = read_cube(self.mem, base, w, h, cp, rdma.reg("D_SRC_LINE_STRIDE"),
                           rdma.reg("D_SRC_SURFACE_STRIDE"), atom).view(np.int8).astype(np.int64)
 
+        self.status_unequal = False
         for sub, dma in self._subunits():
             if sdp.f(f"{sub}_BYPASS"):
                 continue
@@ -307,10 +345,15 @@ class SdpCore:
                 mul_op=mul_op, mul_shift=sdp.f(f"{sub}_MUL_SHIFT_VALUE"),
                 relu_bypass=bool(sdp.f(f"{sub}_RELU_BYPASS")))
 
+        if self._eql_mode(sdp):
+            # programming guide "Compare mode": the converter passes data and nothing is
+            # written to memory; software reads D_STATUS.STATUS_UNEQUAL
+            return None
         out = output_convert(x, sdp.fs("CVT_OFFSET"), sdp.fs("CVT_SCALE"), sdp.f("CVT_SHIFT"), 8)
 
         if sdp.f("OUTPUT_DST") == 1:
-            return out[:c]
+            # all lanes of the last atom go to PDP (it writes whole atoms too)
+            return out
         dst = sdp.addr("D_DST_BASE_ADDR_HIGH", "D_DST_BASE_ADDR_LOW")
         # WDMA writes whole atoms (channels c..cp-1 of the last surface carry the pipeline's
         # values for the atom's padding lanes)
@@ -319,6 +362,63 @@ class SdpCore:
         self.mem.scatter(addrs, out & 0xFF)
         return None
 
+    def _eql_mode(self, sdp) -> bool:
+        return bool(self.cfg.sdp_ew and not sdp.f("EW_BYPASS") and not sdp.f("EW_ALU_BYPASS")
+                    and sdp.f("EW_ALU_ALGO") == ALU_EQL)
+
     # ---- Y (EW) sub-unit: only when cfg.sdp_ew ---------------------------------------------
     def _y_subunit(self, sdp, x, alu_m, mul_m):
-        raise ModelConfigError("SDP EW (Y) sub-unit is not modelled yet")
+        """Y (EW) sub-unit on 32-bit ``x``: MUL -> ALU -> LUT (unit description "Function
+        Description": "Block Y is primarily designed for element-wise ... An extra LUT").
+
+        Facts from NVIDIA's C model (cmod/hls/sdp/sdp_y.cpp, sdp_y_core.cpp, sdp_y_cvt.cpp), the
+        source of the Y RTL: operands from memory (16 bits) pass a converter
+        ``round((op - EW_*_CVT_OFFSET) * EW_*_CVT_SCALE >> EW_*_CVT_TRUNCATE)`` (33/49 bits,
+        saturated to 32) unless EW_*_CVT_BYPASS; register operands are 32 bits and are not
+        converted. MUL comes first: 32x32-bit product shifted right by EW_TRUNCATE with
+        round-half-away-from-zero and saturation to 32 bits (PReLU passes non-negative x);
+        then ALU MAX/MIN/SUM/EQL on 33 bits saturated to 32 (EQL gives 0 when equal, else 1).
+        """
+        if not sdp.f("EW_MUL_BYPASS"):
+            if mul_m is not None:
+                op = mul_m if sdp.f("EW_MUL_CVT_BYPASS") else output_convert(
+                    mul_m, sdp.fs("EW_MUL_CVT_OFFSET"), sdp.fs("EW_MUL_CVT_SCALE"),
+                    sdp.f("EW_MUL_CVT_TRUNCATE"), 32, mid_bits=49)
+            else:
+                op = sdp.fs("EW_MUL_OPERAND")
+            t = sdp.f("EW_TRUNCATE")
+            prod = x * np.asarray(op, dtype=np.int64)
+            y = shift_right_round(prod, min(t, 64), 64, 32) if t < 64 else np.zeros_like(prod)
+            if sdp.f("EW_MUL_PRELU"):
+                y = np.where(x >= 0, x, y)
+            x = y
+        if not sdp.f("EW_ALU_BYPASS"):
+            if alu_m is not None:
+                op = alu_m if sdp.f("EW_ALU_CVT_BYPASS") else output_convert(
+                    alu_m, sdp.fs("EW_ALU_CVT_OFFSET"), sdp.fs("EW_ALU_CVT_SCALE"),
+                    sdp.f("EW_ALU_CVT_TRUNCATE"), 32, mid_bits=49)
+            else:
+                op = sdp.fs("EW_ALU_OPERAND")
+            op = np.asarray(op, dtype=np.int64)
+            algo = sdp.f("EW_ALU_ALGO")
+            if algo == ALU_MAX:
+                x = np.maximum(x, op)
+            elif algo == ALU_MIN:
+                x = np.minimum(x, op)
+            elif algo == ALU_EQL:
+                neq = x != op
+                self.status_unequal = bool(np.any(neq))
+                x = neq.astype(np.int64)
+            else:
+                x = saturate(x + op, 32)
+        if not sdp.f("EW_LUT_BYPASS"):
+            if not self.cfg.sdp_lut:
+                raise ModelConfigError("SDP.D_DP_EW_CFG.EW_LUT_BYPASS=NO but the configuration has no SDP LUT")
+            x = self._lut(sdp, x)
+        return x
+
+    def _lut(self, sdp, x):
+        """LUT lookup and interpolation (v1_ias_lut-programming.rst). The tables are held
+        (``lut_le``/``lut_lo``, loaded through S_LUT_ACCESS_CFG/DATA) but the index/interpolation
+        arithmetic (NVIDIA cmod sdp_y_idx.cpp / sdp_y_inp.cpp) is not modelled yet."""
+        raise ModelConfigError("SDP.D_DP_EW_CFG.EW_LUT_BYPASS=NO: the SDP LUT datapath is not modelled yet")

@@ -1,0 +1,397 @@
+"""Convolution pipeline model (verif/model/conv.py) against independent naive formulas.
+
+Every expected value here is computed with plain Python loops over small random cubes: direct
+summation of the convolution, per-pixel conversion with byte orders derived from the pixel
+format names (format.rst: components listed from most to least significant byte of a
+little-endian word), and a bit-level transcription of the rounding rules. NVIDIA's traces cover
+the common cases; these tests cover dilation with padding and stride, every int8 pixel format,
+X offsets, mean/converter variants, CBUF reuse across layers, and illegal register combinations.
+"""
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from hdl.config import NV_SMALL
+from hdl.regmap import REGMAP
+from verif.model.conv import ConvCore, PIXEL_FORMATS_INT8, cacc_truncate
+from verif.model.formats import ModelConfigError, write_cube
+from verif.model.memory import Memory
+from verif.model.regs import GroupView, UnitRegs
+
+CFG = NV_SMALL
+ATOM_C, ATOM_K = CFG.mac_atomic_c, CFG.mac_atomic_k
+
+
+# ----------------------------------------------------------------------------- helpers
+class Layer:
+    """Register groups of CDMA, CSC, CMAC_A, CACC for one layer (group 0), set field by field."""
+
+    def __init__(self):
+        self.u = {n: UnitRegs(REGMAP.unit(n)) for n in ("CDMA", "CSC", "CMAC_A", "CACC")}
+
+    def set(self, unit, **fields):
+        ur = self.u[unit]
+        for name, val in fields.items():
+            r, f = ur._field_index[name]
+            regs = ur.groups[0] if r.double_buffered else ur.single
+            regs[r.name] = (regs[r.name] & ~(((1 << f.width) - 1) << f.lsb)) | ((val & ((1 << f.width) - 1)) << f.lsb)
+
+    def both(self, **fields):
+        for unit in ("CDMA", "CSC"):
+            ur = self.u[unit]
+            self.set(unit, **{k: v for k, v in fields.items() if k in ur._field_index})
+
+    def views(self):
+        for n in ("CMAC_A", "CACC"):
+            self.set(n, PROC_PRECISION=0)
+        return tuple(GroupView(self.u[n], 0) for n in ("CDMA", "CSC", "CMAC_A", "CACC"))
+
+
+def rtl_cacc(a: int, t: int) -> int:
+    """Bit-level CACC output rounding (NV_NVDLA_CACC_CALC_int8): {pd, 16'b0} >>> t, guide bit,
+    15 sticky bits, round, saturate to int32."""
+    a = max(-(1 << 33), min((1 << 33) - 1, a))
+    y = (a << 16) >> t
+    sticky = y & 0x7FFF
+    guide = (y >> 15) & 1
+    sft = y >> 16
+    r = sft + (1 if guide and (a >= 0 or sticky) else 0)
+    return max(-(1 << 31), min((1 << 31) - 1, r))
+
+
+def round_away(num: int, t: int) -> int:
+    """num / 2**t rounded half away from zero (exact, Python ints)."""
+    if t == 0:
+        return num
+    q, rem = divmod(abs(num), 1 << t)
+    if 2 * rem >= (1 << t):
+        q += 1
+    return q if num >= 0 else -q
+
+
+def naive_weights_to_memory(w, atom_c=ATOM_C, atom_k=ATOM_K) -> bytes:
+    """format.rst DC weight mapping by explicit scan: groups of atom_k kernels; in a group scan
+    C-blocks (slowest), then H, then W, then K, then C within the block (fastest)."""
+    k, r, s, c = len(w), len(w[0]), len(w[0][0]), len(w[0][0][0])
+    out = bytearray()
+    for g0 in range(0, k, atom_k):
+        ks = range(g0, min(k, g0 + atom_k))
+        for c0 in range(0, c, atom_c):
+            for ri in range(r):
+                for si in range(s):
+                    for ki in ks:
+                        for ci in range(c0, min(c, c0 + atom_c)):
+                            out.append(w[ki][ri][si][ci] & 0xFF)
+    return bytes(out)
+
+
+def naive_dc(x, w, ho, wo, sx, sy, dx, dy, pl, pt, pad):
+    """Direct summation: x[c][h][w], w[k][r][s][c]; outside positions read pad."""
+    c, h, wd = len(x), len(x[0]), len(x[0][0])
+    k, r, s = len(w), len(w[0]), len(w[0][0])
+    out = [[[0] * wo for _ in range(ho)] for _ in range(k)]
+    for ki in range(k):
+        for yo in range(ho):
+            for xo in range(wo):
+                acc = 0
+                for ri in range(r):
+                    for si in range(s):
+                        yy, xx = yo * sy - pt + ri * dy, xo * sx - pl + si * dx
+                        inside = 0 <= yy < h and 0 <= xx < wd
+                        for ci in range(c):
+                            acc += w[ki][ri][si][ci] * (x[ci][yy][xx] if inside else pad)
+                out[ki][yo][xo] = acc
+    return out
+
+
+def rnd_cube(rng, c, h, w):
+    return [[[rng.randint(-128, 127) for _ in range(w)] for _ in range(h)] for _ in range(c)]
+
+
+def rnd_weights(rng, k, r, s, c):
+    return [[[[rng.randint(-128, 127) for _ in range(c)] for _ in range(s)] for _ in range(r)] for _ in range(k)]
+
+
+def program_dc(L, *, w, h, c, k, r, s, sx=1, sy=1, dx=1, dy=1, pl=0, pr=0, pt=0, pb=0,
+               pad=0, trunc=0, dat=0x8000_0000, wt=0x9000_0000, ho=None, wo=None,
+               csc_h=None, misc=None, rls=0, data_bank=7, weight_bank=7):
+    sd, rd = (s - 1) * dx + 1, (r - 1) * dy + 1
+    wo = wo or (pl + w + pr - sd) // sx + 1
+    ho = ho or (pt + (csc_h or h) + pb - rd) // sy + 1
+    ls = w * 8
+    L.both(CONV_MODE=0, IN_PRECISION=0, PROC_PRECISION=0, DATAIN_FORMAT=0, DATAIN_WIDTH=w - 1, DATAIN_HEIGHT=h - 1,
+           DATAIN_CHANNEL=c - 1, DATAIN_WIDTH_EXT=w - 1, DATAIN_HEIGHT_EXT=(csc_h or h) - 1,
+           DATAIN_CHANNEL_EXT=c - 1, ENTRIES=w * -(-c // ATOM_C) - 1, WEIGHT_BYTES=r * s * c * k,
+           DATA_BANK=data_bank, WEIGHT_BANK=weight_bank, PAD_VALUE=pad)
+    L.set("CDMA", DATAIN_HEIGHT_EXT=h - 1, LINE_STRIDE=ls, SURF_STRIDE=ls * h,
+          DATAIN_ADDR_LOW_0=dat, WEIGHT_ADDR_LOW=wt, BYTE_PER_KERNEL=r * s * c - 1,
+          WEIGHT_KERNEL=k - 1, CONV_X_STRIDE=sx - 1, CONV_Y_STRIDE=sy - 1,
+          PAD_LEFT=pl, PAD_RIGHT=pr, PAD_TOP=pt, PAD_BOTTOM=pb)
+    L.set("CSC", WEIGHT_WIDTH_EXT=s - 1, WEIGHT_HEIGHT_EXT=r - 1, WEIGHT_CHANNEL_EXT=c - 1,
+          WEIGHT_KERNEL=k - 1, DATAOUT_WIDTH=wo - 1, DATAOUT_HEIGHT=ho - 1, DATAOUT_CHANNEL=k - 1,
+          CONV_X_STRIDE_EXT=sx - 1, CONV_Y_STRIDE_EXT=sy - 1, X_DILATION_EXT=dx - 1,
+          Y_DILATION_EXT=dy - 1, PAD_LEFT=pl, PAD_TOP=pt, RLS_SLICES=rls,
+          ATOMICS=wo * ho - 1)
+    L.set("CACC", DATAOUT_WIDTH=wo - 1, DATAOUT_HEIGHT=ho - 1, DATAOUT_CHANNEL=k - 1,
+          CLIP_TRUNCATE=trunc)
+    for key, v in (misc or {}).items():
+        L.both(**{key: v})
+    return ho, wo
+
+
+def load_dc(mem, x, w, dat=0x8000_0000, wt=0x9000_0000):
+    cube = np.array(x, np.int64)
+    c, h, wd = cube.shape
+    write_cube(mem, cube, dat, wd * 8, wd * 8 * h, 8)
+    mem.write(wt, naive_weights_to_memory(w))
+
+
+# ----------------------------------------------------------------------------- CACC
+def test_cacc_truncate_matches_bit_level_rtl_rule():
+    rng = random.Random(1)
+    vals = [rng.randint(-(1 << 34), 1 << 34) for _ in range(300)]
+    vals += [rng.randint(-4000, 4000) for _ in range(300)]
+    vals += [-(1 << 19) - 1, -(1 << 19), (1 << 19), -(3 << 18) - 1, (1 << 33) + 5, -(1 << 40)]
+    for t in range(32):
+        got = cacc_truncate(np.array(vals, np.int64), t)
+        assert [rtl_cacc(v, t) for v in vals] == got.tolist(), t
+    # below 17 bits of shift the rule is exact round-half-away-from-zero
+    for t in range(17):
+        small = [v for v in vals if abs(v) < (1 << 33)]
+        assert cacc_truncate(np.array(small, np.int64), t).tolist() == \
+            [max(-(1 << 31), min((1 << 31) - 1, round_away(v, t))) for v in small]
+
+
+# ----------------------------------------------------------------------------- direct conv
+@pytest.mark.parametrize("case", [
+    dict(w=9, h=7, c=11, k=5, r=3, s=2, sx=2, sy=1, dx=2, dy=3, pl=1, pr=2, pt=2, pb=1, trunc=3),
+    dict(w=6, h=8, c=20, k=10, r=2, s=3, sx=1, sy=2, dx=3, dy=2, pl=3, pr=4, pt=1, pb=2, trunc=0),
+    dict(w=5, h=5, c=3, k=9, r=3, s=3, sx=3, sy=3, dx=1, dy=1, pl=2, pr=2, pt=2, pb=0, trunc=5),
+    dict(w=4, h=3, c=17, k=1, r=1, s=1, sx=2, sy=1, dx=5, dy=7, pl=0, pr=0, pt=0, pb=0, trunc=1),
+])
+def test_direct_conv_dilation_padding_stride(case):
+    rng = random.Random(hash(tuple(case.values())) & 0xFFFF)
+    pad = rng.randint(-128, 127)
+    x = rnd_cube(rng, case["c"], case["h"], case["w"])
+    w = rnd_weights(rng, case["k"], case["r"], case["s"], case["c"])
+    mem, L = Memory(), Layer()
+    load_dc(mem, x, w)
+    ho, wo = program_dc(L, pad=(pad & 0xFF) | 0x5A00, **case)   # high pad byte is ignored
+    out = ConvCore(CFG, mem).run(*L.views())
+    acc = naive_dc(x, w, ho, wo, case["sx"], case["sy"], case["dx"], case["dy"], case["pl"], case["pt"], pad)
+    exp = [[[round_away(v, case["trunc"]) for v in row] for row in ch] for ch in acc]
+    assert out.shape == (case["k"], ho, wo)
+    assert out.tolist() == exp
+
+
+def test_output_window_smaller_than_padded_input():
+    """CSC's DATAOUT size decides the output even when it covers less than the padded input
+    (NVIDIA's dilation trace does this)."""
+    rng = random.Random(7)
+    x, w = rnd_cube(rng, 8, 6, 6), rnd_weights(rng, 2, 2, 2, 8)
+    mem, L = Memory(), Layer()
+    load_dc(mem, x, w)
+    program_dc(L, w=6, h=6, c=8, k=2, r=2, s=2, pl=1, pt=1, pr=1, pb=1, wo=3, ho=2, pad=3)
+    out = ConvCore(CFG, mem).run(*L.views())
+    assert out.tolist() == naive_dc(x, w, 2, 3, 1, 1, 1, 1, 1, 1, 3)
+
+
+# ----------------------------------------------------------------------------- image input
+CH = {"R": 0, "Y": 0, "G": 1, "U": 1, "B": 2, "V": 2, "A": 3, "X": 3}
+
+
+def memory_byte_channels(name: str) -> list[list[int]]:
+    """Channel of each memory byte, per plane, from the format name alone: components are listed
+    from the most significant byte down of a little-endian word, so memory byte 0 is the last
+    component. 'T_Y8___U8V8_N444' has planes 'Y8' and 'U8V8'."""
+    body = name[2:].replace("_N444", "")
+    planes = body.split("___")
+    res = []
+    for p in planes:
+        comps = [p[i] for i in range(0, len(p), 2)]
+        res.append([CH[ch] for ch in reversed(comps)])
+    return res
+
+
+@pytest.mark.parametrize("fmt", sorted(PIXEL_FORMATS_INT8))
+@pytest.mark.parametrize("variant", ["mean", "offset", "nocvt"])
+def test_image_every_pixel_format(fmt, variant):
+    name = PIXEL_FORMATS_INT8[fmt][0]
+    planes = memory_byte_channels(name)
+    cpix = sum(len(p) for p in planes)
+    rng = random.Random(fmt * 7 + len(variant))
+    W, H, R, S, K = 7, 5, 2, 3, 9
+    pl, pr, pt, pb, sx, sy = 1, 2, 1, 1, 2, 1
+    xoff = rng.randint(0, 31)
+    sign = variant != "offset" and fmt % 2 == 1
+    means = [rng.randint(-300, 300) for _ in range(4)]
+    offset, scale, trunc = rng.randint(-100, 100), rng.randint(-700, 700), rng.randint(0, 9)
+    pad_cdma, pad_csc = rng.randint(0, 255), rng.randint(0, 255)
+    mem, L = Memory(), Layer()
+    bases, strides = [0x8000_0000, 0x8800_0000], [64 * 2, 96 * 2]
+    # pixel bytes as the hardware fetches them: start = base + (xoff mod pixels per 8-B atom)
+    pix = [[[0] * cpix for _ in range(W)] for _ in range(H)]
+    for p, chans in enumerate(planes):
+        bpp = len(chans)
+        xo = xoff % (8 // bpp)
+        raw = bytes(rng.randrange(256) for _ in range(strides[p] * H))
+        mem.write(bases[p], raw)
+        for y in range(H):
+            for x in range(W):
+                for b, ch in enumerate(chans):
+                    pix[y][x][ch] = raw[y * strides[p] + (xo + x) * bpp + b]
+
+    def convert(v, ch):
+        if variant == "nocvt":
+            return v - 256 if v >= 128 else v
+        v = v - 256 if (sign and v >= 128) else v
+        m = means[ch] if variant == "mean" else offset
+        return max(-128, min(127, round_away((v - m) * scale, trunc)))
+
+    Wp = pl + W + pr
+    lines = []
+    for y in range(H):
+        ln = [pad_cdma - 256 if pad_cdma >= 128 else pad_cdma] * (pl * cpix)
+        for x in range(W):
+            ln += [convert(pix[y][x][ch], ch) for ch in range(cpix)]
+        ln += [pad_cdma - 256 if pad_cdma >= 128 else pad_cdma] * (pr * cpix)
+        lines.append(ln)
+    cw = S * cpix
+    wts = [[[[rng.randint(-128, 127) for _ in range(cw)]] for _ in range(R)] for _ in range(K)]
+    mem.write(0x9000_0000, naive_weights_to_memory(wts))
+    wo, ho = (Wp - S) // sx + 1, (pt + H + pb - R) // sy + 1
+    L.both(CONV_MODE=0, IN_PRECISION=0, PROC_PRECISION=0, DATAIN_FORMAT=1, DATAIN_WIDTH_EXT=W - 1, DATAIN_HEIGHT_EXT=H - 1,
+           DATAIN_CHANNEL_EXT=cpix - 1, ENTRIES=-(-Wp * cpix // 8) - 1, WEIGHT_BYTES=R * cw * K,
+           DATA_BANK=3, WEIGHT_BANK=3, PAD_VALUE=pad_csc)
+    L.set("CDMA", PIXEL_FORMAT=fmt, DATAIN_WIDTH=W - 1, DATAIN_HEIGHT=H - 1, DATAIN_CHANNEL=cpix - 1,
+          PIXEL_X_OFFSET=xoff, DATAIN_ADDR_LOW_0=bases[0], DATAIN_ADDR_LOW_1=bases[1],
+          LINE_STRIDE=strides[0], UV_LINE_STRIDE=strides[1], PIXEL_SIGN_OVERRIDE=int(sign),
+          MEAN_FORMAT=int(variant == "mean"), MEAN_RY=means[0], MEAN_GU=means[1], MEAN_BV=means[2],
+          MEAN_AX=means[3], CVT_EN=int(variant != "nocvt"), CVT_OFFSET=offset, CVT_SCALE=scale,
+          CVT_TRUNCATE=trunc, PAD_VALUE=pad_cdma, PAD_LEFT=pl, PAD_RIGHT=pr, PAD_TOP=pt,
+          PAD_BOTTOM=pb, CONV_X_STRIDE=sx - 1, CONV_Y_STRIDE=sy - 1, WEIGHT_ADDR_LOW=0x9000_0000,
+          BYTE_PER_KERNEL=R * cw - 1, WEIGHT_KERNEL=K - 1)
+    L.set("CSC", WEIGHT_WIDTH_EXT=0, WEIGHT_HEIGHT_EXT=R - 1, WEIGHT_CHANNEL_EXT=cw - 1,
+          WEIGHT_KERNEL=K - 1, DATAOUT_WIDTH=wo - 1, DATAOUT_HEIGHT=ho - 1, DATAOUT_CHANNEL=K - 1,
+          CONV_X_STRIDE_EXT=sx - 1, CONV_Y_STRIDE_EXT=sy - 1, PAD_LEFT=7, PAD_TOP=pt)
+    L.set("CACC", DATAOUT_WIDTH=wo - 1, DATAOUT_HEIGHT=ho - 1, DATAOUT_CHANNEL=K - 1, CLIP_TRUNCATE=2)
+    out = ConvCore(CFG, mem).run(*L.views())
+    padc = pad_csc - 256 if pad_csc >= 128 else pad_csc
+    exp = []
+    for k in range(K):
+        ch = []
+        for yo in range(ho):
+            row = []
+            for xo in range(wo):
+                acc = 0
+                for r in range(R):
+                    y = yo * sy - pt + r
+                    for j in range(cw):
+                        d = lines[y][xo * sx * cpix + j] if 0 <= y < H else padc
+                        acc += wts[k][r][0][j] * d
+                row.append(round_away(acc, 2))
+            ch.append(row)
+        exp.append(ch)
+    assert out.tolist() == exp
+
+
+# ----------------------------------------------------------------------------- CBUF reuse
+def test_partial_data_reuse_and_weight_reuse_across_layers():
+    """Layer 1 releases RLS_SLICES+1 slices and keeps its weights; layer 2 sets DATA_REUSE and
+    WEIGHT_REUSE, fetches only new slices and sees kept + new slices (Limitation RLS_SLICES)."""
+    rng = random.Random(11)
+    c, w, h1, h2, k, r, s = 10, 5, 6, 3, 4, 3, 2
+    x1, x2 = rnd_cube(rng, c, h1, w), rnd_cube(rng, c, h2, w)
+    wts = rnd_weights(rng, k, r, s, c)
+    mem = Memory()
+    load_dc(mem, x1, wts)
+    write_cube(mem, np.array(x2, np.int64), 0x8100_0000, w * 8, w * 8 * h2, 8)
+    core = ConvCore(CFG, mem)
+    L1 = Layer()
+    program_dc(L1, w=w, h=h1, c=c, k=k, r=r, s=s, pt=1, pl=1, pad=5, rls=1,
+               misc=dict(SKIP_WEIGHT_RLS=1))
+    ho1, wo1 = (1 + h1 - r) + 1, (1 + w - s) + 1
+    assert core.run(*L1.views()).tolist() == naive_dc(x1, wts, ho1, wo1, 1, 1, 1, 1, 1, 1, 5)
+    mem.write(0x9000_0000, bytes(4096))          # weights must come from CBUF now
+    L2 = Layer()
+    kept = h1 - 2
+    program_dc(L2, w=w, h=h2, c=c, k=k, r=r, s=s, dat=0x8100_0000, csc_h=kept + h2, pad=-3,
+               misc=dict(DATA_REUSE=1, WEIGHT_REUSE=1))
+    xs = [x1[ci][2:] + x2[ci] for ci in range(c)]
+    ho2, wo2 = kept + h2 - r + 1, w - s + 1
+    assert core.run(*L2.views()).tolist() == naive_dc(xs, wts, ho2, wo2, 1, 1, 1, 1, 0, 0, -3)
+
+
+def test_full_data_reuse_skips_fetch_and_no_reuse_drops_slices():
+    rng = random.Random(12)
+    c, w, h, k = 9, 4, 5, 3
+    x, wts = rnd_cube(rng, c, h, w), rnd_weights(rng, k, 2, 2, c)
+    mem = Memory()
+    load_dc(mem, x, wts)
+    core = ConvCore(CFG, mem)
+    L1 = Layer()
+    program_dc(L1, w=w, h=h, c=c, k=k, r=2, s=2, misc=dict(SKIP_DATA_RLS=1))
+    first = core.run(*L1.views()).tolist()
+    mem.write(0x8000_0000, bytes(4096))          # a fetch would now read zeros
+    L2 = Layer()
+    program_dc(L2, w=w, h=h, c=c, k=k, r=2, s=2, trunc=1, misc=dict(DATA_REUSE=1))
+    exp = [[[round_away(v, 1) for v in row] for row in ch] for ch in naive_dc(x, wts, h - 1, w - 1, 1, 1, 1, 1, 0, 0, 0)]
+    assert first == naive_dc(x, wts, h - 1, w - 1, 1, 1, 1, 1, 0, 0, 0)
+    assert core.run(*L2.views()).tolist() == exp
+    # layer 3 without DATA_REUSE fetches again (zeros now)
+    L3 = Layer()
+    program_dc(L3, w=w, h=h, c=c, k=k, r=2, s=2)
+    assert not core.run(*L3.views()).any()
+    # DATA_REUSE with a different data bank does not reuse: fetch + size check
+    L4 = Layer()
+    program_dc(L4, w=w, h=h, c=c, k=k, r=2, s=2, csc_h=h + 1, data_bank=5, misc=dict(DATA_REUSE=1))
+    with pytest.raises(ModelConfigError, match="DATAIN_HEIGHT_EXT"):
+        core.run(*L4.views())
+
+
+# ----------------------------------------------------------------------------- illegal
+def _base_layer(**kw):
+    mem, L = Memory(), Layer()
+    args = dict(w=6, h=6, c=8, k=2, r=3, s=3)
+    args.update(kw)
+    program_dc(L, **args)
+    return ConvCore(CFG, mem), L
+
+
+@pytest.mark.parametrize("kw,field,match", [
+    (dict(pl=3, pr=0, wo=4), "PAD_LEFT", "PAD_LEFT"),
+    (dict(pb=3, ho=4), "PAD_BOTTOM", "PAD_BOTTOM"),
+    (dict(misc=dict(WEIGHT_REUSE=1)), "WEIGHT_REUSE", "WEIGHT_REUSE"),
+    (dict(misc=dict(CONV_MODE=1)), "CONV_MODE", "Winograd"),
+    (dict(wo=6), "DATAOUT", "exceeds the padded input"),
+])
+def test_illegal_register_combinations(kw, field, match):
+    core, L = _base_layer(**kw)
+    with pytest.raises(ModelConfigError, match=match):
+        core.run(*L.views())
+
+
+def test_inconsistent_cdma_csc_sizes_rejected():
+    core, L = _base_layer()
+    L.set("CDMA", BYTE_PER_KERNEL=10)
+    with pytest.raises(ModelConfigError, match="BYTE_PER_KERNEL"):
+        core.run(*L.views())
+    core, L = _base_layer()
+    L.set("CDMA", DATAIN_CHANNEL=3)
+    with pytest.raises(ModelConfigError, match="D_DATAIN_SIZE"):
+        core.run(*L.views())
+    core, L = _base_layer()
+    L.set("CACC", DATAOUT_CHANNEL=5)
+    with pytest.raises(ModelConfigError, match="DATAOUT_CHANNEL"):
+        core.run(*L.views())
+
+
+def test_image_dilation_rejected():
+    core, L = _base_layer()
+    L.both(DATAIN_FORMAT=1)
+    L.set("CSC", X_DILATION_EXT=1)
+    with pytest.raises(ModelConfigError, match="dilation"):
+        core.run(*L.views())

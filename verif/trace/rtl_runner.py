@@ -1,0 +1,205 @@
+"""Run trace tests on the RTL: build once (cached, ``sim.build``), then simulate.
+
+``run_rtl(traces, config="nv_small", waves=False, rtl_filelist=None, jobs=1, ...)`` yields one
+``TraceResult`` per trace, in completion order. Each simulator process (cocotb + Verilator,
+test module ``verif.cocotb_tb.trace_tb``) plays a batch of traces, resetting the DUT and clearing
+memory between them; ``jobs`` processes run in parallel. A process that dies mid-batch costs only
+the trace it was running (FAIL, message names the simulator log); the rest of its batch is rerun.
+
+Extra information is attached to every yielded result as the attribute ``rtl`` (a dict):
+``sim_cycles`` (cycles simulated for the trace), ``sim_wall`` (its wall seconds inside the
+simulator), ``rd_beats``/``wr_beats``/``rd_reqs``/``wr_reqs`` (AXI traffic), ``log`` (simulator
+log), ``waves`` (FST path or None), ``build`` (build directory).
+
+With ``waves=True`` each trace runs alone in its own process and its waveform is written to
+``build/waves/<trace>.fst``; FAIL messages name that file.
+
+CLI: ``python -m verif.trace.rtl_runner [--config nv_small] [--rtl-filelist F] [--waves]
+[-j N] TRACE_OR_DIR...``.
+"""
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import math
+import os
+import sys
+import time
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import asdict
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from sim.build import REPO, TIMESCALE, TOPLEVEL, SimBuild, build_sim
+from verif.trace.parser import Trace, find_traces
+from verif.trace.player import FAIL, CheckResult, TraceResult
+from verif.trace.rtl_engine import MemTiming
+
+TB_MODULE = "verif.cocotb_tb.trace_tb"
+TB_ENV = "NVDLA_TRACE_TB"
+WAVES_DIR = REPO / "build" / "waves"
+
+
+def _result_from_json(d: dict, extra: dict) -> TraceResult:
+    checks = [CheckResult(c["where"], c["base"], c["size"], c["expected"], c["actual"],
+                          base64.b64decode(c["data"]) if c.get("data") else b"")
+              for c in d.get("checks", [])]
+    res = TraceResult(d["name"], d["status"], d.get("message", ""), d.get("cycles"),
+                      d.get("wall", 0.0), checks)
+    res.rtl = {k: d.get(k) for k in ("sim_cycles", "sim_wall", "rd_beats", "wr_beats",
+                                     "rd_reqs", "wr_reqs")} | extra
+    return res
+
+
+def _trace_dir(t) -> Path:
+    if isinstance(t, Trace):
+        return Path(t.directory)
+    return Path(t)
+
+
+def _run_batch(build: SimBuild, dirs: list[Path], run_dir: Path, cfg: dict,
+               waves_path: Path | None) -> tuple[list[dict], Path, str]:
+    """One simulator process over ``dirs``. Returns (result dicts, log path, error text)."""
+    from cocotb_tools.runner import get_runner
+    run_dir.mkdir(parents=True, exist_ok=True)
+    results = run_dir / "results.jsonl"
+    if results.exists():
+        results.unlink()
+    log = run_dir / "sim.log"
+    tb = dict(cfg, traces=[str(d) for d in dirs], results=str(results),
+              waves=str(waves_path) if waves_path else None)
+    runner = get_runner("verilator")
+    test_args = ["--trace-file", str(waves_path)] if waves_path else []
+    err = ""
+    try:
+        runner.test(test_module=TB_MODULE, hdl_toplevel=TOPLEVEL, hdl_toplevel_lang="verilog",
+                    build_dir=build.directory, test_dir=run_dir, extra_env={TB_ENV: json.dumps(tb)},
+                    waves=bool(waves_path), test_args=test_args, log_file=log,
+                    results_xml=str(run_dir / "results.xml"), timescale=TIMESCALE)
+    except SystemExit as e:
+        err = f"simulator exited with {e.code}"
+    except Exception as e:  # noqa: BLE001 - reported as the trace's failure
+        err = f"{type(e).__name__}: {e}"
+    out = []
+    if results.is_file():
+        for line in results.read_text().splitlines():
+            if line.strip():
+                out.append(json.loads(line))
+    return out, log, err
+
+
+def _log_tail(log: Path, n: int = 6) -> str:
+    try:
+        lines = log.read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    keep = [ln for ln in lines if "Error" in ln or "error" in ln or "FAIL" in ln or "Traceback" in ln]
+    return " | ".join((keep or lines)[-n:])
+
+
+def run_rtl(traces: Iterable, config: str = "nv_small", waves: bool = False,
+            rtl_filelist: str | Path | None = None, jobs: int = 1, *,
+            timing: MemTiming = MemTiming(), traces_per_process: int | None = None,
+            intr_budget: int | None = None, poll_budget: int | None = None,
+            engine: dict | None = None, run_root: Path | None = None) -> Iterator[TraceResult]:
+    """Play ``traces`` (trace directories or parsed ``Trace`` objects) on the RTL.
+
+    ``config``: hardware configuration name (selects the project's RTL, part of the build cache
+    key). ``rtl_filelist``: simulate another port-compatible NV_nvdla from a Verilator file list
+    (e.g. NVIDIA's RTL). ``waves``: FST per trace in ``build/waves/<trace>.fst``. ``jobs``:
+    simulator processes in parallel. ``timing``: memory model (default = NVIDIA's player:
+    read_latency=32, accept_every=2). ``traces_per_process``: batch size (default: spread over
+    ``jobs``, at most 32; always 1 with waves). ``intr_budget``/``poll_budget``: Player cycle
+    budgets. ``engine``: extra RtlEngine keyword arguments (period_ns, reset_cycles,
+    post_reset_cycles, csb_timeout).
+
+    The build happens before the first result (SimBuildError names the Verilator log).
+    Yields TraceResult (with ``.rtl`` extras) as traces finish.
+    """
+    dirs = [_trace_dir(t) for t in traces]
+    if not dirs:
+        return
+    build = build_sim(config, rtl_filelist=rtl_filelist, waves=waves)
+    if str(REPO) not in sys.path:  # the simulator's PYTHONPATH is this process's sys.path
+        sys.path.insert(0, str(REPO))
+    player = {k: v for k, v in (("intr_budget", intr_budget), ("poll_budget", poll_budget))
+              if v is not None}
+    cfg = {"timing": asdict(timing), "player": player, "engine": dict(engine or {})}
+    jobs = max(1, int(jobs))
+    if waves:
+        per = 1
+    elif traces_per_process:
+        per = max(1, int(traces_per_process))
+    else:
+        per = min(32, max(1, math.ceil(len(dirs) / jobs)))
+    stamp = time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}"
+    root = Path(run_root) if run_root else build.directory / "runs" / stamp
+    queue = [dirs[i:i + per] for i in range(0, len(dirs), per)]
+    counter = 0
+
+    def submit(pool, batch):
+        nonlocal counter
+        counter += 1
+        rdir = root / (batch[0].name if len(batch) == 1 else f"batch{counter:03d}")
+        wpath = None
+        if waves:
+            WAVES_DIR.mkdir(parents=True, exist_ok=True)
+            wpath = WAVES_DIR / f"{batch[0].name}.fst"
+        return pool.submit(_run_batch, build, batch, rdir, cfg, wpath), batch, wpath
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        pending = {}
+        while queue or pending:
+            while queue and len(pending) < jobs:
+                fut, batch, wpath = submit(pool, queue.pop(0))
+                pending[fut] = (batch, wpath)
+            done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
+            for fut in done:
+                batch, wpath = pending.pop(fut)
+                got, log, err = fut.result()
+                extra = {"log": str(log), "waves": str(wpath) if wpath else None,
+                         "build": str(build.directory)}
+                for d in got:
+                    yield _result_from_json(d, extra)
+                if len(got) < len(batch):
+                    crashed = batch[len(got)]
+                    why = err or "simulator ended without a result"
+                    msg = f"simulation aborted ({why}); log: {log}"
+                    tail = _log_tail(log)
+                    if tail:
+                        msg += f"; {tail}"
+                    if wpath:
+                        msg += f"; waveform: {wpath}"
+                    res = TraceResult(crashed.name, FAIL, msg)
+                    res.rtl = dict(extra)
+                    yield res
+                    rest = batch[len(got) + 1:]
+                    if rest:
+                        queue.insert(0, rest)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description="Play NVIDIA trace tests on the RTL (Verilator).")
+    ap.add_argument("paths", nargs="+", type=Path, help="trace directories or directories of traces")
+    ap.add_argument("--config", default="nv_small")
+    ap.add_argument("--rtl-filelist", type=Path)
+    ap.add_argument("--waves", action="store_true")
+    ap.add_argument("-j", "--jobs", type=int, default=1)
+    ap.add_argument("--read-latency", type=int, default=MemTiming.read_latency)
+    ap.add_argument("--accept-every", type=int, default=MemTiming.accept_every)
+    a = ap.parse_args(argv)
+    dirs = find_traces(a.paths)
+    bad = 0
+    for r in run_rtl(dirs, a.config, a.waves, a.rtl_filelist, a.jobs,
+                     timing=MemTiming(a.read_latency, a.accept_every)):
+        x = getattr(r, "rtl", {})
+        print(f"{r.status:12s} {r.name:45s} cycles={r.cycles} sim_cycles={x.get('sim_cycles')} "
+              f"wall={x.get('sim_wall') or 0:.1f}s rd={x.get('rd_beats')} wr={x.get('wr_beats')}"
+              + (f"  {r.message}" if r.message else ""), flush=True)
+        bad += r.status != "PASS"
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
