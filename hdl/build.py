@@ -65,12 +65,17 @@ def verilator_env() -> tuple[str, dict]:
     return exe, env
 
 
-def lint(verilog_file: Path, waivers: Path = LINT_WAIVERS) -> subprocess.CompletedProcess:
+def lint(verilog_file: Path, waivers: Path = LINT_WAIVERS) -> tuple[bool, str]:
     """``verilator --lint-only -Wall`` of ``verilog_file`` with the ``waivers`` config file.
-    Returns the completed process (returncode 0 and empty stderr when clean)."""
+    Returns (clean, messages): clean when Verilator exits 0 and reports no %Warning/%Error;
+    messages are those lines (with their context)."""
     exe, env = verilator_env()
     cmd = [exe, "--lint-only", "-Wall", "--top-module", TOP, str(waivers), str(verilog_file)]
-    return subprocess.run(cmd, env=env, capture_output=True, text=True)
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    out = r.stdout + r.stderr
+    diag = "\n".join(line for line in out.splitlines() if not line.startswith("- "))
+    clean = r.returncode == 0 and "%Warning" not in out and "%Error" not in out
+    return clean, diag.strip()
 
 
 def main(argv=None) -> int:
@@ -108,9 +113,8 @@ def main(argv=None) -> int:
 
     if args.lint:
         t1 = time.monotonic()
-        r = lint(written[0])
-        msgs = (r.stdout + r.stderr).strip()
-        if r.returncode != 0 or msgs:
+        clean, msgs = lint(written[0])
+        if not clean:
             print(msgs, file=sys.stderr)
             print(f"lint FAILED ({time.monotonic() - t1:.1f} s)", file=sys.stderr)
             return 1

@@ -206,7 +206,11 @@ NV_LARGE = NvdlaConfig(
     mem_address_width=64, num_dma_read_clients=10, num_dma_write_clients=5,
 )
 
-PRESETS = {c.name: c for c in (NV_SMALL, NV_LARGE)}
+# nv_small with SDP's element-wise (X2/EW) sub-unit and LUT switched on: the configuration
+# NVIDIA's four sdp_*_ew_* nv_small traces were written for (../shared/nvdla/README.md).
+NV_SMALL_EW = NV_SMALL.derive(name="nv_small_ew", sdp_ew=True, sdp_lut=True, sdp_ew_throughput=1)
+
+PRESETS = {c.name: c for c in (NV_SMALL, NV_LARGE, NV_SMALL_EW)}
 
 
 def get_config(name: str) -> NvdlaConfig:

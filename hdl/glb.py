@@ -94,5 +94,6 @@ class Glb(wiring.Component):
                 m.d.comb += bus.rdata.eq(mask)
             with m.Case(regs["S_INTR_STATUS"].offset >> 2):
                 m.d.comb += bus.rdata.eq(status)
-            # S_INTR_SET is write-only: reads 0
+            with m.Default():   # S_INTR_SET is write-only; unused offsets: 0
+                m.d.comb += bus.rdata.eq(0)
         return m

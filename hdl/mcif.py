@@ -37,8 +37,9 @@ def round_robin(m: Module, valids: list, last: Signal, name: str):
     for i in reversed(range(n)):
         with m.If(valids[i]):
             m.d.comb += grant_lo.eq(i)
-        with m.If(valids[i] & (last < i)):
-            m.d.comb += [grant_hi.eq(i), has_hi.eq(1)]
+        if i > 0:   # index 0 is never "after" last
+            with m.If(valids[i] & (last < i)):
+                m.d.comb += [grant_hi.eq(i), has_hi.eq(1)]
     grant = Signal(range(max(n, 2)), name=f"{name}_grant")
     with m.If(has_hi):
         m.d.comb += grant.eq(grant_hi)

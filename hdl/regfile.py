@@ -159,6 +159,8 @@ class UnitRegFile(wiring.Component):
                 for r in self.unit.registers:
                     with m.Case(r.offset >> 2):
                         m.d.comb += bus.rdata.eq(r.reset)
+                with m.Default():
+                    m.d.comb += bus.rdata.eq(0)
             return m
 
         pp = self.pingpong
@@ -229,4 +231,6 @@ class UnitRegFile(wiring.Component):
             for r in self.unit.registers:
                 with m.Case(r.offset >> 2):
                     m.d.comb += bus.rdata.eq(read_values[r.name])
+            with m.Default():
+                m.d.comb += bus.rdata.eq(0)
         return m

@@ -65,6 +65,20 @@ def test_model(tid):
     _check("model", tid, res)
 
 
+EW_TRACES = [t for t in TRACES if t.startswith("nv_small/sdp_") and "_ew_" in t]
+
+
+@needs_shared
+@pytest.mark.parametrize("tid", EW_TRACES or ["<no traces>"])
+def test_model_ew(tid):
+    """The sdp_*_ew_* traces on a configuration with SDP EW/LUT enabled."""
+    from hdl.config import get_config
+    from verif.trace.runner import run_model
+    cfg = get_config(manifest.configs()["model_ew"])
+    (res,) = run_model([nvdla_dir() / "traces" / tid], cfg)
+    _check("model_ew", tid, res)
+
+
 @needs_shared
 @pytest.mark.rtl
 @pytest.mark.parametrize("tid", [t for t in TRACES if t.startswith("nv_small/")] or ["<no traces>"])

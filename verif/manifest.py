@@ -12,6 +12,15 @@ MANIFEST = Path(__file__).with_name("manifest.toml")
 
 
 def load(path: Path = MANIFEST) -> dict[str, set[str]]:
-    """``{engine: {suite/trace, ...}}`` (suite is ``nv_small`` or ``nv_small_generated``)."""
+    """``{section: {suite/trace, ...}}`` (suite is ``nv_small`` or ``nv_small_generated``).
+
+    Sections are engines (``rtl``, ``model``) or engine variants run with another configuration
+    (``model_ew``: see ``configs()``)."""
     data = tomllib.loads(path.read_text())
     return {engine: set(sec.get("must_pass", [])) for engine, sec in data.items()}
+
+
+def configs(path: Path = MANIFEST) -> dict[str, str]:
+    """``{section: configuration preset name}`` (default nv_small)."""
+    data = tomllib.loads(path.read_text())
+    return {engine: sec.get("config", "nv_small") for engine, sec in data.items()}

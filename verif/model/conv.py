@@ -9,7 +9,7 @@ Data flow modelled (one call of :meth:`ConvCore.run` per hardware layer):
 
 * CDMA fetches the input cube into CBUF. Feature data is stored as it is in memory. Pixel data is
   reordered to R/Y, G/U, B/V, A/X channels, converted (mean or offset, scale, truncate, int8
-  saturation) and padded left/right with CDMA's pad value (cdma.py helpers below).
+  saturation) and padded left/right with CDMA's pad value (``ConvCore._fetch_pixels``).
 * CBUF keeps data slices and weights across layers (DATA_REUSE / WEIGHT_REUSE, D_RELEASE,
   SKIP_DATA_RLS / SKIP_WEIGHT_RLS): the state lives in the ConvCore object.
 * CSC walks the output cube with its own copies of padding (left/top), stride and dilation,
@@ -207,14 +207,12 @@ class ConvCore:
                                        + ("is not in " + cfg.name if not cfg.batch else "is not modelled"))
         # "For any register, if it has the same name across pipeline stage, it means they have
         # the same value" (programming guide, Register definition)
+        # (CDMA/CSC D_DATAIN_SIZE_EXT_0 legally differ with partial data reuse: not compared)
         same = [("D_MISC_CFG", None), ("D_DATAIN_FORMAT", "DATAIN_FORMAT"), ("D_BANK", None),
-                ("D_ENTRY_PER_SLICE", None), ("D_WEIGHT_BYTES", None),
-                ("D_DATAIN_SIZE_EXT_0", None)]
+                ("D_ENTRY_PER_SLICE", None), ("D_WEIGHT_BYTES", None)]
         for reg, field in same:
             a = cdma.field(reg, field) if field else cdma.reg(reg)
             b = csc.field(reg, field) if field else csc.reg(reg)
-            if reg == "D_DATAIN_SIZE_EXT_0":
-                continue                     # differs legally with partial data reuse
             if a != b:
                 raise ModelConfigError(f"CDMA.{reg}={a:#x} differs from CSC.{reg}={b:#x}: registers of the "
                                        "same name must hold the same value (programming guide, Register definition)")

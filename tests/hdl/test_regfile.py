@@ -1,0 +1,132 @@
+"""Ping-pong register file (v1_hwarch.rst "Ping-pong synchronization") in Amaranth's simulator."""
+from amaranth.sim import Simulator
+
+from hdl.regfile import STATUS_IDLE, STATUS_PENDING, STATUS_RUNNING, UnitRegFile
+from hdl.regmap import REGMAP
+
+SDP = REGMAP.unit("SDP")
+
+
+def off(name):
+    return REGMAP.lookup(f"SDP.{name}").reg.offset >> 2
+
+
+def run(dut, bench):
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+
+
+async def write(ctx, rf, name, value):
+    ctx.set(rf.bus.addr, off(name))
+    ctx.set(rf.bus.wdata, value)
+    ctx.set(rf.bus.we, 1)
+    await ctx.tick()
+    ctx.set(rf.bus.we, 0)
+
+
+def read(ctx, rf, name):
+    ctx.set(rf.bus.addr, off(name))
+    return ctx.get(rf.bus.rdata)
+
+
+def status(ctx, rf):
+    v = read(ctx, rf, "S_STATUS")
+    return v & 3, (v >> 16) & 3
+
+
+def test_reset_values_and_readback():
+    rf = UnitRegFile(SDP)
+
+    async def bench(ctx):
+        for r in SDP.registers:
+            if r.name in ("S_STATUS", "S_POINTER", "D_OP_ENABLE"):
+                continue
+            f_r = sum(f.mask for f in r.fields if f.access in ("r", "wo", "wto"))
+            assert read(ctx, rf, r.name) == r.reset & ~f_r, r.name
+        await write(ctx, rf, "D_CVT_SCALE", 0xFFFF_1234)
+        assert read(ctx, rf, "D_CVT_SCALE") == 0x1234          # only the field's bits stored
+        ctx.set(rf.bus.addr, 0x3FF)                             # no register there
+        assert ctx.get(rf.bus.rdata) == 0
+
+    run(rf, bench)
+
+
+def test_pingpong_groups():
+    rf = UnitRegFile(SDP)
+
+    async def bench(ctx):
+        # program group 0
+        await write(ctx, rf, "D_DATA_CUBE_WIDTH", 7)
+        # program group 1
+        await write(ctx, rf, "S_POINTER", 1)
+        assert read(ctx, rf, "S_POINTER") == 1                  # producer 1, consumer 0
+        await write(ctx, rf, "D_DATA_CUBE_WIDTH", 100)
+        assert read(ctx, rf, "D_DATA_CUBE_WIDTH") == 100
+        await write(ctx, rf, "S_POINTER", 0)
+        assert read(ctx, rf, "D_DATA_CUBE_WIDTH") == 7
+        # hardware sees the consumer group (0)
+        assert ctx.get(rf.cfg.d_data_cube_width.width) == 7
+        assert ctx.get(rf.op_en) == 0
+        assert status(ctx, rf) == (STATUS_IDLE, STATUS_IDLE)
+
+        await write(ctx, rf, "D_OP_ENABLE", 1)                  # arm group 0
+        await write(ctx, rf, "S_POINTER", 1)
+        await write(ctx, rf, "D_OP_ENABLE", 1)                  # arm group 1
+        assert read(ctx, rf, "D_OP_ENABLE") == 1
+        assert ctx.get(rf.op_en) == 1
+        assert status(ctx, rf) == (STATUS_RUNNING, STATUS_PENDING)
+
+        # hardware finishes group 0
+        ctx.set(rf.done, 1)
+        assert ctx.get(rf.done_grp) == 0b01
+        await ctx.tick()
+        ctx.set(rf.done, 0)
+        assert ctx.get(rf.done_grp) == 0
+        assert ctx.get(rf.consumer) == 1
+        assert read(ctx, rf, "S_POINTER") == (1 << 16) | 1
+        assert status(ctx, rf) == (STATUS_IDLE, STATUS_RUNNING)
+        assert ctx.get(rf.op_en) == 1
+        assert ctx.get(rf.cfg.d_data_cube_width.width) == 100   # now group 1
+
+        # hardware finishes group 1
+        ctx.set(rf.done, 1)
+        assert ctx.get(rf.done_grp) == 0b10
+        await ctx.tick()
+        ctx.set(rf.done, 0)
+        assert status(ctx, rf) == (STATUS_IDLE, STATUS_IDLE)
+        assert ctx.get(rf.op_en) == 0
+        assert ctx.get(rf.consumer) == 0
+        assert read(ctx, rf, "D_OP_ENABLE") == 0
+
+    run(rf, bench)
+
+
+def test_hw_status_fields():
+    rf = UnitRegFile(SDP)
+
+    async def bench(ctx):
+        ctx.set(rf.hw.d_perf_wdma_write_stall.wdma_stall, 0x1234)
+        assert read(ctx, rf, "D_PERF_WDMA_WRITE_STALL") == 0x1234
+        await write(ctx, rf, "D_PERF_WDMA_WRITE_STALL", 0)      # read-only: write ignored
+        assert read(ctx, rf, "D_PERF_WDMA_WRITE_STALL") == 0x1234
+
+    run(rf, bench)
+
+
+def test_cfgrom_read_only():
+    unit = REGMAP.unit("CFGROM")
+    rf = UnitRegFile(unit, read_only=True)
+    reg = unit.registers[0]
+
+    async def bench(ctx):
+        ctx.set(rf.bus.addr, reg.offset >> 2)
+        assert ctx.get(rf.bus.rdata) == reg.reset
+        ctx.set(rf.bus.wdata, 0)
+        ctx.set(rf.bus.we, 1)
+        await ctx.tick()
+        ctx.set(rf.bus.we, 0)
+        assert ctx.get(rf.bus.rdata) == reg.reset
+
+    run(rf, bench)
