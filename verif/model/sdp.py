@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from verif.model.formats import ModelConfigError, cube_addresses, read_cube, saturate
+from verif.model.lut import EXPONENT, LINEAR, LutParams, sext
 
 # ---------------------------------------------------------------------------------------------
 # integer primitives (v1_ias_precision.rst; bit-exact with NVIDIA's RTL)
@@ -128,6 +129,186 @@ def output_convert(x: np.ndarray, offset: int, scale: int, shift: int, out_bits:
 # LUT (Y sub-unit) — v1_ias_lut-programming.rst
 # ---------------------------------------------------------------------------------------------
 LE_ENTRIES, LO_ENTRIES = 65, 257
+# Widths of SDP's int8/int16 LUT path, observed in NVIDIA's C model (cmod/hls/sdp/sdp.h, the HLS
+# source of nvdlav1 vmod/nvdla/sdp/NV_NVDLA_SDP_CORE_Y_idx.v / _inp.v): LUT input and output are
+# 32-bit signed (yLutInSize, yInpOutSize), the fraction handed from index to interpolation is 35
+# bits (yLutFracSize), the table index is 9 bits unsigned (yLutIndexSize; the linear index
+# saturates there), START/END are 32-bit signed registers.
+LUT_FRAC_BITS = 35
+LUT_OUT_BITS = 32
+LUT_INDEX_MAX = (1 << 9) - 1
+# programming guide "Limitation / LUT", SDP INT8
+SDP_LE_SELECT_RANGE = (-6, 25)
+SDP_LO_SELECT_RANGE = (-8, 23)
+SDP_LE_OFFSET_RANGE = (-64, 31)
+# statistics keys of sdp_lut -> SDP D_PERF_LUT_* field names
+SDP_LUT_PERF_FIELDS = {"UFLOW": "LUT_UFLOW", "OFLOW": "LUT_OFLOW", "HYBRID": "LUT_HYBRID",
+                       "LE_HIT": "LUT_LE_HIT", "LO_HIT": "LUT_LO_HIT"}
+
+
+def sdp_lut_params(sdp) -> LutParams:
+    """LUT registers of SDP (GroupView) as a :class:`verif.model.lut.LutParams`.
+
+    SDP's S_LUT_LE/LO_START/END are single 32-bit signed registers (CDP's are 38-bit LOW/HIGH
+    pairs); LE_INDEX_OFFSET / LE_INDEX_SELECT / LO_INDEX_SELECT are 8-bit signed (cmod sdp.h
+    yLutRegIdxType), slope scales 16-bit signed, slope shifts 5-bit signed.
+    """
+    return LutParams(
+        le_function=sdp.f("LUT_LE_FUNCTION"),
+        le_index_offset=sext(sdp.f("LUT_LE_INDEX_OFFSET"), 8),
+        le_index_select=sext(sdp.f("LUT_LE_INDEX_SELECT"), 8),
+        lo_index_select=sext(sdp.f("LUT_LO_INDEX_SELECT"), 8),
+        le_start=sext(sdp.f("LUT_LE_START"), 32), le_end=sext(sdp.f("LUT_LE_END"), 32),
+        lo_start=sext(sdp.f("LUT_LO_START"), 32), lo_end=sext(sdp.f("LUT_LO_END"), 32),
+        le_uflow_scale=sext(sdp.f("LUT_LE_SLOPE_UFLOW_SCALE"), 16),
+        le_oflow_scale=sext(sdp.f("LUT_LE_SLOPE_OFLOW_SCALE"), 16),
+        le_uflow_shift=sext(sdp.f("LUT_LE_SLOPE_UFLOW_SHIFT"), 5),
+        le_oflow_shift=sext(sdp.f("LUT_LE_SLOPE_OFLOW_SHIFT"), 5),
+        lo_uflow_scale=sext(sdp.f("LUT_LO_SLOPE_UFLOW_SCALE"), 16),
+        lo_oflow_scale=sext(sdp.f("LUT_LO_SLOPE_OFLOW_SCALE"), 16),
+        lo_uflow_shift=sext(sdp.f("LUT_LO_SLOPE_UFLOW_SHIFT"), 5),
+        lo_oflow_shift=sext(sdp.f("LUT_LO_SLOPE_OFLOW_SHIFT"), 5),
+        uflow_priority=sdp.f("LUT_UFLOW_PRIORITY"),
+        oflow_priority=sdp.f("LUT_OFLOW_PRIORITY"),
+        hybrid_priority=sdp.f("LUT_HYBRID_PRIORITY"))
+
+
+def check_sdp_lut_limits(p: LutParams) -> None:
+    """Programming guide "Limitation / LUT" rules for SDP INT8; ModelConfigError on a breach.
+
+    Linear mode: LE_END-LE_START == 1<<(LE_INDEX_SELECT+6), LO_END-LO_START ==
+    1<<(LO_INDEX_SELECT+8), INDEX_SELECT within LE [-6, 25] / LO [-8, 23]. Exponential mode:
+    LE_INDEX_OFFSET within [-64, 31] and LE_END-LE_START == 1<<(LE_INDEX_OFFSET+64), where an end
+    beyond INT32 is INT32_MAX ("use INT32_MAX instead").
+    """
+    def rng(name, v, bounds, mode):
+        lo, hi = bounds
+        if not lo <= v <= hi:
+            raise ModelConfigError(f"SDP.S_LUT_INFO.{name}={v} outside [{lo}, {hi}] "
+                                   f"(programming guide Limitation/LUT, SDP INT8, {mode} mode)")
+    if p.le_function == LINEAR:
+        rng("LUT_LE_INDEX_SELECT", p.le_index_select, SDP_LE_SELECT_RANGE, "linear")
+        want, rule = 1 << (p.le_index_select + 6), "1<<(LUT_LE_INDEX_SELECT+6)"
+        got = p.le_end - p.le_start
+    else:
+        rng("LUT_LE_INDEX_OFFSET", p.le_index_offset, SDP_LE_OFFSET_RANGE, "exponential")
+        want = min(p.le_start + (1 << (p.le_index_offset + 64)), (1 << 31) - 1) - p.le_start
+        rule, got = "1<<(LUT_LE_INDEX_OFFSET+64) (capped at INT32_MAX)", p.le_end - p.le_start
+    if got != want:
+        raise ModelConfigError(f"SDP.S_LUT_LE_END-S_LUT_LE_START={got} must equal {rule}={want} "
+                               "(programming guide Limitation/LUT)")
+    rng("LUT_LO_INDEX_SELECT", p.lo_index_select, SDP_LO_SELECT_RANGE, "linear")
+    if p.lo_end - p.lo_start != 1 << (p.lo_index_select + 8):
+        raise ModelConfigError(
+            f"SDP.S_LUT_LO_END-S_LUT_LO_START={p.lo_end - p.lo_start} must equal "
+            f"1<<(LUT_LO_INDEX_SELECT+8)={1 << (p.lo_index_select + 8)} (programming guide Limitation/LUT)")
+
+
+def _lut_index(x: np.ndarray, start: int, n: int, exponential: bool, offset: int, select: int):
+    """Index, 35-bit fraction, underflow and overflow of one table for 32-bit ``x`` (int64).
+
+    Observed in NVIDIA's C model (cmod/hls/sdp/sdp_y_idx.cpp, int path): underflow when
+    ``x <= START``; else ``d = x - START`` (1 .. 2**32-1).
+      * exponential (LE only): ``e = floor(log2 d)``; underflow when ``e < LE_INDEX_OFFSET``;
+        index ``e - LE_INDEX_OFFSET``; fraction = the bits below the leading one as a 35-bit
+        fraction (exact: ``(d - 2**e) << (35 - e)``).
+      * linear: SELECT (8-bit signed) >= 0: index ``d >> SELECT``, fraction = the SELECT low
+        bits of d as a 35-bit fraction (truncated when SELECT > 35); SELECT < 0: index
+        ``d << -SELECT`` and fraction 0. The index saturates at 511 (9-bit unsigned).
+    An index >= n-1 is an overflow (read address n-1); underflows read address 0.
+    """
+    uf = x <= start
+    d = np.where(uf, 1, x - start)
+    if exponential:
+        e = (np.frexp(d.astype(np.float64))[1] - 1).astype(np.int64)      # exact below 2**53
+        uf = uf | (e < offset)
+        idx = e - offset
+        frac = (d - (np.int64(1) << e)) << (LUT_FRAC_BITS - e)
+    elif select >= 0:
+        idx = np.minimum(d >> min(select, 40), LUT_INDEX_MAX)
+        low = d & ((np.int64(1) << min(select, 40)) - 1)
+        frac = low << (LUT_FRAC_BITS - select) if select <= LUT_FRAC_BITS \
+            else low >> min(select - LUT_FRAC_BITS, 40)
+    else:
+        idx = np.minimum(d << min(-select, 10), LUT_INDEX_MAX)
+        frac = np.zeros_like(d)
+    of = ~uf & (idx >= n - 1)
+    hit = ~uf & ~of
+    addr = np.where(hit, idx, np.where(of, n - 1, 0))
+    return addr, np.where(hit, frac, 0), uf, of
+
+
+def _signed_shift_round(v: np.ndarray, shift: int, out_bits: int) -> np.ndarray:
+    """``v >> shift`` for a 5-bit signed ``shift``: right shifts round half away from zero,
+    negative shifts are exact left shifts; saturated to ``out_bits`` (cmod nvdla_int.h
+    IntSignedShiftRight: ac_fixed AC_RND_INF / AC_SAT)."""
+    v = np.asarray(v, np.int64)
+    if shift >= 0:
+        return shift_right_round(v, shift, 64, out_bits)
+    return saturate(np.clip(v, -(1 << 40), 1 << 40) << (-shift), out_bits)
+
+
+def sdp_lut(x: np.ndarray, le_table: np.ndarray, lo_table: np.ndarray,
+            p: LutParams) -> tuple[np.ndarray, dict[str, int]]:
+    """SDP LUT (Y sub-unit, int8/int16 pipeline) on 32-bit ``x`` (int64 array, any shape).
+
+    v1_ias_lut-programming.rst (exponential/linear modes, out-of-range control, hit/miss
+    priorities) with the integer rules of NVIDIA's C model (cmod/hls/sdp/sdp_y_idx.cpp,
+    sdp_y_inp.cpp, hls_wrapper/sdp_hls_wrapper.cpp; HLS source of the nvdlav1 Y RTL) and nvdlav1
+    RTL vmod/nvdla/sdp/NV_NVDLA_SDP_CORE_Y_lut.v:
+
+    * selection (sdp_y_idx.cpp): both underflow -> UFLOW_PRIORITY; both overflow ->
+      OFLOW_PRIORITY; both hit, or one underflows while the other overflows -> HYBRID_PRIORITY;
+      else the table that hits. Priority 0 = LE, 1 = LO.
+    * hit (sdp_y_inp.cpp): ``y = (T[i]*(2**35-f) + T[i+1]*f) / 2**35``, rounded half away from
+      zero, saturated to 32 bits.
+    * under/overflow: ``y = sat32(T[a] + sat32(rnd((x - OFFSET - BIAS) * SCALE >> SHIFT)))``
+      with ``a`` = 0 / N-1, OFFSET = START / END of the selected table, SCALE/SHIFT its
+      UFLOW/OFLOW slope (SHIFT 5-bit signed, negative = left shift), and BIAS =
+      ``1 << LE_INDEX_OFFSET`` only for an exponential LE underflow with LE_INDEX_OFFSET >= 0
+      (Y_lut.v: 32-bit ``1 << offset``, so 0 for offsets >= 32; NVIDIA's C model uses ``> 0``
+      and differs for offset 0 — the RTL is followed).
+
+    Returns the 32-bit results (int64, shape of x) and the statistics of Y_lut.v's counters:
+    ``UFLOW``/``OFLOW`` = samples whose selected table under/overflowed, ``HYBRID`` = samples
+    whose selected table hit (interpolated output), ``LE_HIT``/``LO_HIT`` = samples hitting
+    LE / LO (whatever was selected). NB: lut-programming.rst "LUT Statistics" describes other
+    counts (X only / Y only / both); the hardware's are modelled.
+    """
+    x = np.asarray(x, np.int64)
+    exp = p.le_function == EXPONENT
+    le_a, le_f, le_u, le_o = _lut_index(x, p.le_start, len(le_table), exp, p.le_index_offset,
+                                        p.le_index_select)
+    lo_a, lo_f, lo_u, lo_o = _lut_index(x, p.lo_start, len(lo_table), False, 0, p.lo_index_select)
+    le_hit, lo_hit = ~(le_u | le_o), ~(lo_u | lo_o)
+    both_u, both_o = le_u & lo_u, le_o & lo_o
+    hybrid_case = ~both_u & ~both_o & (le_hit == lo_hit)      # both hit, or u/o mix
+    use_lo = (both_u & bool(p.uflow_priority)) | (both_o & bool(p.oflow_priority)) \
+        | (hybrid_case & bool(p.hybrid_priority)) | (lo_hit & ~le_hit)
+
+    def table_out(table, a, f, u, o, start, end, us, ush, os_, osh, bias):
+        n = len(table)
+        y0 = table[a]
+        y1 = table[np.minimum(a + 1, n - 1)]
+        hit_y = shift_right_round(y0 * ((1 << LUT_FRAC_BITS) - f) + y1 * f, LUT_FRAC_BITS, 64,
+                                  LUT_OUT_BITS)
+        uf_y = saturate(y0 + _signed_shift_round((x - (start + bias)) * us, ush, LUT_OUT_BITS),
+                        LUT_OUT_BITS)
+        of_y = saturate(y0 + _signed_shift_round((x - end) * os_, osh, LUT_OUT_BITS), LUT_OUT_BITS)
+        return np.where(u, uf_y, np.where(o, of_y, hit_y))
+
+    bias = sext(1 << p.le_index_offset, 32) if exp and 0 <= p.le_index_offset < 32 else 0
+    ly = table_out(le_table, le_a, le_f, le_u, le_o, p.le_start, p.le_end, p.le_uflow_scale,
+                   p.le_uflow_shift, p.le_oflow_scale, p.le_oflow_shift, bias)
+    oy = table_out(lo_table, lo_a, lo_f, lo_u, lo_o, p.lo_start, p.lo_end, p.lo_uflow_scale,
+                   p.lo_uflow_shift, p.lo_oflow_scale, p.lo_oflow_shift, 0)
+    y = np.where(use_lo, oy, ly)
+    sel_u = np.where(use_lo, lo_u, le_u)
+    sel_o = np.where(use_lo, lo_o, le_o)
+    stats = {"UFLOW": int(sel_u.sum()), "OFLOW": int(sel_o.sum()),
+             "HYBRID": int((~sel_u & ~sel_o).sum()), "LE_HIT": int(le_hit.sum()),
+             "LO_HIT": int(lo_hit.sum())}
+    return y, stats
 
 
 class SdpCore:
@@ -148,6 +329,8 @@ class SdpCore:
         self.lut_lo = np.zeros(LO_ENTRIES, np.int64)
         self.lut_addr = 0
         self.status_unequal = False
+        self.lut_stats = dict.fromkeys(SDP_LUT_PERF_FIELDS, 0)      # samples of the last layer
+        self.lut_counters = dict.fromkeys(SDP_LUT_PERF_FIELDS, 0)   # live D_PERF_LUT_* counters
 
     # ---- CSB hooks: LUT access (v1_ias_lut-programming.rst) and status ----------------------
     def _lut_table(self, regs):
@@ -165,15 +348,19 @@ class SdpCore:
             if (regs.single["S_LUT_ACCESS_CFG"] >> 17) & 1 and self.lut_addr < n:   # WRITE
                 table[self.lut_addr] = sign_extend(value & 0xFFFF, 16)
             self.lut_addr += 1
+        elif name == "D_OP_ENABLE" and value & 1 and self.cfg.sdp_lut:
+            # NV_NVDLA_SDP_reg.v (nvdlav1): setting a group's OP_EN clears its D_PERF_LUT_* copy
+            regs.group_hw_fields[regs.producer].update(dict.fromkeys(SDP_LUT_PERF_FIELDS.values(), 0))
 
     def on_read(self, regs, name: str):
-        """S_LUT_ACCESS_DATA reads the entry at the current address (READ access type, address
-        advances); D_STATUS.STATUS_UNEQUAL reports the last EQL-mode comparison."""
+        """S_LUT_ACCESS_DATA reads the entry at the current address (the address advances);
+        D_STATUS.STATUS_UNEQUAL reports the last EQL-mode comparison."""
         if name == "S_LUT_ACCESS_DATA":
             table, n = self._lut_table(regs)
             v = int(table[self.lut_addr]) & 0xFFFF if self.lut_addr < n else 0
-            if not (regs.single["S_LUT_ACCESS_CFG"] >> 17) & 1:
-                self.lut_addr += 1
+            # nvdlav1 NV_NVDLA_SDP_reg.v: every S_LUT_ACCESS_DATA read or write advances the
+            # address, whatever LUT_ACCESS_TYPE is (only the RAM write is gated by WRITE)
+            self.lut_addr += 1
             return v
         if name == "D_STATUS":
             return int(self.status_unequal)
@@ -329,6 +516,7 @@ class SdpCore:
                           rdma.reg("D_SRC_SURFACE_STRIDE"), atom).view(np.int8).astype(np.int64)
 
         self.status_unequal = False
+        self.lut_stats = dict.fromkeys(SDP_LUT_PERF_FIELDS, 0)
         for sub, dma in self._subunits():
             if sdp.f(f"{sub}_BYPASS"):
                 continue
@@ -345,6 +533,7 @@ class SdpCore:
                 mul_op=mul_op, mul_shift=sdp.f(f"{sub}_MUL_SHIFT_VALUE"),
                 relu_bypass=bool(sdp.f(f"{sub}_RELU_BYPASS")))
 
+        self._latch_lut_stats(sdp)
         if self._eql_mode(sdp):
             # programming guide "Compare mode": the converter passes data and nothing is
             # written to memory; software reads D_STATUS.STATUS_UNEQUAL
@@ -418,7 +607,29 @@ class SdpCore:
         return x
 
     def _lut(self, sdp, x):
-        """LUT lookup and interpolation (v1_ias_lut-programming.rst). The tables are held
-        (``lut_le``/``lut_lo``, loaded through S_LUT_ACCESS_CFG/DATA) but the index/interpolation
-        arithmetic (NVIDIA cmod sdp_y_idx.cpp / sdp_y_inp.cpp) is not modelled yet."""
-        raise ModelConfigError("SDP.D_DP_EW_CFG.EW_LUT_BYPASS=NO: the SDP LUT datapath is not modelled yet")
+        """LUT lookup and interpolation of the Y sub-unit (:func:`sdp_lut`) on the tables loaded
+        through S_LUT_ACCESS_CFG/DATA; the programming-guide LUT limitations are checked first.
+        The statistics of the layer are kept in ``self.lut_stats`` (see ``_latch_lut_stats``)."""
+        p = sdp_lut_params(sdp)
+        check_sdp_lut_limits(p)
+        y, stats = sdp_lut(x, self.lut_le, self.lut_lo, p)
+        self.lut_stats = stats
+        return y
+
+    def _latch_lut_stats(self, sdp) -> None:
+        """D_PERF_LUT_* of the group that ran (lut-programming.rst "LUT Statistics").
+
+        Observed in nvdlav1 RTL: the counters (NV_NVDLA_SDP_CORE_Y_lut.v) are cleared when a
+        layer's OP_EN loads and count only while D_PERF_ENABLE.PERF_LUT_EN is set (otherwise they
+        hold their value); each saturates at 2**32-1; NV_NVDLA_SDP_reg.v copies them into the
+        running group's D_PERF_LUT_* when the layer is done and clears a group's copy when its
+        OP_EN is set. The model counts every LUT sample of the layer once, the padding lanes of
+        the last channel atom included (the RTL counter adds the flags of the sample held on its
+        input on every clock while enabled, which no cycle-free model can reproduce).
+        """
+        if not self.cfg.sdp_lut:
+            return
+        if sdp.f("PERF_LUT_EN"):
+            self.lut_counters = {k: min(v, 0xFFFFFFFF) for k, v in self.lut_stats.items()}
+        sdp.regs.group_hw_fields[sdp.group].update(
+            {SDP_LUT_PERF_FIELDS[k]: v for k, v in self.lut_counters.items()})

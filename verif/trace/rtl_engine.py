@@ -46,7 +46,7 @@ from dataclasses import dataclass
 import cocotb
 from cocotb.clock import Clock
 from cocotb.simtime import get_sim_time
-from cocotb.triggers import Edge, FallingEdge, First, RisingEdge, Timer
+from cocotb.triggers import FallingEdge, First, RisingEdge, Timer
 
 from hdl.regmap import REGMAP
 from verif.trace.player import TraceFailure
@@ -133,16 +133,17 @@ class MemTiming:
 
 class _Sig:
     """Fast raw access to one DUT signal (bypasses cocotb's LogicArray conversions)."""
-    __slots__ = ("h", "width", "name")
+    __slots__ = ("h", "width", "name", "mask")
 
     def __init__(self, handle):
         self.h = handle._handle
         self.width = len(handle)
         self.name = handle._name
+        self.mask = (1 << self.width) - 1
 
     def get(self) -> int:
         if self.width <= 32:
-            return self.h.get_signal_val_long()
+            return self.h.get_signal_val_long() & self.mask   # the GPI value is signed
         return int(self.h.get_signal_val_binstr(), 2)
 
     def set(self, v: int) -> None:
@@ -315,16 +316,17 @@ class AxiResponder:
     async def _run(self):
         fall = FallingEdge(self.clk)
         P = self.period
+        await fall
         while True:
-            await fall
             seen = self._eval()
             if seen or not self.idle:
+                await fall
                 continue
             # Nothing in flight: sleep until a request/data valid or rready changes. Skipped
             # cycles only push empty slots into the delay line (and pop them when rready).
             rready = self.rready.get()
             t_last = get_sim_time("step")
-            await First(*(RisingEdge(h) for h in self._edge_handles), Edge(self._rready_handle))
+            await First(*(RisingEdge(h) for h in self._edge_handles), self._rready_handle.value_change)
             await fall
             skipped = (get_sim_time("step") - t_last) // P - 1
             if not rready and skipped > 0:
