@@ -46,3 +46,17 @@ def saturate(x: np.ndarray, bits: int) -> np.ndarray:
     """Clamp to the signed range of ``bits`` bits (int64 in, int64 out)."""
     lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
     return np.clip(x, lo, hi)
+
+
+def flying_cube(flying_input, w: int, h: int, c: int, cp: int, regs: str, source: str) -> np.ndarray:
+    """An on-the-fly input cube (from the upstream unit) as (cp, h, w) int64, channels beyond
+    what the upstream unit delivered zero. Raises ModelConfigError when the programmed W x H x C
+    (registers ``regs``) does not match what ``source`` delivers."""
+    fi = np.asarray(flying_input, dtype=np.int64)
+    if fi.shape[1:] != (h, w) or fi.shape[0] < c:
+        raise ModelConfigError(f"{regs} {w}x{h}x{c} do not match {source} "
+                               f"{fi.shape[2]}x{fi.shape[1]}x{fi.shape[0]} (W x H x C)")
+    x = np.zeros((cp, h, w), np.int64)
+    n = min(cp, fi.shape[0])
+    x[:n] = fi[:n]
+    return x

@@ -98,6 +98,20 @@ class LutStorage:
         return v
 
 
+def slope_and_priority_fields(v) -> dict[str, int]:
+    """The slope (16-bit signed scale, 5-bit signed shift) and priority fields shared by CDP's and
+    SDP's LUT registers (lut-programming.rst "LUT Registers"), as LutParams keyword arguments."""
+    out = {}
+    for table in ("le", "lo"):
+        for flow in ("uflow", "oflow"):
+            t, f = table.upper(), flow.upper()
+            out[f"{table}_{flow}_scale"] = sext(v.f(f"LUT_{t}_SLOPE_{f}_SCALE"), 16)
+            out[f"{table}_{flow}_shift"] = sext(v.f(f"LUT_{t}_SLOPE_{f}_SHIFT"), 5)
+    for prio in ("uflow", "oflow", "hybrid"):
+        out[f"{prio}_priority"] = v.f(f"LUT_{prio.upper()}_PRIORITY")
+    return out
+
+
 @dataclass(frozen=True)
 class LutParams:
     """LUT register values (signed where the hardware treats them as signed).
@@ -140,17 +154,7 @@ class LutParams:
             le_end=wide("LUT_LE_END_LOW", "LUT_LE_END_HIGH"),
             lo_start=wide("LUT_LO_START_LOW", "LUT_LO_START_HIGH"),
             lo_end=wide("LUT_LO_END_LOW", "LUT_LO_END_HIGH"),
-            le_uflow_scale=sext(v.f("LUT_LE_SLOPE_UFLOW_SCALE"), 16),
-            le_oflow_scale=sext(v.f("LUT_LE_SLOPE_OFLOW_SCALE"), 16),
-            le_uflow_shift=sext(v.f("LUT_LE_SLOPE_UFLOW_SHIFT"), 5),
-            le_oflow_shift=sext(v.f("LUT_LE_SLOPE_OFLOW_SHIFT"), 5),
-            lo_uflow_scale=sext(v.f("LUT_LO_SLOPE_UFLOW_SCALE"), 16),
-            lo_oflow_scale=sext(v.f("LUT_LO_SLOPE_OFLOW_SCALE"), 16),
-            lo_uflow_shift=sext(v.f("LUT_LO_SLOPE_UFLOW_SHIFT"), 5),
-            lo_oflow_shift=sext(v.f("LUT_LO_SLOPE_OFLOW_SHIFT"), 5),
-            uflow_priority=v.f("LUT_UFLOW_PRIORITY"),
-            oflow_priority=v.f("LUT_OFLOW_PRIORITY"),
-            hybrid_priority=v.f("LUT_HYBRID_PRIORITY"),
+            **slope_and_priority_fields(v),
         )
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from verif.model.formats import ModelConfigError, cube_addresses, read_cube
+from verif.model.formats import ModelConfigError, cube_addresses, flying_cube, read_cube
 
 POOL_AVE, POOL_MAX, POOL_MIN = 0, 1, 2
 
@@ -218,14 +218,7 @@ class PdpCore:
         if flying:
             if flying_input is None:
                 raise ModelConfigError("PDP.D_OPERATION_MODE_CFG.FLYING_MODE=ON_FLYING without an SDP layer")
-            fi = np.asarray(flying_input, dtype=np.int64)
-            if fi.shape[1:] != (h, w) or fi.shape[0] < c:
-                raise ModelConfigError(
-                    f"PDP.D_DATA_CUBE_IN_* {w}x{h}x{c} do not match SDP's output "
-                    f"{fi.shape[2]}x{fi.shape[1]}x{fi.shape[0]}")
-            x = np.zeros((cp, h, w), np.int64)
-            n = min(cp, fi.shape[0])
-            x[:n] = fi[:n]
+            x = flying_cube(flying_input, w, h, c, cp, "PDP.D_DATA_CUBE_IN_*", "SDP's output")
         else:
             if rdma is None:
                 raise ModelConfigError("PDP.D_OPERATION_MODE_CFG.FLYING_MODE=OFF_FLYING needs PDP_RDMA")

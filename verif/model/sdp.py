@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from verif.model.formats import ModelConfigError, cube_addresses, read_cube, saturate
-from verif.model.lut import EXPONENT, LINEAR, LutParams, sext
+from verif.model.formats import ModelConfigError, cube_addresses, flying_cube, read_cube, saturate
+from verif.model.lut import EXPONENT, LINEAR, LutParams, sext, slope_and_priority_fields
 
 # ---------------------------------------------------------------------------------------------
 # integer primitives (v1_ias_precision.rst; bit-exact with NVIDIA's RTL)
@@ -160,17 +160,7 @@ def sdp_lut_params(sdp) -> LutParams:
         lo_index_select=sext(sdp.f("LUT_LO_INDEX_SELECT"), 8),
         le_start=sext(sdp.f("LUT_LE_START"), 32), le_end=sext(sdp.f("LUT_LE_END"), 32),
         lo_start=sext(sdp.f("LUT_LO_START"), 32), lo_end=sext(sdp.f("LUT_LO_END"), 32),
-        le_uflow_scale=sext(sdp.f("LUT_LE_SLOPE_UFLOW_SCALE"), 16),
-        le_oflow_scale=sext(sdp.f("LUT_LE_SLOPE_OFLOW_SCALE"), 16),
-        le_uflow_shift=sext(sdp.f("LUT_LE_SLOPE_UFLOW_SHIFT"), 5),
-        le_oflow_shift=sext(sdp.f("LUT_LE_SLOPE_OFLOW_SHIFT"), 5),
-        lo_uflow_scale=sext(sdp.f("LUT_LO_SLOPE_UFLOW_SCALE"), 16),
-        lo_oflow_scale=sext(sdp.f("LUT_LO_SLOPE_OFLOW_SCALE"), 16),
-        lo_uflow_shift=sext(sdp.f("LUT_LO_SLOPE_UFLOW_SHIFT"), 5),
-        lo_oflow_shift=sext(sdp.f("LUT_LO_SLOPE_OFLOW_SHIFT"), 5),
-        uflow_priority=sdp.f("LUT_UFLOW_PRIORITY"),
-        oflow_priority=sdp.f("LUT_OFLOW_PRIORITY"),
-        hybrid_priority=sdp.f("LUT_HYBRID_PRIORITY"))
+        **slope_and_priority_fields(sdp))
 
 
 def check_sdp_lut_limits(p: LutParams) -> None:
@@ -495,13 +485,8 @@ class SdpCore:
         if sdp.f("FLYING_MODE") == 1:
             if flying_input is None:
                 raise ModelConfigError("SDP.D_FEATURE_MODE_CFG.FLYING_MODE=ON without a convolution layer")
-            fi = np.asarray(flying_input, dtype=np.int64)
-            if fi.shape[1:] != (h, w) or fi.shape[0] < c:
-                raise ModelConfigError(
-                    f"SDP.D_DATA_CUBE_WIDTH/HEIGHT/CHANNEL {w}x{h}x{c} do not match the convolution "
-                    f"output {fi.shape[2]}x{fi.shape[1]}x{fi.shape[0]} (W x H x K)")
-            x = np.zeros((cp, h, w), np.int64)
-            x[:c] = fi[:c]
+            x = flying_cube(flying_input, w, h, c, cp,
+                            "SDP.D_DATA_CUBE_WIDTH/HEIGHT/CHANNEL", "the convolution output")
         else:
             if rdma is None:
                 raise ModelConfigError("SDP.D_FEATURE_MODE_CFG.FLYING_MODE=OFF needs SDP_RDMA (MRDMA)")
