@@ -24,7 +24,6 @@ import argparse
 import fcntl
 import hashlib
 import json
-import os
 import shlex
 import subprocess
 import sys
@@ -33,7 +32,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sim.verilator import activate, find_verilator
+from sim.verilator import activate
 
 REPO = Path(__file__).resolve().parents[1]
 BUILD_ROOT = REPO / "build"
@@ -348,9 +347,27 @@ def build_sim(config: str = "nv_small", *, rtl_filelist: str | Path | None = Non
         if not (bdir / TOPLEVEL).is_file():
             raise SimBuildError(f"Verilator build produced no executable; log: {log}", log)
         dt = time.monotonic() - t0
+        for f in list(bdir.glob("*.gch")) + list(bdir.glob("*.o")):  # ~140 MB of intermediates
+            f.unlink()
         ok.write_text(json.dumps({"filelist": str(fl.path), "seconds": round(dt, 1),
                                   "verilator": inst.version, "flags": flags, "waves": waves}))
-        return SimBuild(config, key, bdir, waves, fl.path, dt, False)
+    _prune(config, waves, keep=bdir)
+    return SimBuild(config, key, bdir, waves, fl.path, dt, False)
+
+
+def _prune(config: str, waves: bool, keep: Path, n: int = 3, min_age_s: float = 3600) -> None:
+    """Delete old cached builds of the same configuration and variant: keep the ``n`` newest
+    and anything younger than ``min_age_s`` (a simulator may still be using it)."""
+    import shutil
+    sfx = "-fst" if waves else ""
+    cands = [d for d in (BUILD_ROOT / "sim").glob(f"{config}-*{sfx}")
+             if d.is_dir() and d != keep and d.name.count("-") == config.count("-") + 1 + bool(sfx)]
+    cands.sort(key=lambda d: d.stat().st_mtime, reverse=True)
+    now = time.time()
+    for d in cands[n - 1:]:
+        if now - d.stat().st_mtime > min_age_s:
+            shutil.rmtree(d, ignore_errors=True)
+            (d.parent / f"{d.name}.lock").unlink(missing_ok=True)
 
 
 def main(argv=None) -> int:

