@@ -2,11 +2,10 @@
 from the .cfg, Python AXI memory with 32-cycle read latency accepting a request every other
 cycle), output compared byte for byte with the golden dumps.
 
-The two 8192-atom traces take ~1-2 minutes each in the Python simulator; they run only with
-NVDLA_SLOW_TESTS=1.
+The two 8192-atom traces take ~1-2 minutes each in the Python simulator; they are marked
+``slow`` (deselected by default; run them with ``python -m pytest -m slow``). The same traces run
+on Verilator in tests/test_traces.py.
 """
-import os
-
 import pytest
 
 from hdl.config import NV_SMALL
@@ -15,7 +14,7 @@ from hdl_harness import GOLDEN, TRACES, run_trace
 FAST = ["sdp_1x1x1_pass_through_int8", "sdp_1x1x8_pass_through_int8_0", "sdp_8x8x32_bypass_int8_0",
         "sdp_8x8x32_bypass_int8_1", "sdp_4x22x42_bypass_int8"]
 SLOW = ["sdp_8192x1x1_pass_through_int8_0", "sdp_1x8192x1_pass_through_int8_0"]
-slow = pytest.mark.skipif(not os.environ.get("NVDLA_SLOW_TESTS"), reason="set NVDLA_SLOW_TESTS=1")
+slow = pytest.mark.slow
 
 
 @pytest.mark.parametrize("name", FAST + [pytest.param(n, marks=slow) for n in SLOW])
