@@ -5,11 +5,11 @@ Pieces (all on NVIDIA's NV_nvdla ports):
 * :class:`SparseMemory` - the DRAM behind the AXI port: 64 KiB pages allocated on first write, so
   regions at 0x80000000.. of ~11 MB cost only what they use. ``mem_write``/``mem_fill``/
   ``mem_read`` of the player go straight into it (no AXI traffic, no simulated time).
-* :class:`AxiResponder` - the AXI4 slave on ``nvdla_core2dbb_*``. It reproduces NVIDIA's own
-  Verilator trace player (nvdla/hw ``verif/verilator/nvdla.cpp``, class ``AXIResponder``), whose
-  timing the reference cycle table was measured with. Like NVIDIA's ``eval()`` it runs once per
-  cycle between two rising edges (here: at the falling edge of ``dla_core_clk``), reads the DUT's
-  outputs and sets its inputs for the next rising edge:
+* :class:`AxiResponder` - the AXI4 slave on ``nvdla_core2dbb_*``, our own memory model whose
+  timing matches what NVIDIA's Verilator trace player was observed to do (the player the
+  reference cycle table was measured with; facts below, no code taken from it). It is evaluated
+  once per cycle between two rising edges (at the falling edge of ``dla_core_clk``), reads the
+  DUT's outputs and sets its inputs for the next rising edge:
 
   - request acceptance (``accept_every``, default 2): AR and AW each independently. When
     ``*valid`` is seen while the model's ``*ready`` was high, the request is taken and ``*ready``
@@ -31,7 +31,7 @@ Pieces (all on NVIDIA's NV_nvdla ports):
 
   Cost: one Python wake-up per cycle while a transfer is in flight; when nothing is in flight the
   model sleeps until ``arvalid``/``awvalid``/``wvalid``/``rready`` change.
-* the CSB master (NVIDIA's ``CSBMaster``): one request per cycle when ``csb2nvdla_ready``, posted
+* the CSB master (timing as NVIDIA's player drives CSB): one request per cycle when ``csb2nvdla_ready``, posted
   writes (``nposted=0``), reads wait for ``nvdla2csb_valid`` (``csb_timeout`` cycles at most).
 * :class:`RtlEngine` - the ``verif.trace.player.Engine``: ``cycle`` counts ``dla_core_clk``
   rising edges since reset release (computed from simulation time, no per-cycle Python),
@@ -154,7 +154,7 @@ class _Sig:
 
 
 class AxiResponder:
-    """NVIDIA's AXIResponder on the ``<prefix>_{aw,w,b,ar,r}_*`` ports (see module docstring)."""
+    """AXI4 memory slave on the ``<prefix>_{aw,w,b,ar,r}_*`` ports with the player timing of the module docstring."""
 
     def __init__(self, dut, prefix: str, clk, mem: SparseMemory, timing: MemTiming = MemTiming(),
                  period_steps: int = 1):
@@ -217,7 +217,7 @@ class AxiResponder:
                     or self.ar_wait or self.aw_wait or self.rvalid_on or self.bvalid_on)
 
     def _eval(self) -> bool:
-        """One cycle of NVIDIA's AXIResponder::eval(). Returns True if any *valid was seen."""
+        """One cycle of the memory model. Returns True if any *valid was seen."""
         nb = self.nbytes
         seen = False
         # write request
@@ -485,7 +485,7 @@ class RtlEngine:
             self.c_valid.set(0)
 
     async def _csb_issue(self, addr: int, wdat: int, write: int) -> None:
-        """NVIDIA's CSBMaster: at a falling edge where csb2nvdla_ready is 1, drive one request
+        """CSB request with the timing of NVIDIA's player: at a falling edge where csb2nvdla_ready is 1, drive one request
         for the next rising edge; valid drops one cycle later unless another request follows."""
         if addr & 3 or not 0 <= addr >> 2 < 1 << self.c_addr.width:
             raise TraceFailure(f"CSB address {addr:#x} is not a word address the port can carry")
