@@ -14,12 +14,16 @@ from pathlib import Path
 from hdl.config import ConfigError, get_config
 from verif.trace.parser import find_traces
 from verif.trace.player import FAIL, NOT_RUNNABLE, PASS
+from verif.trace.reference import nvidia_cycles
 from verif.trace.runner import run
 
 
 def format_result(r) -> str:
     cyc = f"{r.cycles:>9} cycles" if r.cycles is not None else f"{'-':>9}       "
     line = f"{r.status:<12} {r.name:<48} {cyc} {r.wall:8.2f} s"
+    ref = nvidia_cycles().get(r.name)
+    if r.cycles is not None and ref:
+        line += f"   (NVIDIA RTL {ref} cycles, x{r.cycles / ref:.2f})"
     if r.status != PASS and r.message:
         line += "\n    " + r.message.replace("; ", "\n    ")
     return line

@@ -79,14 +79,18 @@ class TraceFailure(Exception):
 class Player:
     """Plays one trace on one engine. Cycle budgets are in DUT clock cycles.
 
-    ``intr_budget``: cycles to wait for one interrupt; ``poll_budget``: cycles for a
+    ``intr_budget``: cycles to wait for one interrupt (default from verif/trace/reference.py:
+    4x NVIDIA's cycle count for the trace); ``poll_budget``: cycles for a
     ``poll_reg_equal``. ``on_timeout`` (optional) returns extra text for timeout messages
     (the rtl engine gives the waveform path).
     """
 
-    def __init__(self, trace: Trace, engine: Engine, *, intr_budget: int = 20_000_000,
+    def __init__(self, trace: Trace, engine: Engine, *, intr_budget: int | None = None,
                  poll_budget: int = 1_000_000, on_timeout=None):
         self.trace, self.engine = trace, engine
+        if intr_budget is None:     # default: 4x NVIDIA's cycles for this trace (reference.py)
+            from verif.trace.reference import intr_budget as ref_budget
+            intr_budget = ref_budget(trace.name)
         self.intr_budget, self.poll_budget = intr_budget, poll_budget
         self.on_timeout = on_timeout or (lambda: "")
         self.fired: set[str] = set()

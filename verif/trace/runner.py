@@ -41,7 +41,7 @@ def run_model(dirs: Iterable[Path], cfg: NvdlaConfig) -> Iterator[TraceResult]:
 def run(dirs: Iterable[Path], engine: str, cfg: NvdlaConfig, *, waves: bool = False,
         rtl_filelist: Path | None = None, jobs: int = 1) -> Iterator[TraceResult]:
     """Dispatch to the model or rtl engine. Raises ValueError for an unknown engine."""
-    dirs = list(dirs)
+    dirs = [Path(d).resolve() for d in dirs]   # simulator processes run in their own directories
     if engine == "model":
         yield from run_model(dirs, cfg)
     elif engine == "rtl":
