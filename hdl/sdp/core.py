@@ -25,24 +25,9 @@ from amaranth.lib.wiring import In, Out
 from hdl.config import NvdlaConfig
 from hdl.sdp.rdma import atom_layout
 
-__all__ = ["SdpCore", "cvt_reference"]
+__all__ = ["SdpCore"]
 
 _PROD_BITS = 49
-
-
-def cvt_reference(x: int, offset: int, scale: int, shift: int) -> int:
-    """Python model of the converter for one element (signed ints in, int8 out)."""
-    p = (x - offset) * scale
-    if shift >= _PROD_BITS:
-        return 0
-    if shift == 0:
-        r = p
-    else:
-        floor = p >> shift
-        frac = p - (floor << shift)
-        half = 1 << (shift - 1)
-        r = floor + (1 if (frac > half or (frac == half and p >= 0)) else 0)
-    return max(-128, min(127, r))
 
 
 class SdpCore(wiring.Component):
