@@ -18,7 +18,7 @@ from amaranth.lib.wiring import In, Out
 from hdl.axi import DmaReadSignature
 from hdl.config import NvdlaConfig
 
-__all__ = ["atom_layout", "CubeWalker", "SdpRdma", "CUBE_DIM_BITS"]
+__all__ = ["atom_layout", "cube_ports", "CubeWalker", "SdpRdma", "CUBE_DIM_BITS"]
 
 CUBE_DIM_BITS = 13     # D_DATA_CUBE_WIDTH/HEIGHT/CHANNEL fields are [12:0], minus-one encoded
 
@@ -27,6 +27,36 @@ def atom_layout(cfg: NvdlaConfig) -> data.ArrayLayout:
     """One memory atom: cfg.memory_atomic signed elements of cfg.bpe bits (8 x int8 = 8 bytes on
     nv_small), lane i = channel (c % atom) = byte i of the atom in memory."""
     return data.ArrayLayout(signed(cfg.bpe), cfg.memory_atomic)
+
+
+CUBE_PORT_NAMES = ("start", "base", "line_stride", "surface_stride", "width", "height", "channel")
+
+
+def cube_ports(cfg: NvdlaConfig) -> dict:
+    """Signature members that describe one feature cube in memory (format.rst "Feature data"):
+    ``start`` pulse, ``base`` byte address, ``line_stride``/``surface_stride`` bytes, and
+    ``width``/``height``/``channel`` minus-one encoded element counts (CUBE_DIM_BITS wide)."""
+    return {
+        "start": In(1),
+        "base": In(cfg.mem_address_width), "line_stride": In(32), "surface_stride": In(32),
+        "width": In(CUBE_DIM_BITS), "height": In(CUBE_DIM_BITS), "channel": In(CUBE_DIM_BITS),
+    }
+
+
+def add_walker(m: Module, dma: wiring.Component) -> "CubeWalker":
+    """Instantiate a CubeWalker in ``m`` driven by the cube ports of ``dma`` (see cube_ports)."""
+    m.submodules.walker = walker = CubeWalker(dma.cfg)
+    for n in CUBE_PORT_NAMES:
+        m.d.comb += getattr(walker, n).eq(getattr(dma, n))
+    return walker
+
+
+def beat_lanes(cfg: NvdlaConfig) -> tuple[int, int]:
+    """(bytes per AXI beat, memory atoms per beat). Raises AssertionError when an atom is wider
+    than a beat (not supported)."""
+    beat_bytes = cfg.primary_memif_width // 8
+    assert cfg.atom_bytes <= beat_bytes, "atom wider than the AXI beat is not supported"
+    return beat_bytes, max(1, beat_bytes // cfg.atom_bytes)
 
 
 def _log2(x: int) -> int:
@@ -51,9 +81,7 @@ class CubeWalker(wiring.Component):
         self.cfg = cfg
         aw = cfg.mem_address_width
         super().__init__({
-            "start": In(1),
-            "base": In(aw), "line_stride": In(32), "surface_stride": In(32),
-            "width": In(CUBE_DIM_BITS), "height": In(CUBE_DIM_BITS), "channel": In(CUBE_DIM_BITS),
+            **cube_ports(cfg),
             "addr": Out(stream.Signature(data.StructLayout({"addr": unsigned(aw), "last": 1}))),
             "busy": Out(1),
         })
@@ -122,11 +150,8 @@ class SdpRdma(wiring.Component):
             while depth < cfg.primary_memif_latency + 16:
                 depth *= 2
         self.depth = depth
-        aw = cfg.mem_address_width
         super().__init__({
-            "start": In(1),
-            "base": In(aw), "line_stride": In(32), "surface_stride": In(32),
-            "width": In(CUBE_DIM_BITS), "height": In(CUBE_DIM_BITS), "channel": In(CUBE_DIM_BITS),
+            **cube_ports(cfg),
             "dma": Out(DmaReadSignature(cfg)),
             "atoms": Out(stream.Signature(atom_layout(cfg))),
             "busy": Out(1),
@@ -135,14 +160,9 @@ class SdpRdma(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         cfg = self.cfg
-        beat_bytes = cfg.primary_memif_width // 8
+        beat_bytes, lanes = beat_lanes(cfg)
         atom_bits = cfg.atom_bytes * 8
-        lanes = max(1, beat_bytes // cfg.atom_bytes)
-        assert cfg.atom_bytes <= beat_bytes, "atom wider than the AXI beat is not supported"
-
-        m.submodules.walker = walker = CubeWalker(cfg)
-        for n in ("start", "base", "line_stride", "surface_stride", "width", "height", "channel"):
-            m.d.comb += getattr(walker, n).eq(getattr(self, n))
+        walker = add_walker(m, self)
 
         m.submodules.lat_fifo = lat = fifo.SyncFIFOBuffered(width=cfg.primary_memif_width,
                                                             depth=self.depth)

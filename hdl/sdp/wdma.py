@@ -14,7 +14,7 @@ from amaranth.lib.wiring import In, Out
 
 from hdl.axi import DmaWriteSignature
 from hdl.config import NvdlaConfig
-from hdl.sdp.rdma import CUBE_DIM_BITS, CubeWalker, atom_layout
+from hdl.sdp.rdma import add_walker, atom_layout, beat_lanes, cube_ports
 
 __all__ = ["SdpWdma"]
 
@@ -31,11 +31,8 @@ class SdpWdma(wiring.Component):
 
     def __init__(self, cfg: NvdlaConfig):
         self.cfg = cfg
-        aw = cfg.mem_address_width
         super().__init__({
-            "start": In(1),
-            "base": In(aw), "line_stride": In(32), "surface_stride": In(32),
-            "width": In(CUBE_DIM_BITS), "height": In(CUBE_DIM_BITS), "channel": In(CUBE_DIM_BITS),
+            **cube_ports(cfg),
             "atoms": In(stream.Signature(atom_layout(cfg))),
             "dma": Out(DmaWriteSignature(cfg)),
             "done": Out(1),
@@ -45,14 +42,9 @@ class SdpWdma(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         cfg = self.cfg
-        beat_bytes = cfg.primary_memif_width // 8
+        beat_bytes, lanes = beat_lanes(cfg)
         atom_bits = cfg.atom_bytes * 8
-        lanes = max(1, beat_bytes // cfg.atom_bytes)
-        assert cfg.atom_bytes <= beat_bytes, "atom wider than the AXI beat is not supported"
-
-        m.submodules.walker = walker = CubeWalker(cfg)
-        for n in ("start", "base", "line_stride", "surface_stride", "width", "height", "channel"):
-            m.d.comb += getattr(walker, n).eq(getattr(self, n))
+        walker = add_walker(m, self)
 
         req = self.dma.req
         fire = Signal()
