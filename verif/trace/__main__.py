@@ -42,6 +42,10 @@ def main(argv=None) -> int:
     rp.add_argument("--rtl-filelist", type=Path, default=None,
                     help="rtl: Verilator file list of any port-compatible NV_nvdla (default: ours)")
     rp.add_argument("-j", "--jobs", type=int, default=1, help="rtl: parallel simulations")
+    rp.add_argument("--read-latency", type=int, default=None,
+                    help="rtl: memory read latency in cycles (default 32, as NVIDIA's player)")
+    rp.add_argument("--accept-every", type=int, default=None,
+                    help="rtl: memory accepts one AXI request every N cycles (default 2, as NVIDIA's player)")
     args = ap.parse_args(argv)
     try:
         cfg = get_config(args.config)
@@ -51,7 +55,8 @@ def main(argv=None) -> int:
         return 2
     counts = {PASS: 0, FAIL: 0, NOT_RUNNABLE: 0}
     t0 = time.monotonic()
-    for r in run(dirs, args.engine, cfg, waves=args.waves, rtl_filelist=args.rtl_filelist, jobs=args.jobs):
+    for r in run(dirs, args.engine, cfg, waves=args.waves, rtl_filelist=args.rtl_filelist, jobs=args.jobs,
+                 read_latency=args.read_latency, accept_every=args.accept_every):
         counts[r.status] += 1
         print(format_result(r), flush=True)
     print(f"# {len(dirs)} traces on {args.engine} ({cfg.name}) in {time.monotonic() - t0:.1f} s", flush=True)

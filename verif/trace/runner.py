@@ -39,14 +39,22 @@ def run_model(dirs: Iterable[Path], cfg: NvdlaConfig) -> Iterator[TraceResult]:
 
 
 def run(dirs: Iterable[Path], engine: str, cfg: NvdlaConfig, *, waves: bool = False,
-        rtl_filelist: Path | None = None, jobs: int = 1) -> Iterator[TraceResult]:
-    """Dispatch to the model or rtl engine. Raises ValueError for an unknown engine."""
+        rtl_filelist: Path | None = None, jobs: int = 1, read_latency: int | None = None,
+        accept_every: int | None = None) -> Iterator[TraceResult]:
+    """Dispatch to the model or rtl engine. ``read_latency`` (cycles) and ``accept_every``
+    (cycles between accepted AXI requests) override the rtl memory's defaults (NVIDIA's player:
+    32 and 2). Raises ValueError for an unknown engine."""
     dirs = [Path(d).resolve() for d in dirs]   # simulator processes run in their own directories
     if engine == "model":
         yield from run_model(dirs, cfg)
     elif engine == "rtl":
+        from verif.trace.rtl_engine import MemTiming
         from verif.trace.rtl_runner import run_rtl
-        for res in run_rtl(dirs, config=cfg.name, waves=waves, rtl_filelist=rtl_filelist, jobs=jobs):
+        timing = MemTiming()
+        timing = MemTiming(read_latency=timing.read_latency if read_latency is None else read_latency,
+                           accept_every=timing.accept_every if accept_every is None else accept_every)
+        for res in run_rtl(dirs, config=cfg.name, waves=waves, rtl_filelist=rtl_filelist, jobs=jobs,
+                           timing=timing):
             trace = None
             try:
                 trace = load_trace(next(d for d in dirs if d.name == res.name))
