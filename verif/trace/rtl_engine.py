@@ -510,6 +510,8 @@ class RtlEngine:
         self._check_error()
         await self._csb_issue(addr, value, 1)
         self.csb_writes += 1
+        # the request was driven after a falling edge; the DUT samples it at the next rising edge
+        self.write_accept_cycle = self.cycle + 1
 
     async def reg_read(self, addr: int) -> int:
         self._check_error()
