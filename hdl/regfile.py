@@ -61,37 +61,19 @@ def reg_layout(reg: Register) -> data.FlexibleLayout:
                                     for f in reg.fields})
 
 
-def _stored_mask(reg: Register) -> int:
-    """Bits kept in flops and read back (written by software)."""
-    m = 0
-    for f in reg.fields:
-        if f.access not in ("r", "c"):
-            m |= f.mask
-    return m
-
-
 def _readable_stored_mask(reg: Register) -> int:
-    m = 0
-    for f in reg.fields:
-        if f.access not in ("r", "c", "wo", "wto"):
-            m |= f.mask
-    return m
+    """Stored bits that also read back (write-only trigger fields read 0)."""
+    return reg.mask_where(lambda f: f.writable and f.access not in ("wo", "wto"))
 
 
 def _hw_mask(reg: Register) -> int:
-    m = 0
-    for f in reg.fields:
-        if f.access == "r":
-            m |= f.mask
-    return m
+    """Bits driven by the hardware (read-only status fields)."""
+    return reg.mask_where(lambda f: f.access == "r")
 
 
 def _const_value(reg: Register) -> int:
-    v = 0
-    for f in reg.fields:
-        if f.access == "c":
-            v |= (f.reset << f.lsb) & f.mask
-    return v
+    """Value of the constant (``c``) fields."""
+    return reg.reset_where(lambda f: f.access == "c")
 
 
 def is_pingpong(unit: Unit) -> bool:
@@ -110,7 +92,7 @@ def unit_layout(unit: Unit, which: str) -> data.StructLayout:
     for r in unit.registers:
         if pp and r.name in _SPECIAL:
             continue
-        if which == "cfg" and _stored_mask(r):
+        if which == "cfg" and r.write_mask:
             members[_lname(r.name)] = reg_layout(r)
         elif which == "hw" and _hw_mask(r):
             members[_lname(r.name)] = reg_layout(r)
@@ -172,7 +154,7 @@ class UnitRegFile(wiring.Component):
         for r in self.unit.registers:
             if pp and r.name in _SPECIAL:
                 continue
-            smask, rmask, hmask, cval = (_stored_mask(r), _readable_stored_mask(r), _hw_mask(r),
+            smask, rmask, hmask, cval = (r.write_mask, _readable_stored_mask(r), _hw_mask(r),
                                          _const_value(r))
             lname = _lname(r.name)
             hw_val = self.hw[lname].as_value() if hmask else Const(0, 32)

@@ -41,20 +41,30 @@ class R:
         """``D_`` registers exist once per ping-pong group; ``S_`` (and CFGROM) once."""
         return self.name.startswith("D_")
 
-    @property
-    def reset(self) -> int:
+    def mask_where(self, keep) -> int:
+        """OR of the bit masks of the fields for which ``keep(field)`` is true."""
+        m = 0
+        for f in self.fields:
+            if keep(f):
+                m |= f.mask
+        return m
+
+    def reset_where(self, keep) -> int:
+        """Reset value of the fields for which ``keep(field)`` is true (other bits 0)."""
         v = 0
         for f in self.fields:
-            v |= (f.reset << f.lsb) & f.mask
+            if keep(f):
+                v |= (f.reset << f.lsb) & f.mask
         return v
 
     @property
+    def reset(self) -> int:
+        return self.reset_where(lambda f: True)
+
+    @property
     def write_mask(self) -> int:
-        m = 0
-        for f in self.fields:
-            if f.writable:
-                m |= f.mask
-        return m
+        """Bits software can write (and the register keeps)."""
+        return self.mask_where(lambda f: f.writable)
 
     def field(self, name: str) -> F:
         for f in self.fields:

@@ -43,9 +43,7 @@ class Memory:
             a = addr + pos
             off = a % PAGE
             n = min(PAGE - off, size - pos)
-            if value == 0 and a // PAGE not in self.pages:
-                pass
-            else:
+            if value != 0 or a // PAGE in self.pages:    # an absent page already reads 0
                 self._page(a // PAGE)[off:off + n] = value
             pos += n
 

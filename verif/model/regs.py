@@ -24,7 +24,6 @@ class UnitRegs:
         self.producer = 0
         self.consumer = 0
         self.enabled = [False, False]
-        self.running: int | None = None
         self._field_index: dict[str, tuple[Register, object]] = {}
         seen = set()
         for r in unit.registers:

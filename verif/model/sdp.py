@@ -541,6 +541,17 @@ class SdpCore:
                     and sdp.f("EW_ALU_ALGO") == ALU_EQL)
 
     # ---- Y (EW) sub-unit: only when cfg.sdp_ew ---------------------------------------------
+    @staticmethod
+    def _ew_operand(sdp, kind: str, mem_op):
+        """EW ``kind`` (ALU or MUL) operand: from memory through its converter (unless
+        EW_<kind>_CVT_BYPASS), or the 32-bit register operand EW_<kind>_OPERAND."""
+        if mem_op is None:
+            return sdp.fs(f"EW_{kind}_OPERAND")
+        if sdp.f(f"EW_{kind}_CVT_BYPASS"):
+            return mem_op
+        return output_convert(mem_op, sdp.fs(f"EW_{kind}_CVT_OFFSET"), sdp.fs(f"EW_{kind}_CVT_SCALE"),
+                              sdp.f(f"EW_{kind}_CVT_TRUNCATE"), 32, mid_bits=49)
+
     def _y_subunit(self, sdp, x, alu_m, mul_m):
         """Y (EW) sub-unit on 32-bit ``x``: MUL -> ALU -> LUT (unit description "Function
         Description": "Block Y is primarily designed for element-wise ... An extra LUT").
@@ -554,12 +565,7 @@ class SdpCore:
         then ALU MAX/MIN/SUM/EQL on 33 bits saturated to 32 (EQL gives 0 when equal, else 1).
         """
         if not sdp.f("EW_MUL_BYPASS"):
-            if mul_m is not None:
-                op = mul_m if sdp.f("EW_MUL_CVT_BYPASS") else output_convert(
-                    mul_m, sdp.fs("EW_MUL_CVT_OFFSET"), sdp.fs("EW_MUL_CVT_SCALE"),
-                    sdp.f("EW_MUL_CVT_TRUNCATE"), 32, mid_bits=49)
-            else:
-                op = sdp.fs("EW_MUL_OPERAND")
+            op = self._ew_operand(sdp, "MUL", mul_m)
             t = sdp.f("EW_TRUNCATE")
             prod = x * np.asarray(op, dtype=np.int64)
             y = shift_right_round(prod, min(t, 64), 64, 32) if t < 64 else np.zeros_like(prod)
@@ -567,12 +573,7 @@ class SdpCore:
                 y = np.where(x >= 0, x, y)
             x = y
         if not sdp.f("EW_ALU_BYPASS"):
-            if alu_m is not None:
-                op = alu_m if sdp.f("EW_ALU_CVT_BYPASS") else output_convert(
-                    alu_m, sdp.fs("EW_ALU_CVT_OFFSET"), sdp.fs("EW_ALU_CVT_SCALE"),
-                    sdp.f("EW_ALU_CVT_TRUNCATE"), 32, mid_bits=49)
-            else:
-                op = sdp.fs("EW_ALU_OPERAND")
+            op = self._ew_operand(sdp, "ALU", alu_m)
             op = np.asarray(op, dtype=np.int64)
             algo = sdp.f("EW_ALU_ALGO")
             if algo == ALU_MAX:

@@ -50,9 +50,9 @@ def run(dirs: Iterable[Path], engine: str, cfg: NvdlaConfig, *, waves: bool = Fa
     elif engine == "rtl":
         from verif.trace.rtl_engine import MemTiming
         from verif.trace.rtl_runner import run_rtl
-        timing = MemTiming()
-        timing = MemTiming(read_latency=timing.read_latency if read_latency is None else read_latency,
-                           accept_every=timing.accept_every if accept_every is None else accept_every)
+        overrides = {k: v for k, v in (("read_latency", read_latency), ("accept_every", accept_every))
+                     if v is not None}
+        timing = MemTiming(**overrides)
         for res in run_rtl(dirs, config=cfg.name, waves=waves, rtl_filelist=rtl_filelist, jobs=jobs,
                            timing=timing):
             trace = None
