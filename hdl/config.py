@@ -10,7 +10,7 @@ Units: sizes named ``*_width`` are bits unless the name says bytes; atomic sizes
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 
 
 class ConfigError(ValueError):
@@ -212,10 +212,77 @@ NV_SMALL_EW = NV_SMALL.derive(name="nv_small_ew", sdp_ew=True, sdp_lut=True, sdp
 
 PRESETS = {c.name: c for c in (NV_SMALL, NV_LARGE, NV_SMALL_EW)}
 
+#: separates a preset name from its overrides in a configuration spec (``nv_small+a=1+b=2``)
+SPEC_SEP = "+"
 
-def get_config(name: str) -> NvdlaConfig:
-    """Preset by name; raises ConfigError listing the presets."""
+
+def _parse_value(name: str, text: str):
+    """Parse ``text`` as the type of configuration field ``name``. Raises ConfigError."""
+    types = {f.name: str(f.type) for f in fields(NvdlaConfig)}
+    if name not in types or name == "name":
+        known = ", ".join(sorted(k for k in types if k != "name"))
+        raise ConfigError(f"--set {name}=...: no configuration parameter {name!r} (parameters: {known})")
+    t, v = types[name], text.strip()
+    if "None" in t and v.lower() in ("none", "x"):
+        return None
     try:
-        return PRESETS[name]
+        if t.startswith("bool"):
+            if v.lower() in ("1", "true", "yes", "on"):
+                return True
+            if v.lower() in ("0", "false", "no", "off"):
+                return False
+            raise ValueError(v)
+        if t.startswith("int"):
+            return int(v, 0)
+    except ValueError:
+        raise ConfigError(f"--set {name}={text}: {text!r} is not a {t.split(' ')[0]}") from None
+    return v
+
+
+def parse_overrides(items) -> dict:
+    """``["NAME=VALUE", ...]`` (the ``--set`` option) as ``{name: typed value}``.
+    Raises ConfigError for a malformed item, an unknown parameter or a value of the wrong type."""
+    out = {}
+    for item in items or ():
+        if "=" not in item:
+            raise ConfigError(f"--set {item!r}: expected NAME=VALUE")
+        k, v = item.split("=", 1)
+        out[k.strip()] = _parse_value(k.strip(), v)
+    return out
+
+
+def get_config(spec: str, overrides=()) -> NvdlaConfig:
+    """Configuration by spec: a preset name, optionally followed by ``+NAME=VALUE`` overrides
+    (``nv_small+primary_memif_max_burst=4``, the form :attr:`NvdlaConfig.name` takes after
+    overrides), plus the ``overrides`` items (``NAME=VALUE`` strings, as ``--set`` gives them).
+
+    The result is validated; its ``name`` is the canonical spec (preset, then the overrides that
+    change a value, sorted), so it round-trips through ``get_config`` and names build directories.
+    Raises ConfigError naming the preset, parameter or value that is wrong.
+    """
+    base, *items = spec.split(SPEC_SEP)
+    try:
+        preset = PRESETS[base]
     except KeyError:
-        raise ConfigError(f"unknown configuration {name!r}; presets: {', '.join(PRESETS)}") from None
+        raise ConfigError(f"unknown configuration {base!r}; presets: {', '.join(PRESETS)}") from None
+    changes = parse_overrides(list(items) + list(overrides))
+    changes = {k: v for k, v in changes.items() if getattr(preset, k) != v}
+    if not changes:
+        return preset
+    name = SPEC_SEP.join([base] + [f"{k}={changes[k]}" for k in sorted(changes)])
+    return preset.derive(name=name, **changes)
+
+
+def add_config_arguments(parser) -> None:
+    """Add ``--config PRESET`` and repeatable ``--set NAME=VALUE`` to an argparse parser."""
+    parser.add_argument("--config", default="nv_small",
+                        help=f"hardware configuration preset ({', '.join(PRESETS)}; default nv_small)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="NAME=VALUE",
+                        help="override one configuration parameter (repeatable), e.g. "
+                             "--set primary_memif_max_burst=4")
+
+
+def config_from_args(args) -> NvdlaConfig:
+    """The configuration named by the ``--config``/``--set`` options of
+    :func:`add_config_arguments`. Raises ConfigError."""
+    return get_config(args.config, getattr(args, "overrides", ()))
