@@ -24,6 +24,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from hdl.regmap import Register, Unit
+from hdl.regmap.types import field_shape
 
 __all__ = ["RegBusSignature", "reg_layout", "unit_layout", "UnitRegFile", "REG_OFFSET_BITS",
            "STATUS_IDLE", "STATUS_RUNNING", "STATUS_PENDING"]
@@ -55,9 +56,10 @@ def _lname(name: str) -> str:
     return name.lower()
 
 
-def reg_layout(reg: Register) -> data.FlexibleLayout:
-    """32-bit layout of one register: a field per REGMAP field (lower-case name) at its lsb."""
-    return data.FlexibleLayout(32, {_lname(f.name): data.Field(unsigned(f.width), f.lsb)
+def reg_layout(unit: Unit, reg: Register) -> data.FlexibleLayout:
+    """32-bit layout of one register of ``unit``: a field per REGMAP field (lower-case name) at
+    its lsb, typed by :func:`hdl.regmap.types.field_shape` (enum class, signed or unsigned)."""
+    return data.FlexibleLayout(32, {_lname(f.name): data.Field(field_shape(unit.name, reg.name, f), f.lsb)
                                     for f in reg.fields})
 
 
@@ -93,9 +95,9 @@ def unit_layout(unit: Unit, which: str) -> data.StructLayout:
         if pp and r.name in _SPECIAL:
             continue
         if which == "cfg" and r.write_mask:
-            members[_lname(r.name)] = reg_layout(r)
+            members[_lname(r.name)] = reg_layout(unit, r)
         elif which == "hw" and _hw_mask(r):
-            members[_lname(r.name)] = reg_layout(r)
+            members[_lname(r.name)] = reg_layout(unit, r)
     return data.StructLayout(members)
 
 

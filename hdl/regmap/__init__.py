@@ -11,13 +11,14 @@ addresses (byte address >> 2).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 from hdl.regmap._dsl import F as Field
 from hdl.regmap._dsl import R as Register
 from hdl.regmap._dsl import U as Unit
 from hdl.regmap.nvdla_registers import UNITS
+from hdl.regmap.signed_fields import SIGNED_FIELDS
 
 __all__ = ["Field", "Register", "Unit", "RegisterMap", "RegRef", "REGMAP"]
 
@@ -103,7 +104,31 @@ class RegisterMap:
                 yield RegRef(u, r)
 
 
-REGMAP = RegisterMap(UNITS)
+def _mark_signed(units: list[Unit], table: dict) -> list[Unit]:
+    """Copies of ``units`` whose fields named in ``table`` ({unit: {register: (field, ...)}})
+    have ``signed=True``. Raises KeyError naming an entry of ``table`` that is not in the map."""
+    by_unit = {u.name: u for u in units}
+    for un, regs in table.items():
+        if un not in by_unit:
+            raise KeyError(f"signed_fields: no unit {un}")
+        by_reg = {r.name: r for r in by_unit[un].registers}
+        for rn, fns in regs.items():
+            if rn not in by_reg:
+                raise KeyError(f"signed_fields: no register {un}.{rn}")
+            for fn in fns:
+                by_reg[rn].field(fn)     # KeyError naming the register when absent
+    out = []
+    for u in units:
+        regs = []
+        for r in u.registers:
+            want = table.get(u.name, {}).get(r.name, ())
+            fields = [replace(f, signed=True) if f.name in want else f for f in r.fields]
+            regs.append(replace(r, fields=fields))
+        out.append(replace(u, registers=regs))
+    return out
+
+
+REGMAP = RegisterMap(_mark_signed(UNITS, SIGNED_FIELDS))
 
 
 def decode(reg: Register, value: int) -> dict[str, int]:

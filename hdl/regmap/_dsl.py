@@ -6,13 +6,15 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class F:
-    """One register field: bits [lsb, msb], reset value, NVIDIA spec_access, enum values."""
+    """One register field: bits [lsb, msb], reset value, NVIDIA spec_access, enum values, and
+    ``signed`` (two's complement; set from ``hdl/regmap/signed_fields.py``, not in the data table)."""
     name: str
     lsb: int
     msb: int
     reset: int
     access: str
     enums: dict = field(default_factory=dict, hash=False, compare=True)
+    signed: bool = False
 
     @property
     def width(self) -> int:

@@ -130,3 +130,40 @@ def test_cfgrom_read_only():
         assert ctx.get(rf.bus.rdata) == reg.reset
 
     run(rf, bench)
+
+
+def test_typed_fields():
+    """Typed register binding: signed fields read back sign-extended through the cfg view, enum
+    fields are the register map's lib.enum classes (RDL enum names and values)."""
+    from amaranth.hdl import Shape
+    from amaranth.lib import enum
+
+    from hdl.regmap.types import field_enum
+    rf = UnitRegFile(SDP)
+    off_view = rf.cfg.d_cvt_offset.cvt_offset
+    assert Shape.cast(off_view.shape()) == Shape(32, signed=True)
+    assert Shape.cast(rf.cfg.d_cvt_scale.cvt_scale.shape()) == Shape(16, signed=True)
+    assert Shape.cast(rf.cfg.d_cvt_shift.cvt_shift.shape()) == Shape(6, signed=False)
+    flying = field_enum("SDP", "D_FEATURE_MODE_CFG", "FLYING_MODE")
+    assert issubclass(flying, enum.Enum)
+    assert {m.name: m.value for m in flying} == \
+        REGMAP.lookup("SDP.D_FEATURE_MODE_CFG").reg.field("FLYING_MODE").enums
+    assert rf.cfg.d_feature_mode_cfg.flying_mode.shape() is flying
+
+    async def bench(ctx):
+        await write(ctx, rf, "D_CVT_OFFSET", 0xFFFF_FF80)          # -128
+        await write(ctx, rf, "D_CVT_SCALE", 0x8001)                # -32767
+        await write(ctx, rf, "D_FEATURE_MODE_CFG", 1)              # FLYING_MODE = ON
+        assert ctx.get(rf.cfg.d_cvt_offset.cvt_offset) == -128
+        assert ctx.get(rf.cfg.d_cvt_scale.cvt_scale) == -32767
+        assert ctx.get(rf.cfg.d_feature_mode_cfg.flying_mode) == flying.ON
+
+    run(rf, bench)
+
+
+def test_signed_table_names_real_fields():
+    """Every field the signedness table names exists and is marked signed; nothing else is."""
+    from hdl.regmap.signed_fields import SIGNED_FIELDS
+    want = {(u, r, f) for u, regs in SIGNED_FIELDS.items() for r, fs in regs.items() for f in fs}
+    got = {(ref.unit.name, ref.reg.name, f.name) for ref in REGMAP for f in ref.reg.fields if f.signed}
+    assert got == want and len(want) > 50
