@@ -10,6 +10,15 @@ not in the map is an error at import (no silent typo).
 """
 from __future__ import annotations
 
+# LUT registers SDP and CDP share (lut-programming.rst; RDL "signed data"/"signed value"): entries,
+# index offset/select, slope scale and shift (a negative shift shifts left).
+_LUT = {
+    "S_LUT_ACCESS_DATA": ("LUT_DATA",),
+    "S_LUT_INFO": ("LUT_LE_INDEX_OFFSET", "LUT_LE_INDEX_SELECT", "LUT_LO_INDEX_SELECT"),
+    **{f"S_LUT_{t}_SLOPE_{k}": (f"LUT_{t}_SLOPE_UFLOW_{k}", f"LUT_{t}_SLOPE_OFLOW_{k}")
+       for t in ("LE", "LO") for k in ("SCALE", "SHIFT")},
+}
+
 #: {unit: {register: (field, ...)}}
 SIGNED_FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
     # CDMA RDL: "Mean value is always signed integer value", "CVT_OFFSET is signed 16-bit value",
@@ -26,12 +35,7 @@ SIGNED_FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
     # SDP: operands and converter parameters (programming guide "SDP", precision guide "SDP");
     # LUT entries, index offset/select, slope scale/shift (RDL: "signed value").
     "SDP": {
-        "S_LUT_ACCESS_DATA": ("LUT_DATA",),
-        "S_LUT_INFO": ("LUT_LE_INDEX_OFFSET", "LUT_LE_INDEX_SELECT", "LUT_LO_INDEX_SELECT"),
-        "S_LUT_LE_SLOPE_SCALE": ("LUT_LE_SLOPE_UFLOW_SCALE", "LUT_LE_SLOPE_OFLOW_SCALE"),
-        "S_LUT_LE_SLOPE_SHIFT": ("LUT_LE_SLOPE_UFLOW_SHIFT", "LUT_LE_SLOPE_OFLOW_SHIFT"),
-        "S_LUT_LO_SLOPE_SCALE": ("LUT_LO_SLOPE_UFLOW_SCALE", "LUT_LO_SLOPE_OFLOW_SCALE"),
-        "S_LUT_LO_SLOPE_SHIFT": ("LUT_LO_SLOPE_UFLOW_SHIFT", "LUT_LO_SLOPE_OFLOW_SHIFT"),
+        **_LUT,
         "D_DP_BS_ALU_SRC_VALUE": ("BS_ALU_OPERAND",),
         "D_DP_BS_MUL_SRC_VALUE": ("BS_MUL_OPERAND",),
         "D_DP_BN_ALU_SRC_VALUE": ("BN_ALU_OPERAND",),
@@ -50,16 +54,11 @@ SIGNED_FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
     # CDP RDL: converter offsets/scales "signed data"; LUT data, index offset/select, coverage
     # range high words, slope scale/shift "signed value".
     "CDP": {
-        "S_LUT_ACCESS_DATA": ("LUT_DATA",),
-        "S_LUT_INFO": ("LUT_LE_INDEX_OFFSET", "LUT_LE_INDEX_SELECT", "LUT_LO_INDEX_SELECT"),
+        **_LUT,
         "S_LUT_LE_START_HIGH": ("LUT_LE_START_HIGH",),
         "S_LUT_LE_END_HIGH": ("LUT_LE_END_HIGH",),
         "S_LUT_LO_START_HIGH": ("LUT_LO_START_HIGH",),
         "S_LUT_LO_END_HIGH": ("LUT_LO_END_HIGH",),
-        "S_LUT_LE_SLOPE_SCALE": ("LUT_LE_SLOPE_UFLOW_SCALE", "LUT_LE_SLOPE_OFLOW_SCALE"),
-        "S_LUT_LE_SLOPE_SHIFT": ("LUT_LE_SLOPE_UFLOW_SHIFT", "LUT_LE_SLOPE_OFLOW_SHIFT"),
-        "S_LUT_LO_SLOPE_SCALE": ("LUT_LO_SLOPE_UFLOW_SCALE", "LUT_LO_SLOPE_OFLOW_SCALE"),
-        "S_LUT_LO_SLOPE_SHIFT": ("LUT_LO_SLOPE_UFLOW_SHIFT", "LUT_LO_SLOPE_OFLOW_SHIFT"),
         "D_DATIN_OFFSET": ("DATIN_OFFSET",),
         "D_DATIN_SCALE": ("DATIN_SCALE",),
         "D_DATOUT_OFFSET": ("DATOUT_OFFSET",),
