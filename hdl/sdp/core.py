@@ -8,26 +8,29 @@ Per element (int8 in, int8 out, OUT_PRECISION = INT8):
 * ``x`` is the int8 input sign-extended to 32 bits, ``offset`` the signed 32-bit D_CVT_OFFSET,
   ``scale`` the signed 16-bit D_CVT_SCALE, ``shift`` the 6-bit D_CVT_SHIFT; the product is exact
   (33 x 16 -> 49 bits).
-* Rounding matches NVIDIA's ``shiftrightsatsu``: round half away from zero (a positive value
-  rounds up at exactly .5, a negative one only when the dropped part exceeds .5 in magnitude
-  after the arithmetic shift); a shift of 49 or more yields 0.
-* Saturation to [-128, 127] (NVIDIA saturates to 17 bits and then to 8; same result).
+* Rounding half away from zero (v1_ias_precision.rst "Convertor"), as NVIDIA's RTL does it;
+  a shift of 49 or more yields 0: :func:`hdl.lib.fixed.shift_right_round`.
+* Saturation to [-128, 127] (NVIDIA saturates to 17 bits and then to 8; same result):
+  :func:`hdl.lib.fixed.truncate` = round then :func:`hdl.lib.fixed.saturate`.
 
-Offset 0, scale 1, shift 0 is the identity. Two pipeline stages with valid/ready back-pressure;
-throughput one atom (cfg.memory_atomic elements) per cycle.
+Offset 0, scale 1, shift 0 is the identity. Two pipeline stages (:class:`hdl.lib.stream.Map`:
+the product, then round/saturate) with valid/ready back-pressure; latency 2 cycles, throughput
+one atom (cfg.memory_atomic elements) per cycle.
 """
 from __future__ import annotations
 
-from amaranth.hdl import Const, Module, Mux, Signal, signed
-from amaranth.lib import stream, wiring
+from amaranth.hdl import Module, signed
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from hdl.config import NvdlaConfig
+from hdl.lib.fixed import truncate
+from hdl.lib.stream import Map
 from hdl.sdp.rdma import atom_layout
 
 __all__ = ["SdpCore"]
 
-_PROD_BITS = 49
+_PROD_BITS = 49          # (int8 - int32) * int16: 33 x 16 bits, exact
 
 
 class SdpCore(wiring.Component):
@@ -35,7 +38,7 @@ class SdpCore(wiring.Component):
 
     Ports: ``i`` In(stream of atom_layout(cfg)), ``o`` Out(stream of atom_layout(cfg)),
     ``cvt_offset`` In(signed 32), ``cvt_scale`` In(signed 16), ``cvt_shift`` In(6) (held stable
-    for the whole layer).
+    for the whole layer). Latency 2 cycles, one atom per cycle.
     """
 
     def __init__(self, cfg: NvdlaConfig):
@@ -50,39 +53,21 @@ class SdpCore(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        n = self.cfg.memory_atomic
+        atom = atom_layout(self.cfg)
+        lanes = self.cfg.memory_atomic
+        products = data.ArrayLayout(signed(_PROD_BITS), lanes)
 
-        # stage 1: (x - offset) * scale
-        s1_valid = Signal()
-        s1_prod = [Signal(signed(_PROD_BITS), name=f"s1_prod{i}") for i in range(n)]
-        s1_ready = ~s1_valid | ~self.o.valid | self.o.ready
-        m.d.comb += self.i.ready.eq(s1_ready)
-        with m.If(s1_ready):
-            m.d.sync += s1_valid.eq(self.i.valid)
-            with m.If(self.i.valid):
-                for i in range(n):
-                    diff = self.i.payload[i].as_signed() - self.cvt_offset
-                    m.d.sync += s1_prod[i].eq(diff * self.cvt_scale)
+        def scale(m, x):
+            """stage 1: (x - offset) * scale per lane, exact (49 bits)."""
+            return [(x[k] - self.cvt_offset) * self.cvt_scale for k in range(lanes)]
 
-        # stage 2: rounding right shift + saturation to int8 -> output register
-        shift = self.cvt_shift
-        with m.If(~self.o.valid | self.o.ready):
-            m.d.sync += self.o.valid.eq(s1_valid)
-            with m.If(s1_valid):
-                for i in range(n):
-                    p = s1_prod[i]
-                    floor = Signal(signed(_PROD_BITS), name=f"floor{i}")
-                    guide = Signal(name=f"guide{i}")
-                    sticky = Signal(name=f"sticky{i}")
-                    rnd = Signal(signed(_PROD_BITS + 1), name=f"rnd{i}")
-                    low_mask = (Const(1, _PROD_BITS + 1) << shift) - 1      # bits below the point
-                    m.d.comb += [
-                        floor.eq(p >> shift),
-                        guide.eq(((p << 1) >> shift)[0]),
-                        sticky.eq((p.as_unsigned() & (low_mask >> 1)[:_PROD_BITS]) != 0),
-                        rnd.eq(floor + (guide & (~p[-1] | sticky))),
-                    ]
-                    sat = Mux(shift >= _PROD_BITS, 0,
-                              Mux(rnd > 127, 127, Mux(rnd < -128, -128, rnd)))
-                    m.d.sync += self.o.payload[i].eq(sat)
+        def round_saturate(m, p):
+            """stage 2: round half away from zero by cvt_shift, saturate to the element width."""
+            return [truncate(p[k], self.cvt_shift, self.cfg.bpe) for k in range(lanes)]
+
+        m.submodules.mul = mul = Map(atom, products, scale)
+        m.submodules.cvt = cvt = Map(products, atom, round_saturate)
+        wiring.connect(m, wiring.flipped(self.i), mul.i)
+        wiring.connect(m, mul.o, cvt.i)
+        wiring.connect(m, cvt.o, wiring.flipped(self.o))
         return m

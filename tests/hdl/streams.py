@@ -1,0 +1,179 @@
+"""Amaranth-simulator (0.5 ``ctx`` testbench API) helpers for ``amaranth.lib.stream`` interfaces
+with random stalls.
+
+Import from a test module in ``tests/`` (pytest puts the test file's directory on ``sys.path``)::
+
+    from streams import stream_put, stream_get, check_stream_stable
+
+Typical use, one producer and one consumer testbench around a DUT with ``i``/``o`` streams::
+
+    rng = random.Random(1)
+    got = []
+
+    async def producer(ctx):
+        await stream_put(ctx, dut.i, items, rng=rng)
+
+    async def consumer(ctx):
+        got.extend(await stream_get(ctx, dut.o, len(items), rng=rng))
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(producer)
+    sim.add_testbench(consumer)
+    sim.add_process(check_stream_stable(dut.o))      # background protocol checker
+    sim.run()
+
+Payload values. ``stream_get`` returns ``ctx.get(stream.payload)`` for each transfer, i.e.
+
+* an ``int`` when the payload shape is a plain ``unsigned(n)``/``signed(n)`` (signed shapes give
+  negative ints);
+* a ``data.Const`` when the payload is a ``data.View`` (a ``lib.data`` layout). A ``data.Const``
+  compares equal (``==``) to another ``data.Const`` of the same layout, and to a ``list`` (array
+  layout) or ``dict`` (struct layout) that the layout can turn into a constant; for the raw bits
+  use ``const.as_value().value`` (an unsigned ``int``, element 0 / the first field in the least
+  significant bits). :func:`as_bits` does that for any returned payload.
+
+``stream_put`` accepts whatever ``ctx.set(stream.payload, ...)`` accepts: ints, ``data.Const``,
+lists for array layouts, dicts for struct layouts.
+
+Every helper takes an explicit ``rng`` (a ``random.Random``) so that failures reproduce from the
+test's seed.
+"""
+from __future__ import annotations
+
+import random
+
+from amaranth.hdl import Value
+from amaranth.lib import data
+
+__all__ = ["stream_put", "stream_get", "check_stream_stable", "as_bits"]
+
+
+async def stream_put(ctx, stream, payloads, *, rng: random.Random, p_stall: float = 0.3):
+    """Drive ``payloads`` into ``stream`` (the DUT's ``In(stream.Signature(...))`` side), in order.
+
+    Before each item the producer idles (``valid`` low) for a geometric number of cycles: each
+    cycle with probability ``p_stall`` (0 = no idle cycles, full rate). It then raises ``valid``
+    with the item on ``payload`` and holds both, unchanged, until the clock edge at which
+    ``ready`` is high (the transfer); ``valid`` never drops while an item waits (lib.stream rule).
+    On return ``valid`` is low and the last transfer has happened at the preceding clock edge.
+
+    Args:
+        ctx: the testbench's ``SimulatorContext``.
+        stream: a ``stream.Interface`` (or the DUT's port) whose ``valid``/``payload`` the
+            testbench drives and whose ``ready`` it reads.
+        payloads: iterable of values acceptable to ``ctx.set(stream.payload, value)``.
+        rng: random source for the idle cycles.
+        p_stall: probability, per cycle, of one more idle cycle before an item (0 <= p < 1).
+
+    Raises:
+        ValueError: if ``p_stall`` is not in [0, 1).
+    """
+    if not 0 <= p_stall < 1:
+        raise ValueError(f"p_stall must be in [0, 1), not {p_stall!r}")
+    for payload in payloads:
+        while rng.random() < p_stall:
+            ctx.set(stream.valid, 0)
+            await ctx.tick()
+        ctx.set(stream.valid, 1)
+        ctx.set(stream.payload, payload)
+        await ctx.tick().until(stream.ready)
+    ctx.set(stream.valid, 0)
+
+
+async def stream_get(ctx, stream, n: int, *, rng: random.Random, p_stall: float = 0.3,
+                     timestamps: list | None = None, timeout: int | None = 100_000) -> list:
+    """Take ``n`` items from ``stream`` (the DUT's ``Out(stream.Signature(...))`` side).
+
+    Each cycle ``ready`` is low with probability ``p_stall`` (0 = always ready). An item is
+    taken at each clock edge where ``valid`` and ``ready`` are both high; its payload is sampled
+    at that edge. On return ``ready`` is low.
+
+    Args:
+        ctx: the testbench's ``SimulatorContext``.
+        stream: a ``stream.Interface`` whose ``ready`` the testbench drives.
+        n: number of items to take (>= 0).
+        rng: random source for the ready stalls.
+        p_stall: probability, per cycle, of holding ``ready`` low (0 <= p < 1).
+        timestamps: if given, the cycle of each transfer is appended to it, counted in clock
+            edges from the call (the first edge after the call is cycle 0); for throughput
+            checks, e.g. ``timestamps[-1] - timestamps[0] == n - 1`` at one item per cycle.
+        timeout: give up after this many cycles (``None``: never), so that a DUT that loses
+            items fails the test instead of hanging it.
+
+    Returns:
+        the ``n`` payloads in transfer order: ints for plain shapes, ``data.Const`` for
+        ``lib.data`` layouts (see the module docstring for comparing them).
+
+    Raises:
+        ValueError: if ``p_stall`` is not in [0, 1) or ``n`` is negative.
+        AssertionError: if ``timeout`` cycles pass before ``n`` items arrived (the message gives
+            how many did).
+    """
+    if not 0 <= p_stall < 1:
+        raise ValueError(f"p_stall must be in [0, 1), not {p_stall!r}")
+    if n < 0:
+        raise ValueError(f"n must be >= 0, not {n!r}")
+    got = []
+    cycle = 0
+    while len(got) < n:
+        if timeout is not None and cycle >= timeout:
+            raise AssertionError(f"stream_get: only {len(got)} of {n} items after {cycle} cycles")
+        ready = rng.random() >= p_stall
+        ctx.set(stream.ready, ready)
+        _, _, valid, payload = await ctx.tick().sample(stream.valid, stream.payload)
+        if ready and valid:
+            got.append(payload)
+            if timestamps is not None:
+                timestamps.append(cycle)
+        cycle += 1
+    ctx.set(stream.ready, 0)
+    return got
+
+
+def check_stream_stable(stream, *, errors: list | None = None, name: str = "stream"):
+    """Return a process (for ``sim.add_process``) that checks the lib.stream producer rule on
+    ``stream``: once ``valid`` is high at a clock edge without ``ready``, at the next edge
+    ``valid`` is still high and ``payload`` is unchanged.
+
+    The process runs in the background for the whole simulation (it does not keep
+    ``sim.run()`` going). By default a violation raises ``AssertionError`` inside the simulation
+    (which ``sim.run()`` propagates); with ``errors`` given, a message per violation is appended
+    to that list instead (the test then asserts it is empty), naming ``name`` and the cycle.
+
+    Args:
+        stream: the stream interface to watch (either direction).
+        errors: optional list collecting violation messages instead of raising.
+        name: label used in messages.
+    """
+    async def process(ctx):
+        held = None       # payload bits of an item offered and not taken at the previous edge
+        cycle = 0
+        async for _, _, valid, ready, bits in ctx.tick().sample(
+                stream.valid, stream.ready, Value.cast(stream.payload)):
+            if held is not None:
+                msg = None
+                if not valid:
+                    msg = f"{name}: valid dropped at cycle {cycle} before the item was taken"
+                elif bits != held:
+                    msg = (f"{name}: payload changed under back-pressure at cycle {cycle}: "
+                           f"{held:#x} -> {bits:#x}")
+                if msg is not None:
+                    if errors is None:
+                        raise AssertionError(msg)
+                    errors.append(msg)
+            held = bits if valid and not ready else None
+            cycle += 1
+    return process
+
+
+def as_bits(payload) -> int:
+    """The payload as an unsigned ``int`` of its bits (element 0 / first field in the LSBs).
+
+    Accepts an ``int`` (returned unchanged; a negative int is returned as is, so compare
+    like with like) or a ``data.Const``.
+    """
+    if isinstance(payload, data.Const):
+        return payload.as_value().value
+    return int(payload)
+
