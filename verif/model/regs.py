@@ -38,12 +38,10 @@ class UnitRegs:
         self.group_hw_fields: list[dict[str, int]] = [{}, {}]
 
     # ---- CSB side ----
-    def write(self, offset: int, value: int) -> str | None:
-        """CSB write. Returns the register name written (None if no register is there)."""
-        r = self.by_offset.get(offset)
-        if r is None:
-            return None
-        value &= 0xFFFFFFFF
+    def write(self, offset: int, value: int) -> str:
+        """CSB write of a 32-bit ``value`` to the register at byte ``offset`` (KeyError when no
+        register is there; ``verif.model.Nvdla`` checks accesses first). Returns its name."""
+        r = self.by_offset[offset]
         if r.name == "S_POINTER":
             self.producer = decode(r, value).get("PRODUCER", 0)
             return r.name
@@ -58,10 +56,8 @@ class UnitRegs:
         return r.name
 
     def read(self, offset: int) -> int:
-        """CSB read of the register at ``offset`` (0 when none is there)."""
-        r = self.by_offset.get(offset)
-        if r is None:
-            return 0
+        """CSB read of the register at byte ``offset`` (KeyError when no register is there)."""
+        r = self.by_offset[offset]
         if r.name == "S_POINTER":
             return self.producer | (self.consumer << 16)
         if r.name == "S_STATUS":

@@ -73,7 +73,7 @@ def output_cubes(trace: Trace) -> list[OutputCube]:
             producer[u] = v & 1
             continue
         vals[(u, producer.get(u, 0), r)] = v
-        if r == "D_OP_ENABLE" and u in _OUT and v & 1:
+        if c.is_kickoff and u in _OUT:
             def get(key):
                 unit, reg = key
                 return vals.get((unit, producer.get(unit, 0), reg), 0)
@@ -99,6 +99,8 @@ def first_mismatch(trace: Trace, base: int, got: bytes, cfg: NvdlaConfig) -> str
         return None
     exp = np.frombuffer(gf.read_bytes(), np.uint8)
     act = np.frombuffer(got, np.uint8)
+    if exp.size != act.size:
+        return f"golden {gf} holds {exp.size} bytes, the checked region {act.size}"
     diff = np.flatnonzero(exp != act)
     if diff.size == 0:
         return None

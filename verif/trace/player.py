@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from hdl.regmap import REGMAP
-from verif.trace.parser import Trace, TraceDataError, load_dat
+from verif.trace.parser import Trace, TraceDataError, TraceSyntaxError, load_dat
 
 GLB_INTR_MASK = REGMAP.lookup("NVDLA_GLB.S_INTR_MASK_0").addr
 GLB_INTR_STATUS = REGMAP.lookup("NVDLA_GLB.S_INTR_STATUS_0")
@@ -33,6 +33,8 @@ class Engine(Protocol):
     ``reg_write`` (the kick-off cycle for cycle counts).
     ``wait_intr(max_cycles)`` returns True once ``dla_intr`` is high, False after ``max_cycles``.
     ``busy_units()`` names the units whose status shows a busy register group.
+    An engine may set ``address_width`` (bits of its memory address space; ``play`` assumes 32
+    otherwise) so that trace regions outside it are rejected before anything runs.
     """
     name: str
 
@@ -84,12 +86,14 @@ class Player:
     ``intr_budget``: cycles to wait for one interrupt (default from verif/trace/reference.py:
     4x NVIDIA's cycle count for the trace); ``poll_budget``: cycles for a
     ``poll_reg_equal``. ``on_timeout`` (optional) returns extra text for timeout messages
-    (the rtl engine gives the waveform path).
+    (the rtl engine gives the waveform path). ``images`` (optional) maps a ``mem_load`` file
+    name to its ``load_dat`` runs, already loaded; other images are loaded when played.
     """
 
     def __init__(self, trace: Trace, engine: Engine, *, intr_budget: int | None = None,
-                 poll_budget: int = 1_000_000, on_timeout=None):
+                 poll_budget: int = 1_000_000, on_timeout=None, images: dict | None = None):
         self.trace, self.engine = trace, engine
+        self.images = dict(images or {})
         if intr_budget is None:     # default: 4x NVIDIA's cycles for this trace (reference.py)
             from verif.trace.reference import intr_budget as ref_budget
             intr_budget = ref_budget(trace.name)
@@ -152,11 +156,14 @@ class Player:
             if c.kind == "mem_init":
                 await eng.mem_fill(a["base"], a["size"], 0)
             elif c.kind == "mem_load":
-                for off, data in load_dat(self.trace.directory / a["file"]):
+                runs = self.images.get(a["file"])
+                if runs is None:
+                    runs = load_dat(self.trace.directory / a["file"])
+                for off, data in runs:
                     await eng.mem_write(a["base"] + off, data)
             elif c.kind == "reg_write":
                 await eng.reg_write(a["reg"].addr, a["value"])
-                if a["reg"].reg.name == "D_OP_ENABLE" and a["value"] & 1:
+                if c.is_kickoff:
                     # count from the clock edge that accepts the kick-off write when the engine
                     # knows it (rtl: one edge after the request is driven); with that convention
                     # NVIDIA's own RTL on our rtl engine measures exactly the reference table's
@@ -191,18 +198,40 @@ class Player:
         return self.last_intr_cycle - self.kick_cycle
 
 
-async def play(trace: Trace, engine: Engine, **kw) -> TraceResult:
-    """Run ``trace`` on ``engine``; never raises for a trace-level failure (see TraceResult)."""
+def load_images(trace: Trace) -> dict[str, list[tuple[int, bytes]]]:
+    """Every ``.dat`` image the trace's ``mem_load`` commands name, by file name (see
+    ``load_dat``). Raises TraceDataError."""
+    images = {}
+    for c in trace.commands:
+        if c.kind == "mem_load" and c.args["file"] not in images:
+            images[c.args["file"]] = load_dat(trace.directory / c.args["file"])
+    return images
+
+
+async def play(trace: Trace, engine: Engine, *, address_width: int | None = None,
+               **kw) -> TraceResult:
+    """Run ``trace`` on ``engine``; never raises for a trace-level failure (see TraceResult).
+
+    Before anything reaches the engine: a missing ``.dat`` makes the trace NOT-RUNNABLE; a
+    malformed ``.dat`` (TraceDataError) or a ``mem_init``/``mem_load``/``check_crc`` region
+    outside the ``address_width``-bit address space (default: the engine's ``address_width``
+    attribute, else 32 bits) makes it FAIL. Other keywords go to :class:`Player`.
+    """
     t0 = time.monotonic()
     missing = trace.missing_files()
     if missing:
         return TraceResult(trace.name, NOT_RUNNABLE, "missing memory image(s): "
                            + ", ".join(str(p) for p in missing))
-    p = Player(trace, engine, **kw)
+    if address_width is None:
+        address_width = getattr(engine, "address_width", 32)
+    try:
+        images = load_images(trace)
+        trace.check_address_space(address_width, images)
+    except (TraceDataError, TraceSyntaxError) as e:
+        return TraceResult(trace.name, FAIL, str(e), wall=time.monotonic() - t0)
+    p = Player(trace, engine, images=images, **kw)
     try:
         await p.run()
-    except TraceDataError as e:
-        return TraceResult(trace.name, NOT_RUNNABLE, str(e), wall=time.monotonic() - t0)
     except TraceFailure as e:
         return TraceResult(trace.name, FAIL, str(e), p.cycles, time.monotonic() - t0, p.checks)
     except Exception as e:  # the engine rejected the program (e.g. ModelConfigError) or crashed
