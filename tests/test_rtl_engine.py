@@ -1,6 +1,6 @@
 """Self-tests of the rtl trace engine (``verif.trace.rtl_engine``/``rtl_runner``, ``sim.build``).
 
-Fast unit tests: sparse memory, file-list parsing. Simulation tests use a small port-compatible
+Fast unit tests: the engine's memory (the shared ``verif.mem.SparseMemory``), file-list parsing. Simulation tests use a small port-compatible
 test DUT written here (CSB register file + a sequential copy engine started by SDP D_OP_ENABLE,
 one 8-byte AXI read then write per atom), built with Verilator through ``sim.build`` (cached under
 ``build/sim/test_stub-*``; the first build takes ~30-60 s). They check the whole path (build,
@@ -16,9 +16,11 @@ from pathlib import Path
 import pytest
 
 from sim.build import REPO, parse_filelist
-from verif.trace.rtl_engine import MemTiming, SparseMemory
+from verif.axi_slave import MemTiming
+from verif.mem import SparseMemory
+from verif.shared import nvdla_dir
 
-TRACES = REPO.parent / "shared" / "nvdla" / "traces" / "nv_small"
+TRACES = nvdla_dir() / "traces" / "nv_small"
 STUB_DIR = REPO / "build" / "test_stub"
 
 STUB_V = r"""
@@ -102,19 +104,21 @@ endmodule
 # ---- unit tests ---------------------------------------------------------------------------
 
 def test_sparse_memory_pages_fill_words():
-    m = SparseMemory()
+    from verif.mem import PAGE
+    m = SparseMemory(32)
     base = 0x8000_0000
-    data = bytes(range(256)) * 600                       # crosses 64 KiB pages
-    m.write(base + 0xFFF0, data)
-    assert m.read(base + 0xFFF0, len(data)) == data
-    assert m.read(base, 16) == bytes(16)                  # never written: zeros
-    m.fill(base, 0x30000, 0)                              # whole pages dropped, partial zeroed
-    assert m.read(base + 0xFFF0, len(data)) == bytes(0x30000 - 0xFFF0) + data[0x30000 - 0xFFF0:]
+    data = bytes(range(256)) * 6000                      # crosses 1 MiB pages
+    m.write(base + PAGE - 16, data)
+    assert m.read_bytes(base + PAGE - 16, len(data)) == data
+    assert m.read_bytes(base, 16) == bytes(16)            # never written: zeros
+    m.fill(base, 2 * PAGE, 0)                             # whole pages dropped, partial zeroed
+    assert m.read_bytes(base + PAGE - 16, len(data)) == bytes(PAGE + 16) + data[PAGE + 16:]
+    assert len(m.pages) == 1
     m.write_word(base + 8, 8, 0x1122334455667788, 0xFF)
     assert m.read_word(base + 8, 8) == 0x1122334455667788
     m.write_word(base + 8, 8, 0xAAAAAAAAAAAAAAAA, 0x0F)   # strobes: low 4 bytes only
-    assert m.read(base + 8, 8) == bytes.fromhex("aaaaaaaa44332211")
-    assert len(m.pages) <= 4
+    assert m.read_bytes(base + 8, 8) == bytes.fromhex("aaaaaaaa44332211")
+    assert len(m.pages) <= 2
 
 
 def test_parse_filelist_relative_incdir_nested(tmp_path):
@@ -177,6 +181,14 @@ def test_stub_copy_trace_passes_and_latency_parameter(stub_filelist):
     slow = _run([t], stub_filelist, timing=MemTiming(read_latency=40))[t.name]
     assert slow.status == "PASS"
     assert slow.cycles - base.cycles == 8 * 256
+    # the fast profile takes a request every cycle with a 1-cycle latency; random still passes
+    fast = _run([t], stub_filelist, timing=MemTiming.named("fast"))[t.name]
+    assert fast.status == "PASS" and fast.cycles == base.cycles - 31 * 256   # 31 fewer per atom
+    # (latencies up to 20 cycles: this test DUT waits for each transfer, 500 would take 256 x 500)
+    rnd = {s: _run([t], stub_filelist, timing=MemTiming.named("random", seed=s, read_latency=20))[t.name]
+           for s in (1, 2)}
+    assert all(r.status == "PASS" and r.rtl["rd_beats"] == 256 for r in rnd.values())
+    assert rnd[1].cycles != rnd[2].cycles                 # seeds give different timings
 
 
 @needs_sim

@@ -1,12 +1,18 @@
-"""NVIDIA's trace tests on both engines, checked by NVIDIA's golden CRCs.
+"""NVIDIA's trace tests on the model and rtl engines, checked by NVIDIA's golden CRCs.
 
 Every trace directory under ../shared/nvdla/traces/nv_small (and nv_small_generated) is a test
 case per engine. A trace listed in verif/manifest.toml must PASS; an unlisted one is an expected
 failure (xfail, never counted as a pass) and, if it passes anyway, is reported at the end of the run.
 On the rtl engine unlisted traces run only with ``--rtl-all`` (they would wait out their budget).
 Skipped with a reason when ../shared is absent.
+
+The rtl manifest's traces also run under every memory timing profile (``RTL_PROFILES``: nvidia,
+fast, random with 5 seeds, and nvidia and random with ``primary_memif_max_burst=4``). To keep CI cheap, one
+simulator process per profile plays all of them (``_rtl_batch``, cached for the session).
 """
 from __future__ import annotations
+
+from functools import lru_cache
 
 import pytest
 
@@ -79,12 +85,55 @@ def test_model_ew(tid):
     _check("model_ew", tid, res)
 
 
+#: memory timing profile x configuration spec the rtl manifest's traces must pass under:
+#: name -> (config spec, profile, seed)
+RTL_PROFILES = {
+    "nvidia": ("nv_small", "nvidia", 0),
+    "fast": ("nv_small", "fast", 0),
+    **{f"random{s}": ("nv_small", "random", s) for s in range(1, 6)},
+    "nvidia-burst4": ("nv_small+primary_memif_max_burst=4", "nvidia", 0),
+    "random1-burst4": ("nv_small+primary_memif_max_burst=4", "random", 1),
+}
+RTL_MANIFEST = sorted(t for t in MANIFEST.get("rtl", ()) if t in TRACES)
+
+
+@lru_cache(maxsize=None)
+def _rtl_batch(profile: str) -> dict:
+    """{trace id: TraceResult} of the rtl manifest's traces played in ONE simulator process
+    under ``RTL_PROFILES[profile]``."""
+    from hdl.config import get_config
+    from verif.axi_slave import MemTiming
+    from verif.trace.runner import run
+    spec, name, seed = RTL_PROFILES[profile]
+    dirs = [nvdla_dir() / "traces" / t for t in RTL_MANIFEST]
+    by_name = {d.name: t for d, t in zip(dirs, RTL_MANIFEST)}
+    return {by_name[r.name]: r for r in run(dirs, "rtl", get_config(spec), jobs=1,
+                                            timing=MemTiming.named(name, seed=seed),
+                                            traces_per_process=len(dirs))}
+
+
 @needs_shared
 @pytest.mark.rtl
 @pytest.mark.parametrize("tid", [t for t in TRACES if t.startswith("nv_small/")] or ["<no traces>"])
 def test_rtl(tid, request):
-    if tid not in MANIFEST["rtl"] and not request.config.getoption("--rtl-all"):
+    if tid in RTL_MANIFEST:
+        _check("rtl", tid, _rtl_batch("nvidia")[tid])
+        return
+    if not request.config.getoption("--rtl-all"):
         pytest.skip("not in the rtl manifest (run with --rtl-all to try it)")
     from verif.trace.runner import run
     (res,) = run([nvdla_dir() / "traces" / tid], "rtl", NV_SMALL)
     _check("rtl", tid, res)
+
+
+@needs_shared
+@pytest.mark.rtl
+@pytest.mark.parametrize("profile", [p for p in RTL_PROFILES if p != "nvidia"])
+def test_rtl_mem_profile(profile):
+    """The rtl manifest's traces under the fast / random memory and with 4-beat bursts (one
+    test per profile: one simulator process, so pytest-xdist never runs a batch twice)."""
+    assert RTL_MANIFEST, "the rtl manifest names no trace"
+    res = _rtl_batch(profile)
+    bad = [f"{t}: {r.status}: {r.message}" for t, r in sorted(res.items()) if r.status != PASS]
+    assert sorted(res) == RTL_MANIFEST and not bad, \
+        f"under {profile} {RTL_PROFILES[profile]}:\n" + "\n".join(bad or ["missing results"])

@@ -3,7 +3,8 @@
 Driven by ``verif.trace.rtl_runner`` through the environment variable ``NVDLA_TRACE_TB`` (JSON):
 ``traces`` (trace directories, played in order, DUT reset and memory cleared between them),
 ``results`` (a JSON-lines file: one object per finished trace, appended and flushed as each
-trace ends, so a crash loses only the trace that was running), ``timing`` (MemTiming fields),
+trace ends, so a crash loses only the trace that was running), ``timing`` (the fields of
+``verif.axi_slave.MemTiming``: read_latency, accept_every, profile, seed),
 ``player`` (Player keyword arguments: intr_budget, poll_budget), ``engine`` (RtlEngine keyword
 arguments), ``waves`` (the FST path, for failure messages, or null).
 
@@ -20,9 +21,10 @@ import time
 
 import cocotb
 
+from verif.axi_slave import MemTiming
 from verif.trace.parser import TraceSyntaxError, load_trace
 from verif.trace.player import FAIL, TraceResult, play
-from verif.trace.rtl_engine import MemTiming, RtlEngine
+from verif.trace.rtl_engine import RtlEngine
 
 ENV = "NVDLA_TRACE_TB"
 

@@ -1,8 +1,10 @@
-"""Trace player CLI: ``python -m verif.trace run PATH... --engine {rtl,model}``.
+"""Trace player CLI: ``python -m verif.trace run PATH... --engine {model,rtl,amaranth}``.
 
-Prints one line per trace (PASS / FAIL / NOT-RUNNABLE, name, cycles on rtl, wall seconds), the
-reason under a failing trace, and last ``N passed, M failed, K not runnable``. Exit status 1 iff a
-trace failed.
+Prints one line per trace (PASS / FAIL / NOT-RUNNABLE, name, cycles on the simulated engines,
+wall seconds), the reason under a trace that did not pass, and last
+``N passed, M failed, K not runnable``. Exit status: 0 when every trace passed; 1 when a trace
+failed, or was not runnable (unless ``--allow-not-runnable``); 2 for invalid options (an
+unknown configuration or ``--set`` value, a timing value out of range), before anything runs.
 """
 from __future__ import annotations
 
@@ -11,11 +13,12 @@ import sys
 import time
 from pathlib import Path
 
-from hdl.config import ConfigError, get_config
+from hdl.config import ConfigError, add_config_arguments, config_from_args
+from verif.axi_slave import PROFILES, MemTiming, MemTimingError
 from verif.trace.parser import find_traces
 from verif.trace.player import FAIL, NOT_RUNNABLE, PASS
 from verif.trace.reference import nvidia_cycles
-from verif.trace.runner import run
+from verif.trace.runner import ENGINES, run
 
 
 def format_result(r) -> str:
@@ -33,35 +36,56 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m verif.trace", description="Play NVIDIA NVDLA trace tests.")
     sub = ap.add_subparsers(dest="cmd", required=True)
     rp = sub.add_parser("run", help="run trace directories (or directories of them)",
-                        description="Run NVIDIA trace tests on the RTL (Verilator + cocotb) or the numpy model.")
+                        description="Run NVIDIA trace tests on the numpy model, the RTL (Verilator + "
+                                    "cocotb) or the RTL in Amaranth's simulator.")
     rp.add_argument("paths", nargs="+", type=Path, metavar="PATH",
                     help="a trace directory (holding one .cfg) or a directory of trace directories")
-    rp.add_argument("--engine", choices=("rtl", "model"), default="model", help="simulator (default: model)")
-    rp.add_argument("--config", default="nv_small", help="hardware configuration (default: nv_small)")
+    rp.add_argument("--engine", choices=ENGINES, default="model",
+                    help="model (numpy), rtl (Verilator) or amaranth (Amaranth simulator, slow); "
+                         "default: model")
+    add_config_arguments(rp)
     rp.add_argument("--waves", action="store_true", help="rtl: dump FST waves to build/waves/<trace>.fst")
     rp.add_argument("--rtl-filelist", type=Path, default=None,
                     help="rtl: Verilator file list of any port-compatible NV_nvdla (default: ours)")
     rp.add_argument("-j", "--jobs", type=int, default=1, help="rtl: parallel simulations")
+    rp.add_argument("--mem-profile", choices=PROFILES, default="nvidia",
+                    help="rtl/amaranth memory timing: nvidia (default: read data 32 cycles after the "
+                         "request, a request every other cycle, as NVIDIA's player), fast (latency 1, "
+                         "a request every cycle), random (latency 0..500 per request, random "
+                         "stalls, out-of-order IDs; see --seed)")
+    rp.add_argument("--seed", type=int, default=0, help="seed of the random memory profile (default 0)")
     rp.add_argument("--read-latency", type=int, default=None,
-                    help="rtl: memory read latency in cycles (default 32, as NVIDIA's player)")
+                    help="override the profile's read latency in cycles (nvidia 32, fast 1; random: "
+                         "the largest latency, 500), >= 0")
     rp.add_argument("--accept-every", type=int, default=None,
-                    help="rtl: memory accepts one AXI request every N cycles (default 2, as NVIDIA's player)")
+                    help="override: the memory accepts one AXI request every N cycles (nvidia 2, "
+                         "fast and random 1), >= 1")
+    rp.add_argument("--allow-not-runnable", action="store_true",
+                    help="exit status 0 even if some traces are not runnable (missing memory images)")
     args = ap.parse_args(argv)
     try:
-        cfg = get_config(args.config)
+        cfg = config_from_args(args)
+        timing = MemTiming.named(args.mem_profile, seed=args.seed, read_latency=args.read_latency,
+                                 accept_every=args.accept_every)
+        if args.jobs < 1:
+            raise MemTimingError(f"--jobs {args.jobs}: must be >= 1")
         dirs = find_traces(args.paths)
-    except (ConfigError, FileNotFoundError) as e:
+    except (ConfigError, MemTimingError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     counts = {PASS: 0, FAIL: 0, NOT_RUNNABLE: 0}
     t0 = time.monotonic()
-    for r in run(dirs, args.engine, cfg, waves=args.waves, rtl_filelist=args.rtl_filelist, jobs=args.jobs,
-                 read_latency=args.read_latency, accept_every=args.accept_every):
+    for r in run(dirs, args.engine, cfg, waves=args.waves, rtl_filelist=args.rtl_filelist,
+                 jobs=args.jobs, timing=timing):
         counts[r.status] += 1
         print(format_result(r), flush=True)
-    print(f"# {len(dirs)} traces on {args.engine} ({cfg.name}) in {time.monotonic() - t0:.1f} s", flush=True)
+    mem = f", memory {timing}" if args.engine != "model" else ""
+    print(f"# {len(dirs)} traces on {args.engine} ({cfg.name}{mem}) in {time.monotonic() - t0:.1f} s",
+          flush=True)
     print(f"{counts[PASS]} passed, {counts[FAIL]} failed, {counts[NOT_RUNNABLE]} not runnable")
-    return 1 if counts[FAIL] else 0
+    if counts[FAIL] or (counts[NOT_RUNNABLE] and not args.allow_not_runnable):
+        return 1
+    return 0
 
 
 if __name__ == "__main__":

@@ -1,18 +1,22 @@
 """The ``model`` engine: the trace player's Engine on the numpy model (untimed)."""
 from __future__ import annotations
 
-import numpy as np
-
 from hdl.config import NvdlaConfig
+from verif.mem import SparseMemory
 from verif.model import Nvdla
 
 
 class ModelEngine:
-    """Engine protocol (verif/trace/player.py) over ``verif.model.Nvdla``. ``cycle`` is None."""
+    """Engine protocol (verif/trace/player.py) over ``verif.model.Nvdla``. ``cycle`` is None.
+
+    The model's memory is the shared sparse memory wrapped at ``cfg.mem_address_width`` bits
+    (``address_width``), as the RTL's address adders wrap.
+    """
     name = "model"
 
     def __init__(self, cfg: NvdlaConfig):
-        self.dla = Nvdla(cfg)
+        self.address_width = cfg.mem_address_width
+        self.dla = Nvdla(cfg, mem=SparseMemory(self.address_width))
 
     @property
     def cycle(self):

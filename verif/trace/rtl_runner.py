@@ -14,8 +14,8 @@ log), ``waves`` (FST path or None), ``build`` (build directory).
 With ``waves=True`` each trace runs alone in its own process and its waveform is written to
 ``build/waves/<trace>.fst``; FAIL messages name that file.
 
-CLI: ``python -m verif.trace.rtl_runner [--config nv_small] [--rtl-filelist F] [--waves]
-[-j N] TRACE_OR_DIR...``.
+CLI: ``python -m verif.trace.rtl_runner [--config nv_small] [--set NAME=VALUE] [--rtl-filelist F]
+[--waves] [-j N] [--mem-profile nvidia|fast|random] [--seed N] TRACE_OR_DIR...``.
 """
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ from typing import Iterable, Iterator
 from sim.build import REPO, TIMESCALE, TOPLEVEL, SimBuild, build_sim
 from verif.trace.parser import Trace, TraceSyntaxError, find_traces, load_trace
 from verif.trace.player import FAIL, NOT_RUNNABLE, CheckResult, TraceResult
-from verif.trace.rtl_engine import MemTiming
+from verif.axi_slave import MemTiming
 
 TB_MODULE = "verif.cocotb_tb.trace_tb"
 TB_ENV = "NVDLA_TRACE_TB"
@@ -108,8 +108,8 @@ def run_rtl(traces: Iterable, config: str = "nv_small", waves: bool = False,
     ``config``: hardware configuration name (selects the project's RTL, part of the build cache
     key). ``rtl_filelist``: simulate another port-compatible NV_nvdla from a Verilator file list
     (e.g. NVIDIA's RTL). ``waves``: FST per trace in ``build/waves/<trace>.fst``. ``jobs``:
-    simulator processes in parallel. ``timing``: memory model (default = NVIDIA's player:
-    read_latency=32, accept_every=2). ``traces_per_process``: batch size (default: spread over
+    simulator processes in parallel. ``timing``: memory timing (``verif.axi_slave.MemTiming``;
+    default the ``nvidia`` profile: read_latency=32, accept_every=2). ``traces_per_process``: batch size (default: spread over
     ``jobs``, at most 32; always 1 with waves). ``intr_budget``/``poll_budget``: Player cycle
     budgets. ``engine``: extra RtlEngine keyword arguments (period_ns, reset_cycles,
     post_reset_cycles, csb_timeout).
@@ -199,19 +199,29 @@ def run_rtl(traces: Iterable, config: str = "nv_small", waves: bool = False,
 
 
 def main(argv=None) -> int:
+    from hdl.config import ConfigError, add_config_arguments, config_from_args
+    from verif.axi_slave import PROFILES, MemTimingError
     ap = argparse.ArgumentParser(description="Play NVIDIA trace tests on the RTL (Verilator).")
     ap.add_argument("paths", nargs="+", type=Path, help="trace directories or directories of traces")
-    ap.add_argument("--config", default="nv_small")
+    add_config_arguments(ap)
     ap.add_argument("--rtl-filelist", type=Path)
     ap.add_argument("--waves", action="store_true")
     ap.add_argument("-j", "--jobs", type=int, default=1)
-    ap.add_argument("--read-latency", type=int, default=MemTiming.read_latency)
-    ap.add_argument("--accept-every", type=int, default=MemTiming.accept_every)
+    ap.add_argument("--mem-profile", choices=PROFILES, default="nvidia")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--read-latency", type=int, default=None)
+    ap.add_argument("--accept-every", type=int, default=None)
     a = ap.parse_args(argv)
+    try:
+        cfg = config_from_args(a)
+        timing = MemTiming.named(a.mem_profile, seed=a.seed, read_latency=a.read_latency,
+                                 accept_every=a.accept_every)
+    except (ConfigError, MemTimingError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     dirs = find_traces(a.paths)
     bad = 0
-    for r in run_rtl(dirs, a.config, a.waves, a.rtl_filelist, a.jobs,
-                     timing=MemTiming(a.read_latency, a.accept_every)):
+    for r in run_rtl(dirs, cfg.name, a.waves, a.rtl_filelist, a.jobs, timing=timing):
         x = getattr(r, "rtl", {})
         print(f"{r.status:12s} {r.name:45s} cycles={r.cycles} sim_cycles={x.get('sim_cycles')} "
               f"wall={x.get('sim_wall') or 0:.1f}s rd={x.get('rd_beats')} wr={x.get('wr_beats')}"

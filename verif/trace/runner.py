@@ -6,9 +6,12 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from hdl.config import NvdlaConfig
+from verif.axi_slave import MemTiming
 from verif.trace.golden import first_mismatch
 from verif.trace.parser import TraceSyntaxError, load_trace
 from verif.trace.player import FAIL, NOT_RUNNABLE, TraceResult, play
+
+ENGINES = ("model", "rtl", "amaranth")
 
 
 def add_mismatch_report(result: TraceResult, trace, cfg: NvdlaConfig) -> TraceResult:
@@ -24,37 +27,61 @@ def add_mismatch_report(result: TraceResult, trace, cfg: NvdlaConfig) -> TraceRe
     return result
 
 
+def _load(d: Path):
+    """(trace, None) or (None, the TraceResult saying why it cannot be loaded)."""
+    try:
+        return load_trace(d), None
+    except (TraceSyntaxError, FileNotFoundError) as e:
+        return None, TraceResult(d.name, FAIL if isinstance(e, TraceSyntaxError) else NOT_RUNNABLE, str(e))
+
+
 def run_model(dirs: Iterable[Path], cfg: NvdlaConfig) -> Iterator[TraceResult]:
     """Play each trace directory on the numpy model; yields one TraceResult per trace."""
     from verif.trace.model_engine import ModelEngine
     for d in dirs:
-        d = Path(d)
-        try:
-            trace = load_trace(d)
-        except (TraceSyntaxError, FileNotFoundError) as e:
-            yield TraceResult(d.name, FAIL if isinstance(e, TraceSyntaxError) else NOT_RUNNABLE, str(e))
+        trace, bad = _load(Path(d))
+        if bad is not None:
+            yield bad
             continue
         res = asyncio.run(play(trace, ModelEngine(cfg)))
         yield add_mismatch_report(res, trace, cfg)
 
 
+def run_amaranth(dirs: Iterable[Path], cfg: NvdlaConfig, timing: MemTiming = MemTiming()) -> Iterator[TraceResult]:
+    """Play each trace directory on ``hdl.top.NvdlaCore`` in Amaranth's simulator (one simulation
+    per trace; slow: use it for small traces); yields one TraceResult per trace."""
+    from verif.trace.amaranth_engine import play_on_amaranth
+    for d in dirs:
+        trace, bad = _load(Path(d))
+        if bad is not None:
+            yield bad
+            continue
+        yield add_mismatch_report(play_on_amaranth(trace, cfg, timing=timing), trace, cfg)
+
+
 def run(dirs: Iterable[Path], engine: str, cfg: NvdlaConfig, *, waves: bool = False,
-        rtl_filelist: Path | None = None, jobs: int = 1, read_latency: int | None = None,
-        accept_every: int | None = None) -> Iterator[TraceResult]:
-    """Dispatch to the model or rtl engine. ``read_latency`` (cycles) and ``accept_every``
-    (cycles between accepted AXI requests) override the rtl memory's defaults (NVIDIA's player:
-    32 and 2). Raises ValueError for an unknown engine."""
+        rtl_filelist: Path | None = None, jobs: int = 1, timing: MemTiming | None = None,
+        read_latency: int | None = None, accept_every: int | None = None,
+        traces_per_process: int | None = None) -> Iterator[TraceResult]:
+    """Dispatch to the ``model``, ``rtl`` or ``amaranth`` engine.
+
+    ``timing``: memory timing of the simulated engines (default: the ``nvidia`` profile);
+    ``read_latency`` (cycles) and ``accept_every`` (cycles between accepted AXI requests)
+    override the nvidia profile's values when ``timing`` is None. ``cfg.name`` (a spec string)
+    selects the RTL build. Raises ValueError for an unknown engine and
+    ``verif.axi_slave.MemTimingError`` for invalid timing values.
+    """
     dirs = [Path(d).resolve() for d in dirs]   # simulator processes run in their own directories
+    if timing is None:
+        timing = MemTiming.named("nvidia", read_latency=read_latency, accept_every=accept_every)
     if engine == "model":
         yield from run_model(dirs, cfg)
+    elif engine == "amaranth":
+        yield from run_amaranth(dirs, cfg, timing)
     elif engine == "rtl":
-        from verif.trace.rtl_engine import MemTiming
         from verif.trace.rtl_runner import run_rtl
-        overrides = {k: v for k, v in (("read_latency", read_latency), ("accept_every", accept_every))
-                     if v is not None}
-        timing = MemTiming(**overrides)
         for res in run_rtl(dirs, config=cfg.name, waves=waves, rtl_filelist=rtl_filelist, jobs=jobs,
-                           timing=timing):
+                           timing=timing, traces_per_process=traces_per_process):
             trace = None
             try:
                 trace = load_trace(next(d for d in dirs if d.name == res.name))
@@ -62,4 +89,4 @@ def run(dirs: Iterable[Path], engine: str, cfg: NvdlaConfig, *, waves: bool = Fa
                 pass
             yield add_mismatch_report(res, trace, cfg) if trace is not None else res
     else:
-        raise ValueError(f"unknown engine {engine!r} (rtl or model)")
+        raise ValueError(f"unknown engine {engine!r} (one of {', '.join(ENGINES)})")
