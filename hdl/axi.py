@@ -3,8 +3,8 @@ signatures (v1_hwarch.rst "Memory interface": DMA engines talk to MCIF/CVIF whic
 
 Member names are the suffixes of NVIDIA's ports: the top level prefixes them with
 ``nvdla_core2dbb_`` (primary, DBB) or ``nvdla_core2cvsram_`` (secondary, CV SRAM), e.g.
-``nvdla_core2dbb_aw_awvalid``. Only single-beat bursts are issued (``*len`` = 0); IDs are 8 bits
-as in NV_nvdla.v.
+``nvdla_core2dbb_aw_awvalid``. Bursts are INCR of up to 16 beats (``*len`` = beats - 1); IDs are
+8 bits as in NV_nvdla.v.
 """
 from __future__ import annotations
 
@@ -12,10 +12,8 @@ from amaranth.hdl import unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from hdl.config import NvdlaConfig
-
 __all__ = ["AXI_ID_WIDTH", "AXI_LEN_WIDTH", "AxiMasterSignature", "DmaReadSignature",
-           "DmaWriteSignature", "read_req_layout", "write_req_layout"]
+           "DmaWriteSignature", "read_req_layout", "write_req_layout", "write_data_layout"]
 
 AXI_ID_WIDTH = 8     # NV_nvdla.v: *_awid[7:0], *_arid[7:0], *_bid[7:0], *_rid[7:0]
 AXI_LEN_WIDTH = 4    # NV_nvdla.v: *_awlen[3:0], *_arlen[3:0]
@@ -46,41 +44,60 @@ class AxiMasterSignature(wiring.Signature):
         })
 
 
-def read_req_layout(cfg: NvdlaConfig) -> data.StructLayout:
-    """DMA read request: ``addr`` byte address (cfg.mem_address_width bits) of one AXI data beat
-    (cfg.axi_data_bytes bytes, aligned)."""
-    return data.StructLayout({"addr": unsigned(cfg.mem_address_width)})
+def read_req_layout(addr_width: int) -> data.StructLayout:
+    """DMA read request: one AXI burst: ``addr`` byte address of its first beat (beat aligned,
+    ``addr_width`` bits), ``len`` beats minus one (AXI ARLEN encoding, AXI_LEN_WIDTH bits). The
+    burst must not cross a 4 KB boundary (AXI rule; the requester guarantees it)."""
+    return data.StructLayout({"addr": unsigned(addr_width), "len": unsigned(AXI_LEN_WIDTH)})
 
 
-def write_req_layout(cfg: NvdlaConfig) -> data.StructLayout:
-    """DMA write request: one AXI beat: ``addr`` (bytes, beat aligned), ``data``
-    (cfg.primary_memif_width bits), ``strb`` (one bit per byte)."""
-    return data.StructLayout({
-        "addr": unsigned(cfg.mem_address_width),
-        "data": unsigned(cfg.primary_memif_width),
-        "strb": unsigned(cfg.primary_memif_width // 8),
-    })
+def write_req_layout(addr_width: int) -> data.StructLayout:
+    """DMA write request: one AXI burst, same fields as :func:`read_req_layout` (``len`` in
+    AWLEN encoding); its ``len + 1`` data beats follow on the client's ``data`` stream."""
+    return read_req_layout(addr_width)
+
+
+def write_data_layout(data_width: int) -> data.StructLayout:
+    """One write data beat: ``data`` (``data_width`` bits), ``strb`` (one bit per byte)."""
+    return data.StructLayout({"data": unsigned(data_width), "strb": unsigned(data_width // 8)})
 
 
 class DmaReadSignature(wiring.Signature):
-    """A DMA read client (client's view): ``req`` Out(stream of :func:`read_req_layout`),
-    ``rsp`` In(stream of one beat of read data, cfg.primary_memif_width bits), returned in request
-    order. The client must only issue requests it has buffer space for (credit rule), so that
-    MCIF never blocks the shared AXI R channel for long."""
+    """A DMA read client (client's view).
 
-    def __init__(self, cfg: NvdlaConfig):
+    Members: ``req`` Out(stream of :func:`read_req_layout` ``(addr_width)``): one burst per
+    request; ``rsp`` In(stream of ``unsigned(data_width)``): the read data beats, in request
+    order (each burst's ``len + 1`` beats in address order).
+
+    Credit rule: the client only issues requests whose beats it has buffer space for, so that
+    it never stalls the shared AXI R channel for long.
+    """
+
+    def __init__(self, addr_width: int, data_width: int):
+        self.addr_width, self.data_width = addr_width, data_width
         super().__init__({
-            "req": Out(stream.Signature(read_req_layout(cfg))),
-            "rsp": In(stream.Signature(unsigned(cfg.primary_memif_width))),
+            "req": Out(stream.Signature(read_req_layout(addr_width))),
+            "rsp": In(stream.Signature(unsigned(data_width))),
         })
 
 
 class DmaWriteSignature(wiring.Signature):
-    """A DMA write client (client's view): ``req`` Out(stream of :func:`write_req_layout`),
-    ``done`` In(1): one-cycle pulse per completed write (AXI B response)."""
+    """A DMA write client (client's view).
 
-    def __init__(self, cfg: NvdlaConfig):
+    Members: ``req`` Out(stream of :func:`write_req_layout` ``(addr_width)``): one burst per
+    request; ``data`` Out(stream of :func:`write_data_layout` ``(data_width)``): the beats of
+    the requested bursts, in request order (MCIF takes a burst's beats after its request and
+    marks the last with WLAST); ``done`` In(1): one-cycle pulse per completed burst (AXI B
+    response).
+
+    A client should offer a request only when its beats are ready (or about to be), because
+    MCIF keeps the AXI W channel for that burst until its last beat.
+    """
+
+    def __init__(self, addr_width: int, data_width: int):
+        self.addr_width, self.data_width = addr_width, data_width
         super().__init__({
-            "req": Out(stream.Signature(write_req_layout(cfg))),
+            "req": Out(stream.Signature(write_req_layout(addr_width))),
+            "data": Out(stream.Signature(write_data_layout(data_width))),
             "done": In(1),
         })

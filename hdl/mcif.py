@@ -1,29 +1,38 @@
 """MCIF: memory client interface to the DBB AXI4 port (v1_hwarch.rst "Memory interface",
 v1_ias_unit_description.rst "MCIF").
 
-Read side: round-robin arbitration between ``cfg.num_dma_read_clients`` read clients; each
-granted request becomes one single-beat AXI read (``arlen`` = 0) with ``arid`` = client index.
-Any number of reads may be outstanding: AXI returns data in order per ID, and the data of ID i is
-routed to client i's ``rsp`` stream (``rready`` follows that client's ``rsp.ready``). Clients
-bound their own outstanding requests by their buffer space (credit rule, see
-:class:`hdl.axi.DmaReadSignature`), so MCIF needs no reorder buffer.
+Read side: round-robin arbitration between the read clients; each granted request is one AXI
+burst (``arlen`` = request ``len``) with ``arid`` = client index (:mod:`hdl.dma.clients`). Any
+number of bursts may be outstanding. Read data beats are routed by ``rid`` to that client's
+``rsp`` stream as they come (``rready`` follows that client's ``rsp.ready``): AXI keeps beats of
+one ID in order but may return, and interleave, different IDs in any order, which needs no
+reorder buffer here because every client receives only its own beats. Clients bound their own
+outstanding beats by their buffer space (credit rule, :class:`hdl.axi.DmaReadSignature`).
 
-Write side: round-robin between ``cfg.num_dma_write_clients`` write clients; a granted request
-drives AW (``awid`` = client index, ``awlen`` = 0) and W (``wlast`` = 1) together; B responses
-pulse the client's ``done``. ``bready`` is always 1.
+Write side: round-robin between the write clients for AW (``awid`` = client index, ``awlen`` =
+request ``len``). Every accepted AW queues (client, len) in the W-order FIFO; the W channel
+serves the head entry only, taking exactly ``len + 1`` beats from that client's ``data`` stream
+and marking the last one with ``wlast`` (AXI4 has no write interleaving: W beats follow AW order,
+one burst at a time). B responses pulse the client's ``done`` (``bready`` is always 1).
 
-AR and AW/W outputs are registered (one request per cycle at full rate).
+AR, AW and W outputs are registered (:class:`hdl.lib.stream.PipelineStage`), one transfer per
+cycle per channel at full rate. ``idle`` (MCIF STATUS.IDLE) is high when no AXI transaction is
+queued or outstanding.
 """
 from __future__ import annotations
 
-from amaranth.hdl import Module, Signal
-from amaranth.lib import wiring
+from amaranth.hdl import Module, Signal, unsigned
+from amaranth.lib import data, fifo, wiring
 from amaranth.lib.wiring import In, Out
 
-from hdl.axi import AxiMasterSignature, DmaReadSignature, DmaWriteSignature
+from hdl.axi import (AXI_ID_WIDTH, AXI_LEN_WIDTH, AxiMasterSignature, DmaReadSignature,
+                     DmaWriteSignature)
 from hdl.config import NvdlaConfig
+from hdl.lib.stream import PipelineStage
 
 __all__ = ["Mcif", "round_robin"]
+
+OUTSTANDING_BITS = 16     # bursts in flight per direction (for idle)
 
 
 def round_robin(m: Module, valids: list, last: Signal, name: str):
@@ -56,48 +65,61 @@ def _or(sigs):
     return acc
 
 
+def _addr_layout(addr_width: int) -> data.StructLayout:
+    return data.StructLayout({"addr": unsigned(addr_width), "len": unsigned(AXI_LEN_WIDTH),
+                              "id": unsigned(AXI_ID_WIDTH)})
+
+
 class Mcif(wiring.Component):
     """Memory client interface (primary memory, DBB).
 
-    Parameters: ``cfg`` (:class:`hdl.config.NvdlaConfig`); ``n_read``/``n_write`` clients
-    (default cfg.num_dma_read_clients / cfg.num_dma_write_clients).
+    Parameters: ``cfg`` (:class:`hdl.config.NvdlaConfig`: cfg.mem_address_width,
+    cfg.primary_memif_width); ``n_read``/``n_write`` clients (default
+    cfg.num_dma_read_clients / cfg.num_dma_write_clients); ``w_order_depth``: AW bursts whose
+    W beats are not all sent yet (entries of the W-order FIFO; AW stalls when it is full).
 
-    Ports: ``axi`` Out(:class:`hdl.axi.AxiMasterSignature`) (cfg.mem_address_width,
-    cfg.primary_memif_width); ``rd`` In(DmaReadSignature).array(n_read); ``wr``
-    In(DmaWriteSignature).array(n_write); ``idle`` Out(1): no AXI transaction outstanding.
+    Ports: ``axi`` Out(:class:`hdl.axi.AxiMasterSignature`); ``rd``
+    In(:class:`hdl.axi.DmaReadSignature`).array(n_read); ``wr``
+    In(:class:`hdl.axi.DmaWriteSignature`).array(n_write); ``idle`` Out(1): no AXI transaction
+    queued or outstanding.
     """
 
-    def __init__(self, cfg: NvdlaConfig, n_read: int | None = None, n_write: int | None = None):
+    def __init__(self, cfg: NvdlaConfig, n_read: int | None = None, n_write: int | None = None,
+                 *, w_order_depth: int = 8):
         self.cfg = cfg
         self.n_read = n_read or cfg.num_dma_read_clients
         self.n_write = n_write or cfg.num_dma_write_clients
+        self.w_order_depth = w_order_depth
+        aw, dw = cfg.mem_address_width, cfg.primary_memif_width
         super().__init__({
-            "axi": Out(AxiMasterSignature(cfg.mem_address_width, cfg.primary_memif_width)),
-            "rd": In(DmaReadSignature(cfg)).array(self.n_read),
-            "wr": In(DmaWriteSignature(cfg)).array(self.n_write),
+            "axi": Out(AxiMasterSignature(aw, dw)),
+            "rd": In(DmaReadSignature(aw, dw)).array(self.n_read),
+            "wr": In(DmaWriteSignature(aw, dw)).array(self.n_write),
             "idle": Out(1),
         })
 
     def elaborate(self, platform):
         m = Module()
         axi = self.axi
+        aw = self.cfg.mem_address_width
 
-        # ---- read request arbitration -> registered AR channel ----
+        # ---- AR: arbitration -> register stage -> AXI ----
+        m.submodules.ar_stage = ar = PipelineStage(_addr_layout(aw))
         rd_last = Signal(range(max(self.n_read, 2)))
         rgrant, rany = round_robin(m, [c.req.valid for c in self.rd], rd_last, "rd")
-        ar_valid = Signal()
-        ar_load = ~ar_valid | axi.ar_arready
-        m.d.comb += [axi.ar_arvalid.eq(ar_valid), axi.ar_arlen.eq(0)]
-        with m.If(axi.ar_arready):
-            m.d.sync += ar_valid.eq(0)
+        m.d.comb += [ar.i.valid.eq(rany), ar.i.payload.id.eq(rgrant)]
         for i, c in enumerate(self.rd):
-            with m.If(rany & (rgrant == i)):
-                m.d.comb += c.req.ready.eq(ar_load)
-                with m.If(ar_load):
-                    m.d.sync += [ar_valid.eq(1), axi.ar_araddr.eq(c.req.payload.addr),
-                                 axi.ar_arid.eq(i), rd_last.eq(i)]
+            with m.If(rgrant == i):
+                m.d.comb += [ar.i.payload.addr.eq(c.req.payload.addr),
+                             ar.i.payload.len.eq(c.req.payload.len),
+                             c.req.ready.eq(rany & ar.i.ready)]
+        with m.If(ar.i.valid & ar.i.ready):
+            m.d.sync += rd_last.eq(rgrant)
+        m.d.comb += [axi.ar_arvalid.eq(ar.o.valid), axi.ar_araddr.eq(ar.o.payload.addr),
+                     axi.ar_arlen.eq(ar.o.payload.len), axi.ar_arid.eq(ar.o.payload.id),
+                     ar.o.ready.eq(axi.ar_arready)]
 
-        # ---- read data return, routed by ID (in order per ID) ----
+        # ---- R: routed by ID, beat by beat (any interleaving of IDs) ----
         for i, c in enumerate(self.rd):
             hit = axi.r_rid == i
             m.d.comb += [c.rsp.payload.eq(axi.r_rdata), c.rsp.valid.eq(axi.r_rvalid & hit)]
@@ -106,37 +128,70 @@ class Mcif(wiring.Component):
         with m.If(axi.r_rid >= self.n_read):
             m.d.comb += axi.r_rready.eq(1)       # unknown ID: drop rather than hang
 
-        # ---- write request arbitration -> registered AW + W ----
+        # ---- AW: arbitration -> register stage -> AXI; (client, len) -> W-order FIFO ----
+        order_layout = data.StructLayout({"id": unsigned(AXI_ID_WIDTH),
+                                          "len": unsigned(AXI_LEN_WIDTH)})
+        m.submodules.w_order = w_order = fifo.SyncFIFOBuffered(width=order_layout.size,
+                                                               depth=self.w_order_depth)
+        m.submodules.aw_stage = aws = PipelineStage(_addr_layout(aw))
         wr_last = Signal(range(max(self.n_write, 2)))
         wgrant, wany = round_robin(m, [c.req.valid for c in self.wr], wr_last, "wr")
-        aw_valid = Signal()
-        w_valid = Signal()
-        w_load = (~aw_valid | axi.aw_awready) & (~w_valid | axi.w_wready)
-        m.d.comb += [axi.aw_awvalid.eq(aw_valid), axi.aw_awlen.eq(0),
-                     axi.w_wvalid.eq(w_valid), axi.w_wlast.eq(1)]
-        with m.If(axi.aw_awready):
-            m.d.sync += aw_valid.eq(0)
-        with m.If(axi.w_wready):
-            m.d.sync += w_valid.eq(0)
+        aw_fire = Signal()
+        m.d.comb += [aws.i.valid.eq(wany & w_order.w_rdy), aws.i.payload.id.eq(wgrant),
+                     aw_fire.eq(aws.i.valid & aws.i.ready)]
         for i, c in enumerate(self.wr):
-            with m.If(wany & (wgrant == i)):
-                m.d.comb += c.req.ready.eq(w_load)
-                with m.If(w_load):
-                    m.d.sync += [aw_valid.eq(1), w_valid.eq(1),
-                                 axi.aw_awaddr.eq(c.req.payload.addr), axi.aw_awid.eq(i),
-                                 axi.w_wdata.eq(c.req.payload.data),
-                                 axi.w_wstrb.eq(c.req.payload.strb), wr_last.eq(i)]
+            with m.If(wgrant == i):
+                m.d.comb += [aws.i.payload.addr.eq(c.req.payload.addr),
+                             aws.i.payload.len.eq(c.req.payload.len),
+                             c.req.ready.eq(wany & w_order.w_rdy & aws.i.ready)]
+        order_in = data.View(order_layout, w_order.w_data)
+        m.d.comb += [order_in.id.eq(wgrant), order_in.len.eq(aws.i.payload.len),
+                     w_order.w_en.eq(aw_fire)]
+        with m.If(aw_fire):
+            m.d.sync += wr_last.eq(wgrant)
+        m.d.comb += [axi.aw_awvalid.eq(aws.o.valid), axi.aw_awaddr.eq(aws.o.payload.addr),
+                     axi.aw_awlen.eq(aws.o.payload.len), axi.aw_awid.eq(aws.o.payload.id),
+                     aws.o.ready.eq(axi.aw_awready)]
+
+        # ---- W: the head burst of the W-order FIFO owns the channel until its last beat ----
+        w_layout = data.StructLayout({"data": unsigned(self.cfg.primary_memif_width),
+                                      "strb": unsigned(self.cfg.primary_memif_width // 8),
+                                      "last": 1})
+        m.submodules.w_stage = ws = PipelineStage(w_layout)
+        head = data.View(order_layout, w_order.r_data)
+        beat = Signal(AXI_LEN_WIDTH)              # beats of the head burst already sent
+        w_fire = Signal()
+        m.d.comb += [ws.i.payload.last.eq(beat == head.len),
+                     w_fire.eq(ws.i.valid & ws.i.ready)]
+        for i, c in enumerate(self.wr):
+            with m.If(w_order.r_rdy & (head.id == i)):
+                m.d.comb += [ws.i.valid.eq(c.data.valid),
+                             ws.i.payload.data.eq(c.data.payload.data),
+                             ws.i.payload.strb.eq(c.data.payload.strb),
+                             c.data.ready.eq(ws.i.ready)]
+        with m.If(w_fire):
+            with m.If(ws.i.payload.last):
+                m.d.sync += beat.eq(0)
+            with m.Else():
+                m.d.sync += beat.eq(beat + 1)
+        m.d.comb += w_order.r_en.eq(w_fire & ws.i.payload.last)
+        m.d.comb += [axi.w_wvalid.eq(ws.o.valid), axi.w_wdata.eq(ws.o.payload.data),
+                     axi.w_wstrb.eq(ws.o.payload.strb), axi.w_wlast.eq(ws.o.payload.last),
+                     ws.o.ready.eq(axi.w_wready)]
+
+        # ---- B: write responses complete a burst ----
         m.d.comb += axi.b_bready.eq(1)
         for i, c in enumerate(self.wr):
             m.d.comb += c.done.eq(axi.b_bvalid & (axi.b_bid == i))
 
-        # ---- outstanding counters for MCIF STATUS.IDLE ----
-        rd_out = Signal(16)
-        wr_out = Signal(16)
-        ar_fire = axi.ar_arvalid & axi.ar_arready
-        r_fire = axi.r_rvalid & axi.r_rready & axi.r_rlast
-        aw_fire = axi.aw_awvalid & axi.aw_awready
-        b_fire = axi.b_bvalid
-        m.d.sync += [rd_out.eq(rd_out + ar_fire - r_fire), wr_out.eq(wr_out + aw_fire - b_fire)]
-        m.d.comb += self.idle.eq((rd_out == 0) & (wr_out == 0) & ~ar_valid & ~aw_valid & ~w_valid)
+        # ---- outstanding bursts for MCIF STATUS.IDLE ----
+        rd_out = Signal(OUTSTANDING_BITS)
+        wr_out = Signal(OUTSTANDING_BITS)
+        ar_sent = axi.ar_arvalid & axi.ar_arready
+        r_done = axi.r_rvalid & axi.r_rready & axi.r_rlast
+        aw_sent = axi.aw_awvalid & axi.aw_awready
+        b_done = axi.b_bvalid & axi.b_bready
+        m.d.sync += [rd_out.eq(rd_out + ar_sent - r_done), wr_out.eq(wr_out + aw_sent - b_done)]
+        m.d.comb += self.idle.eq((rd_out == 0) & (wr_out == 0) & ~ar.o.valid & ~aws.o.valid
+                                 & ~ws.o.valid & (w_order.level == 0))
         return m

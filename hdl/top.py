@@ -29,6 +29,7 @@ from amaranth.lib.wiring import In, Out
 from hdl.axi import AxiMasterSignature
 from hdl.config import NvdlaConfig
 from hdl.csb import CsbSignature, CsbSlave
+from hdl.dma import read_client, write_client
 from hdl.glb import Glb
 from hdl.mcif import Mcif
 from hdl.regfile import UnitRegFile
@@ -41,8 +42,6 @@ DBB_PREFIX = "nvdla_core2dbb_"
 CVSRAM_PREFIX = "nvdla_core2cvsram_"
 PWRBUS_PORTS = ("nvdla_pwrbus_ram_c_pd", "nvdla_pwrbus_ram_ma_pd", "nvdla_pwrbus_ram_mb_pd",
                 "nvdla_pwrbus_ram_p_pd", "nvdla_pwrbus_ram_o_pd", "nvdla_pwrbus_ram_a_pd")
-SDP_MRDMA_CLIENT = 0      # MCIF read client index (= AXI arid) of SDP MRDMA
-SDP_WDMA_CLIENT = 0       # MCIF write client index (= AXI awid) of SDP WDMA
 
 
 def _flat(prefix: str, sig: wiring.Signature) -> dict:
@@ -105,8 +104,8 @@ class NvdlaCore(wiring.Component):
         m.submodules.sdp = sdp = Sdp(cfg)
         wiring.connect(m, csb.sdp_rdma, sdp.csb_rdma)
         wiring.connect(m, csb.sdp, sdp.csb_sdp)
-        wiring.connect(m, sdp.dma_rd, mcif.rd[SDP_MRDMA_CLIENT])
-        wiring.connect(m, sdp.dma_wr, mcif.wr[SDP_WDMA_CLIENT])
+        wiring.connect(m, sdp.dma_rd, mcif.rd[read_client("sdp_mrdma")])
+        wiring.connect(m, sdp.dma_wr, mcif.wr[write_client("sdp_wdma")])
         m.d.comb += glb.done_sdp.eq(sdp.done_grp)
 
         for u in cfg.units():

@@ -12,12 +12,13 @@ NRDMA, ERDMA, flying mode (input from CACC), output to PDP, batches, int16/fp16.
 """
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Signal
+from amaranth.hdl import Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from hdl.axi import DmaReadSignature, DmaWriteSignature
 from hdl.config import NvdlaConfig
+from hdl.dma import cube_from_regs
 from hdl.regfile import RegBusSignature, UnitRegFile
 from hdl.regmap import REGMAP
 from hdl.sdp.core import SdpCore
@@ -41,8 +42,8 @@ class Sdp(wiring.Component):
         super().__init__({
             "csb_rdma": In(RegBusSignature()),
             "csb_sdp": In(RegBusSignature()),
-            "dma_rd": Out(DmaReadSignature(cfg)),
-            "dma_wr": Out(DmaWriteSignature(cfg)),
+            "dma_rd": Out(DmaReadSignature(cfg.mem_address_width, cfg.primary_memif_width)),
+            "dma_wr": Out(DmaWriteSignature(cfg.mem_address_width, cfg.primary_memif_width)),
             "done_grp": Out(2),
             "busy": Out(1),
         })
@@ -63,26 +64,21 @@ class Sdp(wiring.Component):
         wiring.connect(m, rdma.dma, wiring.flipped(self.dma_rd))
         wiring.connect(m, wdma.dma, wiring.flipped(self.dma_wr))
 
-        rc, sc = rf_rdma.cfg, rf_sdp.cfg
         aw = cfg.mem_address_width
+        sc = rf_sdp.cfg
         m.d.comb += [
-            rdma.base.eq(Cat(rc.d_src_base_addr_low.as_value(),
-                             rc.d_src_base_addr_high.as_value())[:aw]),
-            rdma.line_stride.eq(rc.d_src_line_stride.as_value()),
-            rdma.surface_stride.eq(rc.d_src_surface_stride.as_value()),
-            rdma.width.eq(rc.d_data_cube_width["width"]),
-            rdma.height.eq(rc.d_data_cube_height["height"]),
-            rdma.channel.eq(rc.d_data_cube_channel["channel"]),
-            wdma.base.eq(Cat(sc.d_dst_base_addr_low.as_value(),
-                             sc.d_dst_base_addr_high.as_value())[:aw]),
-            wdma.line_stride.eq(sc.d_dst_line_stride.as_value()),
-            wdma.surface_stride.eq(sc.d_dst_surface_stride.as_value()),
-            wdma.width.eq(sc.d_data_cube_width["width"]),
-            wdma.height.eq(sc.d_data_cube_height["height"]),
-            wdma.channel.eq(sc.d_data_cube_channel["channel"]),
-            core.cvt_offset.eq(sc.d_cvt_offset.as_value()),
-            core.cvt_scale.eq(sc.d_cvt_scale.as_value()[:16]),
-            core.cvt_shift.eq(sc.d_cvt_shift.as_value()[:6]),
+            rdma.cube.eq(cube_from_regs(
+                rf_rdma.cfg, base="d_src_base_addr", line_stride="d_src_line_stride",
+                surface_stride="d_src_surface_stride", width="d_data_cube_width",
+                height="d_data_cube_height", channel="d_data_cube_channel", addr_width=aw)),
+            wdma.cube.eq(cube_from_regs(
+                sc, base="d_dst_base_addr", line_stride="d_dst_line_stride",
+                surface_stride="d_dst_surface_stride", width="d_data_cube_width",
+                height="d_data_cube_height", channel="d_data_cube_channel", addr_width=aw)),
+            # typed fields (hdl/regmap/types.py): offset and scale are signed
+            core.cvt_offset.eq(sc.d_cvt_offset.cvt_offset),
+            core.cvt_scale.eq(sc.d_cvt_scale.cvt_scale),
+            core.cvt_shift.eq(sc.d_cvt_shift.cvt_shift),
         ]
 
         # layer control: start when both consumer groups are armed, finish on WDMA done

@@ -1,0 +1,21 @@
+"""Shared DMA plumbing for every NVDLA unit that reads or writes feature cubes.
+
+* :mod:`hdl.dma.cube` -- cube geometry layout and its binding from a unit's registers.
+* :mod:`hdl.dma.walker` -- :class:`CubeWalker`: runs of a cube in traversal order, grouped for
+  AXI bursts (never across a 4 KB boundary).
+* :mod:`hdl.dma.read` -- :class:`ReadDma`: walker + burst requests + latency FIFO with credits +
+  lane select.
+* :mod:`hdl.dma.write` -- :class:`WriteDma`: walker + beat packing + burst requests + done.
+* :mod:`hdl.dma.clients` -- the MCIF client table (client index = AXI ID) and
+  :func:`dma_params` (DMA parameters from an NvdlaConfig).
+"""
+from hdl.dma.clients import (READ_CLIENTS, WRITE_CLIENTS, dma_params, read_client, read_dma_params,
+                             write_client, write_dma_params)
+from hdl.dma.cube import CUBE_DIM_BITS, cube_from_regs, cube_layout
+from hdl.dma.read import ReadDma
+from hdl.dma.walker import CubeWalker
+from hdl.dma.write import WriteDma
+
+__all__ = ["CUBE_DIM_BITS", "CubeWalker", "READ_CLIENTS", "ReadDma", "WRITE_CLIENTS", "WriteDma",
+           "cube_from_regs", "cube_layout", "dma_params", "read_client", "read_dma_params",
+           "write_client", "write_dma_params"]

@@ -1,0 +1,53 @@
+"""The DMA client table of MCIF (v1_hwarch.rst "Memory interface"): which unit's DMA engine is
+which MCIF read/write client. The client index is also the AXI ID of its requests
+(ARID/AWID), by which MCIF routes read data and write responses back.
+
+Units not built yet get their entries when they are added; ``cfg.num_dma_read_clients`` /
+``cfg.num_dma_write_clients`` bound the table (NVIDIA's nv_small MCIF has 7 read and 3 write
+ports).
+"""
+from __future__ import annotations
+
+from hdl.config import NvdlaConfig
+
+__all__ = ["READ_CLIENTS", "WRITE_CLIENTS", "read_client", "write_client", "dma_params",
+           "read_dma_params", "write_dma_params"]
+
+READ_CLIENTS = ("sdp_mrdma",)      # index = MCIF read client = ARID
+WRITE_CLIENTS = ("sdp_wdma",)      # index = MCIF write client = AWID
+
+
+def read_client(name: str) -> int:
+    """MCIF read client index (= ARID) of DMA engine ``name``. Raises ValueError if unknown."""
+    return READ_CLIENTS.index(name)
+
+
+def write_client(name: str) -> int:
+    """MCIF write client index (= AWID) of DMA engine ``name``. Raises ValueError if unknown."""
+    return WRITE_CLIENTS.index(name)
+
+
+def dma_params(cfg: NvdlaConfig) -> dict:
+    """Explicit parameters of a primary-memory (DBB) :class:`hdl.dma.ReadDma` /
+    :class:`hdl.dma.WriteDma` derived from ``cfg``: ``addr_width`` (bits), ``atom_bytes``,
+    ``atom_elems`` (channels per atom), ``beat_bytes`` (AXI data bytes), ``max_burst`` (beats,
+    cfg.primary_memif_max_burst). The FIFO ``depth`` is the caller's choice."""
+    return dict(addr_width=cfg.mem_address_width, atom_bytes=cfg.atom_bytes,
+                atom_elems=cfg.memory_atomic, beat_bytes=cfg.axi_data_bytes,
+                max_burst=cfg.primary_memif_max_burst)
+
+
+def read_dma_params(cfg: NvdlaConfig) -> dict:
+    """:func:`dma_params` plus the latency FIFO ``depth`` (beats) of a primary-memory
+    :class:`hdl.dma.ReadDma`: a power of two, at least 64 and at least
+    cfg.primary_memif_latency + 16, so that requests keep flowing over the memory latency."""
+    depth = 64
+    while depth < cfg.primary_memif_latency + 16:
+        depth *= 2
+    return dict(dma_params(cfg), depth=depth)
+
+
+def write_dma_params(cfg: NvdlaConfig) -> dict:
+    """:func:`dma_params` plus the data FIFO ``depth`` (beats) of a primary-memory
+    :class:`hdl.dma.WriteDma`: 4 bursts of cfg.primary_memif_max_burst beats, at least 4."""
+    return dict(dma_params(cfg), depth=max(4, 4 * cfg.primary_memif_max_burst))

@@ -1,0 +1,127 @@
+"""Generic read DMA: reads a feature cube from memory through an MCIF read client and returns its
+atoms in traversal order (format.rst "Feature data": surface, line, atom).
+
+Structure: a :class:`hdl.dma.walker.CubeWalker` produces runs (atoms of one line inside one burst
+window); each run becomes one AXI burst request. Returned beats go into a latency FIFO of
+``depth`` beats; a request is only issued when the FIFO has room for all its beats, counting the
+beats still in flight (credit rule of :class:`hdl.axi.DmaReadSignature`), so read data is always
+accepted at once. The output stage selects each atom's lane from its beat (several atoms per beat
+when ``atom_bytes < beat_bytes``).
+"""
+from __future__ import annotations
+
+from amaranth.hdl import Module, Mux, Signal, unsigned
+from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from hdl.axi import DmaReadSignature
+from hdl.dma.cube import cube_layout
+from hdl.dma.walker import CubeWalker, log2, run_request
+
+__all__ = ["ReadDma"]
+
+
+class ReadDma(wiring.Component):
+    """Read DMA for one feature cube.
+
+    Parameters: ``addr_width`` (bits), ``atom_bytes``, ``atom_elems`` (channels per atom),
+    ``beat_bytes`` (AXI data bytes), ``max_burst`` (beats per AXI burst), ``depth`` (latency
+    FIFO entries, beats; should exceed memory latency x request rate for full throughput, and
+    must be >= ``max_burst``), ``atom_shape`` (payload shape of ``atoms``; default
+    ``unsigned(8 * atom_bytes)``, byte i of the atom in bits [8i+7:8i]).
+
+    Ports: ``start`` In(1) pulse (ignored while ``busy``); ``cube`` In(cube_layout) sampled at
+    ``start``; ``dma`` Out(:class:`hdl.axi.DmaReadSignature`) to MCIF; ``atoms`` Out(stream of
+    ``atom_shape``) in traversal order; ``busy`` Out(1): runs or beats remain.
+    Throughput: one atom per cycle when memory keeps up.
+
+    Raises ValueError: see :func:`hdl.dma.walker.check_dma_params`, or ``depth < max_burst``.
+    """
+
+    def __init__(self, *, addr_width: int, atom_bytes: int, atom_elems: int, beat_bytes: int,
+                 max_burst: int, depth: int, atom_shape=None):
+        if depth < max_burst:
+            raise ValueError(f"depth {depth} < max_burst {max_burst}: no burst would fit")
+        self._walker_args = dict(addr_width=addr_width, atom_bytes=atom_bytes,
+                                 atom_elems=atom_elems, beat_bytes=beat_bytes, max_burst=max_burst)
+        self.atom_bytes, self.beat_bytes, self.max_burst, self.depth = (
+            atom_bytes, beat_bytes, max_burst, depth)
+        super().__init__({
+            "start": In(1),
+            "cube": In(cube_layout(addr_width)),
+            "dma": Out(DmaReadSignature(addr_width, beat_bytes * 8)),
+            "atoms": Out(stream.Signature(atom_shape if atom_shape is not None
+                                          else unsigned(atom_bytes * 8))),
+            "busy": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.walker = walker = CubeWalker(**self._walker_args)
+        m.d.comb += [walker.start.eq(self.start), walker.cube.eq(self.cube)]
+        atom_bits = self.atom_bytes * 8
+        lanes = self.beat_bytes // self.atom_bytes
+
+        run = walker.runs.payload
+        beat_addr, length, lane0 = run_request(run, self.atom_bytes, self.beat_bytes)
+
+        m.submodules.lat_fifo = lat = fifo.SyncFIFOBuffered(width=self.beat_bytes * 8,
+                                                            depth=self.depth)
+        inflight = Signal(range(self.depth + 1))       # beats requested, not yet popped
+        credit = Signal()
+        issue = Signal()
+        pop = Signal()
+        room = Signal()          # space for the run's lane record (always, with one atom per beat)
+        m.d.comb += [
+            credit.eq((inflight + length + 1 <= self.depth) & room),
+            self.dma.req.valid.eq(walker.runs.valid & credit),
+            walker.runs.ready.eq(self.dma.req.ready & credit),
+            self.dma.req.payload.addr.eq(beat_addr),
+            self.dma.req.payload.len.eq(length),
+            issue.eq(self.dma.req.valid & self.dma.req.ready),
+            lat.w_data.eq(self.dma.rsp.payload),
+            lat.w_en.eq(self.dma.rsp.valid),
+            self.dma.rsp.ready.eq(lat.w_rdy),
+            self.busy.eq(walker.busy | (inflight != 0)),
+        ]
+        m.d.sync += inflight.eq(inflight + Mux(issue, length + 1, 0) - pop)
+
+        if lanes == 1:
+            # one atom per beat: the run structure is not needed after the request
+            m.d.comb += [room.eq(1),
+                         self.atoms.valid.eq(lat.r_rdy),
+                         self.atoms.payload.eq(lat.r_data),
+                         pop.eq(lat.r_rdy & self.atoms.ready), lat.r_en.eq(pop)]
+            return m
+
+        # several atoms per beat: remember (first lane, atom count) of every issued run
+        lane_bits = log2(lanes)
+        count_shape = walker.runs.payload.count.shape()
+        runq_layout = data.StructLayout({"lane0": unsigned(lane_bits), "count": count_shape})
+        m.submodules.run_fifo = runq = fifo.SyncFIFOBuffered(width=runq_layout.size,
+                                                             depth=self.depth)
+        m.d.comb += [room.eq(runq.w_rdy), runq.w_en.eq(issue)]
+        wq = data.View(runq_layout, runq.w_data)
+        rq = data.View(runq_layout, runq.r_data)
+        m.d.comb += [wq.lane0.eq(lane0), wq.count.eq(run.count)]
+
+        started = Signal()                         # part of the head run already emitted
+        cur_lane = Signal(lane_bits)
+        cur_left = Signal(count_shape)
+        lane = Signal(lane_bits)
+        left = Signal(count_shape)
+        fire = Signal()
+        end_beat = Signal()
+        m.d.comb += [
+            lane.eq(Mux(started, cur_lane, rq.lane0)),
+            left.eq(Mux(started, cur_left, rq.count)),
+            self.atoms.valid.eq(lat.r_rdy & runq.r_rdy),
+            self.atoms.payload.eq(lat.r_data.word_select(lane, atom_bits)),
+            fire.eq(self.atoms.valid & self.atoms.ready),
+            end_beat.eq((lane == lanes - 1) | (left == 1)),
+            pop.eq(fire & end_beat), lat.r_en.eq(pop),
+            runq.r_en.eq(fire & (left == 1)),
+        ]
+        with m.If(fire):
+            m.d.sync += [started.eq(left != 1), cur_lane.eq(lane + 1), cur_left.eq(left - 1)]
+        return m

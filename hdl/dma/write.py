@@ -1,0 +1,144 @@
+"""Generic write DMA: writes a feature cube's atoms, arriving in traversal order (format.rst
+"Feature data": surface, line, atom), to memory through an MCIF write client.
+
+Structure: a :class:`hdl.dma.walker.CubeWalker` gives the runs (atoms of one line inside one
+burst window). Incoming atoms are packed into beats (an atom's strobes cover its bytes; several
+atoms per beat when ``atom_bytes < beat_bytes``) and queued in a data FIFO of ``depth`` beats.
+When the last atom of a run is packed, the run's burst request (address, length) is queued; so a
+burst is only requested once all its beats are buffered, and MCIF's W channel, held for the
+burst until WLAST, never waits on this client. ``done`` pulses when every burst of the cube has
+its write response.
+"""
+from __future__ import annotations
+
+from amaranth.hdl import Module, Mux, Signal, Value, unsigned
+from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from hdl.axi import DmaWriteSignature, write_data_layout, write_req_layout
+from hdl.dma.cube import cube_layout
+from hdl.dma.walker import CubeWalker, log2, run_request
+
+__all__ = ["WriteDma"]
+
+OUTSTANDING_BITS = 20    # bursts requested and not yet acknowledged
+
+
+class WriteDma(wiring.Component):
+    """Write DMA for one feature cube.
+
+    Parameters: ``addr_width`` (bits), ``atom_bytes``, ``atom_elems`` (channels per atom),
+    ``beat_bytes`` (AXI data bytes), ``max_burst`` (beats per AXI burst), ``depth`` (data FIFO,
+    beats; must be > ``max_burst``, 2 x ``max_burst`` or more for full throughput),
+    ``atom_shape`` (payload shape of ``atoms``; default ``unsigned(8 * atom_bytes)``).
+
+    Ports: ``start`` In(1) pulse (ignored while ``busy``); ``cube`` In(cube_layout) sampled at
+    ``start``; ``atoms`` In(stream of ``atom_shape``) in traversal order; ``dma``
+    Out(:class:`hdl.axi.DmaWriteSignature`) to MCIF; ``done`` Out(1) one-cycle pulse when the
+    whole cube is written and acknowledged; ``busy`` Out(1) from ``start`` to ``done``.
+    Throughput: one atom per cycle.
+
+    Raises ValueError: see :func:`hdl.dma.walker.check_dma_params`, or ``depth <= max_burst``.
+    """
+
+    def __init__(self, *, addr_width: int, atom_bytes: int, atom_elems: int, beat_bytes: int,
+                 max_burst: int, depth: int, atom_shape=None):
+        if depth <= max_burst:
+            raise ValueError(f"depth {depth} must exceed max_burst {max_burst}")
+        self._walker_args = dict(addr_width=addr_width, atom_bytes=atom_bytes,
+                                 atom_elems=atom_elems, beat_bytes=beat_bytes, max_burst=max_burst)
+        self.addr_width, self.atom_bytes, self.beat_bytes, self.depth = (
+            addr_width, atom_bytes, beat_bytes, depth)
+        super().__init__({
+            "start": In(1),
+            "cube": In(cube_layout(addr_width)),
+            "atoms": In(stream.Signature(atom_shape if atom_shape is not None
+                                         else unsigned(atom_bytes * 8))),
+            "dma": Out(DmaWriteSignature(addr_width, beat_bytes * 8)),
+            "done": Out(1),
+            "busy": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.walker = walker = CubeWalker(**self._walker_args)
+        m.d.comb += [walker.start.eq(self.start), walker.cube.eq(self.cube)]
+        atom_bits = self.atom_bytes * 8
+        lanes = self.beat_bytes // self.atom_bytes
+        run = walker.runs.payload
+        beat_addr, length, lane0 = run_request(run, self.atom_bytes, self.beat_bytes)
+
+        req_layout = write_req_layout(self.addr_width)
+        dat_layout = write_data_layout(self.beat_bytes * 8)
+        m.submodules.req_fifo = reqq = fifo.SyncFIFOBuffered(width=req_layout.size,
+                                                             depth=self.depth)
+        m.submodules.data_fifo = datq = fifo.SyncFIFOBuffered(width=dat_layout.size,
+                                                              depth=self.depth)
+        wreq = data.View(req_layout, reqq.w_data)
+        wdat = data.View(dat_layout, datq.w_data)
+        m.d.comb += [
+            wreq.addr.eq(beat_addr), wreq.len.eq(length),
+            self.dma.req.valid.eq(reqq.r_rdy), self.dma.req.payload.eq(reqq.r_data),
+            reqq.r_en.eq(self.dma.req.ready),
+            self.dma.data.valid.eq(datq.r_rdy), self.dma.data.payload.eq(datq.r_data),
+            datq.r_en.eq(self.dma.data.ready),
+        ]
+
+        # pack atoms into beats; the run at the walker's output is the one being packed
+        atom = Value.cast(self.atoms.payload)
+        fire = Signal()
+        count_shape = run.count.shape()
+        started = Signal()                      # part of the current run already packed
+        cur_left = Signal(count_shape)
+        left = Signal(count_shape)              # atoms of the run still to pack
+        last_of_run = Signal()
+        m.d.comb += [left.eq(Mux(started, cur_left, run.count)), last_of_run.eq(left == 1)]
+        with m.If(fire):
+            m.d.sync += [started.eq(~last_of_run), cur_left.eq(left - 1)]
+        if lanes == 1:
+            m.d.comb += [wdat.data.eq(atom), wdat.strb.eq((1 << self.beat_bytes) - 1),
+                         datq.w_en.eq(fire)]
+        else:
+            lane_bits = log2(lanes)
+            cur_lane = Signal(lane_bits)
+            lane = Signal(lane_bits)
+            acc_data = Signal(self.beat_bytes * 8)  # lanes packed so far into the current beat
+            acc_strb = Signal(self.beat_bytes)
+            end_beat = Signal()
+            atom_strb = (1 << self.atom_bytes) - 1
+            m.d.comb += [
+                lane.eq(Mux(started, cur_lane, lane0)),
+                end_beat.eq((lane == lanes - 1) | last_of_run),
+                wdat.data.eq(acc_data | (atom << (lane * atom_bits))),
+                wdat.strb.eq(acc_strb | (atom_strb << (lane * self.atom_bytes))),
+                datq.w_en.eq(fire & end_beat),
+            ]
+            with m.If(fire):
+                m.d.sync += cur_lane.eq(lane + 1)
+                with m.If(end_beat):
+                    m.d.sync += [acc_data.eq(0), acc_strb.eq(0)]
+                with m.Else():
+                    m.d.sync += [acc_data.eq(wdat.data), acc_strb.eq(wdat.strb)]
+
+        m.d.comb += [
+            self.atoms.ready.eq(walker.runs.valid & datq.w_rdy & reqq.w_rdy),
+            fire.eq(self.atoms.valid & self.atoms.ready),
+            walker.runs.ready.eq(fire & last_of_run),
+            reqq.w_en.eq(fire & last_of_run),
+        ]
+
+        # completion: every queued burst acknowledged after the cube's last run
+        running = Signal()
+        all_queued = Signal()
+        outstanding = Signal(OUTSTANDING_BITS)
+        queued = reqq.w_en
+        m.d.sync += outstanding.eq(outstanding + queued - self.dma.done)
+        with m.If(self.start & ~running):
+            m.d.sync += [running.eq(1), all_queued.eq(0)]
+        with m.If(queued & run.last):
+            m.d.sync += all_queued.eq(1)
+        with m.If(running & all_queued & (outstanding == 0)):
+            m.d.comb += self.done.eq(1)
+            m.d.sync += [running.eq(0), all_queued.eq(0)]
+        m.d.comb += self.busy.eq(running)
+        return m
