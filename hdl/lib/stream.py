@@ -1,3 +1,5 @@
+# amaranth: UnusedElaboratable=no
+# (Map.elaborate abandons its Module when fn returns a list of the wrong length and raises.)
 """Stream building blocks on ``amaranth.lib.stream`` interfaces, so units do not hand-write
 valid/ready handshakes.
 

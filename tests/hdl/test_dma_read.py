@@ -1,3 +1,5 @@
+# amaranth: UnusedElaboratable=no
+# (test_read_dma_rejects_small_depth constructs a ReadDma that raises and is never elaborated.)
 """hdl.dma.ReadDma against a behavioural read-client memory (MCIF's side of
 hdl.axi.DmaReadSignature): the right atoms in traversal order under random request stalls,
 random response delays and gaps, atom back-pressure; bursts of 1, 2 and 4 beats, several atoms per
@@ -135,7 +137,6 @@ def test_read_dma_bursts_and_throughput(max_burst):
     sim.run()
 
 
-@pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
 def test_read_dma_rejects_small_depth():
     with pytest.raises(ValueError):
         ReadDma(addr_width=16, atom_bytes=8, atom_elems=8, beat_bytes=8, max_burst=4, depth=2)
