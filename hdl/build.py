@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from hdl.config import ConfigError, add_config_arguments, config_from_args
+from hdl.config import add_config_arguments, config_from_args
 from sim.verilator import find_verilator, verilator_env
 
 __all__ = ["build", "lint", "main", "LINT_WAIVERS"]
@@ -93,11 +93,7 @@ def main(argv=None) -> int:
     ap.add_argument("--lint", action="store_true",
                     help="run verilator --lint-only -Wall with sim/lint.vlt on the output")
     args = ap.parse_args(argv)
-    try:
-        cfg = config_from_args(args)
-    except ConfigError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    cfg = config_from_args(args, ap)
     out = Path(args.out or f"build/{cfg.name}")
     for path, is_dir, what in ((out, True, "-o"), (args.c_header, False, "--c-header")):
         why = check_writable(Path(path), is_dir) if path else None

@@ -282,7 +282,13 @@ def add_config_arguments(parser) -> None:
                              "--set primary_memif_max_burst=4")
 
 
-def config_from_args(args) -> NvdlaConfig:
+def config_from_args(args, parser=None) -> NvdlaConfig:
     """The configuration named by the ``--config``/``--set`` options of
-    :func:`add_config_arguments`. Raises ConfigError."""
-    return get_config(args.config, getattr(args, "overrides", ()))
+    :func:`add_config_arguments`. Raises ConfigError; with ``parser`` (the argparse parser) a bad
+    configuration is instead reported through ``parser.error`` (one line, exit status 2)."""
+    try:
+        return get_config(args.config, getattr(args, "overrides", ()))
+    except ConfigError as e:
+        if parser is None:
+            raise
+        parser.error(str(e))

@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from hdl.config import ConfigError, add_config_arguments, config_from_args  # noqa: E402
+from hdl.config import add_config_arguments, config_from_args  # noqa: E402
 from verif.shared import nvdla_dir  # noqa: E402
 from verif.trace.parser import find_traces  # noqa: E402
 from verif.trace.runner import run_model  # noqa: E402
@@ -25,11 +25,7 @@ def main() -> int:
     ap.add_argument("paths", nargs="*", type=Path, help="trace directories (default: nv_small suite)")
     add_config_arguments(ap)
     args = ap.parse_args()
-    try:
-        cfg = config_from_args(args)
-    except ConfigError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    cfg = config_from_args(args, ap)
     dirs = find_traces(args.paths or [nvdla_dir() / "traces" / "nv_small"])
     t0 = time.monotonic()
     rows = []

@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from hdl.config import ConfigError, add_config_arguments, config_from_args, get_config  # noqa: E402
+from hdl.config import add_config_arguments, config_from_args, get_config  # noqa: E402
 from sim.build import build_sim  # noqa: E402
 from verif.axi_slave import MemTiming  # noqa: E402
 from verif.shared import nvdla_dir  # noqa: E402
@@ -36,11 +36,7 @@ def main() -> int:
     ap.add_argument("--cold", action="store_true", help="force a fresh Verilator build")
     ap.add_argument("--no-bursts", action="store_true", help="skip the max-burst 1 vs 4 comparison")
     args = ap.parse_args()
-    try:
-        cfg = config_from_args(args)
-    except ConfigError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    cfg = config_from_args(args, ap)
     t0 = time.monotonic()
     build_sim(cfg.name, force=args.cold)
     print(f"verilator build of {cfg.name} ({'cold' if args.cold else 'cached'}): {time.monotonic() - t0:.1f} s")

@@ -38,7 +38,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hdl.config import ConfigError, add_config_arguments, config_from_args
+from hdl.config import add_config_arguments, config_from_args
 from sim.verilator import activate
 
 REPO = Path(__file__).resolve().parents[1]
@@ -435,11 +435,7 @@ def main(argv=None) -> int:
     ap.add_argument("--public", action="store_true", help="--public-flat-rw (slower)")
     ap.add_argument("--force", action="store_true", help="rebuild even when cached")
     a = ap.parse_args(argv)
-    try:
-        cfg = config_from_args(a)
-    except ConfigError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    cfg = config_from_args(a, ap)
     try:
         b = build_sim(cfg.name, rtl_filelist=a.rtl_filelist, waves=a.waves, public=a.public,
                       force=a.force)

@@ -28,7 +28,7 @@ from hdl.config import NvdlaConfig
 from hdl.top import NvdlaCore
 from verif.axi_slave import MASTER_OUTPUTS, SLAVE_INPUTS, AxiSlaveCore, MemTiming, port_name
 from verif.mem import SparseMemory
-from verif.trace.engine_common import busy_units
+from verif.trace.engine_common import SimEngineBase
 from verif.trace.player import TraceFailure, TraceResult, play
 
 DBB = "nvdla_core2dbb_"
@@ -39,7 +39,7 @@ def _port(dut, name: str):
     return getattr(dut, DBB + port_name(name))
 
 
-class AmaranthEngine:
+class AmaranthEngine(SimEngineBase):
     """``Engine`` (verif/trace/player.py) on an ``NvdlaCore`` inside an Amaranth simulation.
 
     Created by :func:`simulate`; its coroutines must be awaited from the testbench that
@@ -120,19 +120,6 @@ class AmaranthEngine:
         self._check_error()
         return False
 
-    def _check_error(self) -> None:
-        if self.axi.error:
-            raise TraceFailure(f"AXI protocol error at cycle {self.cycle}: {self.axi.error}")
-
-    # ---- memory ---------------------------------------------------------------------------------------
-    async def mem_write(self, addr: int, data: bytes) -> None:
-        self.mem.write(addr, data)
-
-    async def mem_fill(self, addr: int, size: int, value: int) -> None:
-        self.mem.fill(addr, size, value)
-
-    async def mem_read(self, addr: int, size: int) -> bytes:
-        return self.mem.read_bytes(addr, size)
 
     # ---- CSB -------------------------------------------------------------------------------------------
     async def csb_step(self, csb: dict | None = None) -> dict:
@@ -199,8 +186,6 @@ class AmaranthEngine:
         raise TraceFailure(f"CSB read of {addr:#x} got no nvdla2csb_valid within "
                            f"{self.csb_timeout} cycles")
 
-    async def busy_units(self) -> list[str]:
-        return await busy_units(self.reg_read)
 
 
 def simulate(cfg: NvdlaConfig, bench, *, timing: MemTiming = MemTiming(), vcd: str | None = None,

@@ -1,4 +1,5 @@
-"""Pieces shared by the simulated engines (rtl under cocotb, amaranth): unit status registers."""
+"""Pieces shared by the simulated engines (rtl under cocotb, amaranth): the memory side of the
+``Engine`` protocol, AXI protocol-error reporting and the busy-unit readout of every ``S_STATUS``."""
 from __future__ import annotations
 
 from functools import lru_cache
@@ -27,3 +28,32 @@ async def busy_units(reg_read) -> list[str]:
         if any(v & f.mask for f in reg.fields):
             out.append(f"{unit}(S_STATUS={v:#x})")
     return out
+
+
+class SimEngineBase:
+    """What the rtl and amaranth engines share. A subclass sets ``mem`` (a
+    :class:`verif.mem.SparseMemory`), ``axi`` (an object with an ``error`` attribute: the AXI slave
+    core or its adapter; may be None before start), ``cycle`` and ``reg_read``.
+
+    The player's ``mem_*`` calls go straight into ``mem`` (no AXI traffic, no simulated time).
+    """
+
+    mem = None
+    axi = None
+
+    def _check_error(self) -> None:
+        """Raise TraceFailure when the AXI slave recorded a protocol error."""
+        if self.axi is not None and self.axi.error:
+            raise TraceFailure(f"AXI protocol error at cycle {self.cycle}: {self.axi.error}")
+
+    async def mem_write(self, addr: int, data: bytes) -> None:
+        self.mem.write(addr, data)
+
+    async def mem_fill(self, addr: int, size: int, value: int) -> None:
+        self.mem.fill(addr, size, value)
+
+    async def mem_read(self, addr: int, size: int) -> bytes:
+        return self.mem.read_bytes(addr, size)
+
+    async def busy_units(self) -> list[str]:
+        return await busy_units(self.reg_read)

@@ -31,7 +31,7 @@ from cocotb.triggers import FallingEdge, First, ReadOnly, RisingEdge, Timer
 
 from verif.axi_slave import MASTER_OUTPUTS, SLAVE_INPUTS, AxiSlaveCore, MemTiming, port_name
 from verif.mem import SparseMemory
-from verif.trace.engine_common import busy_units
+from verif.trace.engine_common import SimEngineBase
 from verif.trace.player import TraceFailure
 
 __all__ = ["AxiResponder", "MemTiming", "RtlEngine", "SparseMemory"]
@@ -121,7 +121,7 @@ class AxiResponder:
             core.skip((get_sim_time("step") - t_last) // P - 1, rready)
 
 
-class RtlEngine:
+class RtlEngine(SimEngineBase):
     """``Engine`` on an NV_nvdla DUT under cocotb. Call ``await start()`` once (clocks, reset,
     memory model); ``await reset()`` between traces. ``period_ns``: clock period."""
 
@@ -242,19 +242,6 @@ class RtlEngine:
         self.csb_reads = self.csb_writes = 0
         await self.wait_cycles(self.post_reset_cycles)
 
-    def _check_error(self) -> None:
-        if self.axi is not None and self.axi.error:
-            raise TraceFailure(f"AXI protocol error at cycle {self.cycle}: {self.axi.error}")
-
-    # ---- memory ---------------------------------------------------------------------------
-    async def mem_write(self, addr: int, data: bytes) -> None:
-        self.mem.write(addr, data)
-
-    async def mem_fill(self, addr: int, size: int, value: int) -> None:
-        self.mem.fill(addr, size, value)
-
-    async def mem_read(self, addr: int, size: int) -> bytes:
-        return self.mem.read_bytes(addr, size)
 
     # ---- CSB --------------------------------------------------------------------------------
     async def _csb_release(self, seq: int) -> None:
@@ -302,5 +289,3 @@ class RtlEngine:
         raise TraceFailure(f"CSB read of {addr:#x} got no nvdla2csb_valid within "
                            f"{self.csb_timeout} cycles")
 
-    async def busy_units(self) -> list[str]:
-        return await busy_units(self.reg_read)
