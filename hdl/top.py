@@ -36,7 +36,11 @@ from hdl.regfile import UnitRegFile
 from hdl.regmap import REGMAP
 from hdl.sdp import Sdp
 
-__all__ = ["NvdlaCore", "NV_nvdla", "DBB_PREFIX", "CVSRAM_PREFIX", "PWRBUS_PORTS"]
+#: datapath units, each following the port convention of hdl/unit.py (register files, MCIF
+#: clients, GLB interrupt); a unit whose register files are not in cfg.units() is left out
+DATAPATH_UNITS = (Sdp,)
+
+__all__ = ["NvdlaCore", "DATAPATH_UNITS", "NV_nvdla", "DBB_PREFIX", "CVSRAM_PREFIX", "PWRBUS_PORTS"]
 
 DBB_PREFIX = "nvdla_core2dbb_"
 CVSRAM_PREFIX = "nvdla_core2cvsram_"
@@ -101,15 +105,23 @@ class NvdlaCore(wiring.Component):
         m.submodules.mcif = mcif = Mcif(cfg)
         _connect_flat(m, self, DBB_PREFIX, mcif.axi, mcif.axi.signature)
 
-        m.submodules.sdp = sdp = Sdp(cfg)
-        wiring.connect(m, csb.sdp_rdma, sdp.csb_rdma)
-        wiring.connect(m, csb.sdp, sdp.csb_sdp)
-        wiring.connect(m, sdp.dma_rd, mcif.rd[read_client("sdp_mrdma")])
-        wiring.connect(m, sdp.dma_wr, mcif.wr[write_client("sdp_wdma")])
-        m.d.comb += glb.done_sdp.eq(sdp.done_grp)
+        owned = {"GLB"}           # register files that live inside a unit (or GLB)
+        for unit_cls in DATAPATH_UNITS:
+            if not set(unit_cls.REGISTER_FILES) <= set(cfg.units()):
+                continue          # unit disabled in this configuration
+            unit = unit_cls(cfg)
+            m.submodules[unit_cls.INTERRUPT] = unit
+            for rf in unit_cls.REGISTER_FILES:
+                wiring.connect(m, getattr(csb, rf.lower()), getattr(unit, f"csb_{rf.lower()}"))
+            owned |= set(unit_cls.REGISTER_FILES)
+            for c in unit_cls.READ_CLIENTS:
+                wiring.connect(m, getattr(unit, c), mcif.rd[read_client(c)])
+            for c in unit_cls.WRITE_CLIENTS:
+                wiring.connect(m, getattr(unit, c), mcif.wr[write_client(c)])
+            m.d.comb += getattr(glb, f"done_{unit_cls.INTERRUPT}").eq(unit.done_grp)
 
         for u in cfg.units():
-            if u in ("GLB", "SDP", "SDP_RDMA"):
+            if u in owned:
                 continue
             rf = UnitRegFile(REGMAP.unit(u), read_only=(u == "CFGROM"))
             m.submodules[f"rf_{u.lower()}"] = rf

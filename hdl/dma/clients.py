@@ -13,8 +13,12 @@ from hdl.config import NvdlaConfig
 __all__ = ["READ_CLIENTS", "WRITE_CLIENTS", "read_client", "write_client", "dma_params",
            "read_dma_params", "write_dma_params"]
 
-READ_CLIENTS = ("sdp_mrdma",)      # index = MCIF read client = ARID
-WRITE_CLIENTS = ("sdp_wdma",)      # index = MCIF write client = AWID
+# index = MCIF read client = ARID; nv_small's 7 read ports (v1_hwarch "Memory interface"):
+# SDP's MRDMA, BRDMA (X1 operands), NRDMA (X2 operands), PDP_RDMA, CDP_RDMA, CDMA feature and
+# weight fetch
+READ_CLIENTS = ("sdp_mrdma", "sdp_brdma", "sdp_nrdma", "pdp_rdma", "cdp_rdma", "cdma_dat", "cdma_wt")
+# index = MCIF write client = AWID; nv_small's 3 write ports: SDP, PDP and CDP write DMAs
+WRITE_CLIENTS = ("sdp_wdma", "pdp_wdma", "cdp_wdma")
 
 
 def read_client(name: str) -> int:

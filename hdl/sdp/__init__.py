@@ -14,46 +14,42 @@ from __future__ import annotations
 
 from amaranth.hdl import Module, Signal
 from amaranth.lib import wiring
-from amaranth.lib.wiring import In, Out
-
-from hdl.axi import DmaReadSignature, DmaWriteSignature
 from hdl.config import NvdlaConfig
 from hdl.dma import cube_from_regs
-from hdl.regfile import RegBusSignature, UnitRegFile
+from hdl.regfile import UnitRegFile
 from hdl.regmap import REGMAP
 from hdl.sdp.core import SdpCore
 from hdl.sdp.rdma import SdpRdma, atom_layout
 from hdl.sdp.wdma import SdpWdma
+from hdl.unit import unit_members
 
 __all__ = ["Sdp", "SdpRdma", "SdpCore", "SdpWdma", "atom_layout"]
 
 
 class Sdp(wiring.Component):
-    """SDP unit with its SDP_RDMA and SDP register files.
+    """SDP unit with its SDP_RDMA and SDP register files (port convention: :mod:`hdl.unit`).
 
-    Ports: ``csb_rdma``/``csb_sdp`` In(:class:`hdl.regfile.RegBusSignature`) (CSB side of the
-    SDP_RDMA and SDP register files); ``dma_rd`` Out(DmaReadSignature) (MRDMA client);
-    ``dma_wr`` Out(DmaWriteSignature) (WDMA client); ``done_grp`` Out(2) per-group done pulse to
+    Ports: ``csb_sdp_rdma``/``csb_sdp`` In(:class:`hdl.regfile.RegBusSignature`) (CSB side of the
+    SDP_RDMA and SDP register files); ``sdp_mrdma`` Out(DmaReadSignature) (MRDMA client);
+    ``sdp_wdma`` Out(DmaWriteSignature) (WDMA client); ``done_grp`` Out(2) per-group done pulse to
     GLB; ``busy`` Out(1).
     """
 
+    REGISTER_FILES = ("SDP_RDMA", "SDP")
+    READ_CLIENTS = ("sdp_mrdma",)
+    WRITE_CLIENTS = ("sdp_wdma",)
+    INTERRUPT = "sdp"
+
     def __init__(self, cfg: NvdlaConfig):
         self.cfg = cfg
-        super().__init__({
-            "csb_rdma": In(RegBusSignature()),
-            "csb_sdp": In(RegBusSignature()),
-            "dma_rd": Out(DmaReadSignature(cfg.mem_address_width, cfg.primary_memif_width)),
-            "dma_wr": Out(DmaWriteSignature(cfg.mem_address_width, cfg.primary_memif_width)),
-            "done_grp": Out(2),
-            "busy": Out(1),
-        })
+        super().__init__(unit_members(cfg, self.REGISTER_FILES, self.READ_CLIENTS, self.WRITE_CLIENTS))
 
     def elaborate(self, platform):
         m = Module()
         cfg = self.cfg
         m.submodules.rf_rdma = rf_rdma = UnitRegFile(REGMAP.unit("SDP_RDMA"))
         m.submodules.rf_sdp = rf_sdp = UnitRegFile(REGMAP.unit("SDP"))
-        wiring.connect(m, wiring.flipped(self.csb_rdma), rf_rdma.bus)
+        wiring.connect(m, wiring.flipped(self.csb_sdp_rdma), rf_rdma.bus)
         wiring.connect(m, wiring.flipped(self.csb_sdp), rf_sdp.bus)
 
         m.submodules.rdma = rdma = SdpRdma(cfg)
@@ -61,8 +57,8 @@ class Sdp(wiring.Component):
         m.submodules.wdma = wdma = SdpWdma(cfg)
         wiring.connect(m, rdma.atoms, core.i)
         wiring.connect(m, core.o, wdma.atoms)
-        wiring.connect(m, rdma.dma, wiring.flipped(self.dma_rd))
-        wiring.connect(m, wdma.dma, wiring.flipped(self.dma_wr))
+        wiring.connect(m, rdma.dma, wiring.flipped(self.sdp_mrdma))
+        wiring.connect(m, wdma.dma, wiring.flipped(self.sdp_wdma))
 
         aw = cfg.mem_address_width
         sc = rf_sdp.cfg
