@@ -17,7 +17,7 @@ import pytest
 from hdl.config import NV_SMALL
 from verif.model import Nvdla
 from verif.model.cdp import cdp_compute, check_lut_limits
-from verif.model.formats import ModelConfigError
+from verif.model.formats import LimitationWarning
 from verif.model.lut import LutParams, lut_lookup
 
 
@@ -69,7 +69,8 @@ def naive_table(x, T, p, which):
     if state == "hit":
         y = T[idx] + rnd_half_away((T[idx + 1] - T[idx]) * frac, 16)
     elif state == "uf":
-        lo_edge = start + (2 ** p.le_index_offset if exp and p.le_index_offset >= 0 else 0)
+        # MIN keeps 39 bits (NV_NVDLA_CDP_DP_intp.v lut_le_min[38:0])
+        lo_edge = s_ext(start + (2 ** p.le_index_offset if exp and p.le_index_offset >= 0 else 0), 39)
         y = T[0] + rnd_half_away((x - lo_edge) * getattr(p, pre + "_uflow_scale"),
                                  getattr(p, pre + "_uflow_shift"))
     else:
@@ -297,23 +298,39 @@ def test_window_uses_cube_channel_edges():
 
 
 # ------------------------------------------------------------------ limitations
-def test_limitations_raise():
+def test_limitations_warn_and_compute():
+    """Programming-guide LUT limitations (CDP INT8): NVIDIA's RTL runs such tables
+    (NV_NVDLA_CDP_DP_LUT_CTRL_unit.v shifts by any 6-bit signed INDEX_SELECT and compares the
+    whole shifted value for overflow), so a breach warns and computes like the reference."""
     rng = random.Random(5)
     good = make_params(rng, exp=False)
     check_lut_limits(good)
+    le, lo = make_tables(rng)
     bad = [
         dict(le_end=good.le_start + 2 ** (good.le_index_select + 6) + 1),
         dict(lo_end=good.lo_start + 3),
         dict(le_index_select=16, le_end=good.le_start + 2 ** 22),
         dict(lo_index_select=14, lo_end=good.lo_start + 2 ** 22),
+        dict(le_index_select=31, lo_index_select=-32),
+        dict(le_index_select=-32, lo_index_select=31),
+        dict(le_index_select=-20, lo_index_select=-9, le_end=5, lo_end=-7),
     ]
-    for kw in bad:
-        p = LutParams(**{**good.__dict__, **kw})
-        with pytest.raises(ModelConfigError, match="CDP"):
+    xs = [rng.randint(-256, 2 ** 21 - 1) for _ in range(200)] + list(range(-3, 600, 5))
+    cases = [LutParams(**{**good.__dict__, **kw}) for kw in bad]
+    cases += [make_params(rng, exp=True, le_index_offset=o) for o in (21, 40, 127, -128)]
+    for p in cases:
+        with pytest.warns(LimitationWarning, match="CDP"):
             check_lut_limits(p)
-    p = make_params(rng, exp=True, le_index_offset=21)
-    with pytest.raises(ModelConfigError, match="LE_INDEX_OFFSET"):
-        check_lut_limits(p)
+        pts = xs + [s + e for s in (p.le_start, p.lo_start, p.le_end, p.lo_end) for e in (-1, 0, 1)]
+        pts = [x for x in pts if -256 <= x < 2 ** 21]
+        y, stats = lut_lookup(np.array(pts, np.int64), np.array(le, np.int64),
+                              np.array(lo, np.int64), p, 22, 21)
+        kinds = []
+        for x, got in zip(pts, y.tolist()):
+            want, kind = naive_lut(x, le, lo, p)
+            kinds.append(kind)
+            assert got == want, (x, p)
+        assert stats == {k: kinds.count(k) for k in stats}
 
 
 # ------------------------------------------------------------------ through the CSB

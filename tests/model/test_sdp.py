@@ -20,7 +20,7 @@ import pytest
 
 from hdl.config import NV_SMALL
 from hdl.regmap import REGMAP
-from verif.model.formats import ModelConfigError
+from verif.model.formats import LimitationWarning, ModelConfigError
 from verif.model.lut import LutParams
 from verif.model.memory import Memory
 from verif.model.regs import UnitRegs
@@ -53,7 +53,7 @@ def ref_x(x, p, alu_op, mul_op):
     if p["MUL_BYPASS"]:
         y = round_shift(a, p["MUL_SHIFT"] % 64, 49, 32)
     elif p["MUL_PRELU"] and a >= 0:
-        y = a
+        y = (a + 2 ** 31) % 2 ** 32 - 2 ** 31     # the low 32 bits of the 33-bit ALU output
     else:
         y = round_shift(a * mul_op, p["MUL_SHIFT"] % 64, 49, 32)
     if not p["RELU_BYPASS"]:
@@ -88,9 +88,7 @@ def random_sub(rng, sub):
              ALU_SHIFT=rng.choice([0, 1, 5, 17, 40, 63]), MUL_BYPASS=rng.random() < 0.3,
              MUL_PRELU=rng.random() < 0.3, MUL_SHIFT=rng.choice([0, 3, 8, 15, 30, 50, 200]),
              RELU_BYPASS=rng.random() < 0.5, ALU_SRC=0, MUL_SRC=0)
-    if p["MUL_PRELU"] and not p["MUL_BYPASS"]:
-        p["ALU_BYPASS"] = True                     # limitation: PReLU needs the ALU bypassed
-    return p
+    return p                # PReLU with the ALU on included (a limitation the RTL runs)
 
 
 def program_sub(sdp, sub, p, alu_op, mul_op):
@@ -144,6 +142,7 @@ def fetch(mem, base, c, h, w, line, surf):
 
 
 # ---------------------------------------------------------------- tests
+@pytest.mark.filterwarnings("ignore::verif.model.formats.LimitationWarning")
 @pytest.mark.parametrize("seed", range(12))
 def test_register_operands_random(seed):
     """BS then BN with register operands, offline int8 input, output to memory."""
@@ -181,6 +180,7 @@ def test_register_operands_random(seed):
                 assert got[ci, y, x] == ref_cvt(v, *cvt), (ci, y, x)
 
 
+@pytest.mark.filterwarnings("ignore::verif.model.formats.LimitationWarning")
 @pytest.mark.parametrize("seed", range(10))
 def test_memory_operands_random(seed):
     """BRDMA/NRDMA operands: per kernel or per element, 1 or 2 bytes, ALU/MUL/BOTH (format.rst
@@ -200,12 +200,8 @@ def test_memory_operands_random(seed):
         per_elem = rng.random() < 0.5
         if use in (1, 2):
             p["ALU_BYPASS"], p["ALU_SRC"] = False, 1
-            if p["MUL_PRELU"]:
-                p["MUL_PRELU"] = False
         if use in (0, 2):
             p["MUL_BYPASS"], p["MUL_SRC"] = False, 1
-        if p["MUL_PRELU"] and not p["ALU_BYPASS"]:
-            p["MUL_PRELU"] = False
         program_sub(sdp, sub, p, 0, 0)
         setf(rdma, f"D_{dma}_CFG", **{f"{dma}_DISABLE": 0, f"{dma}_DATA_USE": use,
                                       f"{dma}_DATA_SIZE": size - 1, f"{dma}_DATA_MODE": int(per_elem)})
@@ -247,12 +243,22 @@ def test_memory_operands_random(seed):
                 assert out[ci, y, x] == ref_cvt(v, *cvt), (ci, y, x)
 
 
-def test_prelu_needs_alu_bypass():
+def test_prelu_with_alu_on_warns_and_runs():
+    """Limitation/SDP 'PReLU needs the ALU bypassed': NVIDIA's RTL runs it (PReLU on the 33-bit
+    ALU output), so the model computes it and warns instead of refusing the program."""
     sdp, rdma = layer(1, 1, 8)
     program_sub(sdp, "BS", dict(BYPASS=0, ALU_BYPASS=0, ALU_ALGO=2, ALU_SHIFT=0, MUL_BYPASS=0,
-                                MUL_PRELU=1, MUL_SHIFT=0, RELU_BYPASS=1, ALU_SRC=0, MUL_SRC=0), 1, 2)
-    with pytest.raises(ModelConfigError, match="BS_MUL_PRELU"):
-        SdpCore(NV_SMALL, Memory()).run(rdma.view(), sdp.view(), None)
+                                MUL_PRELU=1, MUL_SHIFT=0, RELU_BYPASS=1, ALU_SRC=0, MUL_SRC=0), -3, 2)
+    mem = Memory()
+    place_cube(mem, 0, np.arange(-4, 4).reshape(8, 1, 1), 8, 8)
+    setf(rdma, "D_SRC_LINE_STRIDE", SRC_LINE_STRIDE=8)
+    setf(rdma, "D_SRC_SURFACE_STRIDE", SRC_SURFACE_STRIDE=8)
+    setf(sdp, "D_DST_BASE_ADDR_LOW", DST_BASE_ADDR_LOW=0x100)
+    with pytest.warns(LimitationWarning, match="BS_MUL_PRELU=YES with BS_ALU_BYPASS=NO"):
+        SdpCore(NV_SMALL, mem).run(rdma.view(), sdp.view(), None)
+    got = fetch(mem, 0x100, 8, 1, 1, 8, 8)[:, 0, 0].tolist()
+    # x - 3: negative values doubled, non-negative passed
+    assert got == [2 * (x - 3) if x < 3 else x - 3 for x in range(-4, 4)]
 
 
 def test_mem_operand_needs_rdma_enabled():
@@ -352,7 +358,8 @@ def ref_lut(x, le, lo, p: LutParams):
         if lk == "u":
             # 2**offset for an exponential LE (offset >= 0), a 32-bit signed value in the RTL
             # (NV_NVDLA_SDP_CORE_Y_lut.v out_bias): 2**31 wraps to -2**31
-            bias = 2 ** p.le_index_offset if exp and p.le_index_offset >= 0 else 0
+            # (NV_NVDLA_SDP_CORE_Y_lut.v: 32-bit `1 << offset`, so 0 for offsets >= 32)
+            bias = 2 ** p.le_index_offset % 2 ** 32 if exp and p.le_index_offset >= 0 else 0
             bias = bias - 2 ** 32 if bias >= 2 ** 31 else bias
             y = ref_out(x, le, lk, la, lf, p.le_start + bias, p.le_uflow_scale, p.le_uflow_shift)
         else:
@@ -499,7 +506,8 @@ def test_lut_priorities(prio):
 
 
 def test_lut_limitations():
-    """Programming guide Limitation/LUT (SDP INT8) raise ModelConfigError."""
+    """Programming guide Limitation/LUT (SDP INT8) breaches warn (the hardware's index and
+    interpolation run for any register value) and compute as the reference does."""
     ok = lut_params(le_function=1, le_index_select=0, le_end=64, lo_index_select=0, lo_end=256)
     check_sdp_lut_limits(ok)
     bad = [replace(ok, le_index_select=26, le_end=2 ** 32),
@@ -508,9 +516,21 @@ def test_lut_limitations():
            replace(ok, lo_end=255),
            replace(ok, le_function=0, le_index_offset=32, le_end=2 ** 31 - 1),
            replace(ok, le_function=0, le_index_offset=-60, le_end=15)]
+    rng = random.Random(7)
+    le, lo = rand_tables(rng)
     for p in bad:
-        with pytest.raises(ModelConfigError, match="Limitation/LUT"):
+        with pytest.warns(LimitationWarning, match="Limitation/LUT"):
             check_sdp_lut_limits(p)
+        xs = [rng.randint(-2 ** 31, 2 ** 31 - 1) for _ in range(100)] + list(range(-3, 300, 7))
+        check_against_ref(xs, le, lo, p)
+    for p in (replace(ok, le_index_select=-100, lo_index_select=100),
+              replace(ok, le_index_select=60, lo_index_select=-128),
+              replace(ok, le_function=0, le_index_offset=100),
+              replace(ok, le_function=0, le_index_offset=-128)):
+        with pytest.warns(LimitationWarning):
+            check_sdp_lut_limits(p)
+        check_against_ref([rng.randint(-2 ** 31, 2 ** 31 - 1) for _ in range(100)]
+                          + [-2 ** 31, -1, 0, 1, 2, 63, 64, 65, 2 ** 31 - 1], le, lo, p)
     check_sdp_lut_limits(replace(ok, le_function=0, le_index_offset=-60, le_end=16))
     check_sdp_lut_limits(replace(ok, le_function=0, le_index_offset=3, le_end=2 ** 31 - 1))
 

@@ -2,7 +2,8 @@
 
 See verif/model/nvdla.py for the sequencing and README.md for an example.
 """
+from verif.model.formats import LimitationWarning, ModelConfigError
 from verif.model.memory import Memory
-from verif.model.nvdla import Nvdla
+from verif.model.nvdla import Nvdla, RegisterAccessError
 
-__all__ = ["Nvdla", "Memory"]
+__all__ = ["Nvdla", "Memory", "LimitationWarning", "ModelConfigError", "RegisterAccessError"]

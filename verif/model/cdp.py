@@ -44,7 +44,7 @@ from __future__ import annotations
 import numpy as np
 
 from hdl.regmap import decode
-from verif.model.formats import ModelConfigError, read_cube, write_cube
+from verif.model.formats import ModelConfigError, read_cube, warn_limitation, write_cube
 from verif.model.lut import LINEAR, LutParams, LutStorage, lut_lookup, round_shift, sext
 
 LE_ENTRIES, LO_ENTRIES = 65, 257
@@ -102,39 +102,49 @@ def square_sum(x: np.ndarray, half: int) -> np.ndarray:
 
 
 def check_lut_limits(p: LutParams) -> None:
-    """Programming guide "LUT" limitations for CDP INT8; raise ModelConfigError on a breach.
+    """Programming guide "LUT" limitations for CDP INT8; a :class:`LimitationWarning` for the
+    first breach.
 
-    The exponential-mode rule LE_END-LE_START == 1<<(LE_INDEX_OFFSET+64) is not enforced:
-    NVIDIA's own trace cdp_8x8x64_lrn3_int8_0 breaks it (LE_INDEX_OFFSET=0, END-START=18) and the
-    hardware uses LE_END only as the overflow interpolation origin.
+    NVIDIA's RTL runs such tables (NV_NVDLA_CDP_DP_LUT_CTRL_unit.v): the linear index shifts the
+    start-relative sample by the 6-bit signed INDEX_SELECT[5:0] (``shift_bits[5]`` chooses a left
+    shift by up to 32 in a 55-bit word, so nothing is lost, else a right shift) and compares the
+    whole shifted value with 64/256 for overflow; the exponential index works for any 8-bit
+    LE_INDEX_OFFSET; END is used only as the overflow extrapolation origin
+    (NV_NVDLA_CDP_DP_intp.v). :func:`verif.model.lut.lut_lookup` computes all of that for every
+    register value, so a breach is a warning, not an error. The exponential-mode rule
+    LE_END-LE_START == 1<<(LE_INDEX_OFFSET+64) is not even warned about: NVIDIA's own trace
+    cdp_8x8x64_lrn3_int8_0 breaks it (LE_INDEX_OFFSET=0, END-START=18).
     """
+    msg = _lut_breach(p)
+    if msg is not None:
+        warn_limitation(msg + "; computing what the hardware computes", stacklevel=3)
+
+
+def _lut_breach(p: LutParams) -> str | None:
+    """The first programming-guide LUT rule (CDP INT8) ``p`` breaks, or None."""
     if p.le_function == LINEAR:
         lo, hi = LE_SELECT_RANGE
         if not lo <= p.le_index_select <= hi:
-            raise ModelConfigError(
-                f"CDP.S_LUT_INFO.LUT_LE_INDEX_SELECT={p.le_index_select} outside [{lo}, {hi}] "
-                "(programming guide LUT limitation, CDP INT8, linear mode)")
+            return (f"CDP.S_LUT_INFO.LUT_LE_INDEX_SELECT={p.le_index_select} outside [{lo}, {hi}] "
+                    "(programming guide LUT limitation, CDP INT8, linear mode)")
         if p.le_end - p.le_start != 1 << (p.le_index_select + 6):
-            raise ModelConfigError(
-                f"CDP.S_LUT_LE_END-S_LUT_LE_START={p.le_end - p.le_start} must equal "
-                f"1<<(LUT_LE_INDEX_SELECT+6)={1 << (p.le_index_select + 6)} "
-                "(programming guide LUT limitation, linear mode)")
+            return (f"CDP.S_LUT_LE_END-S_LUT_LE_START={p.le_end - p.le_start} must equal "
+                    f"1<<(LUT_LE_INDEX_SELECT+6)={1 << (p.le_index_select + 6)} "
+                    "(programming guide LUT limitation, linear mode)")
     else:
         lo, hi = LE_OFFSET_RANGE
         if not lo <= p.le_index_offset <= hi:
-            raise ModelConfigError(
-                f"CDP.S_LUT_INFO.LUT_LE_INDEX_OFFSET={p.le_index_offset} outside [{lo}, {hi}] "
-                "(programming guide LUT limitation, CDP INT8, exponential mode)")
+            return (f"CDP.S_LUT_INFO.LUT_LE_INDEX_OFFSET={p.le_index_offset} outside [{lo}, {hi}] "
+                    "(programming guide LUT limitation, CDP INT8, exponential mode)")
     lo, hi = LO_SELECT_RANGE
     if not lo <= p.lo_index_select <= hi:
-        raise ModelConfigError(
-            f"CDP.S_LUT_INFO.LUT_LO_INDEX_SELECT={p.lo_index_select} outside [{lo}, {hi}] "
-            "(programming guide LUT limitation, CDP INT8)")
+        return (f"CDP.S_LUT_INFO.LUT_LO_INDEX_SELECT={p.lo_index_select} outside [{lo}, {hi}] "
+                "(programming guide LUT limitation, CDP INT8)")
     if p.lo_end - p.lo_start != 1 << (p.lo_index_select + 8):
-        raise ModelConfigError(
-            f"CDP.S_LUT_LO_END-S_LUT_LO_START={p.lo_end - p.lo_start} must equal "
-            f"1<<(LUT_LO_INDEX_SELECT+8)={1 << (p.lo_index_select + 8)} "
-            "(programming guide LUT limitation, linear mode)")
+        return (f"CDP.S_LUT_LO_END-S_LUT_LO_START={p.lo_end - p.lo_start} must equal "
+                f"1<<(LUT_LO_INDEX_SELECT+8)={1 << (p.lo_index_select + 8)} "
+                "(programming guide LUT limitation, linear mode)")
+    return None
 
 
 def cdp_compute(d: np.ndarray, valid_c: int, le_table: np.ndarray, lo_table: np.ndarray,
@@ -190,6 +200,10 @@ class CdpCore:
 
     # ---- hardware layer ----
     def _check(self, rdma, cdp) -> None:
+        """Kept as errors (issue 7 item 6 review): CDP_RDMA and CDP disagreeing on the input
+        type (the RDMA packs the cube by its own INPUT_DATA while the datapath converts by
+        INPUT_DATA_TYPE: no defined result settled), and a non-INT8 type on an INT8-only
+        configuration (not modelled). The LUT limitations only warn (:func:`check_lut_limits`)."""
         if rdma.f("INPUT_DATA") != cdp.f("INPUT_DATA_TYPE"):
             raise ModelConfigError(
                 f"CDP_RDMA.D_DATA_FORMAT.INPUT_DATA={rdma.f('INPUT_DATA')} differs from "

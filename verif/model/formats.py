@@ -7,13 +7,34 @@ A feature cube of W x H x C int8 elements is stored as ceil(C / atom) surfaces; 
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from verif.model.memory import Memory
 
 
 class ModelConfigError(ValueError):
-    """An illegal register combination (programming guide limitations); names register and rule."""
+    """A register program NVIDIA's hardware cannot run (it would hang, or the configuration lacks
+    the feature), or one outside what the model implements; the message names register and rule.
+
+    Programs that merely break a documented programming-guide limitation but that NVIDIA's RTL
+    runs to a defined result are computed as the RTL computes them, with a
+    :class:`LimitationWarning` instead.
+    """
+
+
+class LimitationWarning(UserWarning):
+    """A register program breaks a limitation documented in v1_ias_programming_guide.rst
+    ("Limitation" sections) that NVIDIA's RTL nevertheless runs; the model computes what the RTL
+    computes (the fact is cited where the warning is issued). Filter it with
+    ``warnings.simplefilter("ignore", LimitationWarning)`` or make it an error with
+    ``warnings.simplefilter("error", LimitationWarning)``."""
+
+
+def warn_limitation(message: str, stacklevel: int = 3) -> None:
+    """Issue a :class:`LimitationWarning` with ``message`` (register, value and rule)."""
+    warnings.warn(message, LimitationWarning, stacklevel=stacklevel)
 
 
 def cube_addresses(base: int, w: int, h: int, c: int, line_stride: int, surf_stride: int,

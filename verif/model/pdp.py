@@ -134,7 +134,21 @@ class PdpCore:
         return g
 
     def _check(self, pdp, g, flying: bool) -> None:
-        """Raise ModelConfigError for settings the programming guide ("Limitation / PDP") forbids."""
+        """Raise ModelConfigError for settings the programming guide ("Limitation / PDP") forbids.
+
+        Reviewed against NVIDIA's nv_small RTL (issue 7 item 6) and kept as errors, none settled
+        as a defined computation the model could reproduce:
+          * POOLING_METHOD=3: NV_NVDLA_PDP_CORE_unit1d.v / _cal2d.v ``pooling_fun`` combines two
+            samples to 0 when the type is not mean/max/min; the window result then depends on
+            how each window's first sample is loaded (not settled).
+          * CUBE_OUT_CHANNEL != CUBE_IN_CHANNEL: NV_NVDLA_PDP_WDMA_cmd.v / _dat.v count output
+            surfaces from CUBE_OUT_CHANNEL while the core produces CUBE_IN_CHANNEL of data: the
+            write side and the data disagree (the layer cannot complete normally).
+          * kernels above 8, padding >= kernel, output sizes that do not cover the padded input,
+            split widths that do not tile it: the line-buffer and counter logic of
+            NV_NVDLA_PDP_CORE_cal1d.v / _cal2d.v is sized and sequenced for the documented
+            ranges; what it writes outside them was not settled.
+        """
         R = "PDP"
         if g["method"] > 2:
             raise ModelConfigError(f"{R}.D_OPERATION_MODE_CFG.POOLING_METHOD={g['method']} is not AVE/MAX/MIN")

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from verif.model.formats import ModelConfigError, cube_addresses, flying_cube, read_cube, saturate
+from verif.model.formats import (ModelConfigError, cube_addresses, flying_cube, read_cube, saturate,
+                                 warn_limitation)
 from verif.model.lut import EXPONENT, LINEAR, LutParams, sext, slope_and_priority_fields
 
 # ---------------------------------------------------------------------------------------------
@@ -78,8 +79,13 @@ def x_subunit(x: np.ndarray, *, alu_bypass: bool, alu_algo: int, alu_op, alu_shi
     (NV_NVDLA_SDP_HLS_X_int_alu/mul/trt/relu.v):
       * ALU: operand = saturate32(op16 << ALU_SHIFT_VALUE); MAX/MIN/SUM on 33 bits; any algo
         other than MAX/MIN is SUM. Bypassed ALU passes x (sign-extended to 33 bits).
-      * MUL: 33-bit x times 16-bit op = 49-bit product. PReLU: non-negative x passes unchanged
-        (low 32 bits, no truncation); negative x is multiplied.
+      * MUL: 33-bit ALU output ``a`` times 16-bit op = 49-bit product. PReLU: non-negative
+        ``a`` passes as its low 32 bits (wrapping, no truncation: X_int_mul.v ``bypass_trt =
+        cfg_mul_prelu & !mul_data_sync[32]``, X_int_trt.v takes ``mul_data_out[31:0]``);
+        negative ``a`` is multiplied. The ALU is not told about PReLU (X_int_alu.v has no PReLU
+        input; NV_NVDLA_SDP_HLS_x1_int.v/x2_int.v chain ALU -> MUL -> TRT -> RELU whatever
+        cfg_mul_prelu is), so PReLU with the ALU on — a programming-guide limitation that
+        NVIDIA's RTL runs — applies PReLU to the ALU's 33-bit MAX/MIN/SUM result.
       * truncate: the 49-bit value (the product, or the sign-extended ALU output when MUL is
         bypassed — the shift applies even then) is shifted right by MUL_SHIFT_VALUE[5:0] with
         round-half-away-from-zero and saturated to 32 bits.
@@ -164,34 +170,53 @@ def sdp_lut_params(sdp) -> LutParams:
 
 
 def check_sdp_lut_limits(p: LutParams) -> None:
-    """Programming guide "Limitation / LUT" rules for SDP INT8; ModelConfigError on a breach.
+    """Programming guide "Limitation / LUT" rules for SDP INT8; a
+    :class:`verif.model.formats.LimitationWarning` naming the first rule broken.
+
+    The hardware runs such tables: the index path (nvdlav1 cmod/hls/sdp/sdp_y_idx.cpp, the HLS
+    source of vmod/nvdla/sdp/NV_NVDLA_SDP_HLS_Y_int_idx.v) computes the index from START and the
+    8-bit signed INDEX_SELECT / LE_INDEX_OFFSET for any value (the index saturates at 9 bits) and
+    uses END only as the overflow extrapolation origin (sdp_y_inp.cpp), which :func:`sdp_lut`
+    models for every register value; so a breach is a warning, not an error.
 
     Linear mode: LE_END-LE_START == 1<<(LE_INDEX_SELECT+6), LO_END-LO_START ==
     1<<(LO_INDEX_SELECT+8), INDEX_SELECT within LE [-6, 25] / LO [-8, 23]. Exponential mode:
     LE_INDEX_OFFSET within [-64, 31] and LE_END-LE_START == 1<<(LE_INDEX_OFFSET+64), where an end
     beyond INT32 is INT32_MAX ("use INT32_MAX instead").
     """
+    msg = _sdp_lut_breach(p)
+    if msg is not None:
+        warn_limitation(msg + "; computing what the hardware computes", stacklevel=3)
+
+
+def _sdp_lut_breach(p: LutParams) -> str | None:
+    """The first programming-guide Limitation/LUT rule (SDP INT8) ``p`` breaks, or None."""
     def rng(name, v, bounds, mode):
         lo, hi = bounds
         if not lo <= v <= hi:
-            raise ModelConfigError(f"SDP.S_LUT_INFO.{name}={v} outside [{lo}, {hi}] "
-                                   f"(programming guide Limitation/LUT, SDP INT8, {mode} mode)")
+            return (f"SDP.S_LUT_INFO.{name}={v} outside [{lo}, {hi}] "
+                    f"(programming guide Limitation/LUT, SDP INT8, {mode} mode)")
+        return None
     if p.le_function == LINEAR:
-        rng("LUT_LE_INDEX_SELECT", p.le_index_select, SDP_LE_SELECT_RANGE, "linear")
-        want, rule = 1 << (p.le_index_select + 6), "1<<(LUT_LE_INDEX_SELECT+6)"
-        got = p.le_end - p.le_start
+        bad = rng("LUT_LE_INDEX_SELECT", p.le_index_select, SDP_LE_SELECT_RANGE, "linear")
+        want = 1 << max(p.le_index_select + 6, 0)
+        rule, got = "1<<(LUT_LE_INDEX_SELECT+6)", p.le_end - p.le_start
     else:
-        rng("LUT_LE_INDEX_OFFSET", p.le_index_offset, SDP_LE_OFFSET_RANGE, "exponential")
-        want = min(p.le_start + (1 << (p.le_index_offset + 64)), (1 << 31) - 1) - p.le_start
+        bad = rng("LUT_LE_INDEX_OFFSET", p.le_index_offset, SDP_LE_OFFSET_RANGE, "exponential")
+        want = min(p.le_start + (1 << max(p.le_index_offset + 64, 0)), (1 << 31) - 1) - p.le_start
         rule, got = "1<<(LUT_LE_INDEX_OFFSET+64) (capped at INT32_MAX)", p.le_end - p.le_start
+    if bad:
+        return bad
     if got != want:
-        raise ModelConfigError(f"SDP.S_LUT_LE_END-S_LUT_LE_START={got} must equal {rule}={want} "
-                               "(programming guide Limitation/LUT)")
-    rng("LUT_LO_INDEX_SELECT", p.lo_index_select, SDP_LO_SELECT_RANGE, "linear")
+        return (f"SDP.S_LUT_LE_END-S_LUT_LE_START={got} must equal {rule}={want} "
+                "(programming guide Limitation/LUT)")
+    bad = rng("LUT_LO_INDEX_SELECT", p.lo_index_select, SDP_LO_SELECT_RANGE, "linear")
+    if bad:
+        return bad
     if p.lo_end - p.lo_start != 1 << (p.lo_index_select + 8):
-        raise ModelConfigError(
-            f"SDP.S_LUT_LO_END-S_LUT_LO_START={p.lo_end - p.lo_start} must equal "
-            f"1<<(LUT_LO_INDEX_SELECT+8)={1 << (p.lo_index_select + 8)} (programming guide Limitation/LUT)")
+        return (f"SDP.S_LUT_LO_END-S_LUT_LO_START={p.lo_end - p.lo_start} must equal "
+                f"1<<(LUT_LO_INDEX_SELECT+8)={1 << (p.lo_index_select + 8)} (programming guide Limitation/LUT)")
+    return None
 
 
 def _lut_index(x: np.ndarray, start: int, n: int, exponential: bool, offset: int, select: int):
@@ -398,6 +423,13 @@ class SdpCore:
             return None, None
         if rdma is None:
             raise ModelConfigError(f"SDP {sub}: operand from MEM but SDP_RDMA is not part of the layer")
+        # Kept as errors: programs NVIDIA's RTL cannot finish. NV_NVDLA_SDP_core.v enables the
+        # operand stream of a sub-unit (bs/bn_alu_in_en, *_mul_in_en) when its ALU/MUL takes the
+        # operand from MEM, and the X unit's sync2data (X_int_alu.v / X_int_mul.v) then waits for
+        # an operand with every data element; a disabled DMA (NV_NVDLA_SDP_rdma.v
+        # nrdma_op_en = op_en & ~nrdma_disable) or a DATA_USE that does not deliver that
+        # operand (NV_NVDLA_SDP_RDMA_eg.v cfg_alu_en / cfg_mul_en: MUL=0, ALU=1, BOTH=2; 3
+        # enables neither) never sends one, so the layer hangs.
         if rdma.f(f"{dma}_DISABLE"):
             raise ModelConfigError(
                 f"SDP_RDMA.D_{dma}_CFG.{dma}_DISABLE=YES while SDP.D_DP_{sub}_*_SRC=MEM "
@@ -442,7 +474,17 @@ class SdpCore:
 
     # ---- checks ---------------------------------------------------------------------------
     def _check(self, rdma, sdp) -> None:
-        """Programming guide "Limitation / SDP" rules and what this model implements."""
+        """Programming guide "Limitation / SDP" rules and what this model implements.
+
+        Errors left here: features the configuration does not have (Winograd, batch, PDP, the
+        LUT), or precisions / orderings the model does not implement (nv_small's RTL is built
+        for INT8: NV_NVDLA_SDP_core.v packs operands by ``cfg_dp_8 = ~|proc_precision`` and
+        NV_NVDLA_SDP_WDMA_cmd.v compiles batch/Winograd addressing out under
+        NVDLA_BATCH_ENABLE/NVDLA_WINOGRAD_ENABLE while NV_NVDLA_SDP_MRDMA_ig.v still counts
+        batches: no defined result was settled for those). The one documented limitation
+        NVIDIA's RTL runs to a defined result (PReLU with the ALU on) is computed with a
+        :class:`verif.model.formats.LimitationWarning`.
+        """
         cfg = self.cfg
         if sdp.f("WINOGRAD") and not cfg.winograd:
             raise ModelConfigError("SDP.D_FEATURE_MODE_CFG.WINOGRAD=ON but the configuration has no Winograd")
@@ -464,10 +506,15 @@ class SdpCore:
             if sdp.f(f"{sub}_BYPASS"):
                 continue
             if sdp.f(f"{sub}_MUL_PRELU") and not sdp.f(f"{sub}_MUL_BYPASS") and not sdp.f(f"{sub}_ALU_BYPASS"):
-                raise ModelConfigError(
-                    f"SDP.D_DP_{sub}_CFG: {sub}_MUL_PRELU=YES needs {sub}_ALU_BYPASS=YES "
-                    "(programming guide Limitation/SDP: 'If PReLU is enabled for one sub-unit, the "
-                    "ALU in that unit MUST be bypassed')")
+                # Documented limitation, but NVIDIA's nv_small RTL runs it (see x_subunit): the
+                # ALU (NV_NVDLA_SDP_HLS_X_int_alu.v) has no PReLU input and always computes
+                # alu_data_out[32:0]; the MUL (NV_NVDLA_SDP_HLS_X_int_mul.v) applies PReLU to
+                # that 33-bit ALU output. Computed as the RTL does, with a warning.
+                warn_limitation(
+                    f"SDP.D_DP_{sub}_CFG: {sub}_MUL_PRELU=YES with {sub}_ALU_BYPASS=NO breaks the "
+                    "programming guide Limitation/SDP ('If PReLU is enabled for one sub-unit, the "
+                    "ALU in that unit MUST be bypassed'); computing what NVIDIA's RTL computes: "
+                    "PReLU on the 33-bit ALU output", stacklevel=4)
         if sdp.f("OUTPUT_DST") == 1 and not cfg.pdp:
             raise ModelConfigError("SDP.D_FEATURE_MODE_CFG.OUTPUT_DST=PDP but the configuration has no PDP")
 
