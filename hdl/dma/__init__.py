@@ -2,7 +2,9 @@
 
 * :mod:`hdl.dma.cube` -- cube geometry layout and its binding from a unit's registers.
 * :mod:`hdl.dma.walker` -- :class:`CubeWalker`: runs of a cube in traversal order, grouped for
-  AXI bursts (never across a 4 KB boundary).
+  AXI bursts (across lines and surfaces contiguous in memory, never across a 4 KB boundary);
+  :class:`RunWalker`, the base of walkers (a unit with another traversal order subclasses it);
+  :class:`WalkerDma`, the base of both DMAs (shared parameters, ports, walker).
 * :mod:`hdl.dma.read` -- :class:`ReadDma`: walker + burst requests + latency FIFO with credits +
   lane select.
 * :mod:`hdl.dma.write` -- :class:`WriteDma`: walker + beat packing + burst requests + done.
@@ -13,9 +15,10 @@ from hdl.dma.clients import (READ_CLIENTS, WRITE_CLIENTS, dma_params, read_clien
                              write_client, write_dma_params)
 from hdl.dma.cube import CUBE_DIM_BITS, cube_from_regs, cube_layout
 from hdl.dma.read import ReadDma
-from hdl.dma.walker import CubeWalker
+from hdl.dma.walker import CubeWalker, RunWalker, WalkerDma
 from hdl.dma.write import WriteDma
 
-__all__ = ["CUBE_DIM_BITS", "CubeWalker", "READ_CLIENTS", "ReadDma", "WRITE_CLIENTS", "WriteDma",
+__all__ = ["CUBE_DIM_BITS", "CubeWalker", "READ_CLIENTS", "ReadDma", "RunWalker", "WRITE_CLIENTS",
+           "WalkerDma", "WriteDma",
            "cube_from_regs", "cube_layout", "dma_params", "read_client", "read_dma_params",
            "write_client", "write_dma_params"]

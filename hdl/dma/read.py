@@ -1,7 +1,7 @@
 """Generic read DMA: reads a feature cube from memory through an MCIF read client and returns its
 atoms in traversal order (format.rst "Feature data": surface, line, atom).
 
-Structure: a :class:`hdl.dma.walker.CubeWalker` produces runs (atoms of one line inside one burst
+Structure: a :class:`hdl.dma.walker.CubeWalker` produces runs (contiguous atoms inside one burst
 window); each run becomes one AXI burst request. Returned beats go into a latency FIFO of
 ``depth`` beats; a request is only issued when the FIFO has room for all its beats, counting the
 beats still in flight (credit rule of :class:`hdl.axi.DmaReadSignature`), so read data is always
@@ -11,17 +11,16 @@ when ``atom_bytes < beat_bytes``).
 from __future__ import annotations
 
 from amaranth.hdl import Module, Mux, Signal, unsigned
-from amaranth.lib import data, fifo, stream, wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.lib import data, fifo, stream
+from amaranth.lib.wiring import Out
 
 from hdl.axi import DmaReadSignature
-from hdl.dma.cube import cube_layout
-from hdl.dma.walker import CubeWalker, log2, run_request
+from hdl.dma.walker import WalkerDma, log2
 
 __all__ = ["ReadDma"]
 
 
-class ReadDma(wiring.Component):
+class ReadDma(WalkerDma):
     """Read DMA for one feature cube.
 
     Parameters: ``addr_width`` (bits), ``atom_bytes``, ``atom_elems`` (channels per atom),
@@ -38,32 +37,14 @@ class ReadDma(wiring.Component):
     Raises ValueError: see :func:`hdl.dma.walker.check_dma_params`, or ``depth < max_burst``.
     """
 
-    def __init__(self, *, addr_width: int, atom_bytes: int, atom_elems: int, beat_bytes: int,
-                 max_burst: int, depth: int, atom_shape=None):
-        if depth < max_burst:
-            raise ValueError(f"depth {depth} < max_burst {max_burst}: no burst would fit")
-        self._walker_args = dict(addr_width=addr_width, atom_bytes=atom_bytes,
-                                 atom_elems=atom_elems, beat_bytes=beat_bytes, max_burst=max_burst)
-        self.atom_bytes, self.beat_bytes, self.max_burst, self.depth = (
-            atom_bytes, beat_bytes, max_burst, depth)
-        super().__init__({
-            "start": In(1),
-            "cube": In(cube_layout(addr_width)),
-            "dma": Out(DmaReadSignature(addr_width, beat_bytes * 8)),
-            "atoms": Out(stream.Signature(atom_shape if atom_shape is not None
-                                          else unsigned(atom_bytes * 8))),
-            "busy": Out(1),
-        })
+    def dma_members(self):
+        return {"dma": Out(DmaReadSignature(self.addr_width, self.beat_bytes * 8)),
+                "atoms": Out(stream.Signature(self.atom_shape))}
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.walker = walker = CubeWalker(**self._walker_args)
-        m.d.comb += [walker.start.eq(self.start), walker.cube.eq(self.cube)]
-        atom_bits = self.atom_bytes * 8
-        lanes = self.beat_bytes // self.atom_bytes
-
+        walker, beat_addr, length, lane0 = self.add_walker(m)
         run = walker.runs.payload
-        beat_addr, length, lane0 = run_request(run, self.atom_bytes, self.beat_bytes)
 
         m.submodules.lat_fifo = lat = fifo.SyncFIFOBuffered(width=self.beat_bytes * 8,
                                                             depth=self.depth)
@@ -86,7 +67,7 @@ class ReadDma(wiring.Component):
         ]
         m.d.sync += inflight.eq(inflight + Mux(issue, length + 1, 0) - pop)
 
-        if lanes == 1:
+        if self.lanes == 1:
             # one atom per beat: the run structure is not needed after the request
             m.d.comb += [room.eq(1),
                          self.atoms.valid.eq(lat.r_rdy),
@@ -95,7 +76,7 @@ class ReadDma(wiring.Component):
             return m
 
         # several atoms per beat: remember (first lane, atom count) of every issued run
-        lane_bits = log2(lanes)
+        lane_bits = log2(self.lanes)
         count_shape = walker.runs.payload.count.shape()
         runq_layout = data.StructLayout({"lane0": unsigned(lane_bits), "count": count_shape})
         m.submodules.run_fifo = runq = fifo.SyncFIFOBuffered(width=runq_layout.size,
@@ -116,9 +97,9 @@ class ReadDma(wiring.Component):
             lane.eq(Mux(started, cur_lane, rq.lane0)),
             left.eq(Mux(started, cur_left, rq.count)),
             self.atoms.valid.eq(lat.r_rdy & runq.r_rdy),
-            self.atoms.payload.eq(lat.r_data.word_select(lane, atom_bits)),
+            self.atoms.payload.eq(lat.r_data.word_select(lane, self.atom_bits)),
             fire.eq(self.atoms.valid & self.atoms.ready),
-            end_beat.eq((lane == lanes - 1) | (left == 1)),
+            end_beat.eq((lane == self.lanes - 1) | (left == 1)),
             pop.eq(fire & end_beat), lat.r_en.eq(pop),
             runq.r_en.eq(fire & (left == 1)),
         ]

@@ -1,10 +1,17 @@
 """Cube walker: the memory runs of a feature cube in NVDLA's traversal order (format.rst
 "Feature data": surface, then line, then atom innermost), grouped for AXI bursts.
 
-A *run* is a group of consecutive atoms of one line that one AXI burst can carry: it lies in one
+A *run* is a group of atoms at consecutive addresses that one AXI burst can carry: it lies in one
 aligned *burst window* of ``max_burst * beat_bytes`` bytes. Windows divide 4 KB, so a run never
-crosses a 4 KB boundary (AXI rule). With ``max_burst = 1`` and ``atom_bytes = beat_bytes``
-(nv_small) every run is one atom and one beat.
+crosses a 4 KB boundary (AXI rule). A run continues across the end of a line (and of a surface)
+when the next line (surface) starts right after the last atom, e.g. when
+``line_stride == (width + 1) * atom_bytes``; the check compares running addresses (the next
+atom's address equals the end of the run), so it needs no multiplier. With ``max_burst = 1`` and
+``atom_bytes = beat_bytes`` (nv_small) every run is one atom and one beat.
+
+Also here: what :class:`hdl.dma.ReadDma` and :class:`hdl.dma.WriteDma` share, the parameter checks
+(:func:`check_dma_params`), the AXI view of a run (:func:`run_request`) and their base class
+:class:`WalkerDma` (parameters, ``start``/``cube``/``busy`` ports, the walker instance).
 """
 from __future__ import annotations
 
@@ -15,7 +22,7 @@ from amaranth.lib.wiring import In, Out
 from hdl.axi import AXI_LEN_WIDTH
 from hdl.dma.cube import CUBE_DIM_BITS, STRIDE_BITS, cube_layout
 
-__all__ = ["CubeWalker", "run_layout", "run_request", "log2"]
+__all__ = ["CubeWalker", "RunWalker", "WalkerDma", "check_dma_params", "run_layout", "run_request", "log2"]
 
 AXI_4K = 4096
 
@@ -68,36 +75,59 @@ def run_request(run, atom_bytes: int, beat_bytes: int) -> tuple:
     return beat_addr, length, lane0
 
 
-class CubeWalker(wiring.Component):
-    """Run generator for one feature cube.
+class RunWalker(wiring.Component):
+    """Base of the cube walkers (a subclass's ``elaborate`` gives the traversal order): their
+    parameters and ports.
 
     Parameters: ``addr_width`` (address bits), ``atom_bytes`` (bytes per memory atom),
     ``atom_elems`` (channels per atom = per surface), ``beat_bytes`` (AXI data bytes),
     ``max_burst`` (beats per burst). All powers of two (see :func:`check_dma_params`, which
-    raises ValueError otherwise).
+    raises ValueError otherwise). Attributes: the parameters, ``max_atoms`` (atoms per burst
+    window), ``atom_elems_log2``.
 
     Ports:
       ``start`` In(1) pulse: latch ``cube`` and begin (ignored while ``busy``);
       ``cube`` In(:func:`hdl.dma.cube.cube_layout`); base and strides must be multiples of
       ``atom_bytes``;
-      ``runs`` Out(stream of :func:`run_layout`): runs in traversal order (surface, line, atom),
-      a run never spans two lines nor two burst windows;
+      ``runs`` Out(stream of :func:`run_layout` ``(addr_width, max_atoms)``);
       ``busy`` Out(1): runs remain.
-    Rate: one run per cycle. Addresses wrap modulo ``2**addr_width``.
     """
 
     def __init__(self, *, addr_width: int, atom_bytes: int, atom_elems: int, beat_bytes: int,
                  max_burst: int):
         self.max_atoms = check_dma_params(atom_bytes, beat_bytes, max_burst)
-        log2(atom_elems)
+        self.atom_elems_log2 = log2(atom_elems)
         self.addr_width, self.atom_bytes, self.atom_elems = addr_width, atom_bytes, atom_elems
         self.beat_bytes, self.max_burst = beat_bytes, max_burst
+        self._run_layout = run_layout(addr_width, self.max_atoms)
         super().__init__({
             "start": In(1),
             "cube": In(cube_layout(addr_width)),
-            "runs": Out(stream.Signature(run_layout(addr_width, self.max_atoms))),
+            "runs": Out(stream.Signature(self._run_layout)),
             "busy": Out(1),
         })
+
+
+class CubeWalker(RunWalker):
+    """Run generator for one feature cube in NVDLA's traversal order.
+
+    Parameters, ``start``/``cube``/``busy``: see :class:`RunWalker`.
+
+    Ports:
+      ``runs`` Out(stream of :func:`run_layout`): the cube's atoms in traversal order (surface,
+      line, atom) as maximal runs: a run ends where the next atom is not at the next address
+      or where its burst window ends (so it may span lines and surfaces that are contiguous in
+      memory, never two burst windows).
+
+    Rate and latency: the walk advances by one line-piece (the atoms of one line inside one
+    burst window) per cycle, looking one piece ahead: a piece whose successor starts at the
+    address right after it, in the same window, is held and the successor appended (a run of k
+    pieces leaves at the cycle of its last piece); any other piece ends its run at once. The
+    first run is valid the cycle after ``start`` when it is one piece. With ``max_burst > 1`` a
+    one-run fall-through buffer lets the walk go on while the consumer holds a run (a write DMA
+    takes a run's atoms one per cycle), so runs carry at least one line-piece per cycle. Addresses
+    wrap modulo ``2**addr_width``; a run never wraps.
+    """
 
     def elaborate(self, platform):
         m = Module()
@@ -105,6 +135,7 @@ class CubeWalker(wiring.Component):
         win_sh = log2(self.max_burst * self.beat_bytes)
         cube = self.cube
 
+        # --- line pieces: the atoms of one line inside one burst window, one per cycle ---
         w = Signal(CUBE_DIM_BITS + 1)          # atoms of the current line already walked
         h = Signal(CUBE_DIM_BITS)
         s = Signal(CUBE_DIM_BITS)
@@ -116,40 +147,135 @@ class CubeWalker(wiring.Component):
         addr = Signal(self.addr_width)         # next atom
         line = Signal(self.addr_width)         # start of the current line
         surf = Signal(self.addr_width)         # start of the current surface
-        busy = Signal()
+        walking = Signal()
 
-        left_line = Signal(CUBE_DIM_BITS + 1)  # atoms left in the line (>= 1 while busy)
+        left_line = Signal(CUBE_DIM_BITS + 1)  # atoms left in the line (>= 1 while walking)
         avail = Signal(range(self.max_atoms + 1))   # atoms left in the burst window
         count = Signal(range(self.max_atoms + 1))
         end_line = Signal()
+        piece_end = Signal(self.addr_width)    # address after the piece's last atom
+        next_line = Signal(self.addr_width)    # start of the next line of this surface
+        next_surf = Signal(self.addr_width)    # start of the next surface
         m.d.comb += left_line.eq(w_max + 1 - w)
         if win_sh > a_sh:
             m.d.comb += avail.eq(self.max_atoms - addr[a_sh:win_sh])
         else:
             m.d.comb += avail.eq(1)
-        m.d.comb += [end_line.eq(left_line <= avail),
-                     count.eq(Mux(end_line, left_line, avail))]
         end_h, end_s = h == h_max, s == s_max
+        m.d.comb += [end_line.eq(left_line <= avail),
+                     count.eq(Mux(end_line, left_line, avail)),
+                     piece_end.eq(addr + (count << a_sh)),
+                     next_line.eq(line + lstride), next_surf.eq(surf + sstride)]
 
-        m.d.comb += [self.busy.eq(busy), self.runs.valid.eq(busy),
-                     self.runs.payload.addr.eq(addr), self.runs.payload.count.eq(count),
-                     self.runs.payload.last.eq(end_line & end_h & end_s)]
+        piece = stream.Signature(self._run_layout).create()
+        m.d.comb += [piece.valid.eq(walking), piece.payload.addr.eq(addr),
+                     piece.payload.count.eq(count),
+                     piece.payload.last.eq(end_line & end_h & end_s)]
 
-        with m.If(self.start & ~busy):
-            m.d.sync += [busy.eq(1), w.eq(0), h.eq(0), s.eq(0),
+        with m.If(self.start & ~self.busy):
+            m.d.sync += [walking.eq(1), w.eq(0), h.eq(0), s.eq(0),
                          w_max.eq(cube.width), h_max.eq(cube.height),
-                         s_max.eq(cube.channel >> log2(self.atom_elems)),
+                         s_max.eq(cube.channel >> self.atom_elems_log2),
                          lstride.eq(cube.line_stride), sstride.eq(cube.surface_stride),
                          addr.eq(cube.base), line.eq(cube.base), surf.eq(cube.base)]
-        with m.If(self.runs.valid & self.runs.ready):
+        with m.If(piece.valid & piece.ready):
             with m.If(~end_line):
-                m.d.sync += [w.eq(w + count), addr.eq(addr + (count << a_sh))]
+                m.d.sync += [w.eq(w + count), addr.eq(piece_end)]
             with m.Elif(~end_h):
-                m.d.sync += [w.eq(0), h.eq(h + 1), line.eq(line + lstride),
-                             addr.eq(line + lstride)]
+                m.d.sync += [w.eq(0), h.eq(h + 1), line.eq(next_line), addr.eq(next_line)]
             with m.Elif(~end_s):
-                m.d.sync += [w.eq(0), h.eq(0), s.eq(s + 1), surf.eq(surf + sstride),
-                             line.eq(surf + sstride), addr.eq(surf + sstride)]
+                m.d.sync += [w.eq(0), h.eq(0), s.eq(s + 1), surf.eq(next_surf),
+                             line.eq(next_surf), addr.eq(next_surf)]
             with m.Else():
-                m.d.sync += busy.eq(0)
+                m.d.sync += walking.eq(0)
+
+        if self.max_atoms == 1:
+            # every piece fills its window: nothing can be merged
+            wiring.connect(m, piece, wiring.flipped(self.runs))
+            m.d.comb += self.busy.eq(walking)
+            return m
+
+        # --- merge: a piece continues into its successor when that starts at piece_end, inside
+        # the same window (a piece cut by its window ends at a window boundary: never) ---
+        cont = Signal()
+        m.d.comb += cont.eq(end_line & ~piece.payload.last & (piece_end[a_sh:win_sh] != 0)
+                            & (Mux(end_h, next_surf, next_line) == piece_end))
+        held_valid = Signal()                  # a run's first pieces are held
+        held_addr = Signal(self.addr_width)
+        held_count = Signal(range(self.max_atoms + 1))
+        run = Signal(self._run_layout)         # the run ending with this piece (if ~cont)
+        m.d.comb += [run.addr.eq(Mux(held_valid, held_addr, addr)),
+                     run.count.eq(Mux(held_valid, held_count, 0) + count),
+                     run.last.eq(piece.payload.last)]
+        # fall-through buffer of one run
+        buf = Signal(self._run_layout)
+        buf_valid = Signal()
+        buf_free = Signal()                    # empty, or its run leaves this cycle
+        run_valid = Signal()
+        m.d.comb += [
+            run_valid.eq(piece.valid & ~cont),
+            buf_free.eq(~buf_valid | self.runs.ready),
+            self.runs.valid.eq(buf_valid | run_valid),
+            self.runs.payload.eq(Mux(buf_valid, buf, run)),
+            piece.ready.eq(cont | buf_free),
+            self.busy.eq(walking | buf_valid),
+        ]
+        with m.If(piece.valid & piece.ready):
+            m.d.sync += [held_valid.eq(cont), held_addr.eq(run.addr), held_count.eq(run.count)]
+        with m.If(buf_free):
+            # the run goes out now when nothing is buffered and it is taken, else it waits here
+            m.d.sync += [buf_valid.eq(run_valid & (buf_valid | ~self.runs.ready)), buf.eq(run)]
         return m
+
+
+class WalkerDma(wiring.Component):
+    """Base of :class:`hdl.dma.ReadDma` and :class:`hdl.dma.WriteDma`: their shared parameters,
+    ports and walker (``walker_class``, :class:`CubeWalker` unless a subclass changes it). A
+    subclass defines :meth:`dma_members` and ``spare_depth``.
+
+    Parameters: ``addr_width`` (bits), ``atom_bytes``, ``atom_elems`` (channels per atom),
+    ``beat_bytes`` (AXI data bytes), ``max_burst`` (beats per AXI burst), ``depth`` (the
+    subclass's FIFO depth, beats; at least ``max_burst + spare_depth``), ``atom_shape`` (payload
+    shape of the atom stream; default ``unsigned(8 * atom_bytes)``, byte i of the atom in bits
+    [8i+7:8i]).
+
+    Ports: ``start`` In(1) pulse (ignored while busy); ``cube`` In(cube_layout) sampled at
+    ``start``; the subclass's :meth:`dma_members`; ``busy`` Out(1).
+
+    Raises ValueError: see :func:`check_dma_params`, or ``depth < max_burst + spare_depth``.
+    """
+
+    #: FIFO beats the subclass needs beyond one burst
+    spare_depth = 0
+    #: the :class:`RunWalker` that orders the atoms (a unit with another order sets its own)
+    walker_class = CubeWalker
+
+    def __init__(self, *, addr_width: int, atom_bytes: int, atom_elems: int, beat_bytes: int,
+                 max_burst: int, depth: int, atom_shape=None):
+        if depth < max_burst + self.spare_depth:
+            raise ValueError(f"{type(self).__name__}: depth {depth} below "
+                             f"{max_burst + self.spare_depth} beats (max_burst {max_burst})")
+        check_dma_params(atom_bytes, beat_bytes, max_burst)     # now, not at elaboration
+        log2(atom_elems)
+        self._walker_args = dict(addr_width=addr_width, atom_bytes=atom_bytes,
+                                 atom_elems=atom_elems, beat_bytes=beat_bytes, max_burst=max_burst)
+        self.addr_width, self.atom_bytes, self.beat_bytes = addr_width, atom_bytes, beat_bytes
+        self.max_burst, self.depth = max_burst, depth
+        self.lanes = beat_bytes // atom_bytes          # atoms per beat
+        self.atom_bits = atom_bytes * 8
+        self.atom_shape = atom_shape if atom_shape is not None else unsigned(atom_bytes * 8)
+        super().__init__({"start": In(1), "cube": In(cube_layout(addr_width)),
+                          **self.dma_members(), "busy": Out(1)})
+
+    def dma_members(self) -> dict:
+        """The subclass's own signature members (its memory-side and atom-side ports)."""
+        raise NotImplementedError
+
+    def add_walker(self, m: Module):
+        """Add a ``walker_class`` instance to ``m``, started by ``start`` on ``cube``.
+
+        Returns ``(walker, beat_addr, len, lane0)``: the walker and :func:`run_request` of the
+        run at its output."""
+        m.submodules.walker = walker = self.walker_class(**self._walker_args)
+        m.d.comb += [walker.start.eq(self.start), walker.cube.eq(self.cube)]
+        return (walker, *run_request(walker.runs.payload, self.atom_bytes, self.beat_bytes))

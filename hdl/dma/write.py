@@ -1,7 +1,7 @@
 """Generic write DMA: writes a feature cube's atoms, arriving in traversal order (format.rst
 "Feature data": surface, line, atom), to memory through an MCIF write client.
 
-Structure: a :class:`hdl.dma.walker.CubeWalker` gives the runs (atoms of one line inside one
+Structure: a :class:`hdl.dma.walker.CubeWalker` gives the runs (contiguous atoms inside one
 burst window). Incoming atoms are packed into beats (an atom's strobes cover its bytes; several
 atoms per beat when ``atom_bytes < beat_bytes``) and queued in a data FIFO of ``depth`` beats.
 When the last atom of a run is packed, the run's burst request (address, length) is queued; so a
@@ -11,20 +11,19 @@ its write response.
 """
 from __future__ import annotations
 
-from amaranth.hdl import Module, Mux, Signal, Value, unsigned
-from amaranth.lib import data, fifo, stream, wiring
+from amaranth.hdl import Module, Mux, Signal, Value
+from amaranth.lib import data, fifo, stream
 from amaranth.lib.wiring import In, Out
 
 from hdl.axi import DmaWriteSignature, write_data_layout, write_req_layout
-from hdl.dma.cube import cube_layout
-from hdl.dma.walker import CubeWalker, log2, run_request
+from hdl.dma.walker import WalkerDma, log2
 
 __all__ = ["WriteDma"]
 
 OUTSTANDING_BITS = 20    # bursts requested and not yet acknowledged
 
 
-class WriteDma(wiring.Component):
+class WriteDma(WalkerDma):
     """Write DMA for one feature cube.
 
     Parameters: ``addr_width`` (bits), ``atom_bytes``, ``atom_elems`` (channels per atom),
@@ -41,32 +40,17 @@ class WriteDma(wiring.Component):
     Raises ValueError: see :func:`hdl.dma.walker.check_dma_params`, or ``depth <= max_burst``.
     """
 
-    def __init__(self, *, addr_width: int, atom_bytes: int, atom_elems: int, beat_bytes: int,
-                 max_burst: int, depth: int, atom_shape=None):
-        if depth <= max_burst:
-            raise ValueError(f"depth {depth} must exceed max_burst {max_burst}")
-        self._walker_args = dict(addr_width=addr_width, atom_bytes=atom_bytes,
-                                 atom_elems=atom_elems, beat_bytes=beat_bytes, max_burst=max_burst)
-        self.addr_width, self.atom_bytes, self.beat_bytes, self.depth = (
-            addr_width, atom_bytes, beat_bytes, depth)
-        super().__init__({
-            "start": In(1),
-            "cube": In(cube_layout(addr_width)),
-            "atoms": In(stream.Signature(atom_shape if atom_shape is not None
-                                         else unsigned(atom_bytes * 8))),
-            "dma": Out(DmaWriteSignature(addr_width, beat_bytes * 8)),
-            "done": Out(1),
-            "busy": Out(1),
-        })
+    spare_depth = 1      # a burst is queued whole before its request: one more beat keeps flowing
+
+    def dma_members(self):
+        return {"atoms": In(stream.Signature(self.atom_shape)),
+                "dma": Out(DmaWriteSignature(self.addr_width, self.beat_bytes * 8)),
+                "done": Out(1)}
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.walker = walker = CubeWalker(**self._walker_args)
-        m.d.comb += [walker.start.eq(self.start), walker.cube.eq(self.cube)]
-        atom_bits = self.atom_bytes * 8
-        lanes = self.beat_bytes // self.atom_bytes
+        walker, beat_addr, length, lane0 = self.add_walker(m)
         run = walker.runs.payload
-        beat_addr, length, lane0 = run_request(run, self.atom_bytes, self.beat_bytes)
 
         req_layout = write_req_layout(self.addr_width)
         dat_layout = write_data_layout(self.beat_bytes * 8)
@@ -95,11 +79,11 @@ class WriteDma(wiring.Component):
         m.d.comb += [left.eq(Mux(started, cur_left, run.count)), last_of_run.eq(left == 1)]
         with m.If(fire):
             m.d.sync += [started.eq(~last_of_run), cur_left.eq(left - 1)]
-        if lanes == 1:
+        if self.lanes == 1:
             m.d.comb += [wdat.data.eq(atom), wdat.strb.eq((1 << self.beat_bytes) - 1),
                          datq.w_en.eq(fire)]
         else:
-            lane_bits = log2(lanes)
+            lane_bits = log2(self.lanes)
             cur_lane = Signal(lane_bits)
             lane = Signal(lane_bits)
             acc_data = Signal(self.beat_bytes * 8)  # lanes packed so far into the current beat
@@ -108,8 +92,8 @@ class WriteDma(wiring.Component):
             atom_strb = (1 << self.atom_bytes) - 1
             m.d.comb += [
                 lane.eq(Mux(started, cur_lane, lane0)),
-                end_beat.eq((lane == lanes - 1) | last_of_run),
-                wdat.data.eq(acc_data | (atom << (lane * atom_bits))),
+                end_beat.eq((lane == self.lanes - 1) | last_of_run),
+                wdat.data.eq(acc_data | (atom << (lane * self.atom_bits))),
                 wdat.strb.eq(acc_strb | (atom_strb << (lane * self.atom_bytes))),
                 datq.w_en.eq(fire & end_beat),
             ]

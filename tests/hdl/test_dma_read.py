@@ -3,15 +3,16 @@
 """hdl.dma.ReadDma against a behavioural read-client memory (MCIF's side of
 hdl.axi.DmaReadSignature): the right atoms in traversal order under random request stalls,
 random response delays and gaps, atom back-pressure; bursts of 1, 2 and 4 beats, several atoms per
-beat, odd widths, lines crossing 4 KB; every request beat aligned, within max_burst and 4 KB; the
-credit rule (read data always accepted); full throughput when nothing stalls."""
+beat, odd widths, lines crossing 4 KB, contiguous lines and surfaces read in bursts across them;
+one request per maximal run, every request beat aligned, within max_burst and 4 KB; the credit
+rule (read data always accepted); full throughput when nothing stalls."""
 import random
 from collections import deque
 
 import pytest
-from amaranth.sim import Simulator
-from streams import check_stream_stable, stream_get
-from test_dma_walker import ADDR_WIDTH, expected_atoms, random_cube
+from streams import stream_get
+from test_dma_walker import (ADDR_WIDTH, DMA_SHAPES, LONG_CUBES, check_requests, dma_setup,
+                             expected_atoms, run_sim, start_cube)
 
 from hdl.dma import ReadDma
 
@@ -57,68 +58,42 @@ def atom_values(mem, addrs, atom_bytes):
     return [int.from_bytes(mem[a:a + atom_bytes], "little") for a in addrs]
 
 
-@pytest.mark.parametrize("atom_bytes,beat_bytes,max_burst",
-                         [(8, 8, 1), (8, 8, 4), (4, 8, 2), (2, 8, 4), (4, 8, 1)])
+@pytest.mark.parametrize("atom_bytes,beat_bytes,max_burst", DMA_SHAPES)
 def test_read_dma_random(atom_bytes, beat_bytes, max_burst):
-    rng = random.Random(atom_bytes * 10 + max_burst)
-    atom_elems = atom_bytes
-    dut = ReadDma(addr_width=ADDR_WIDTH, atom_bytes=atom_bytes, atom_elems=atom_elems,
-                  beat_bytes=beat_bytes, max_burst=max_burst, depth=16)
-    mem = bytes(rng.randrange(256) for _ in range(1 << ADDR_WIDTH))
-    cubes = [random_cube(rng, atom_bytes, atom_elems) for _ in range(12)]
-    cubes.append(dict(base=0x1000 - 5 * atom_bytes, line_stride=0x300, surface_stride=0x1000,
-                      width=30, height=1, channel=0))          # lines crossing 4 KB
-    cubes.append(dict(base=0x2000 + atom_bytes, line_stride=13 * atom_bytes, surface_stride=0x400,
-                      width=12, height=2, channel=2 * atom_elems - 1))   # odd width, unaligned
-    log = {"reqs": [], "errors": []}
+    rng, dut, mem, cubes, log = dma_setup(ReadDma, atom_bytes, beat_bytes, max_burst, depth=16,
+                                          seed=atom_bytes * 10 + max_burst, n_cubes=12, gap=0)
+    mem = bytes(mem)
 
     async def bench(ctx):
         for cube in cubes:
             log["reqs"].clear()
-            ctx.set(dut.cube, cube)
-            ctx.set(dut.start, 1)
-            await ctx.tick()
-            ctx.set(dut.start, 0)
-            addrs = expected_atoms(cube, atom_bytes, atom_elems)
+            await start_cube(ctx, dut, cube)
+            addrs = expected_atoms(cube, atom_bytes, atom_bytes)
             got = await stream_get(ctx, dut.atoms, len(addrs), rng=rng, p_stall=0.3)
             assert got == atom_values(mem, addrs, atom_bytes), cube
             for _ in range(3):
                 await ctx.tick()
             assert not ctx.get(dut.busy) and not ctx.get(dut.atoms.valid)
-            for addr, length in log["reqs"]:
-                assert addr % beat_bytes == 0
-                assert length < max_burst
-                assert addr // 4096 == (addr + (length + 1) * beat_bytes - 1) // 4096
-            # every beat of the cube was read, each once per run
-            beats = sum(n + 1 for _, n in log["reqs"])
-            assert beats >= len(addrs) * atom_bytes // beat_bytes
+            check_requests(log["reqs"], cube, atom_bytes, beat_bytes, max_burst)
         assert not log["errors"], log["errors"][:3]
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(make_memory_bench(dut, mem, rng, log), background=True)
-    sim.add_process(check_stream_stable(dut.dma.req, name="req"))
-    sim.add_process(check_stream_stable(dut.atoms, name="atoms"))
-    sim.add_testbench(bench)
-    sim.run()
+    run_sim(dut, bench, background=[make_memory_bench(dut, mem, rng, log)],
+            stable=[("req", dut.dma.req), ("atoms", dut.atoms)])
 
 
 @pytest.mark.parametrize("max_burst", [1, 4])
-def test_read_dma_bursts_and_throughput(max_burst):
-    """A long line: bursts of max_burst beats (windows aligned), one atom per cycle."""
+@pytest.mark.parametrize("cube", LONG_CUBES)
+def test_read_dma_bursts_and_throughput(max_burst, cube):
+    """128 contiguous atoms in one line or over many lines and surfaces: bursts of max_burst
+    beats (windows aligned), one atom per cycle."""
     rng = random.Random(max_burst)
     dut = ReadDma(addr_width=ADDR_WIDTH, atom_bytes=8, atom_elems=8, beat_bytes=8,
                   max_burst=max_burst, depth=32)
     mem = bytes(rng.randrange(256) for _ in range(1 << ADDR_WIDTH))
-    cube = dict(base=0x0f00, line_stride=0x400, surface_stride=0x800, width=127, height=0,
-                channel=7)   # 1 KB line crossing 4 KB
     log = {"reqs": [], "errors": []}
 
     async def bench(ctx):
-        ctx.set(dut.cube, cube)
-        ctx.set(dut.start, 1)
-        await ctx.tick()
-        ctx.set(dut.start, 0)
+        await start_cube(ctx, dut, cube)
         addrs = expected_atoms(cube, 8, 8)
         stamps = []
         got = await stream_get(ctx, dut.atoms, len(addrs), rng=rng, p_stall=0.0,
@@ -129,12 +104,8 @@ def test_read_dma_bursts_and_throughput(max_burst):
         assert stamps[-1] <= len(addrs) + 12
         assert not log["errors"]
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(make_memory_bench(dut, mem, rng, log, p_ready=1.0, max_latency=0,
-                                        p_gap=0.0), background=True)
-    sim.add_testbench(bench)
-    sim.run()
+    run_sim(dut, bench, background=[make_memory_bench(dut, mem, rng, log, p_ready=1.0,
+                                                      max_latency=0, p_gap=0.0)])
 
 
 def test_read_dma_rejects_small_depth():

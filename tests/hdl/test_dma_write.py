@@ -1,17 +1,20 @@
+# amaranth: UnusedElaboratable=no
+# (test_write_dma_rejects_small_depth constructs a WriteDma that raises and is never elaborated.)
 """hdl.dma.WriteDma against a behavioural write-client memory (MCIF's side of
 hdl.axi.DmaWriteSignature): after random cubes of random atoms, under random producer stalls,
 request/data back-pressure and response delays, the memory image equals the expected one (atoms
 at the format.rst "Feature data" addresses, every other byte untouched: strobes); bursts of 1, 2
-and 4 beats, several atoms per beat, lines crossing 4 KB; each burst's beats are all buffered when
+and 4 beats, several atoms per beat, lines crossing 4 KB, contiguous lines and surfaces written in
+bursts across them (one request per maximal run); each burst's beats are all buffered when
 it is requested; ``done`` pulses once, after the last write response; one atom per cycle when
 nothing stalls."""
 import random
 from collections import deque
 
 import pytest
-from amaranth.sim import Simulator
-from streams import check_stream_stable, stream_put
-from test_dma_walker import ADDR_WIDTH, expected_atoms, random_cube
+from streams import stream_put
+from test_dma_walker import (ADDR_WIDTH, DMA_SHAPES, LONG_CUBES, check_requests, dma_setup,
+                             expected_atoms, run_sim, start_cube)
 
 from hdl.dma import WriteDma
 
@@ -60,35 +63,23 @@ def make_memory_bench(dut, mem, rng, log, *, p_ready=0.7, max_latency=15):
     return memory
 
 
-@pytest.mark.parametrize("atom_bytes,beat_bytes,max_burst",
-                         [(8, 8, 1), (8, 8, 4), (4, 8, 2), (2, 8, 4), (4, 8, 1)])
+@pytest.mark.parametrize("atom_bytes,beat_bytes,max_burst", DMA_SHAPES)
 def test_write_dma_random(atom_bytes, beat_bytes, max_burst):
-    rng = random.Random(atom_bytes * 10 + max_burst + 7)
-    atom_elems = atom_bytes
-    dut = WriteDma(addr_width=ADDR_WIDTH, atom_bytes=atom_bytes, atom_elems=atom_elems,
-                   beat_bytes=beat_bytes, max_burst=max_burst, depth=2 * max_burst + 1)
-    mem = bytearray(rng.randrange(256) for _ in range(1 << ADDR_WIDTH))
-    cubes = [random_cube(rng, atom_bytes, atom_elems) for _ in range(10)]
-    cubes.append(dict(base=0x1000 - 5 * atom_bytes, line_stride=0x300, surface_stride=0x1000,
-                      width=30, height=1, channel=0))          # lines crossing 4 KB
-    cubes.append(dict(base=0x2000 + atom_bytes, line_stride=15 * atom_bytes, surface_stride=0x400,
-                      width=12, height=2, channel=2 * atom_elems - 1))   # odd width, gaps
-    log = {"reqs": [], "errors": []}
+    rng, dut, mem, cubes, log = dma_setup(WriteDma, atom_bytes, beat_bytes, max_burst,
+                                          depth=2 * max_burst + 1,
+                                          seed=atom_bytes * 10 + max_burst + 7, n_cubes=10, gap=2)
 
     async def bench(ctx):
         for cube in cubes:
             log["reqs"].clear()
-            addrs = expected_atoms(cube, atom_bytes, atom_elems)
+            addrs = expected_atoms(cube, atom_bytes, atom_bytes)
             # no two atoms of one cube at the same address (else the expected image is ambiguous)
             assert len(set(addrs)) == len(addrs)
             values = [rng.randrange(1 << (8 * atom_bytes)) for _ in addrs]
             want = bytearray(mem)
             for a, v in zip(addrs, values):
                 want[a:a + atom_bytes] = v.to_bytes(atom_bytes, "little")
-            ctx.set(dut.cube, cube)
-            ctx.set(dut.start, 1)
-            await ctx.tick()
-            ctx.set(dut.start, 0)
+            await start_cube(ctx, dut, cube)
             assert ctx.get(dut.busy)
             await stream_put(ctx, dut.atoms, values, rng=rng, p_stall=0.3)
             dones = 0
@@ -101,38 +92,37 @@ def test_write_dma_random(atom_bytes, beat_bytes, max_burst):
             assert dones == 1
             assert not ctx.get(dut.busy)
             assert mem == want, cube
-            for addr, length in log["reqs"]:
-                assert addr % beat_bytes == 0 and length < max_burst
-                assert addr // 4096 == (addr + (length + 1) * beat_bytes - 1) // 4096
+            check_requests(log["reqs"], cube, atom_bytes, beat_bytes, max_burst)
         assert not log["errors"], log["errors"][:3]
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(make_memory_bench(dut, mem, rng, log), background=True)
-    sim.add_process(check_stream_stable(dut.dma.req, name="req"))
-    sim.add_process(check_stream_stable(dut.dma.data, name="data"))
-    sim.add_testbench(bench)
-    sim.run()
+    run_sim(dut, bench, background=[make_memory_bench(dut, mem, rng, log)],
+            stable=[("req", dut.dma.req), ("data", dut.dma.data)])
 
 
 @pytest.mark.parametrize("max_burst", [1, 4])
-def test_write_dma_bursts_and_throughput(max_burst):
-    """A long line at full rate: one atom accepted per cycle, bursts of max_burst beats, each
-    requested only when all its beats are queued, done after the last response."""
+@pytest.mark.parametrize("cube", LONG_CUBES)
+def test_write_dma_bursts_and_throughput(max_burst, cube):
+    """128 contiguous atoms in one line or over many lines and surfaces, at full rate: one atom
+    accepted per cycle (from the cycle after start, or max_burst - 1 cycles later when the first
+    run spans max_burst one-atom lines and is known at its last line),
+    bursts of max_burst beats, each requested only when all its beats are queued, done after
+    the last response."""
     rng = random.Random(max_burst)
     dut = WriteDma(addr_width=ADDR_WIDTH, atom_bytes=8, atom_elems=8, beat_bytes=8,
                    max_burst=max_burst, depth=4 * max_burst)
     mem = bytearray(1 << ADDR_WIDTH)
-    cube = dict(base=0x0f00, line_stride=0x400, surface_stride=0x800, width=127, height=0,
-                channel=7)
     log = {"reqs": [], "errors": []}
 
     async def bench(ctx):
-        ctx.set(dut.cube, cube)
-        ctx.set(dut.start, 1)
-        await ctx.tick()
-        ctx.set(dut.start, 0)
+        await start_cube(ctx, dut, cube)
         values = [rng.randrange(1 << 64) for _ in range(128)]
+        ctx.set(dut.atoms.valid, 1)
+        ctx.set(dut.atoms.payload, values[0])
+        wait = 0
+        while not ctx.get(dut.atoms.ready):            # until the first run is known
+            await ctx.tick()
+            wait += 1
+        assert wait == (0 if cube["width"] else max_burst - 1)
         t0 = 0
         for v in values:
             ctx.set(dut.atoms.valid, 1)
@@ -151,9 +141,13 @@ def test_write_dma_bursts_and_throughput(max_burst):
         assert mem[0x0f00:0x1300] == b"".join(v.to_bytes(8, "little") for v in values)
         assert not log["errors"]
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(make_memory_bench(dut, mem, rng, log, p_ready=1.0, max_latency=3),
-                      background=True)
-    sim.add_testbench(bench)
-    sim.run()
+    run_sim(dut, bench, background=[make_memory_bench(dut, mem, rng, log, p_ready=1.0,
+                                                      max_latency=3)])
+
+
+@pytest.mark.parametrize("max_burst,depth", [(1, 1), (4, 4), (4, 2)])
+def test_write_dma_rejects_small_depth(max_burst, depth):
+    """A burst is queued whole before its request, so the data FIFO needs one beat more."""
+    with pytest.raises(ValueError, match="depth"):
+        WriteDma(addr_width=16, atom_bytes=8, atom_elems=8, beat_bytes=8, max_burst=max_burst,
+                 depth=depth)
