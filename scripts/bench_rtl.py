@@ -6,7 +6,10 @@ Usage: ``python scripts/bench_rtl.py [--cold] [--config SPEC] [--set NAME=VALUE]
 the cache). Then, under the ``nvidia`` memory profile, the cycles of
 sdp_8192x1x1_pass_through_int8_0 with ``primary_memif_max_burst`` 1 and 4, against the bus limit
 (8,192 cycles: 8,192 atoms of 8 bytes, one 8-byte beat per cycle each way), the goal
-(1.1 x 8,192 cycles) and NVIDIA's RTL (verif/trace/reference.py).
+(1.1 x 8,192 cycles) and NVIDIA's RTL (verif/trace/reference.py): first with SDP's datapath at
+NVIDIA's one element per cycle (the nv_small preset: the datapath, 8 cycles per atom, is the
+limit), then with the wide variant (``sdp_bs_throughput=8``, ``sdp_bn_throughput=8``: one atom
+per cycle, so the bus is the limit).
 """
 from __future__ import annotations
 
@@ -54,14 +57,16 @@ def main() -> int:
     print(f"\n{BURST_TRACE}, nvidia memory profile ({MemTiming.named('nvidia')}):")
     print(f"  bus limit {BUS_LIMIT:,} cycles, goal <= {GOAL:,.0f} cycles (1.1 x bus limit), "
           f"NVIDIA RTL {ref if ref is None else f'{ref:,}'} cycles")
-    for burst in (1, 4):
-        spec = get_config("nv_small", [f"primary_memif_max_burst={burst}"]).name
+    for tp, burst in ((1, 1), (1, 4), (8, 1), (8, 4)):
+        spec = get_config("nv_small", [f"primary_memif_max_burst={burst}",
+                                       f"sdp_bs_throughput={tp}", f"sdp_bn_throughput={tp}"]).name
         (r,) = run_rtl([nvdla_dir() / "traces" / "nv_small" / BURST_TRACE], config=spec,
                        timing=MemTiming.named("nvidia"))
+        what = f"SDP {tp} element{'s' if tp > 1 else ''}/cycle, max burst {burst}"
         if r.cycles is None:
-            print(f"  max burst {burst}: {r.status} (no cycle count) {r.message}")
+            print(f"  {what}: {r.status} (no cycle count) {r.message}")
             continue
-        print(f"  max burst {burst}: {r.status} {r.cycles:,} cycles = {r.cycles / BUS_LIMIT:.2f} x bus limit"
+        print(f"  {what}: {r.status} {r.cycles:,} cycles = {r.cycles / BUS_LIMIT:.2f} x bus limit"
               f" ({'meets' if r.cycles <= GOAL else 'misses'} the goal"
               + (f"; {r.cycles / ref:.2f} x NVIDIA's RTL" if ref else "") + ")")
     return 0

@@ -1,23 +1,27 @@
 """SDP: single data point processor, memory-to-memory mode (v1_ias_unit_description.rst "SDP").
 
-Hardware layer = SDP_RDMA MRDMA -> SDP core (BS/BN/EW bypassed, output converter) -> SDP WDMA,
-joined by ``amaranth.lib.stream`` interfaces. SDP_RDMA and SDP keep separate register files and
-ping-pong pointers (v1_hwarch.rst "Ping-pong synchronization"); a layer starts when the consumer
+Hardware layer = SDP_RDMA MRDMA (+ BRDMA / NRDMA operands) -> SDP core (X1 BS, X2 BN, output
+converter; :mod:`hdl.sdp.core`) -> SDP WDMA, joined by ``amaranth.lib.stream`` interfaces.
+SDP_RDMA and SDP keep separate register files and ping-pong pointers (v1_hwarch.rst "Ping-pong synchronization"); a layer starts when the consumer
 groups of both are enabled (D_OP_ENABLE) and completes when WDMA has all write responses; then
 both register files see ``done`` and SDP's per-group done pulse goes to GLB
 (S_INTR_STATUS.SDP_DONE_STATUS<g>).
 
-Not implemented yet (the registers exist and read back): BS/BN/EW ALU/multiplier/LUT, BRDMA,
-NRDMA, ERDMA, flying mode (input from CACC), output to PDP, batches, int16/fp16.
+BRDMA / NRDMA (:mod:`hdl.sdp.brdma`) read the X1 / X2 operands when a non-bypassed ALU or
+multiplier takes them from memory (D_DP_<X>_ALU/MUL_CFG SRC = MEM); they start with the layer.
+
+Not implemented yet (the registers exist and read back): EW (Y) ALU/multiplier/LUT, ERDMA,
+flying mode (input from CACC), output to PDP, batches, int16/fp16.
 """
 from __future__ import annotations
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal, Value
 from amaranth.lib import wiring
 from hdl.config import NvdlaConfig
-from hdl.dma import cube_from_regs
+from hdl.dma import ReadDma, cube_from_regs, read_dma_params
 from hdl.regfile import UnitRegFile
 from hdl.regmap import REGMAP
+from hdl.sdp.brdma import OperandUnpack, operand_cube
 from hdl.sdp.core import SdpCore
 from hdl.sdp.rdma import SdpRdma, atom_layout
 from hdl.sdp.wdma import SdpWdma
@@ -31,12 +35,14 @@ class Sdp(wiring.Component):
 
     Ports: ``csb_sdp_rdma``/``csb_sdp`` In(:class:`hdl.regfile.RegBusSignature`) (CSB side of the
     SDP_RDMA and SDP register files); ``sdp_mrdma`` Out(DmaReadSignature) (MRDMA client);
+    ``sdp_brdma`` / ``sdp_nrdma`` Out(DmaReadSignature) (X1 / X2 operand clients; idle when
+    cfg.sdp_bs / cfg.sdp_bn is off);
     ``sdp_wdma`` Out(DmaWriteSignature) (WDMA client); ``done_grp`` Out(2) per-group done pulse to
     GLB; ``busy`` Out(1).
     """
 
     REGISTER_FILES = ("SDP_RDMA", "SDP")
-    READ_CLIENTS = ("sdp_mrdma",)
+    READ_CLIENTS = ("sdp_mrdma", "sdp_brdma", "sdp_nrdma")
     WRITE_CLIENTS = ("sdp_wdma",)
     INTERRUPT = "sdp"
 
@@ -61,12 +67,13 @@ class Sdp(wiring.Component):
         wiring.connect(m, wdma.dma, wiring.flipped(self.sdp_wdma))
 
         aw = cfg.mem_address_width
-        sc = rf_sdp.cfg
+        sc, rc = rf_sdp.cfg, rf_rdma.cfg
+        src_cube = cube_from_regs(
+            rc, base="d_src_base_addr", line_stride="d_src_line_stride",
+            surface_stride="d_src_surface_stride", width="d_data_cube_width",
+            height="d_data_cube_height", channel="d_data_cube_channel", addr_width=aw)
         m.d.comb += [
-            rdma.cube.eq(cube_from_regs(
-                rf_rdma.cfg, base="d_src_base_addr", line_stride="d_src_line_stride",
-                surface_stride="d_src_surface_stride", width="d_data_cube_width",
-                height="d_data_cube_height", channel="d_data_cube_channel", addr_width=aw)),
+            rdma.cube.eq(src_cube),
             wdma.cube.eq(cube_from_regs(
                 sc, base="d_dst_base_addr", line_stride="d_dst_line_stride",
                 surface_stride="d_dst_surface_stride", width="d_data_cube_width",
@@ -82,6 +89,55 @@ class Sdp(wiring.Component):
         start = Signal()
         m.d.comb += start.eq(~running & rf_rdma.op_en & rf_sdp.op_en)
         m.d.comb += [rdma.start.eq(start), wdma.start.eq(start)]
+
+        # X1 (BS) / X2 (BN): configuration, register operands, operand DMAs (BRDMA / NRDMA)
+        for sub, dma_name in (("bs", "brdma"), ("bn", "nrdma")):
+            xc = getattr(core, f"{sub}_cfg")
+            sel = getattr(core, f"{sub}_sel")
+            dp = getattr(sc, f"d_dp_{sub}_cfg")
+            alu_cfg = getattr(sc, f"d_dp_{sub}_alu_cfg")
+            mul_cfg = getattr(sc, f"d_dp_{sub}_mul_cfg")
+
+            def f(view, name, sub=sub):
+                return Value.cast(getattr(view, f"{sub}_{name}"))
+            m.d.comb += [
+                xc.bypass.eq(f(dp, "bypass")), xc.alu_bypass.eq(f(dp, "alu_bypass")),
+                xc.alu_algo.eq(f(dp, "alu_algo")), xc.mul_bypass.eq(f(dp, "mul_bypass")),
+                xc.mul_prelu.eq(f(dp, "mul_prelu")), xc.relu_bypass.eq(f(dp, "relu_bypass")),
+                xc.alu_shift.eq(f(alu_cfg, "alu_shift_value")),
+                # NVIDIA's truncate uses MUL_SHIFT_VALUE[5:0] (verif/model/sdp.py x_subunit)
+                xc.mul_shift.eq(f(mul_cfg, "mul_shift_value")[:6]),
+                sel.alu_mem.eq(f(alu_cfg, "alu_src")), sel.mul_mem.eq(f(mul_cfg, "mul_src")),
+                sel.alu.eq(getattr(sc, f"d_dp_{sub}_alu_src_value")[f"{sub}_alu_operand"]),
+                sel.mul.eq(getattr(sc, f"d_dp_{sub}_mul_src_value")[f"{sub}_mul_operand"]),
+            ]
+            if not getattr(cfg, f"sdp_{sub}"):
+                continue
+            opdma = ReadDma(**read_dma_params(cfg))
+            unpack = OperandUnpack(cfg.atom_bytes, cfg.memory_atomic)
+            m.submodules[dma_name] = opdma
+            m.submodules[f"{sub}_unpack"] = unpack
+            wiring.connect(m, opdma.dma, wiring.flipped(getattr(self, f"sdp_{dma_name}")))
+            wiring.connect(m, opdma.atoms, unpack.i)
+            wiring.connect(m, unpack.o, getattr(core, f"{sub}_op"))
+            dcfg = getattr(rc, f"d_{dma_name}_cfg")
+            fmt = unpack.fmt
+            m.d.comb += [
+                fmt.use.eq(Value.cast(getattr(dcfg, f"{dma_name}_data_use"))),
+                fmt.two_byte.eq(Value.cast(getattr(dcfg, f"{dma_name}_data_size"))),
+                fmt.per_element.eq(Value.cast(getattr(dcfg, f"{dma_name}_data_mode"))),
+                unpack.repeat.eq(Mux(fmt.per_element, 1,
+                                     (src_cube.width + 1) * (src_cube.height + 1))),
+                opdma.cube.eq(operand_cube(
+                    src_cube, fmt,
+                    base=Cat(getattr(rc, f"d_{sub}_base_addr_low").as_value(),
+                             getattr(rc, f"d_{sub}_base_addr_high").as_value()),
+                    line_stride=getattr(rc, f"d_{sub}_line_stride").as_value(),
+                    surface_stride=getattr(rc, f"d_{sub}_surface_stride").as_value(),
+                    atom_bytes=cfg.atom_bytes, addr_width=aw)),
+                # the operand DMA runs with the layer when the sub-unit reads memory operands
+                opdma.start.eq(start & getattr(core, f"{sub}_mem_en")),
+            ]
         with m.If(start):
             m.d.sync += running.eq(1)
         with m.If(wdma.done):

@@ -22,7 +22,7 @@ def atom_layout(cfg: NvdlaConfig) -> data.ArrayLayout:
 
 
 class SdpRdma(ReadDma):
-    """SDP MRDMA (BRDMA/NRDMA/ERDMA are not implemented): :class:`hdl.dma.ReadDma` with the
+    """SDP MRDMA (BRDMA/NRDMA: :mod:`hdl.sdp.brdma`): :class:`hdl.dma.ReadDma` with the
     primary-memory parameters of ``cfg`` and :func:`atom_layout` atoms. Ports as ReadDma
     (``cube`` from SDP_RDMA D_SRC_* and D_DATA_CUBE_*)."""
 

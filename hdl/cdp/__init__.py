@@ -1,0 +1,209 @@
+"""CDP: cross-channel data processor (LRN), memory to memory (v1_ias_unit_description.rst "Cross
+Channel Data Processor", v1_ias_programming_guide.rst "CDP", v1_ias_lut-programming.rst).
+
+Hardware layer = CDP_RDMA (:class:`hdl.cdp.dma.CdpReadDma`, line / atom / surface order) ->
+:class:`hdl.cdp.core.CdpCore` (input converter, LRN square sum, two-table LUT, multiplier,
+output converter) -> CDP WDMA (:class:`hdl.cdp.dma.CdpWriteDma`, same order). CDP_RDMA and CDP
+keep separate register files and ping-pong pointers; a layer starts when the consumer groups of
+both are enabled and completes when the WDMA has every write response; both register files then
+see ``done`` and CDP's per-group done pulse goes to GLB (S_INTR_STATUS.CDP_DONE_STATUS<g>).
+
+LUT access port (NVIDIA nv_small NV_NVDLA_CDP_reg.v, facts only; also verif/model/lut.py): a
+write of S_LUT_ACCESS_CFG loads the access address, table and type; a write of
+S_LUT_ACCESS_DATA with ACCESS_TYPE=WRITE stores the entry and advances the address, which stays
+on the table's last entry. The register file (hdl/regfile.py) has no hooks for this, so the unit
+decodes the CSB register bus (``csb_cdp``: addr/wdata/we) in parallel with the register file
+and drives the read data of S_LUT_ACCESS_CFG (live address/table/type) and S_LUT_ACCESS_DATA
+(the addressed entry) itself. The register bus carries no read strobe, so a CSB read of
+S_LUT_ACCESS_DATA returns the entry but does not advance the address (NVIDIA's does with
+ACCESS_TYPE=READ).
+
+LUT statistics (D_PERF_LUT_UFLOW/OFLOW/HYBRID/LE_HIT/LO_HIT) count every element of a layer
+(saturating at 2**32-1) and are latched into the register group that completed, at the end of the
+layer (NV_NVDLA_CDP_DP_intp.v; not gated by D_PERF_ENABLE). The register file's status input is
+not per group, so the unit keeps both groups' values and shows the one of the CSB producer group
+(S_POINTER.PRODUCER, tracked from the same bus). D_OUT_SATURATION and the NaN/Inf counters read 0
+(NVIDIA's nv_small ties them to 0).
+
+INT8 only (nv_small's data type).
+"""
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Module, Mux, Signal, Value
+from amaranth.lib import wiring
+
+from hdl.cdp import lut
+from hdl.cdp.core import CdpCore, atom_layout
+from hdl.cdp.dma import CdpReadDma, CdpWalker, CdpWriteDma
+from hdl.config import NvdlaConfig
+from hdl.dma import cube_from_regs, cube_layout, read_dma_params, write_dma_params
+from hdl.regfile import UnitRegFile
+from hdl.regmap import REGMAP
+from hdl.unit import unit_members
+
+__all__ = ["Cdp", "CdpCore", "CdpReadDma", "CdpWriteDma", "CdpWalker"]
+
+_CDP = REGMAP.unit("CDP")
+
+
+def _reg(reg: str):
+    return next(r for r in _CDP.registers if r.name == reg)
+
+
+def _word(reg: str) -> int:
+    """Word offset of CDP register ``reg`` on the register bus."""
+    return _reg(reg).offset >> 2
+
+
+def _field(regs, reg: str, field: str) -> Value:
+    """Raw bits of field ``field`` of register ``reg`` in a register-file ``cfg`` view."""
+    f = _reg(reg).field(field)
+    return getattr(regs, reg.lower()).as_value()[f.lsb:f.lsb + f.width]
+
+
+class Cdp(wiring.Component):
+    """CDP unit with its CDP_RDMA and CDP register files (port convention: :mod:`hdl.unit`).
+
+    Ports: ``csb_cdp_rdma``/``csb_cdp`` In(:class:`hdl.regfile.RegBusSignature`);
+    ``cdp_rdma`` Out(DmaReadSignature); ``cdp_wdma`` Out(DmaWriteSignature); ``done_grp``
+    Out(2); ``busy`` Out(1).
+    """
+
+    REGISTER_FILES = ("CDP_RDMA", "CDP")
+    READ_CLIENTS = ("cdp_rdma",)
+    WRITE_CLIENTS = ("cdp_wdma",)
+    INTERRUPT = "cdp"
+
+    def __init__(self, cfg: NvdlaConfig):
+        self.cfg = cfg
+        super().__init__(unit_members(cfg, self.REGISTER_FILES, self.READ_CLIENTS,
+                                      self.WRITE_CLIENTS))
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self.cfg
+        m.submodules.rf_rdma = rf_rdma = UnitRegFile(REGMAP.unit("CDP_RDMA"))
+        m.submodules.rf_cdp = rf = UnitRegFile(_CDP)
+        wiring.connect(m, wiring.flipped(self.csb_cdp_rdma), rf_rdma.bus)
+
+        m.submodules.rdma = rdma = CdpReadDma(**read_dma_params(cfg), atom_shape=atom_layout(cfg))
+        m.submodules.core = core = CdpCore(cfg)
+        m.submodules.wdma = wdma = CdpWriteDma(**write_dma_params(cfg),
+                                               atom_shape=atom_layout(cfg))
+        wiring.connect(m, rdma.atoms, core.i)
+        wiring.connect(m, core.o, wdma.atoms)
+        wiring.connect(m, rdma.dma, wiring.flipped(self.cdp_rdma))
+        wiring.connect(m, wdma.dma, wiring.flipped(self.cdp_wdma))
+
+        # ---- CSB: register file plus the LUT access port and the producer pointer ----
+        bus = self.csb_cdp
+        m.d.comb += [rf.bus.addr.eq(bus.addr), rf.bus.wdata.eq(bus.wdata), rf.bus.we.eq(bus.we)]
+        w_cfg, w_data, w_ptr = (_word("S_LUT_ACCESS_CFG"), _word("S_LUT_ACCESS_DATA"),
+                                _word("S_POINTER"))
+        acc = next(r for r in _CDP.registers if r.name == "S_LUT_ACCESS_CFG")
+        f_addr, f_tab, f_typ = (acc.field("LUT_ADDR"), acc.field("LUT_TABLE_ID"),
+                                acc.field("LUT_ACCESS_TYPE"))
+        ptr = next(r for r in _CDP.registers if r.name == "S_POINTER")
+        lut_addr, lut_table, lut_type = Signal(10), Signal(), Signal()
+        producer = Signal()
+        access_write = 1                                  # LUT_ACCESS_TYPE WRITE
+        data_we = bus.we & (bus.addr == w_data)
+        table_last = Mux(lut_table, lut.LO_ENTRIES - 1, lut.LE_ENTRIES - 1)
+        with m.If(bus.we & (bus.addr == w_cfg)):
+            m.d.sync += [lut_addr.eq(bus.wdata[f_addr.lsb:f_addr.lsb + f_addr.width]),
+                         lut_table.eq(bus.wdata[f_tab.lsb]), lut_type.eq(bus.wdata[f_typ.lsb])]
+        with m.If(data_we & (lut_type == access_write) & (lut_addr != table_last)):
+            m.d.sync += lut_addr.eq(lut_addr + 1)
+        with m.If(bus.we & (bus.addr == w_ptr)):
+            m.d.sync += producer.eq(bus.wdata[ptr.field("PRODUCER").lsb])
+        m.d.comb += [core.lut_we.eq(data_we & (lut_type == access_write)),
+                     core.lut_table.eq(lut_table), core.lut_addr.eq(lut_addr),
+                     core.lut_wdata.eq(bus.wdata[:16])]
+        cfg_read = (lut_addr << f_addr.lsb) | (lut_table << f_tab.lsb) | (lut_type << f_typ.lsb)
+        m.d.comb += bus.rdata.eq(Mux(bus.addr == w_cfg, cfg_read,
+                                     Mux(bus.addr == w_data, core.lut_rdata, rf.bus.rdata)))
+
+        # ---- geometry and parameters (consumer groups) ----
+        aw = cfg.mem_address_width
+        rc, c = rf_rdma.cfg, rf.cfg
+        dst_cube = Signal(cube_layout(aw))
+        m.d.comb += [
+            dst_cube.base.eq(Cat(c.d_dst_base_addr_low.as_value(),
+                                 c.d_dst_base_addr_high.as_value())[:aw]),
+            dst_cube.line_stride.eq(c.d_dst_line_stride.as_value()),
+            dst_cube.surface_stride.eq(c.d_dst_surface_stride.as_value()),
+            dst_cube.width.eq(rc.d_data_cube_width.as_value()),
+            dst_cube.height.eq(rc.d_data_cube_height.as_value()),
+            dst_cube.channel.eq(rc.d_data_cube_channel.as_value()),
+        ]
+        m.d.comb += [
+            rdma.cube.eq(cube_from_regs(
+                rc, base="d_src_base_addr", line_stride="d_src_line_stride",
+                surface_stride="d_src_surface_stride", width="d_data_cube_width",
+                height="d_data_cube_height", channel="d_data_cube_channel", addr_width=aw)),
+            # CDP has no cube size registers of its own: CDP_RDMA's D_DATA_CUBE_*
+            wdma.cube.eq(dst_cube),
+        ]
+        p = core.p
+        f = lambda reg, fld: _field(c, reg, fld)          # noqa: E731
+        lp = p.lut
+        m.d.comb += [
+            p.channel.eq(rc.d_data_cube_channel.as_value()[:13]),
+            p.datin_offset.eq(f("D_DATIN_OFFSET", "DATIN_OFFSET")),
+            p.datin_scale.eq(f("D_DATIN_SCALE", "DATIN_SCALE")),
+            p.datin_shifter.eq(f("D_DATIN_SHIFTER", "DATIN_SHIFTER")),
+            p.datout_offset.eq(f("D_DATOUT_OFFSET", "DATOUT_OFFSET")),
+            p.datout_scale.eq(f("D_DATOUT_SCALE", "DATOUT_SCALE")),
+            p.datout_shifter.eq(f("D_DATOUT_SHIFTER", "DATOUT_SHIFTER")),
+            p.normalz_len.eq(f("D_LRN_CFG", "NORMALZ_LEN")),
+            p.sqsum_bypass.eq(f("D_FUNC_BYPASS", "SQSUM_BYPASS")),
+            p.mul_bypass.eq(f("D_FUNC_BYPASS", "MUL_BYPASS")),
+            lp.le_exp.eq(f("S_LUT_CFG", "LUT_LE_FUNCTION") == 0),
+            lp.le_index_offset.eq(f("S_LUT_INFO", "LUT_LE_INDEX_OFFSET")),
+            lp.le_index_select.eq(f("S_LUT_INFO", "LUT_LE_INDEX_SELECT")[:6]),
+            lp.lo_index_select.eq(f("S_LUT_INFO", "LUT_LO_INDEX_SELECT")[:6]),
+            lp.uflow_priority.eq(f("S_LUT_CFG", "LUT_UFLOW_PRIORITY")),
+            lp.oflow_priority.eq(f("S_LUT_CFG", "LUT_OFLOW_PRIORITY")),
+            lp.hybrid_priority.eq(f("S_LUT_CFG", "LUT_HYBRID_PRIORITY")),
+        ]
+        for t in ("LE", "LO"):
+            for which in ("START", "END"):
+                lo_bits = f(f"S_LUT_{t}_{which}_LOW", f"LUT_{t}_{which}_LOW")
+                hi_bits = f(f"S_LUT_{t}_{which}_HIGH", f"LUT_{t}_{which}_HIGH")
+                m.d.comb += getattr(lp, f"{t.lower()}_{which.lower()}").eq(
+                    Cat(lo_bits, hi_bits).as_signed())
+            for flow in ("UFLOW", "OFLOW"):
+                m.d.comb += [
+                    getattr(lp, f"{t.lower()}_{flow.lower()}_scale").eq(
+                        f(f"S_LUT_{t}_SLOPE_SCALE", f"LUT_{t}_SLOPE_{flow}_SCALE")),
+                    getattr(lp, f"{t.lower()}_{flow.lower()}_shift").eq(
+                        f(f"S_LUT_{t}_SLOPE_SHIFT", f"LUT_{t}_SLOPE_{flow}_SHIFT")),
+                ]
+
+        # ---- layer control ----
+        running = Signal()
+        start = Signal()
+        m.d.comb += start.eq(~running & rf_rdma.op_en & rf.op_en)
+        m.d.comb += [rdma.start.eq(start), wdma.start.eq(start)]
+        with m.If(start):
+            m.d.sync += running.eq(1)
+        with m.If(wdma.done):
+            m.d.sync += running.eq(0)
+        m.d.comb += [rf_rdma.done.eq(wdma.done), rf.done.eq(wdma.done),
+                     self.done_grp.eq(rf.done_grp), self.busy.eq(running)]
+
+        # ---- LUT statistics: counted in the layer, latched into the completed group ----
+        for k, name in enumerate(lut.STAT_NAMES):
+            cnt = Signal(33, name=f"cnt_{name}")
+            with m.If(start):
+                m.d.sync += cnt.eq(0)
+            with m.Elif(core.stat_counts[k] != 0):
+                nxt = cnt + core.stat_counts[k]
+                m.d.sync += cnt.eq(Mux(nxt > 0xFFFFFFFF, 0xFFFFFFFF, nxt))
+            grp = [Signal(32, name=f"{name}_g{g}") for g in range(2)]
+            for g in range(2):
+                with m.If(wdma.done & (rf.consumer == g)):
+                    m.d.sync += grp[g].eq(cnt)
+            reg = f"d_perf_lut_{name}"
+            m.d.comb += getattr(rf.hw, reg).as_value().eq(Mux(producer, grp[1], grp[0]))
+        return m

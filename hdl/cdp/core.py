@@ -1,0 +1,367 @@
+"""CDP datapath (v1_ias_unit_description.rst "Cross Channel Data Processor"; arithmetic facts in
+v1_ias_precision.rst "CDP convertors", v1_ias_lut-programming.rst and verif/model/cdp.py's
+docstring, settled there from NVIDIA's nv_small RTL).
+
+Input: the cube's atoms in :class:`hdl.cdp.dma.CdpWalker` order (for every (h, w) its surfaces
+s = 0..S-1). Per element:
+
+1. input converter ``x = sat9(rnd((d - DATIN_OFFSET[7:0]) * DATIN_SCALE >> DATIN_SHIFTER))``
+   (9-bit minus 8-bit offset in 9 bits, 25-bit product, 0 for a shift >= 25); lanes of the last
+   surface beyond the cube's channels are forced to 0 (they still run through the pipe and
+   count in the LUT statistics); also ``x**2`` (17 bits);
+2. LRN window (:class:`LrnWindow`): square sum over channels c-n..c+n (n = NORMALZ_LEN + 1:
+   3/5/7/9 channels), channels outside the cube count 0, in 21 bits; SQSUM_BYPASS gives ``x``;
+3. the two-table LUT (:mod:`hdl.cdp.lut`) gives ``f`` (int16) and the statistics;
+4. ``v = f * x`` (25 bits) unless MUL_BYPASS (``v = f``);
+5. output converter ``sat8(rnd((v - DATOUT_OFFSET[24:0]) * DATOUT_SCALE >> DATOUT_SHIFTER))``
+   (26-bit difference, 42-bit product, 0 for a shift >= 42).
+
+Steps 2-5 process ``cfg.cdp_throughput`` elements per cycle (lanes of an atom, split by the
+window and joined again by :class:`Gather`); step 1 works on whole atoms.
+"""
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed, unsigned
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from hdl.cdp import lut
+from hdl.config import NvdlaConfig
+from hdl.lib.fixed import truncate
+from hdl.lib.stream import Map
+
+__all__ = ["atom_layout", "CdpCore", "LrnWindow", "Gather", "X_BITS", "SQ_BITS", "SQSUM_BITS",
+           "MAX_HALF"]
+
+X_BITS = 9                 # input converter output (int8 pipeline: BPE + 1)
+SQ_BITS = 2 * X_BITS - 1   # x**2 <= 256**2 = 2**16: 17 bits unsigned
+SQSUM_BITS = 2 * X_BITS - 1 + 4   # sum of up to 9 squares: 21 bits (NVIDIA's pPP_BW)
+MAX_HALF = 4               # NORMALZ_LEN 3 -> 9 channels: c-4..c+4
+TAPS = 2 * MAX_HALF + 1
+
+
+def atom_layout(cfg: NvdlaConfig) -> data.ArrayLayout:
+    """One memory atom of int8 elements (cfg.memory_atomic lanes, lane i = channel c % atom)."""
+    return data.ArrayLayout(signed(cfg.bpe), cfg.memory_atomic)
+
+
+def window_in_layout(lanes: int) -> data.StructLayout:
+    """Converted atom: ``x`` (signed 9 per lane), ``sq`` (x**2, 17 bits per lane), ``last``
+    (the last surface of its (w, h) position)."""
+    return data.StructLayout({"x": data.ArrayLayout(signed(X_BITS), lanes),
+                              "sq": data.ArrayLayout(unsigned(SQ_BITS), lanes), "last": 1})
+
+
+def window_out_layout(tp: int) -> data.StructLayout:
+    """``tp`` elements with their LRN neighbourhood: ``x`` (signed 9 per element) and ``taps``
+    (squares of channels c-4..c+4 per element, 0 outside the cube)."""
+    return data.StructLayout({
+        "x": data.ArrayLayout(signed(X_BITS), tp),
+        "taps": data.ArrayLayout(data.ArrayLayout(unsigned(SQ_BITS), TAPS), tp)})
+
+
+class LrnWindow(wiring.Component):
+    """Window of three surfaces (previous, current, next) of one (w, h) position, emitting the
+    current surface's elements ``tp`` at a time with the squares of their 9 neighbouring
+    channels.
+
+    Parameters: ``lanes`` (channels per atom, >= MAX_HALF), ``tp`` (elements per output item,
+    divides ``lanes``).
+
+    Ports: ``i`` In(stream of :func:`window_in_layout`), the surfaces of each position in order,
+    the last one flagged ``last``; ``o`` Out(stream of :func:`window_out_layout`), ``lanes/tp``
+    items per input atom, lane order. The previous surface is 0 at the first surface, the next
+    one 0 at the last; a surface is emitted once the next one is at the input (or at once when
+    it is the last). Throughput: one item per cycle.
+    """
+
+    def __init__(self, lanes: int, tp: int):
+        if lanes < MAX_HALF or lanes % tp:
+            raise ValueError(f"LrnWindow: lanes {lanes} must be >= {MAX_HALF} and a multiple "
+                             f"of tp {tp}")
+        self.lanes, self.tp = lanes, tp
+        super().__init__({"i": In(stream.Signature(window_in_layout(lanes))),
+                          "o": Out(stream.Signature(window_out_layout(tp)))})
+
+    def elaborate(self, platform):
+        m = Module()
+        lanes, tp = self.lanes, self.tp
+        chunks = lanes // tp
+        il = window_in_layout(lanes)
+        have = Signal()                        # cur holds a surface
+        cur = Signal(il)
+        prev_sq = Signal(data.ArrayLayout(unsigned(SQ_BITS), lanes))
+        k = Signal(range(max(chunks, 2)))      # next chunk of cur to emit (stays 0 if one)
+        last_chunk = k == chunks - 1
+
+        nxt_sq = Mux(cur.last, 0, self.i.payload.sq.as_value())
+        row = Cat(prev_sq.as_value(), cur.sq.as_value(), nxt_sq)   # 3 * lanes squares
+        # every chunk's taps as constants slices, then a mux on k
+        out = Signal(window_out_layout(tp))
+        with m.Switch(k):
+            for kk in range(chunks):
+                # the last chunk is the default case: every value of k is covered
+                with (m.Case(kk) if kk < chunks - 1 else m.Default()):
+                    for ln in range(tp):
+                        j = kk * tp + ln
+                        m.d.comb += out.x[ln].eq(cur.x[j])
+                        for t in range(TAPS):
+                            pos = lanes + j + t - MAX_HALF
+                            m.d.comb += out.taps[ln][t].eq(row.word_select(pos, SQ_BITS))
+        fire = self.o.valid & self.o.ready
+        m.d.comb += [
+            self.o.valid.eq(have & (cur.last | self.i.valid)),
+            self.o.payload.eq(out),
+            self.i.ready.eq(~have | (~cur.last & last_chunk & self.o.ready)),
+        ]
+        take = self.i.valid & self.i.ready
+        with m.If(fire):
+            m.d.sync += k.eq(Mux(last_chunk, 0, k + 1))
+            with m.If(last_chunk & cur.last):
+                m.d.sync += have.eq(0)
+        with m.If(take):
+            m.d.sync += [have.eq(1), cur.eq(self.i.payload),
+                         prev_sq.eq(Mux(have, cur.sq.as_value(), 0))]
+        return m
+
+
+class Gather(wiring.Component):
+    """Joins ``lanes/tp`` consecutive items of ``tp`` elements into one atom (lane order).
+
+    Ports: ``i`` In(stream of ArrayLayout(shape, tp)), ``o`` Out(stream of ArrayLayout(shape,
+    lanes)). Latency 1 cycle after the last part; one part per cycle.
+    """
+
+    def __init__(self, shape, lanes: int, tp: int):
+        self.shape, self.lanes, self.tp = shape, lanes, tp
+        super().__init__({"i": In(stream.Signature(data.ArrayLayout(shape, tp))),
+                          "o": Out(stream.Signature(data.ArrayLayout(shape, lanes)))})
+
+    def elaborate(self, platform):
+        m = Module()
+        chunks = self.lanes // self.tp
+        if chunks == 1:
+            wiring.connect(m, wiring.flipped(self.i), wiring.flipped(self.o))
+            return m
+        part_bits = len(self.i.payload.as_value())
+        parts = Signal(part_bits * (chunks - 1))
+        k = Signal(range(chunks))
+        last = k == chunks - 1
+        m.d.comb += self.i.ready.eq(~last | ~self.o.valid | self.o.ready)
+        with m.If(self.o.valid & self.o.ready):
+            m.d.sync += self.o.valid.eq(0)
+        with m.If(self.i.valid & self.i.ready):
+            m.d.sync += k.eq(Mux(last, 0, k + 1))
+            with m.If(last):
+                m.d.sync += [self.o.valid.eq(1),
+                             self.o.payload.eq(Cat(parts, self.i.payload.as_value()))]
+            with m.Else():
+                for kk in range(chunks - 1):
+                    with m.If(k == kk):
+                        m.d.sync += parts.word_select(kk, part_bits).eq(self.i.payload.as_value())
+        return m
+
+
+def _arr(m: Module, values, shape):
+    """A signal of ``ArrayLayout(shape, len(values))`` driven by ``values`` (each Value, or a
+    dict of struct fields)."""
+    sig = Signal(data.ArrayLayout(shape, len(values)))
+    for k, v in enumerate(values):
+        if isinstance(v, dict):
+            m.d.comb += [sig[k][f].eq(fv) for f, fv in v.items()]
+        else:
+            m.d.comb += sig[k].eq(v)
+    return sig
+
+
+def params_layout() -> data.StructLayout:
+    """Layer parameters of :class:`CdpCore` (CDP D_/S_ register values, held for a layer)."""
+    return data.StructLayout({
+        "channel": unsigned(13),          # CDP_RDMA D_DATA_CUBE_CHANNEL (C - 1)
+        "datin_offset": signed(16), "datin_scale": signed(16), "datin_shifter": unsigned(5),
+        "datout_offset": signed(32), "datout_scale": signed(16), "datout_shifter": unsigned(6),
+        "normalz_len": unsigned(2), "sqsum_bypass": 1, "mul_bypass": 1,
+        "lut": lut.params_layout(),
+    })
+
+
+class CdpCore(wiring.Component):
+    """CDP datapath from input atoms to output atoms, with the LUT RAMs (see module docstring).
+
+    Ports:
+      ``i`` In(stream of :func:`atom_layout`), atoms in CdpWalker order; ``o`` Out(same), the
+      output atoms in the same order;
+      ``p`` In(:func:`params_layout`), stable while atoms are in flight;
+      LUT write port (from S_LUT_ACCESS_DATA writes): ``lut_we`` In(1), ``lut_table`` In(1)
+      (0 LE, 1 LO), ``lut_addr`` In(10), ``lut_wdata`` In(16) (writes outside the table are
+      ignored); ``lut_rdata`` Out(16): entry ``lut_addr`` of ``lut_table`` (entry 0 when
+      outside), combinational;
+      ``stat_counts`` Out(array of 5 counts, :data:`hdl.cdp.lut.STAT_NAMES` order): elements of
+      each LUT category leaving the LUT stage in this cycle (0..tp each).
+    """
+
+    def __init__(self, cfg: NvdlaConfig):
+        self.cfg = cfg
+        self.lanes, self.tp = cfg.memory_atomic, cfg.cdp_throughput
+        super().__init__({
+            "i": In(stream.Signature(atom_layout(cfg))),
+            "o": Out(stream.Signature(atom_layout(cfg))),
+            "p": In(params_layout()),
+            "lut_we": In(1), "lut_table": In(1), "lut_addr": In(10), "lut_wdata": In(16),
+            "lut_rdata": Out(16),
+            "stat_counts": Out(data.ArrayLayout(range(self.tp + 1), len(lut.STAT_NAMES))),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        lanes, tp = self.lanes, self.tp
+        p = self.p
+        lp = p.lut
+
+        # ---- LUT RAMs: one write port (CSB), comb read ports (CSB read, datapath) ----
+        tables = {}
+        for name, n, tid in (("le", lut.LE_ENTRIES, 0), ("lo", lut.LO_ENTRIES, 1)):
+            mem = Memory(shape=signed(16), depth=n, init=[])
+            m.submodules[f"lut_{name}"] = mem
+            wp = mem.write_port()
+            m.d.comb += [wp.addr.eq(self.lut_addr), wp.data.eq(self.lut_wdata),
+                         wp.en.eq(self.lut_we & (self.lut_table == tid) & (self.lut_addr < n))]
+            rp = mem.read_port(domain="comb")
+            m.d.comb += rp.addr.eq(Mux(self.lut_addr < n, self.lut_addr, 0))
+            tables[name] = (mem, n, rp)
+        m.d.comb += self.lut_rdata.eq(Mux(self.lut_table, tables["lo"][2].data,
+                                          tables["le"][2].data))
+
+        # ---- 1. input converter on whole atoms, with the invalid-lane mask ----
+        s_max = p.channel >> (lanes.bit_length() - 1)
+        valid_last = p.channel[:lanes.bit_length() - 1]   # last valid lane of the last surface
+        s = Signal(13)
+        is_last = s == s_max
+
+        def icvt(m, d):
+            xs, sqs = [], []
+            for j in range(lanes):
+                diff = d[j] - Value.cast(p.datin_offset)[:8].as_signed()       # signed 9
+                prod = diff * p.datin_scale                                   # signed 25
+                x = truncate(prod, p.datin_shifter, X_BITS)
+                if j > 0:                    # lane 0 is always a channel of the cube
+                    x = Mux(is_last & (valid_last < j), 0, x)
+                xs.append(x)
+                sqs.append((x * x).as_unsigned()[:SQ_BITS])
+            return {"x": _arr(m, xs, signed(X_BITS)), "sq": _arr(m, sqs, unsigned(SQ_BITS)),
+                    "last": is_last}
+
+        m.submodules.icvt = icvt_st = Map(atom_layout(self.cfg), window_in_layout(lanes), icvt)
+        wiring.connect(m, wiring.flipped(self.i), icvt_st.i)
+        with m.If(icvt_st.i.valid & icvt_st.i.ready):
+            m.d.sync += s.eq(Mux(is_last, 0, s + 1))
+
+        # ---- 2. window + square sum ----
+        m.submodules.window = win = LrnWindow(lanes, tp)
+        wiring.connect(m, icvt_st.o, win.i)
+        l1 = data.StructLayout({"x": data.ArrayLayout(signed(X_BITS), tp),
+                                "v": data.ArrayLayout(signed(lut.LUT_IN_BITS), tp)})
+
+        def sqsum(m, w):
+            vs = []
+            half = p.normalz_len + 1
+            for ln in range(tp):
+                # tap t is channel c + t - 4: in the window when |t - 4| <= half
+                terms = [w.taps[ln][t] if t == MAX_HALF else
+                         Mux(half >= abs(t - MAX_HALF), w.taps[ln][t], 0) for t in range(TAPS)]
+                total = sum(terms[1:], terms[0])[:SQSUM_BITS]
+                vs.append(Mux(p.sqsum_bypass, w.x[ln], total))
+            return {"x": w.x, "v": _arr(m, vs, signed(lut.LUT_IN_BITS))}
+
+        m.submodules.sqsum = sq_st = Map(window_out_layout(tp), l1, sqsum)
+        wiring.connect(m, win.o, sq_st.i)
+
+        # ---- 3a. LUT index ----
+        l2 = data.StructLayout({
+            "x": data.ArrayLayout(signed(X_BITS), tp),
+            "v": data.ArrayLayout(signed(lut.LUT_IN_BITS), tp),
+            "le": data.ArrayLayout(lut.index_layout(lut.LE_ENTRIES), tp),
+            "lo": data.ArrayLayout(lut.index_layout(lut.LO_ENTRIES), tp)})
+
+        def index(m, a):
+            les, los = [], []
+            for ln in range(tp):
+                les.append(lut.table_index(m, a.v[ln], lp.le_start, lut.LE_ENTRIES,
+                                           exponential=lp.le_exp,
+                                           index_offset=lp.le_index_offset,
+                                           select=lp.le_index_select))
+                los.append(lut.table_index(m, a.v[ln], lp.lo_start, lut.LO_ENTRIES,
+                                           select=lp.lo_index_select))
+            return {"x": a.x, "v": a.v, "le": _arr(m, les, lut.index_layout(lut.LE_ENTRIES)),
+                    "lo": _arr(m, los, lut.index_layout(lut.LO_ENTRIES))}
+
+        m.submodules.index = idx_st = Map(l1, l2, index)
+        wiring.connect(m, sq_st.o, idx_st.i)
+
+        # ---- 3b. LUT read + interpolation + selection ----
+        l3 = data.StructLayout({"x": data.ArrayLayout(signed(X_BITS), tp),
+                                "f": data.ArrayLayout(signed(16), tp),
+                                "stat": data.ArrayLayout(unsigned(5), tp)})
+        # LE underflow origin: START + 2**LE_INDEX_OFFSET (exponential, offset >= 0), 39 bits
+        le_min = Signal(signed(39))
+        bump = Mux(lp.le_exp & (lp.le_index_offset >= 0),
+                   (Const(1, 39) << lp.le_index_offset.as_unsigned()[:7])[:39], 0)
+        m.d.comb += le_min.eq((lp.le_start + bump)[:39])
+
+        ports = {}
+        for name in ("le", "lo"):
+            mem, n, _ = tables[name]
+            ports[name] = [(mem.read_port(domain="comb"), mem.read_port(domain="comb"))
+                           for _ in range(tp)]
+
+        def interp(m, a):
+            fs, stats = [], []
+            for ln in range(tp):
+                ys = {}
+                for name in ("le", "lo"):
+                    _, n, _ = tables[name]
+                    r0, r1 = ports[name][ln]
+                    ix = a[name][ln]
+                    m.d.comb += [r0.addr.eq(ix.addr),
+                                 r1.addr.eq(Mux(ix.addr == n - 1, n - 1, ix.addr + 1))]
+                    vmin = le_min if name == "le" else lp.lo_start
+                    ys[name] = lut.interpolate(
+                        a.v[ln], ix, r0.data, r1.data, vmin, getattr(lp, f"{name}_end"),
+                        getattr(lp, f"{name}_uflow_scale"), getattr(lp, f"{name}_uflow_shift"),
+                        getattr(lp, f"{name}_oflow_scale"), getattr(lp, f"{name}_oflow_shift"))
+                use_lo, st = lut.select(a.le[ln], a.lo[ln], lp)
+                fs.append(Mux(use_lo, ys["lo"], ys["le"]))
+                stats.append(st)
+            return {"x": a.x, "f": _arr(m, fs, signed(16)), "stat": _arr(m, stats, unsigned(5))}
+
+        m.submodules.interp = int_st = Map(l2, l3, interp)
+        wiring.connect(m, idx_st.o, int_st.i)
+        out_fire = int_st.o.valid & int_st.o.ready
+        for c in range(len(lut.STAT_NAMES)):
+            cnt = sum((int_st.o.payload.stat[ln][c] for ln in range(1, tp)),
+                      int_st.o.payload.stat[0][c].as_unsigned())
+            m.d.comb += self.stat_counts[c].eq(Mux(out_fire, cnt, 0))
+
+        # ---- 4. multiplier ----
+        l4 = data.ArrayLayout(signed(25), tp)
+
+        def mul(m, a):
+            return [Mux(p.mul_bypass, a.f[ln], a.f[ln] * a.x[ln]) for ln in range(tp)]
+
+        m.submodules.mul = mul_st = Map(l3, l4, mul)
+        wiring.connect(m, int_st.o, mul_st.i)
+
+        # ---- 5. output converter ----
+        def ocvt(m, v):
+            off = Value.cast(p.datout_offset)[:25].as_signed()
+            return [truncate((v[ln] - off) * p.datout_scale, p.datout_shifter, self.cfg.bpe)
+                    for ln in range(tp)]
+
+        m.submodules.ocvt = ocvt_st = Map(l4, data.ArrayLayout(signed(self.cfg.bpe), tp), ocvt)
+        wiring.connect(m, mul_st.o, ocvt_st.i)
+
+        m.submodules.gather = gat = Gather(signed(self.cfg.bpe), lanes, tp)
+        wiring.connect(m, ocvt_st.o, gat.i)
+        wiring.connect(m, gat.o, wiring.flipped(self.o))
+        return m

@@ -1,0 +1,150 @@
+"""CDP's two-table hybrid LUT as combinational Amaranth functions (v1_ias_lut-programming.rst):
+table index (:func:`table_index`), interpolation (:func:`interpolate`) and table selection
+(:func:`select`). The pipeline registers around them are in :mod:`hdl.cdp.core`.
+
+Facts (NVIDIA nv_small RTL, vmod/nvdla/cdp NV_NVDLA_CDP_DP_LUT_CTRL_unit.v / _INTP_unit.v /
+_lut.v / _intp.v, facts only; the same facts are documented in verif/model/lut.py):
+
+* a sample ``x`` underflows a table when ``x <= START`` (START sign-extended from its low
+  ``INDEX_BITS`` = 22 bits); otherwise ``d = x - START``;
+* exponential LE: ``i = floor(log2 d)``, fraction = the 16 bits below the leading one,
+  index ``i - LE_INDEX_OFFSET``, an underflow also when ``i < LE_INDEX_OFFSET`` for
+  LE_INDEX_OFFSET >= 0; linear: ``d >> SELECT`` with the next 16 bits as fraction for
+  SELECT >= 0, ``d << -SELECT`` with fraction 0 otherwise (SELECT = INDEX_SELECT[5:0], signed);
+  an index >= entries - 1 is an overflow;
+* hit ``y = T[i] + rnd((T[i+1] - T[i]) * frac, 16)``; underflow ``y = T[0] + rnd((x - MIN) *
+  UFLOW_SCALE, UFLOW_SHIFT)``; overflow ``y = T[N] + rnd((x - END) * OFLOW_SCALE,
+  OFLOW_SHIFT)``; ``rnd`` rounds half away from zero for a shift >= 0 and shifts left for a
+  negative (5-bit signed) shift; the result saturates to int16. MIN = START, plus
+  ``2**LE_INDEX_OFFSET`` for an exponential LE table with LE_INDEX_OFFSET >= 0 (39 bits);
+* selection: one table hits -> that one; both underflow -> UFLOW_PRIORITY; both overflow ->
+  OFLOW_PRIORITY; otherwise (both hit, or one under- and one overflow) HYBRID_PRIORITY
+  (0 = LE, 1 = LO).
+"""
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed, unsigned
+from amaranth.lib import data
+
+from hdl.lib.fixed import saturate, shift_right_round
+
+__all__ = ["INDEX_BITS", "LUT_IN_BITS", "FRAC_BITS", "LE_ENTRIES", "LO_ENTRIES", "index_layout",
+           "params_layout", "table_index", "interpolate", "select", "STAT_NAMES"]
+
+LE_ENTRIES, LO_ENTRIES = 65, 257
+LUT_IN_BITS = 22          # signed LUT input: 21-bit unsigned square sum, or the 9-bit x (bypass)
+INDEX_BITS = 22           # START bits the index subtractor sees (sign included)
+FRAC_BITS = 16
+WIDE_BITS = 38            # START/END registers: LOW 32 bits + HIGH 6 bits, signed
+#: statistics categories, one-hot in this order (D_PERF_LUT_* registers)
+STAT_NAMES = ("uflow", "oflow", "hybrid", "le_hit", "lo_hit")
+
+
+def index_layout(entries: int) -> data.StructLayout:
+    """Index of one sample in one table: ``addr`` (entry T[addr] is the interpolation base:
+    the index on a hit, 0 on an underflow, entries-1 on an overflow), ``frac`` (16 bits, 0 unless
+    a hit), ``uf``, ``of``."""
+    return data.StructLayout({"addr": range(entries), "frac": unsigned(FRAC_BITS), "uf": 1,
+                              "of": 1})
+
+
+def params_layout() -> data.StructLayout:
+    """LUT register values as the datapath sees them (CDP S_LUT_*; held stable in a layer)."""
+    return data.StructLayout({
+        "le_exp": 1,                                  # S_LUT_CFG.LUT_LE_FUNCTION == EXPONENT
+        "le_index_offset": signed(8),
+        "le_index_select": signed(6),                 # INDEX_SELECT[5:0]
+        "lo_index_select": signed(6),
+        "le_start": signed(WIDE_BITS), "le_end": signed(WIDE_BITS),
+        "lo_start": signed(WIDE_BITS), "lo_end": signed(WIDE_BITS),
+        "le_uflow_scale": signed(16), "le_oflow_scale": signed(16),
+        "le_uflow_shift": signed(5), "le_oflow_shift": signed(5),
+        "lo_uflow_scale": signed(16), "lo_oflow_scale": signed(16),
+        "lo_uflow_shift": signed(5), "lo_oflow_shift": signed(5),
+        "uflow_priority": 1, "oflow_priority": 1, "hybrid_priority": 1,
+    })
+
+
+def _floor_log2(m: Module, d, bits: int):
+    """floor(log2 d) of a positive unsigned value of ``bits`` bits (priority encoder)."""
+    lg = Signal(range(bits))
+    for b in range(bits):                       # highest set bit wins (last assignment)
+        with m.If(d[b]):
+            m.d.comb += lg.eq(b)
+    return lg
+
+
+def table_index(m: Module, x, start, entries: int, *, exponential=None, index_offset=None,
+                select=None):
+    """Index of sample ``x`` (signed LUT_IN_BITS) in one table.
+
+    ``start``: the table's START register (signed, >= INDEX_BITS bits; its low INDEX_BITS bits
+    are used); ``entries``: table size; linear tables give ``select`` (signed(6)); the LE table
+    also gives ``exponential`` (1 bit) and ``index_offset`` (signed(8)). Returns a
+    ``data.View``-assignable dict of :func:`index_layout` fields.
+    """
+    start_idx = Value.cast(start)[:INDEX_BITS].as_signed()
+    uf0 = x <= start_idx
+    d = Signal(INDEX_BITS + 1, name="d")        # x - START, positive unless underflow
+    m.d.comb += d.eq((x - start_idx)[:INDEX_BITS + 1])
+    # linear, SELECT >= 0: t = (d << 16) >> SELECT: index above the fraction
+    sel = select
+    sel_pos = sel.as_unsigned()[:5]             # 0..31 when select >= 0
+    t_lin = (Cat(Const(0, FRAC_BITS), d) >> sel_pos)
+    lin_idx = Mux(sel < 0, d << (-sel).as_unsigned()[:6], t_lin[FRAC_BITS:])
+    lin_frac = Mux(sel < 0, 0, t_lin[:FRAC_BITS])
+    uf = uf0
+    if exponential is not None:
+        lg = _floor_log2(m, d, INDEX_BITS + 1)
+        t_exp = Cat(Const(0, FRAC_BITS), d) >> lg
+        exp_idx = lg - index_offset                # signed, ~10 bits
+        exp_uf = uf0 | ((index_offset >= 0) & (lg < index_offset))
+        idx_ok_exp = ~exp_uf
+        exp_of = idx_ok_exp & (exp_idx >= entries - 1)
+        lin_of = ~uf0 & (lin_idx >= entries - 1)
+        uf = Mux(exponential, exp_uf, uf0)
+        of = Mux(exponential, exp_of, lin_of)
+        idx = Mux(exponential, exp_idx.as_unsigned()[:9], lin_idx[:9])
+        frac = Mux(exponential, t_exp[:FRAC_BITS], lin_frac)
+    else:
+        of = ~uf0 & (lin_idx >= entries - 1)
+        idx = lin_idx[:9]
+        frac = lin_frac
+    hit = ~uf & ~of
+    return {"addr": Mux(uf, 0, Mux(of, entries - 1, idx)), "frac": Mux(hit, frac, 0),
+            "uf": uf, "of": of}
+
+
+def _rnd(v, shift):
+    """``v >> shift`` rounded half away from zero for shift >= 0, ``v << -shift`` otherwise
+    (shift: signed(5)); full width, no saturation."""
+    right = shift_right_round(v, shift.as_unsigned()[:4])
+    left = v << (-shift).as_unsigned()[:5]
+    return Mux(shift < 0, left, right)
+
+
+def interpolate(x, idx, y0, y1, vmin, vmax, uscale, ushift, oscale, oshift):
+    """16-bit output of one table (signed(16) value).
+
+    ``x``: the sample (signed LUT_IN_BITS); ``idx``: its :func:`index_layout` view;
+    ``y0``/``y1``: T[idx.addr] and T[idx.addr + 1] (signed 16); ``vmin``/``vmax``: underflow and
+    overflow origins (signed); ``uscale``/``oscale`` signed(16), ``ushift``/``oshift``
+    signed(5).
+    """
+    hit_y = y0 + shift_right_round((y1 - y0) * idx.frac, FRAC_BITS)
+    uf_y = y0 + _rnd((x - vmin) * uscale, ushift)
+    of_y = y0 + _rnd((x - vmax) * oscale, oshift)
+    return saturate(Mux(idx.uf, uf_y, Mux(idx.of, of_y, hit_y)), 16)
+
+
+def select(le, lo, p):
+    """Table choice and statistics: returns ``(use_lo, stats)`` with ``stats`` a 5-bit one-hot
+    value in :data:`STAT_NAMES` order. ``le``/``lo``: :func:`index_layout` views; ``p``: a
+    :func:`params_layout` view."""
+    le_hit, lo_hit = ~le.uf & ~le.of, ~lo.uf & ~lo.of
+    le_only, lo_only = le_hit & ~lo_hit, lo_hit & ~le_hit
+    both_uf, both_of = le.uf & lo.uf, le.of & lo.of
+    hybrid = ~(le_only | lo_only | both_uf | both_of)
+    use_lo = lo_only | (both_uf & p.uflow_priority) | (both_of & p.oflow_priority) | \
+        (hybrid & p.hybrid_priority)
+    return use_lo, Cat(both_uf, both_of, hybrid, le_only, lo_only)

@@ -1,0 +1,196 @@
+"""Stream width converters and joins of the SDP datapath (``amaranth.lib.stream`` rules, see
+:mod:`hdl.lib.stream`): memory atoms are split into throughput-wide element groups before X1
+and merged back after the output converter; operand atoms are collected and repeated; the data
+and operand streams are joined.
+
+* :class:`Split` -- one wide item of arrays -> ``ratio`` narrow items (element groups in order).
+* :class:`Merge` -- ``count`` (<= ``n``, a port) narrow items -> one item of ``n`` slots.
+* :class:`Repeat` -- each item emitted ``count`` times (a port).
+* :class:`Join` -- several streams into one struct, each input enabled or not by a port.
+
+Every stage but :class:`Join` (combinational) registers its output; all run at one item per
+cycle on their narrow side. (Candidates for ``hdl/lib/stream.py``; kept here until the lead
+moves them.)
+"""
+from __future__ import annotations
+
+from amaranth.hdl import Module, Mux, Signal, unsigned
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+__all__ = ["narrow_layout", "Split", "Merge", "Repeat", "Join"]
+
+
+def narrow_layout(layout: data.StructLayout, ratio: int) -> data.StructLayout:
+    """``layout`` (a StructLayout whose fields are all ``ArrayLayout`` of one length ``n``) with
+    every array cut to ``n // ratio`` elements. Raises ValueError otherwise or when ``ratio``
+    does not divide ``n``."""
+    fields = {}
+    for name, f in layout:
+        shape = f.shape
+        if not isinstance(shape, data.ArrayLayout):
+            raise ValueError(f"field {name!r} is not an ArrayLayout")
+        if shape.length % ratio:
+            raise ValueError(f"ratio {ratio} does not divide the {shape.length} elements of {name!r}")
+        fields[name] = data.ArrayLayout(shape.elem_shape, shape.length // ratio)
+    return data.StructLayout(fields)
+
+
+class Split(wiring.Component):
+    """Split each item of ``layout`` (struct of equal-length arrays, see :func:`narrow_layout`)
+    into ``ratio`` items of :func:`narrow_layout` ``(layout, ratio)``: item g holds elements
+    ``g*n/ratio .. (g+1)*n/ratio - 1`` of every field.
+
+    Timing: the wide item is held in a register while its groups leave, one per cycle;
+    ``i.ready`` is high when the register is empty or its last group leaves in this cycle (no
+    bubble between items). ``ratio`` = 1 is a :class:`hdl.lib.stream.PipelineStage`-like register.
+
+    Ports: ``i`` In(stream of ``layout``), ``o`` Out(stream of the narrow layout).
+    """
+
+    def __init__(self, layout: data.StructLayout, ratio: int):
+        if ratio < 1:
+            raise ValueError(f"ratio must be >= 1, not {ratio}")
+        self.layout, self.ratio = layout, ratio
+        self.narrow = narrow_layout(layout, ratio)
+        super().__init__({"i": In(stream.Signature(layout)),
+                          "o": Out(stream.Signature(self.narrow))})
+
+    def elaborate(self, platform):
+        m = Module()
+        held = Signal(self.layout)
+        full = Signal()
+        idx = Signal(range(max(2, self.ratio)))      # >= 1 bit (no zero-width vectors)
+        last = idx == self.ratio - 1
+        fire = self.o.valid & self.o.ready
+        load = ~full | (fire & last)
+        m.d.comb += [self.o.valid.eq(full), self.i.ready.eq(load)]
+        for name, f in self.narrow:
+            k = f.shape.length
+            for e in range(k):
+                # element e of group idx = element idx*k + e of the held item
+                sel = Signal(f.shape.elem_shape, name=f"{name}_{e}")
+                with m.Switch(idx):
+                    for g in range(self.ratio - 1):
+                        with m.Case(g):
+                            m.d.comb += sel.eq(held[name][g * k + e])
+                    with m.Default():           # the last group (complete case for lint)
+                        m.d.comb += sel.eq(held[name][(self.ratio - 1) * k + e])
+                m.d.comb += self.o.payload[name][e].eq(sel)
+        with m.If(fire):
+            m.d.sync += idx.eq(0 if self.ratio == 1 else idx + 1)
+            with m.If(last):
+                m.d.sync += [idx.eq(0), full.eq(0)]
+        with m.If(load & self.i.valid):
+            m.d.sync += [held.eq(self.i.payload), full.eq(1), idx.eq(0)]
+        return m
+
+
+class Merge(wiring.Component):
+    """Collect ``count`` consecutive items of ``elem_shape`` into one item
+    ``ArrayLayout(elem_shape, n)`` (slot j = j-th item; slots >= ``count`` hold stale values).
+
+    Timing: one input item per cycle; the merged item is registered; ``i.ready`` is low only when
+    the incoming item would complete a merged item while the previous one still waits for
+    ``o.ready``. ``count`` (1..n) must be stable while items flow.
+
+    Ports: ``i`` In(stream of ``elem_shape``), ``o`` Out(stream of ``ArrayLayout(elem_shape,
+    n)``), ``count`` In(range(1, n + 1)).
+    """
+
+    def __init__(self, elem_shape, n: int):
+        if n < 1:
+            raise ValueError(f"n must be >= 1, not {n}")
+        self.elem_shape, self.n = elem_shape, n
+        self.wide = data.ArrayLayout(elem_shape, n)
+        super().__init__({"i": In(stream.Signature(elem_shape)),
+                          "o": Out(stream.Signature(self.wide)),
+                          "count": In(range(n + 1))})
+
+    def elaborate(self, platform):
+        m = Module()
+        idx = Signal(range(max(2, self.n)))       # slots of the current item already filled
+        buf = Signal(self.wide)
+        completes = idx + 1 >= self.count
+        m.d.comb += self.i.ready.eq(~self.o.valid | self.o.ready | ~completes)
+        accept = self.i.valid & self.i.ready
+        with m.If(self.o.valid & self.o.ready):
+            m.d.sync += self.o.valid.eq(0)
+        with m.If(accept):
+            m.d.sync += [buf[j].eq(Mux(idx == j, self.i.payload, buf[j])) for j in range(self.n)]
+            with m.If(completes):
+                m.d.sync += [idx.eq(0), self.o.valid.eq(1)]
+                m.d.sync += [self.o.payload[j].eq(Mux(idx == j, self.i.payload, buf[j]))
+                             for j in range(self.n)]
+            with m.Else():
+                m.d.sync += idx.eq(idx + 1)
+        return m
+
+
+class Repeat(wiring.Component):
+    """Emit every item ``count`` times (``count`` >= 1, a port stable while items flow).
+
+    Timing: the item is held in a register; one copy per cycle; ``i.ready`` when empty or the
+    last copy leaves in this cycle.
+
+    Ports: ``i`` In(stream of ``shape``), ``o`` Out(stream of ``shape``), ``count``
+    In(unsigned(count_bits)).
+    """
+
+    def __init__(self, shape, count_bits: int):
+        self.shape = shape
+        super().__init__({"i": In(stream.Signature(shape)), "o": Out(stream.Signature(shape)),
+                          "count": In(unsigned(count_bits))})
+
+    def elaborate(self, platform):
+        m = Module()
+        done = Signal(len(self.count))            # copies already sent
+        last = done + 1 >= self.count
+        fire = self.o.valid & self.o.ready
+        load = ~self.o.valid | (fire & last)
+        m.d.comb += self.i.ready.eq(load)
+        with m.If(fire):
+            m.d.sync += done.eq(done + 1)
+            with m.If(last):
+                m.d.sync += [done.eq(0), self.o.valid.eq(0)]
+        with m.If(load & self.i.valid):
+            m.d.sync += [self.o.payload.eq(self.i.payload), self.o.valid.eq(1), done.eq(0)]
+        return m
+
+
+class Join(wiring.Component):
+    """Join streams into one: output field ``name`` = payload of input ``name``.
+
+    Each input has an enable bit (``en`` port, one bit per input in order, stable while items
+    flow): a disabled input is not waited for and never consumed (its field is its current,
+    meaningless payload). An output item is valid when every enabled input is valid; all
+    enabled inputs are consumed together. Combinational (no register, no latency); ``ready`` of
+    an input depends on the other inputs' ``valid`` and on ``o.ready``.
+
+    Args:
+        shapes: ``{name: shape}`` of the inputs (ports ``i_<name>``), in order.
+
+    Ports: ``i_<name>`` In(stream of shape) per input, ``o`` Out(stream of
+    ``StructLayout(shapes)``), ``en`` In(len(shapes)).
+    """
+
+    def __init__(self, shapes: dict):
+        self.names = list(shapes)
+        self.layout = data.StructLayout(shapes)
+        members = {f"i_{n}": In(stream.Signature(s)) for n, s in shapes.items()}
+        members.update(o=Out(stream.Signature(self.layout)), en=In(len(shapes)))
+        super().__init__(members)
+
+    def elaborate(self, platform):
+        m = Module()
+        ins = [getattr(self, f"i_{n}") for n in self.names]
+        ok = [s.valid | ~self.en[k] for k, s in enumerate(ins)]
+        all_ok = Signal()
+        acc = ok[0]
+        for v in ok[1:]:
+            acc = acc & v
+        m.d.comb += [all_ok.eq(acc), self.o.valid.eq(all_ok)]
+        for k, (n, s) in enumerate(zip(self.names, ins)):
+            m.d.comb += [self.o.payload[n].eq(s.payload),
+                         s.ready.eq(self.o.ready & all_ok & self.en[k])]
+        return m

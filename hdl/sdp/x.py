@@ -1,0 +1,165 @@
+"""SDP X1 (BS) / X2 (BN) sub-unit: ALU -> multiplier -> truncate -> ReLU on 32-bit elements
+(v1_ias_unit_description.rst "SDP", "Function Description": "Block X1/X2 ... Bias addition,
+BatchNorm, PReLU, ReLU"; v1_ias_programming_guide.rst "SDP programming"; v1_ias_precision.rst
+"Shifter", "Truncate").
+
+Per element ``x`` (signed 32 bits) with the 16-bit signed operands ``alu_op`` and ``mul_op``
+(from the register D_DP_<X>_ALU/MUL_SRC_VALUE or, per channel / per element, from memory):
+
+* ALU (skipped when ``alu_bypass``): operand ``op = saturate32(alu_op << alu_shift)``
+  (:func:`hdl.lib.fixed.shift_left_sat`, 6-bit ALU_SHIFT_VALUE); ``a = max(x, op)`` (MAX),
+  ``min(x, op)`` (MIN), else ``x + op`` (SUM; every other ALU_ALGO code, EQL included, sums in
+  the X sub-units), on 33 bits. Bypassed: ``a = x``.
+* multiplier (skipped when ``mul_bypass``): ``p = a * mul_op`` exact on 49 bits (33 x 16).
+  Bypassed: ``p = a`` sign-extended to 49 bits.
+* truncate: ``t = saturate32(round(p / 2**mul_shift))`` with ``mul_shift`` = MUL_SHIFT_VALUE[5:0],
+  rounding half away from zero (:func:`hdl.lib.fixed.truncate`); the shift applies even when the
+  multiplier is bypassed.
+* PReLU (``mul_prelu`` with the multiplier on): ``y = a[31:0]`` when ``a >= 0`` (no truncation),
+  else ``t``.
+* ReLU (skipped when ``relu_bypass``): ``max(y, 0)``.
+* ``bypass`` (D_DP_<X>_CFG.<X>_BYPASS): the element passes unchanged.
+
+Facts from NVIDIA's nv_small RTL (NV_NVDLA_SDP_HLS_X_int_alu.v / _mul.v / _trt.v / _relu.v),
+recorded with citations in the bit-exact model's docstring (``verif/model/sdp.py``
+``x_subunit``): the 33-bit ALU, the 49-bit product, the truncation after a bypassed multiplier,
+PReLU passing the low 32 bits, ALU algorithms other than MAX/MIN summing.
+
+Three pipeline stages (:class:`hdl.lib.stream.Map`): ALU, multiplier, truncate/PReLU/ReLU;
+latency 3 cycles, one item (``lanes`` elements) per cycle, valid/ready back-pressure.
+"""
+from __future__ import annotations
+
+from amaranth.hdl import Module, Mux, Signal, signed
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from hdl.lib.fixed import shift_left_sat, truncate
+from hdl.lib.stream import Map
+
+__all__ = ["X_DATA_BITS", "X_OP_BITS", "ALU_MAX", "ALU_MIN", "ALU_SUM", "ALU_EQL",
+           "x_cfg_layout", "operand_layout", "x_payload_layout", "XSubUnit", "array_signal"]
+
+X_DATA_BITS = 32        # element width inside SDP (int8 input sign-extended; CACC output is 32)
+X_OP_BITS = 16          # ALU / MUL operand width (D_DP_<X>_ALU/MUL_SRC_VALUE, memory operands)
+_ALU_BITS = 33          # ALU result (NV_NVDLA_SDP_HLS_X_int_alu.v)
+_MUL_BITS = 49          # 33 x 16-bit product (NV_NVDLA_SDP_HLS_X_int_mul.v)
+ALU_MAX, ALU_MIN, ALU_SUM, ALU_EQL = 0, 1, 2, 3     # D_DP_<X>_CFG.<X>_ALU_ALGO codes
+
+
+def x_cfg_layout() -> data.StructLayout:
+    """Configuration of one X sub-unit (held stable for a layer), the D_DP_<X>_CFG,
+    D_DP_<X>_ALU_CFG and D_DP_<X>_MUL_CFG fields as plain bits:
+
+    ``bypass``, ``alu_bypass``, ``alu_algo`` (2 bits, ALU_MAX/MIN/SUM/EQL), ``alu_shift``
+    (6 bits), ``mul_bypass``, ``mul_prelu``, ``mul_shift`` (6 bits, MUL_SHIFT_VALUE[5:0]),
+    ``relu_bypass``."""
+    return data.StructLayout({
+        "bypass": 1, "alu_bypass": 1, "alu_algo": 2, "alu_shift": 6,
+        "mul_bypass": 1, "mul_prelu": 1, "mul_shift": 6, "relu_bypass": 1,
+    })
+
+
+def operand_layout() -> data.StructLayout:
+    """The two operands of one element: ``alu`` and ``mul``, signed 16 bits each."""
+    return data.StructLayout({"alu": signed(X_OP_BITS), "mul": signed(X_OP_BITS)})
+
+
+def x_payload_layout(lanes: int) -> data.StructLayout:
+    """Default payload of :class:`XSubUnit`: ``x`` ``lanes`` x signed 32 (the elements),
+    ``op`` ``lanes`` x :func:`operand_layout` (their operands)."""
+    return data.StructLayout({
+        "x": data.ArrayLayout(signed(X_DATA_BITS), lanes),
+        "op": data.ArrayLayout(operand_layout(), lanes),
+    })
+
+
+class XSubUnit(wiring.Component):
+    """One SDP X sub-unit (BS or BN) on ``lanes`` elements per item (see module docstring).
+
+    Args:
+        lanes: elements per item (the sub-unit's throughput, cfg.sdp_bs/bn_throughput).
+        layout: payload ``data.StructLayout``; it must have a field ``x``
+            (``ArrayLayout(signed(32), lanes)``) and a field named ``op_field``
+            (``ArrayLayout(operand_layout(), lanes)``); other fields ride along unchanged (e.g.
+            the operands of the next sub-unit). Default :func:`x_payload_layout`.
+        op_field: name of the operand field this sub-unit uses.
+
+    Ports: ``i`` In(stream of ``layout``); ``o`` Out(stream of ``layout``): the same payload
+    with ``x`` replaced by the results; ``cfg`` In(:func:`x_cfg_layout`), stable while items
+    flow. Latency 3 cycles, one item per cycle.
+
+    Raises:
+        ValueError: ``lanes`` < 1, or ``layout`` lacks ``x``/``op_field`` of the right shapes.
+    """
+
+    def __init__(self, lanes: int, layout: data.StructLayout | None = None, op_field: str = "op"):
+        if lanes < 1:
+            raise ValueError(f"lanes must be >= 1, not {lanes}")
+        layout = x_payload_layout(lanes) if layout is None else layout
+        fields = dict(layout)
+        want = {"x": data.ArrayLayout(signed(X_DATA_BITS), lanes),
+                op_field: data.ArrayLayout(operand_layout(), lanes)}
+        for name, shape in want.items():
+            if name not in fields or fields[name].shape != shape:
+                raise ValueError(f"layout field {name!r} must be {shape!r}")
+        self.lanes = lanes
+        self.layout = layout
+        self.op_field = op_field
+        super().__init__({
+            "i": In(stream.Signature(layout)),
+            "o": Out(stream.Signature(layout)),
+            "cfg": In(x_cfg_layout()),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        n, cfg, layout, opf = self.lanes, self.cfg, self.layout, self.op_field
+        s1 = data.StructLayout({"a": data.ArrayLayout(signed(_ALU_BITS), n), "pay": layout})
+        s2 = data.StructLayout({"a": data.ArrayLayout(signed(_ALU_BITS), n),
+                                "p": data.ArrayLayout(signed(_MUL_BITS), n), "pay": layout})
+
+        def alu(m, pay):
+            out = []
+            for k in range(n):
+                x = pay.x[k]
+                op = shift_left_sat(pay[opf][k].alu, cfg.alu_shift, X_DATA_BITS)
+                r = Mux(cfg.alu_algo == ALU_MAX, Mux(x > op, x, op),
+                        Mux(cfg.alu_algo == ALU_MIN, Mux(x < op, x, op), x + op))
+                out.append(Mux(cfg.alu_bypass, x, r))
+            return {"a": array_signal(m, s1["a"].shape, out, "alu_res"), "pay": pay}
+
+        def mul(m, s):
+            prods = [Mux(cfg.mul_bypass, s.a[k], s.a[k] * s.pay[opf][k].mul) for k in range(n)]
+            return {"a": s.a, "p": array_signal(m, s2["p"].shape, prods, "prod_res"), "pay": s.pay}
+
+        def trt_relu(m, s):
+            xs = []
+            for k in range(n):
+                t = truncate(s.p[k], cfg.mul_shift, X_DATA_BITS)
+                prelu_pass = cfg.mul_prelu & ~cfg.mul_bypass & (s.a[k] >= 0)
+                y = Mux(prelu_pass, s.a[k][:X_DATA_BITS].as_signed(), t)
+                y = Mux(cfg.relu_bypass, y, Mux(y[-1], 0, y))
+                xs.append(Mux(cfg.bypass, s.pay.x[k], y))
+            fields = {name: s.pay[name] for name, _ in layout if name != "x"}
+            return {"x": array_signal(m, layout["x"].shape, xs, "y_res"), **fields}
+
+        m.submodules.alu = st_alu = Map(layout, s1, alu)
+        m.submodules.mul = st_mul = Map(s1, s2, mul)
+        m.submodules.trt = st_trt = Map(s2, layout, trt_relu)
+        wiring.connect(m, wiring.flipped(self.i), st_alu.i)
+        wiring.connect(m, st_alu.o, st_mul.i)
+        wiring.connect(m, st_mul.o, st_trt.i)
+        wiring.connect(m, st_trt.o, wiring.flipped(self.o))
+        return m
+
+
+def array_signal(m: Module, layout: data.ArrayLayout, values, name: str) -> data.View:
+    """A signal of ``layout`` whose element k is driven (combinationally, in ``m``) by
+    ``values[k]`` (each truncated/extended to the element shape); for building array fields of
+    :class:`hdl.lib.stream.Map` results. Raises ValueError on a length mismatch."""
+    if len(values) != layout.length:
+        raise ValueError(f"{len(values)} values for {layout.length} elements")
+    sig = Signal(layout, name=name)
+    m.d.comb += [sig[k].eq(v) for k, v in enumerate(values)]
+    return sig

@@ -1,0 +1,296 @@
+"""CDP datapath RTL (hdl.cdp.core) against the numpy model (verif.model.cdp.cdp_compute), with
+random stalls, at throughput 1 and 8: LRN windows at channel edges (partial last surface, one
+surface, every NORMALZ_LEN), both bypasses, and the LUT's index/interpolation edge cases (START
+on a sample, exponential and linear LE, negative INDEX_SELECT, under/overflow slopes with both
+shift signs, every priority). Also LrnWindow and Gather on their own against plain-Python
+formulas, and the LUT write/read ports."""
+import random
+
+import numpy as np
+import pytest
+
+from amaranth.hdl import ClockDomain, Module, signed
+from amaranth.sim import Simulator
+
+from hdl.cdp.core import CdpCore, Gather, LrnWindow, MAX_HALF
+from hdl.cdp.lut import STAT_NAMES
+from hdl.config import get_config
+from streams import check_stream_stable, stream_get, stream_put
+from verif.model.cdp import cdp_compute
+from verif.model.lut import LutParams
+
+CONFIGS = ["nv_small", "nv_small+cdp_throughput=8"]
+MODEL_STATS = ("UFLOW", "OFLOW", "HYBRID", "LE_HIT", "LO_HIT")
+
+
+def _s(v, bits):
+    v &= (1 << bits) - 1
+    return v - (1 << bits) if v >> (bits - 1) else v
+
+
+def random_setting(rng, *, c, normalz_len=None, le_exp=None):
+    """One layer's registers (model-side values) chosen to hit LUT edge cases."""
+    # sample range: square sums up to 9 * 256**2, x up to +-256
+    samples = [0, 1, 2, 100, 5000, 65536, 200000, 589824]
+    le_exp = rng.random() < 0.5 if le_exp is None else le_exp
+    start = rng.choice(samples + [-3, -300, rng.randrange(-2**21, 2**21),
+                                  rng.randrange(-2**37, 2**37)])
+    lo_start = rng.choice(samples + [-1, rng.randrange(-2**21, 2**21),
+                                     rng.randrange(-2**37, 2**37)])
+    p = LutParams(
+        le_function=0 if le_exp else 1,
+        le_index_offset=rng.choice([0, 1, 3, 7, 12, 20, -1, -5, -64, 40]),
+        le_index_select=rng.randrange(-8, 16), lo_index_select=rng.randrange(-8, 14),
+        le_start=start, le_end=start + rng.randrange(-100, 2**20),
+        lo_start=lo_start, lo_end=lo_start + rng.randrange(-100, 2**20),
+        le_uflow_scale=rng.randrange(-2**15, 2**15), le_oflow_scale=rng.randrange(-2**15, 2**15),
+        le_uflow_shift=rng.randrange(-16, 16), le_oflow_shift=rng.randrange(-16, 16),
+        lo_uflow_scale=rng.randrange(-2**15, 2**15), lo_oflow_scale=rng.randrange(-2**15, 2**15),
+        lo_uflow_shift=rng.randrange(-16, 16), lo_oflow_shift=rng.randrange(-16, 16),
+        uflow_priority=rng.randrange(2), oflow_priority=rng.randrange(2),
+        hybrid_priority=rng.randrange(2))
+    return dict(
+        c=c, p=p,
+        le=[rng.randrange(-2**15, 2**15) for _ in range(65)],
+        lo=[rng.randrange(-2**15, 2**15) for _ in range(257)],
+        normalz_len=rng.randrange(4) if normalz_len is None else normalz_len,
+        sqsum_bypass=rng.random() < 0.2, mul_bypass=rng.random() < 0.2,
+        datin=(rng.randrange(1 << 16), rng.choice([1, 1, 3, -2, 200, rng.randrange(1 << 16)]),
+               rng.choice([0, 0, 1, 4, 24, 25, 31])),
+        datout=(rng.choice([0, rng.randrange(1 << 32)]),
+                rng.choice([1, -1, rng.randrange(1 << 16)]),
+                rng.choice([0, 5, 9, 16, 30, 41, 42, 63])))
+
+
+def realistic_setting(rng, *, c, normalz_len, le_exp):
+    """Registers programmed as NVIDIA's traces do (tables spanning the square-sum range, output
+    shift bringing f * x into int8), so that every LUT category and most int8 outputs occur;
+    LUT starts and slopes still random around the sample range."""
+    st = random_setting(rng, c=c, normalz_len=normalz_len, le_exp=le_exp)
+    le_sel, lo_sel = rng.randrange(5, 12), rng.randrange(6, 11)
+    le_start = rng.choice([0, -5, rng.randrange(-2000, 30000)])
+    lo_start = rng.choice([0, -1, rng.randrange(-2000, 60000)])
+    st["p"] = LutParams(
+        le_function=0 if le_exp else 1, le_index_offset=rng.randrange(-3, 12),
+        le_index_select=le_sel, lo_index_select=lo_sel,
+        le_start=le_start, le_end=le_start + (1 << (le_sel + 6)) + rng.randrange(-5, 5),
+        lo_start=lo_start, lo_end=lo_start + (1 << (lo_sel + 8)),
+        le_uflow_scale=rng.randrange(-300, 300), le_oflow_scale=rng.randrange(-300, 300),
+        le_uflow_shift=rng.randrange(-3, 12), le_oflow_shift=rng.randrange(-3, 12),
+        lo_uflow_scale=rng.randrange(-300, 300), lo_oflow_scale=rng.randrange(-300, 300),
+        lo_uflow_shift=rng.randrange(-3, 12), lo_oflow_shift=rng.randrange(-3, 12),
+        uflow_priority=rng.randrange(2), oflow_priority=rng.randrange(2),
+        hybrid_priority=rng.randrange(2))
+    st.update(sqsum_bypass=rng.random() < 0.15, mul_bypass=rng.random() < 0.15,
+              datin=(rng.choice([0, 3, 0xFFFE]), rng.choice([1, 1, 2, -1]), rng.choice([0, 0, 1])),
+              datout=(rng.choice([0, 0, 1000, -50000 & 0xFFFFFFFF]), rng.choice([1, 1, 3, -2]),
+                      rng.randrange(9, 17)))
+    return st
+
+
+def rtl_params(st):
+    p = st["p"]
+    lut = {k: getattr(p, k) for k in (
+        "le_index_offset", "le_start", "le_end", "lo_start", "lo_end", "le_uflow_scale",
+        "le_oflow_scale", "le_uflow_shift", "le_oflow_shift", "lo_uflow_scale", "lo_oflow_scale",
+        "lo_uflow_shift", "lo_oflow_shift", "uflow_priority", "oflow_priority",
+        "hybrid_priority", "le_index_select", "lo_index_select")}
+    lut["le_exp"] = int(p.le_function == 0)
+    return {"channel": st["c"] - 1,
+            "datin_offset": _s(st["datin"][0], 16), "datin_scale": _s(st["datin"][1], 16),
+            "datin_shifter": st["datin"][2],
+            "datout_offset": _s(st["datout"][0], 32), "datout_scale": _s(st["datout"][1], 16),
+            "datout_shifter": st["datout"][2], "normalz_len": st["normalz_len"],
+            "sqsum_bypass": int(st["sqsum_bypass"]), "mul_bypass": int(st["mul_bypass"]),
+            "lut": lut}
+
+
+def run_core(spec, layers, *, p_in, p_out, seed):
+    """layers: [(setting, d (Cp, H, W) int array)]. Returns [(atoms out, stats)] per layer."""
+    cfg = get_config(spec)
+    dut = CdpCore(cfg)
+    rng = random.Random(seed)
+    A = cfg.memory_atomic
+    results, errors, counts = [], [], [0] * 5
+
+    def atoms_of(d):
+        cp, h, w = d.shape
+        return [[int(v) for v in d[s * A:(s + 1) * A, y, x]]
+                for y in range(h) for x in range(w) for s in range(cp // A)]
+
+    async def producer(ctx):
+        for k, (st, d) in enumerate(layers):
+            while len(results) < k:
+                await ctx.tick()
+            ctx.set(dut.p, rtl_params(st))
+            for tid, table in ((0, st["le"]), (1, st["lo"])):
+                for a, v in enumerate(table):
+                    ctx.set(dut.lut_table, tid)
+                    ctx.set(dut.lut_addr, a)
+                    ctx.set(dut.lut_wdata, v & 0xFFFF)
+                    ctx.set(dut.lut_we, 1)
+                    await ctx.tick()
+                ctx.set(dut.lut_we, 0)
+                for a in (0, len(table) - 1, len(table), 1023):     # read back, 0 outside
+                    ctx.set(dut.lut_addr, a)
+                    await ctx.delay(1e-9)
+                    want = table[a] if a < len(table) else table[0]
+                    assert ctx.get(dut.lut_rdata) == want & 0xFFFF
+            await stream_put(ctx, dut.i, atoms_of(d), rng=rng, p_stall=p_in)
+
+    async def consumer(ctx):
+        for st, d in layers:
+            n = d.size // A
+            got = await stream_get(ctx, dut.o, n, rng=rng, p_stall=p_out, timeout=40 * n + 2000)
+            await ctx.tick().repeat(12)
+            results.append(([list(a) for a in got], list(counts)))
+            counts[:] = [0] * 5
+
+    async def stats(ctx):
+        async for _clk, _rst, *vals in ctx.tick().sample(*[dut.stat_counts[i] for i in range(5)]):
+            for i, v in enumerate(vals):
+                counts[i] += v
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(producer)
+    sim.add_testbench(consumer)
+    sim.add_process(stats)
+    sim.add_process(check_stream_stable(dut.o, errors=errors, name="o"))
+    sim.add_process(check_stream_stable(dut.i, errors=errors, name="i"))
+    sim.run()
+    assert errors == []
+    return results, atoms_of
+
+
+def model_out(st, d):
+    out, stats = cdp_compute(d, st["c"], np.array(st["le"]), np.array(st["lo"]), st["p"],
+                             st["normalz_len"], st["sqsum_bypass"], st["mul_bypass"],
+                             st["datin"], st["datout"])
+    return out, [stats[k] for k in MODEL_STATS]
+
+
+def random_layer(rng, A, st, h, w):
+    cp = -(-st["c"] // A) * A
+    d = np.array([[[rng.randrange(-128, 128) for _ in range(w)] for _ in range(h)]
+                  for _ in range(cp)], np.int64)
+    return d
+
+
+@pytest.mark.parametrize("spec", CONFIGS)
+@pytest.mark.parametrize("seed", [1, 2])
+def test_core_matches_model(spec, seed):
+    rng = random.Random(seed)
+    A = get_config(spec).memory_atomic
+    # channel edges: one partial surface, one channel, a partial last surface, whole surfaces
+    shapes = [(3, 1, 1), (1, 2, 1), (21, 1, 2), (16, 2, 1), (13, 1, 1), (24, 1, 1),
+              (17, 2, 2), (32, 1, 2), (5, 2, 1), (30, 1, 2)]
+    layers = []
+    for k, (c, h, w) in enumerate(shapes):
+        gen = random_setting if k < 4 else realistic_setting      # edge cases, then trace-like
+        st = gen(rng, c=c, normalz_len=k % 4, le_exp=bool(k % 2))
+        layers.append((st, random_layer(rng, A, st, h, w)))
+    results, atoms_of = run_core(spec, layers, p_in=0.3, p_out=0.3, seed=seed)
+    for (st, d), (got, counts) in zip(layers, results):
+        want, want_stats = model_out(st, d)
+        assert got == atoms_of(want), st
+        assert counts == want_stats, st
+
+
+@pytest.mark.parametrize("spec", CONFIGS)
+def test_core_lrn_identity_lut(spec):
+    """A LUT that returns its input's square sum rounded (linear LO, LE unused): output = the
+    square sum itself, checked against a plain-Python LRN formula at every channel edge."""
+    rng = random.Random(7)
+    A = get_config(spec).memory_atomic
+    layers = []
+    for n_len in range(4):
+        c = 19
+        st = random_setting(rng, c=c, normalz_len=n_len)
+        # LE underflows always (START[21:0] = 2**21-1 above every sample); LO: START -1,
+        # select 0: index = sqsum + 1, a hit with T[i] = i - 1, fraction 0
+        st["p"] = LutParams(1, 0, 0, 0, (1 << 21) - 1, (1 << 21) + 63, -1, 255, 0, 0, 0, 0, 0,
+                            0, 0, 0, 0, 0, 0)
+        st["lo"] = [i - 1 for i in range(257)]
+        st.update(sqsum_bypass=False, mul_bypass=True, datin=(0, 1, 0), datout=(0, 1, 0))
+        d = np.array([[[rng.randrange(-3, 4)]] for _ in range(24)], np.int64)
+        layers.append((st, d))
+    results, atoms_of = run_core(spec, layers, p_in=0.2, p_out=0.2, seed=3)
+    for (st, d), (got, _) in zip(layers, results):
+        half = st["normalz_len"] + 1
+        x = [int(d[c, 0, 0]) if c < st["c"] else 0 for c in range(24)]
+        want = [min(127, sum(x[j] ** 2 for j in range(max(0, c - half), min(23, c + half) + 1)))
+                for c in range(24)]
+        assert [v for a in got for v in a] == want
+
+
+@pytest.mark.parametrize("lanes,tp", [(8, 1), (8, 2), (8, 8), (4, 1)])
+def test_window(lanes, tp):
+    """LrnWindow vs the formula: taps of channel c are the squares of c-4..c+4 of the same
+    position, 0 outside 0..S*lanes-1."""
+    rng = random.Random(lanes * 10 + tp)
+    dut = LrnWindow(lanes, tp)
+    groups = [rng.randrange(1, 4) for _ in range(12)]        # surfaces per position
+    items, expect = [], []
+    for S in groups:
+        xs = [rng.randrange(-256, 256) for _ in range(S * lanes)]
+        for s in range(S):
+            items.append({"x": xs[s * lanes:(s + 1) * lanes],
+                          "sq": [v * v for v in xs[s * lanes:(s + 1) * lanes]],
+                          "last": int(s == S - 1)})
+            for k in range(lanes // tp):
+                chunk_x, chunk_t = [], []
+                for ln in range(tp):
+                    c = s * lanes + k * tp + ln
+                    chunk_x.append(xs[c])
+                    chunk_t.append([xs[c + t] ** 2 if 0 <= c + t < len(xs) else 0
+                                    for t in range(-MAX_HALF, MAX_HALF + 1)])
+                expect.append((chunk_x, chunk_t))
+    got, errors = [], []
+    rng2 = random.Random(5)
+
+    async def prod(ctx):
+        await stream_put(ctx, dut.i, items, rng=rng2, p_stall=0.4)
+
+    async def cons(ctx):
+        got.extend(await stream_get(ctx, dut.o, len(expect), rng=rng2, p_stall=0.4))
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(prod)
+    sim.add_testbench(cons)
+    sim.add_process(check_stream_stable(dut.o, errors=errors, name="o"))
+    sim.run()
+    assert errors == []
+    assert [(list(g.x), [list(t) for t in g.taps]) for g in got] == expect
+
+
+@pytest.mark.parametrize("lanes,tp", [(8, 1), (8, 4), (8, 8)])
+def test_gather(lanes, tp):
+    rng = random.Random(tp)
+    dut = Gather(signed(8), lanes, tp)
+    atoms = [[rng.randrange(-128, 128) for _ in range(lanes)] for _ in range(20)]
+    parts = [a[k * tp:(k + 1) * tp] for a in atoms for k in range(lanes // tp)]
+    got, errors = [], []
+
+    async def prod(ctx):
+        await stream_put(ctx, dut.i, parts, rng=rng, p_stall=0.4)
+
+    async def cons(ctx):
+        got.extend(await stream_get(ctx, dut.o, len(atoms), rng=rng, p_stall=0.4))
+
+    top = Module()                 # tp == lanes: a pure pass-through, give the test a clock
+    top.submodules.dut = dut
+    top.domains.sync = ClockDomain()
+    sim = Simulator(top)
+    sim.add_clock(1e-8)
+    sim.add_testbench(prod)
+    sim.add_testbench(cons)
+    sim.add_process(check_stream_stable(dut.o, errors=errors, name="o"))
+    sim.run()
+    assert errors == []
+    assert [list(g) for g in got] == atoms
+
+
+def test_stat_names_order():
+    assert STAT_NAMES == tuple(k.lower() for k in MODEL_STATS)
