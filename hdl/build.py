@@ -16,7 +16,6 @@ written. Exit status: 0 on success, 1 on a lint failure, 2 on a usage/configurat
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 import tempfile

@@ -19,7 +19,7 @@ The CSB side is a :class:`RegBusSignature` (word offset within the unit's 4 KiB 
 """
 from __future__ import annotations
 
-from amaranth.hdl import Const, Module, Mux, Signal, unsigned
+from amaranth.hdl import Const, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 

@@ -12,17 +12,24 @@ declares, as class attributes:
 * ``INTERRUPT``: its GLB interrupt source (``"pdp"`` for S_INTR_STATUS.PDP_DONE_STATUS<g>); the
   port ``done_grp`` Out(2) pulses bit g for one cycle when register group g completes;
 
-and a ``busy`` Out(1) port. :func:`unit_members` builds those members.
+and a ``busy`` Out(1) port. :func:`unit_members` builds those members; :class:`DatapathUnit` is
+the base class that declares them and provides the register files and the hardware-layer control
+every unit shares.
 """
 from __future__ import annotations
 
+from functools import reduce
+
+from amaranth.hdl import Module, Signal
+from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from hdl.axi import DmaReadSignature, DmaWriteSignature
 from hdl.config import NvdlaConfig
-from hdl.regfile import RegBusSignature
+from hdl.regfile import RegBusSignature, UnitRegFile
+from hdl.regmap import REGMAP
 
-__all__ = ["unit_members"]
+__all__ = ["unit_members", "DatapathUnit"]
 
 
 def unit_members(cfg: NvdlaConfig, register_files, read_clients, write_clients) -> dict:
@@ -35,3 +42,52 @@ def unit_members(cfg: NvdlaConfig, register_files, read_clients, write_clients) 
     members.update({c: Out(DmaWriteSignature(aw, dw)) for c in write_clients})
     members.update(done_grp=Out(2), busy=Out(1))
     return members
+
+
+class DatapathUnit(wiring.Component):
+    """Base of the datapath units: ports from the class attributes (see the module docstring),
+    register files and hardware-layer control.
+
+    A subclass sets REGISTER_FILES, READ_CLIENTS, WRITE_CLIENTS and INTERRUPT and writes
+    ``elaborate`` with :meth:`add_register_file` and :meth:`add_layer_control`.
+    """
+
+    REGISTER_FILES: tuple = ()
+    READ_CLIENTS: tuple = ()
+    WRITE_CLIENTS: tuple = ()
+    INTERRUPT: str = ""
+
+    def __init__(self, cfg: NvdlaConfig):
+        self.cfg = cfg
+        super().__init__(unit_members(cfg, self.REGISTER_FILES, self.READ_CLIENTS,
+                                      self.WRITE_CLIENTS))
+
+    def add_register_file(self, m: Module, name: str, *, connect_bus: bool = True) -> UnitRegFile:
+        """Add the register file of register-map unit ``name`` (one of REGISTER_FILES) to ``m``
+        as ``rf_<name>``, its bus connected to the ``csb_<name>`` port unless ``connect_bus`` is
+        False (a unit that decodes some registers itself connects it). Returns it."""
+        rf = UnitRegFile(REGMAP.unit(name))
+        m.submodules[f"rf_{name.lower()}"] = rf
+        if connect_bus:
+            wiring.connect(m, wiring.flipped(getattr(self, f"csb_{name.lower()}")), rf.bus)
+        return rf
+
+    def add_layer_control(self, m: Module, rfs: list, done) -> Signal:
+        """Hardware-layer sequencing (v1_hwarch.rst "Ping-pong synchronization"): a layer
+        starts when the consumer group of every register file in ``rfs`` is armed (D_OP_ENABLE)
+        and no layer runs; the one-cycle pulse ``done`` (e.g. the write DMA's last B response)
+        completes the consumer group of each (their OP_EN clears, the consumer pointers flip)
+        and pulses ``done_grp`` from the register file named INTERRUPT (to GLB); ``busy`` is
+        high while a layer runs. Returns ``start``, a one-cycle pulse in the first cycle."""
+        running = Signal(name="layer_running")
+        start = Signal(name="layer_start")
+        armed = reduce(lambda a, b: a & b, [rf.op_en for rf in rfs])
+        m.d.comb += start.eq(~running & armed)
+        with m.If(start):
+            m.d.sync += running.eq(1)
+        with m.If(done):
+            m.d.sync += running.eq(0)
+        own = next(rf for rf in rfs if rf.unit.name == self.INTERRUPT.upper())
+        m.d.comb += [rf.done.eq(done) for rf in rfs]
+        m.d.comb += [self.done_grp.eq(own.done_grp), self.busy.eq(running)]
+        return start

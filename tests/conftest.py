@@ -1,8 +1,6 @@
 """Shared pytest fixtures and options for the NVDLA project."""
 from __future__ import annotations
 
-import pytest
-
 UNLISTED_PASSES: list[str] = []
 
 

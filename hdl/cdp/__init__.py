@@ -35,11 +35,9 @@ from amaranth.lib import wiring
 from hdl.cdp import lut
 from hdl.cdp.core import CdpCore, atom_layout
 from hdl.cdp.dma import CdpReadDma, CdpWalker, CdpWriteDma
-from hdl.config import NvdlaConfig
 from hdl.dma import cube_from_regs, cube_layout, read_dma_params, write_dma_params
-from hdl.regfile import UnitRegFile
 from hdl.regmap import REGMAP
-from hdl.unit import unit_members
+from hdl.unit import DatapathUnit
 
 __all__ = ["Cdp", "CdpCore", "CdpReadDma", "CdpWriteDma", "CdpWalker"]
 
@@ -61,7 +59,7 @@ def _field(regs, reg: str, field: str) -> Value:
     return getattr(regs, reg.lower()).as_value()[f.lsb:f.lsb + f.width]
 
 
-class Cdp(wiring.Component):
+class Cdp(DatapathUnit):
     """CDP unit with its CDP_RDMA and CDP register files (port convention: :mod:`hdl.unit`).
 
     Ports: ``csb_cdp_rdma``/``csb_cdp`` In(:class:`hdl.regfile.RegBusSignature`);
@@ -74,17 +72,11 @@ class Cdp(wiring.Component):
     WRITE_CLIENTS = ("cdp_wdma",)
     INTERRUPT = "cdp"
 
-    def __init__(self, cfg: NvdlaConfig):
-        self.cfg = cfg
-        super().__init__(unit_members(cfg, self.REGISTER_FILES, self.READ_CLIENTS,
-                                      self.WRITE_CLIENTS))
-
     def elaborate(self, platform):
         m = Module()
         cfg = self.cfg
-        m.submodules.rf_rdma = rf_rdma = UnitRegFile(REGMAP.unit("CDP_RDMA"))
-        m.submodules.rf_cdp = rf = UnitRegFile(_CDP)
-        wiring.connect(m, wiring.flipped(self.csb_cdp_rdma), rf_rdma.bus)
+        rf_rdma = self.add_register_file(m, "CDP_RDMA")
+        rf = self.add_register_file(m, "CDP", connect_bus=False)   # LUT port decoded below
 
         m.submodules.rdma = rdma = CdpReadDma(**read_dma_params(cfg), atom_shape=atom_layout(cfg))
         m.submodules.core = core = CdpCore(cfg)
@@ -181,16 +173,8 @@ class Cdp(wiring.Component):
                 ]
 
         # ---- layer control ----
-        running = Signal()
-        start = Signal()
-        m.d.comb += start.eq(~running & rf_rdma.op_en & rf.op_en)
+        start = self.add_layer_control(m, [rf_rdma, rf], wdma.done)
         m.d.comb += [rdma.start.eq(start), wdma.start.eq(start)]
-        with m.If(start):
-            m.d.sync += running.eq(1)
-        with m.If(wdma.done):
-            m.d.sync += running.eq(0)
-        m.d.comb += [rf_rdma.done.eq(wdma.done), rf.done.eq(wdma.done),
-                     self.done_grp.eq(rf.done_grp), self.busy.eq(running)]
 
         # ---- LUT statistics: counted in the layer, latched into the completed group ----
         for k, name in enumerate(lut.STAT_NAMES):

@@ -15,22 +15,19 @@ flying mode (input from CACC), output to PDP, batches, int16/fp16.
 """
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Mux, Signal, Value
+from amaranth.hdl import Cat, Module, Mux, Value
 from amaranth.lib import wiring
-from hdl.config import NvdlaConfig
 from hdl.dma import ReadDma, cube_from_regs, read_dma_params
-from hdl.regfile import UnitRegFile
-from hdl.regmap import REGMAP
 from hdl.sdp.brdma import OperandUnpack, operand_cube
 from hdl.sdp.core import SdpCore
 from hdl.sdp.rdma import SdpRdma, atom_layout
 from hdl.sdp.wdma import SdpWdma
-from hdl.unit import unit_members
+from hdl.unit import DatapathUnit
 
 __all__ = ["Sdp", "SdpRdma", "SdpCore", "SdpWdma", "atom_layout"]
 
 
-class Sdp(wiring.Component):
+class Sdp(DatapathUnit):
     """SDP unit with its SDP_RDMA and SDP register files (port convention: :mod:`hdl.unit`).
 
     Ports: ``csb_sdp_rdma``/``csb_sdp`` In(:class:`hdl.regfile.RegBusSignature`) (CSB side of the
@@ -46,17 +43,11 @@ class Sdp(wiring.Component):
     WRITE_CLIENTS = ("sdp_wdma",)
     INTERRUPT = "sdp"
 
-    def __init__(self, cfg: NvdlaConfig):
-        self.cfg = cfg
-        super().__init__(unit_members(cfg, self.REGISTER_FILES, self.READ_CLIENTS, self.WRITE_CLIENTS))
-
     def elaborate(self, platform):
         m = Module()
         cfg = self.cfg
-        m.submodules.rf_rdma = rf_rdma = UnitRegFile(REGMAP.unit("SDP_RDMA"))
-        m.submodules.rf_sdp = rf_sdp = UnitRegFile(REGMAP.unit("SDP"))
-        wiring.connect(m, wiring.flipped(self.csb_sdp_rdma), rf_rdma.bus)
-        wiring.connect(m, wiring.flipped(self.csb_sdp), rf_sdp.bus)
+        rf_rdma = self.add_register_file(m, "SDP_RDMA")
+        rf_sdp = self.add_register_file(m, "SDP")
 
         m.submodules.rdma = rdma = SdpRdma(cfg)
         m.submodules.core = core = SdpCore(cfg)
@@ -85,9 +76,7 @@ class Sdp(wiring.Component):
         ]
 
         # layer control: start when both consumer groups are armed, finish on WDMA done
-        running = Signal()
-        start = Signal()
-        m.d.comb += start.eq(~running & rf_rdma.op_en & rf_sdp.op_en)
+        start = self.add_layer_control(m, [rf_rdma, rf_sdp], wdma.done)
         m.d.comb += [rdma.start.eq(start), wdma.start.eq(start)]
 
         # X1 (BS) / X2 (BN): configuration, register operands, operand DMAs (BRDMA / NRDMA)
@@ -138,10 +127,4 @@ class Sdp(wiring.Component):
                 # the operand DMA runs with the layer when the sub-unit reads memory operands
                 opdma.start.eq(start & getattr(core, f"{sub}_mem_en")),
             ]
-        with m.If(start):
-            m.d.sync += running.eq(1)
-        with m.If(wdma.done):
-            m.d.sync += running.eq(0)
-        m.d.comb += [rf_rdma.done.eq(wdma.done), rf_sdp.done.eq(wdma.done),
-                     self.done_grp.eq(rf_sdp.done_grp), self.busy.eq(running)]
         return m

@@ -202,7 +202,6 @@ def test_core_lrn_identity_lut(spec):
     """A LUT that returns its input's square sum rounded (linear LO, LE unused): output = the
     square sum itself, checked against a plain-Python LRN formula at every channel edge."""
     rng = random.Random(7)
-    A = get_config(spec).memory_atomic
     layers = []
     for n_len in range(4):
         c = 19
