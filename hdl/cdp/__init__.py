@@ -33,9 +33,9 @@ from amaranth.hdl import Cat, Module, Mux, Signal, Value
 from amaranth.lib import wiring
 
 from hdl.cdp import lut
-from hdl.cdp.core import CdpCore, atom_layout
+from hdl.cdp.core import CdpCore
 from hdl.cdp.dma import CdpReadDma, CdpWalker, CdpWriteDma
-from hdl.dma import cube_from_regs, cube_layout, read_dma_params, write_dma_params
+from hdl.dma import atom_layout, cube_from_regs, cube_layout, read_dma_params, write_dma_params
 from hdl.regmap import REGMAP
 from hdl.unit import DatapathUnit
 

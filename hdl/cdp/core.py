@@ -28,10 +28,11 @@ from amaranth.lib.wiring import In, Out
 
 from hdl.cdp import lut
 from hdl.config import NvdlaConfig
+from hdl.dma import atom_layout
 from hdl.lib.fixed import truncate
 from hdl.lib.stream import Map
 
-__all__ = ["atom_layout", "CdpCore", "LrnWindow", "Gather", "X_BITS", "SQ_BITS", "SQSUM_BITS",
+__all__ = ["CdpCore", "LrnWindow", "Gather", "X_BITS", "SQ_BITS", "SQSUM_BITS",
            "MAX_HALF"]
 
 X_BITS = 9                 # input converter output (int8 pipeline: BPE + 1)
@@ -40,10 +41,6 @@ SQSUM_BITS = 2 * X_BITS - 1 + 4   # sum of up to 9 squares: 21 bits (NVIDIA's pP
 MAX_HALF = 4               # NORMALZ_LEN 3 -> 9 channels: c-4..c+4
 TAPS = 2 * MAX_HALF + 1
 
-
-def atom_layout(cfg: NvdlaConfig) -> data.ArrayLayout:
-    """One memory atom of int8 elements (cfg.memory_atomic lanes, lane i = channel c % atom)."""
-    return data.ArrayLayout(signed(cfg.bpe), cfg.memory_atomic)
 
 
 def window_in_layout(lanes: int) -> data.StructLayout:

@@ -9,13 +9,20 @@ each (``atom_elems`` channels); element (w, h, c) lives at byte
 """
 from __future__ import annotations
 
-from amaranth.hdl import Cat, unsigned
+from amaranth.hdl import Cat, signed, unsigned
 from amaranth.lib import data
 
-__all__ = ["CUBE_DIM_BITS", "STRIDE_BITS", "cube_layout", "cube_from_regs"]
+__all__ = ["CUBE_DIM_BITS", "STRIDE_BITS", "atom_layout", "cube_layout", "cube_from_regs"]
 
 CUBE_DIM_BITS = 13     # D_DATA_CUBE_WIDTH/HEIGHT/CHANNEL fields are [12:0], minus-one encoded
 STRIDE_BITS = 32       # D_*_LINE_STRIDE / D_*_SURFACE_STRIDE registers are 32-bit byte strides
+
+
+def atom_layout(cfg) -> data.ArrayLayout:
+    """One memory atom of feature data as the units' datapaths see it: cfg.memory_atomic signed
+    elements of cfg.bpe bits (8 x int8 = 8 bytes on nv_small); lane i = channel c % atom = byte
+    i of the atom in memory (format.rst "Feature data")."""
+    return data.ArrayLayout(signed(cfg.bpe), cfg.memory_atomic)
 
 
 def cube_layout(addr_width: int) -> data.StructLayout:

@@ -6,19 +6,10 @@ data lanes).
 """
 from __future__ import annotations
 
-from amaranth.hdl import signed
-from amaranth.lib import data
-
 from hdl.config import NvdlaConfig
-from hdl.dma import ReadDma, read_dma_params
+from hdl.dma import ReadDma, atom_layout, read_dma_params
 
 __all__ = ["atom_layout", "SdpRdma"]
-
-
-def atom_layout(cfg: NvdlaConfig) -> data.ArrayLayout:
-    """One memory atom: cfg.memory_atomic signed elements of cfg.bpe bits (8 x int8 = 8 bytes on
-    nv_small), lane i = channel (c % atom) = byte i of the atom in memory."""
-    return data.ArrayLayout(signed(cfg.bpe), cfg.memory_atomic)
 
 
 class SdpRdma(ReadDma):
