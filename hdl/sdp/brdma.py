@@ -30,7 +30,7 @@ from amaranth.lib.wiring import In, Out
 from hdl.dma.cube import CUBE_DIM_BITS, cube_layout
 from hdl.lib.fixed import sign_extend
 from hdl.lib.stream import Map
-from hdl.sdp.gearbox import Merge, Repeat
+from hdl.lib.gearbox import Merge, Repeat
 from hdl.sdp.x import X_OP_BITS, operand_layout
 
 __all__ = ["MAX_BYTES_PER_ELEM", "REPEAT_BITS", "operand_fmt_layout", "bytes_per_elem",

@@ -31,7 +31,7 @@ from amaranth.lib.wiring import In, Out
 from hdl.config import NvdlaConfig
 from hdl.lib.fixed import sign_extend, truncate
 from hdl.lib.stream import Map
-from hdl.sdp.gearbox import Join, Merge, Split, narrow_layout
+from hdl.lib.gearbox import Join, Merge, Split, narrow_layout
 from hdl.sdp.rdma import atom_layout
 from hdl.sdp.x import X_DATA_BITS, XSubUnit, array_signal, operand_layout, x_cfg_layout
 

@@ -43,8 +43,9 @@ from __future__ import annotations
 
 import random
 
-from amaranth.hdl import Value
+from amaranth.hdl import ClockDomain, Module, Value
 from amaranth.lib import data
+from amaranth.sim import Simulator
 
 __all__ = ["stream_put", "stream_get", "check_stream_stable", "as_bits"]
 
@@ -177,3 +178,21 @@ def as_bits(payload) -> int:
         return payload.as_value().value
     return int(payload)
 
+
+def simulate_streams(dut, producers, consumers, streams_to_check) -> None:
+    """Simulate ``dut`` (in a top module with a ``sync`` domain, so combinational DUTs work
+    too) with the async testbenches ``producers`` and ``consumers`` (``async def tb(ctx)``) and a
+    :func:`check_stream_stable` process on each ``(name, stream)`` of ``streams_to_check``.
+    Raises AssertionError listing the stream-protocol violations seen."""
+    errors: list = []
+    top = Module()
+    top.domains.sync = ClockDomain()
+    top.submodules.dut = dut
+    sim = Simulator(top)
+    sim.add_clock(1e-8)
+    for tb in list(producers) + list(consumers):
+        sim.add_testbench(tb)
+    for name, s in streams_to_check:
+        sim.add_process(check_stream_stable(s, errors=errors, name=name))
+    sim.run()
+    assert errors == [], errors

@@ -1,7 +1,7 @@
-"""Stream width converters and joins of the SDP datapath (``amaranth.lib.stream`` rules, see
-:mod:`hdl.lib.stream`): memory atoms are split into throughput-wide element groups before X1
-and merged back after the output converter; operand atoms are collected and repeated; the data
-and operand streams are joined.
+"""Stream width converters and joins (``amaranth.lib.stream`` rules, see :mod:`hdl.lib.stream`),
+for datapaths narrower than a memory atom: SDP splits atoms into throughput-wide element groups
+before X1 and merges them back after the output converter, collects and repeats operand atoms,
+and joins the data and operand streams.
 
 * :class:`Split` -- one wide item of arrays -> ``ratio`` narrow items (element groups in order).
 * :class:`Merge` -- ``count`` (<= ``n``, a port) narrow items -> one item of ``n`` slots.
@@ -9,8 +9,7 @@ and operand streams are joined.
 * :class:`Join` -- several streams into one struct, each input enabled or not by a port.
 
 Every stage but :class:`Join` (combinational) registers its output; all run at one item per
-cycle on their narrow side. (Candidates for ``hdl/lib/stream.py``; kept here until the lead
-moves them.)
+cycle on their narrow side.
 """
 from __future__ import annotations
 
