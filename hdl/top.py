@@ -3,7 +3,7 @@
 Two components:
 
 * :class:`NvdlaCore`: everything in the ``sync`` clock domain (CSB slave, GLB, all register
-  files, MCIF, SDP). Its ports are NVIDIA's CSB, DBB (``nvdla_core2dbb_*``), CV SRAM
+  files, MCIF, the datapath units of ``DATAPATH_UNITS``: SDP, CDP, PDP). Its ports are NVIDIA's CSB, DBB (``nvdla_core2dbb_*``), CV SRAM
   (``nvdla_core2cvsram_*``, only when cfg.secondary_memif) and ``dla_intr`` ports with NVIDIA's
   names. Used directly by the Amaranth-simulator tests.
 * :class:`NV_nvdla`: the chip-level wrapper with NVIDIA's full port list: clocks, resets,
@@ -27,6 +27,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from hdl.axi import AxiMasterSignature
+from hdl.cdp import Cdp
 from hdl.config import NvdlaConfig
 from hdl.csb import CsbSignature, CsbSlave
 from hdl.dma import read_client, write_client
@@ -34,11 +35,12 @@ from hdl.glb import Glb
 from hdl.mcif import Mcif
 from hdl.regfile import UnitRegFile
 from hdl.regmap import REGMAP
+from hdl.pdp import Pdp
 from hdl.sdp import Sdp
 
 #: datapath units, each following the port convention of hdl/unit.py (register files, MCIF
 #: clients, GLB interrupt); a unit whose register files are not in cfg.units() is left out
-DATAPATH_UNITS = (Sdp,)
+DATAPATH_UNITS = (Sdp, Cdp, Pdp)
 
 __all__ = ["NvdlaCore", "DATAPATH_UNITS", "NV_nvdla", "DBB_PREFIX", "CVSRAM_PREFIX", "PWRBUS_PORTS"]
 
@@ -78,8 +80,8 @@ class NvdlaCore(wiring.Component):
     """NVDLA core logic in the ``sync`` domain with NVIDIA's CSB / DBB / CV SRAM / dla_intr ports.
 
     ``cfg``: :class:`hdl.config.NvdlaConfig`. Register files exist for every unit of
-    ``cfg.units()`` (functional or not); SDP (memory-to-memory, converter only) is the one
-    working datapath. DBB data width cfg.primary_memif_width, address width
+    ``cfg.units()`` (functional or not); the working datapaths are the ``DATAPATH_UNITS`` (SDP
+    X1/X2 and converter from and to memory, CDP, PDP from memory). DBB data width cfg.primary_memif_width, address width
     cfg.mem_address_width.
     """
 

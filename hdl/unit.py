@@ -75,19 +75,20 @@ class DatapathUnit(wiring.Component):
     def add_layer_control(self, m: Module, rfs: list, done) -> Signal:
         """Hardware-layer sequencing (v1_hwarch.rst "Ping-pong synchronization"): a layer
         starts when the consumer group of every register file in ``rfs`` is armed (D_OP_ENABLE)
-        and no layer runs; the one-cycle pulse ``done`` (e.g. the write DMA's last B response)
-        completes the consumer group of each (their OP_EN clears, the consumer pointers flip)
+        and no layer runs; the one-cycle pulse ``done`` (e.g. the write DMA's last B response;
+        ignored while no layer runs) completes the consumer group of each (their OP_EN clears, the consumer pointers flip)
         and pulses ``done_grp`` from the register file named INTERRUPT (to GLB); ``busy`` is
         high while a layer runs. Returns ``start``, a one-cycle pulse in the first cycle."""
         running = Signal(name="layer_running")
         start = Signal(name="layer_start")
+        finish = Signal(name="layer_done")
         armed = reduce(lambda a, b: a & b, [rf.op_en for rf in rfs])
-        m.d.comb += start.eq(~running & armed)
+        m.d.comb += [start.eq(~running & armed), finish.eq(running & done)]
         with m.If(start):
             m.d.sync += running.eq(1)
-        with m.If(done):
+        with m.If(finish):
             m.d.sync += running.eq(0)
         own = next(rf for rf in rfs if rf.unit.name == self.INTERRUPT.upper())
-        m.d.comb += [rf.done.eq(done) for rf in rfs]
+        m.d.comb += [rf.done.eq(finish) for rf in rfs]
         m.d.comb += [self.done_grp.eq(own.done_grp), self.busy.eq(running)]
         return start

@@ -1,0 +1,136 @@
+"""PDP: planar data processor, offline mode (input from memory through PDP_RDMA)
+(v1_ias_unit_description.rst "Planar Data Processor"; v1_ias_programming_guide.rst "PDP
+programming").
+
+Hardware layer = PDP_RDMA (:class:`hdl.dma.ReadDma`, one read cube per split band) ->
+:class:`hdl.pdp.core.PdpCore` (width pass, height pass, reciprocal multiplies, at
+cfg.pdp_throughput elements per cycle) -> PDP WDMA (:class:`hdl.dma.WriteDma`, one write cube per
+band), joined by ``amaranth.lib.stream`` interfaces. PDP_RDMA and PDP keep separate register
+files and ping-pong pointers; a layer starts when the consumer groups of both are enabled and
+completes when WDMA has every write response of the last band; then both register files see
+``done`` and PDP's per-group done pulse goes to GLB (S_INTR_STATUS.PDP_DONE_STATUS<g>).
+
+Geometry: the pooling parameters, band widths and output cube come from PDP's registers; the
+input cube's address, strides, height and channels from PDP_RDMA's (D_SRC_*, D_DATA_CUBE_IN_*),
+as the numpy model (verif/model/pdp.py) does. Split width: :mod:`hdl.pdp.bands`; both DMAs walk
+all bands in one run (:mod:`hdl.pdp.dma`), the core's width pass follows the bands with its own
+:class:`hdl.pdp.bands.Bands` sequencer.
+
+Not implemented: on-the-fly input from SDP (FLYING_MODE = ON_FLYING; the layer would need only
+PDP's group armed and a mux from SDP's output stream onto ``PdpCore.i``, whose atoms arrive in
+the same surface/line/column order), int16/fp16, NaN/Inf counters, output widths per band above
+:data:`MAX_WIDTH` atoms (NVIDIA's 7 KB share line buffer allows up to 512 when
+ceil(kernel_height / stride_height) = 1).
+"""
+from __future__ import annotations
+
+from amaranth.hdl import Module, Signal, Value
+from amaranth.lib import data, wiring
+
+from hdl.dma import atom_layout, cube_from_regs
+from hdl.dma.walker import log2
+from hdl.pdp.bands import Bands, band_regs_layout
+from hdl.pdp.core import PdpCore
+from hdl.pdp.dma import PdpReadDma, PdpWriteDma
+from hdl.unit import DatapathUnit
+
+__all__ = ["Pdp", "PdpCore", "MAX_WIDTH"]
+
+#: output columns per band held by each of the 8 line-buffer banks: NVIDIA's share line buffer
+#: has 512 entries of one atom (v1_ias_unit_description.rst "Planar Data Processor",
+#: total_buf_entry), here split evenly over the 8 banks
+MAX_WIDTH = 512 // 8
+
+
+def _u(field) -> Value:
+    """Raw unsigned bits of a typed register field (enum, signed or unsigned)."""
+    return Value.cast(field).as_unsigned()
+
+
+class Pdp(DatapathUnit):
+    """PDP unit with its PDP_RDMA and PDP register files (port convention: :mod:`hdl.unit`).
+
+    Ports: ``csb_pdp_rdma``/``csb_pdp`` In(:class:`hdl.regfile.RegBusSignature`);
+    ``pdp_rdma`` Out(DmaReadSignature); ``pdp_wdma`` Out(DmaWriteSignature); ``done_grp`` Out(2)
+    per-group done pulse to GLB; ``busy`` Out(1).
+    """
+
+    REGISTER_FILES = ("PDP_RDMA", "PDP")
+    READ_CLIENTS = ("pdp_rdma",)
+    WRITE_CLIENTS = ("pdp_wdma",)
+    INTERRUPT = "pdp"
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self.cfg
+        aw = cfg.mem_address_width
+        rf_rdma = self.add_register_file(m, "PDP_RDMA")
+        rf_pdp = self.add_register_file(m, "PDP")
+
+        m.submodules.rdma = rdma = PdpReadDma(cfg, atom_layout(cfg))
+        m.submodules.core = core = PdpCore(cfg.memory_atomic, cfg.pdp_throughput, MAX_WIDTH)
+        m.submodules.wdma = wdma = PdpWriteDma(cfg, atom_layout(cfg))
+        wiring.connect(m, rdma.atoms, core.i)
+        wiring.connect(m, core.o, wdma.atoms)
+        wiring.connect(m, rdma.dma, wiring.flipped(self.pdp_rdma))
+        wiring.connect(m, wdma.dma, wiring.flipped(self.pdp_wdma))
+
+        pc = rf_pdp.cfg
+        mode, kern, pad = pc.d_operation_mode_cfg, pc.d_pooling_kernel_cfg, pc.d_pooling_padding_cfg
+        kw, sx = Signal(4), Signal(5)
+        m.d.comb += [kw.eq(_u(kern.kernel_width) + 1), sx.eq(_u(kern.kernel_stride_width) + 1)]
+        pads = Signal(data.ArrayLayout(19, 8))
+        m.d.comb += [pads[k].eq(_u(getattr(pc, f"d_pooling_padding_value_{k}_cfg")
+                                   .as_value()[:19])) for k in range(1, 8)]
+        m.d.comb += [
+            core.method.eq(_u(mode.pooling_method)), core.kw.eq(kw), core.sx.eq(sx),
+            core.kh.eq(_u(kern.kernel_height) + 1), core.sy.eq(_u(kern.kernel_stride_height) + 1),
+            core.pad_top.eq(_u(pad.pad_top)),
+            core.height.eq(_u(pc.d_data_cube_in_height.cube_in_height) + 1),
+            core.out_height.eq(_u(pc.d_data_cube_out_height.cube_out_height) + 1),
+            core.surfaces.eq((_u(pc.d_data_cube_in_channel.cube_in_channel)
+                              >> log2(cfg.memory_atomic)) + 1),
+            core.pads.eq(pads),
+            core.recip_w.eq(_u(pc.d_recip_kernel_width.recip_kernel_width)),
+            core.recip_h.eq(_u(pc.d_recip_kernel_height.recip_kernel_height)),
+        ]
+
+        # split-width bands: the DMAs walk them (hdl/pdp/dma.py), the core's width pass follows
+        # them with its own sequencer
+        band = Signal(band_regs_layout())
+        pw_in, pw_out = pc.d_partial_width_in, pc.d_partial_width_out
+        m.d.comb += [
+            band.split_num.eq(_u(mode.split_num)),
+            band.cube_width.eq(_u(pc.d_data_cube_in_width.cube_in_width)),
+            band.cube_out_width.eq(_u(pc.d_data_cube_out_width.cube_out_width)),
+            band.in_first.eq(_u(pw_in.partial_width_in_first)),
+            band.in_mid.eq(_u(pw_in.partial_width_in_mid)),
+            band.in_last.eq(_u(pw_in.partial_width_in_last)),
+            band.out_first.eq(_u(pw_out.partial_width_out_first)),
+            band.out_mid.eq(_u(pw_out.partial_width_out_mid)),
+            band.out_last.eq(_u(pw_out.partial_width_out_last)),
+            band.kw.eq(kw), band.sx.eq(sx), band.pad_left.eq(_u(pad.pad_left)),
+        ]
+        m.submodules.bands = cb = Bands()
+        m.d.comb += [cb.regs.eq(band), rdma.band.eq(band), wdma.band.eq(band),
+                     core.width.eq(cb.width), core.pad_left.eq(cb.pad_left_b),
+                     core.out_width.eq(cb.out_width), cb.next.eq(core.band_next)]
+
+        aw = cfg.mem_address_width
+        m.d.comb += [
+            rdma.cube.eq(cube_from_regs(
+                rf_rdma.cfg, base="d_src_base_addr", line_stride="d_src_line_stride",
+                surface_stride="d_src_surface_stride", width="d_data_cube_in_width",
+                height="d_data_cube_in_height", channel="d_data_cube_in_channel", addr_width=aw)),
+            wdma.cube.eq(cube_from_regs(
+                pc, base="d_dst_base_addr", line_stride="d_dst_line_stride",
+                surface_stride="d_dst_surface_stride", width="d_data_cube_out_width",
+                height="d_data_cube_out_height", channel="d_data_cube_out_channel",
+                addr_width=aw)),
+        ]
+
+        # layer control: both consumer groups armed -> start; the last write response -> done
+        start = self.add_layer_control(m, [rf_rdma, rf_pdp], wdma.done)
+        m.d.comb += [rdma.start.eq(start), wdma.start.eq(start), core.start.eq(start),
+                     cb.restart.eq(start)]
+        return m

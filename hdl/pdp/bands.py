@@ -1,0 +1,87 @@
+"""PDP split width (v1_ias_programming_guide.rst "Offline processing with split width",
+"Limitation / PDP" split rules): the input width is processed as SPLIT_NUM + 1 vertical bands,
+each a complete pooling of its own (surface, line, column order) with its own read and write
+cube.
+
+Band ``b`` (``first`` = b == 0, ``last`` = b == SPLIT_NUM; widths from D_PARTIAL_WIDTH_IN/OUT
+FIRST/MID/LAST, plus one; without split the cube widths): its input columns tile the cube
+(``in_start`` = sum of the previous bands' input widths); every band but the first also reads
+the ``overlap = kernel_width - stride_x`` columns before its start (a negative overlap skips
+columns), so it reads ``in_width + overlap`` columns from ``in_start - overlap``. The first band
+has PAD_LEFT, the last PAD_RIGHT, the others no padding; its outputs start at the sum of the
+previous bands' output widths. The split rules make the bands' outputs the columns of the
+unsplit pooling.
+"""
+from __future__ import annotations
+
+from amaranth.hdl import Module, Mux, Signal, signed
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from hdl.pdp.pool1d import DIM_BITS
+
+__all__ = ["Bands", "band_regs_layout"]
+
+
+def band_regs_layout() -> data.StructLayout:
+    """Register values that define the bands: ``split_num`` (SPLIT_NUM, bands - 1),
+    ``cube_width``/``cube_out_width`` (minus-one D_DATA_CUBE_IN/OUT_WIDTH), ``in_first``/
+    ``in_mid``/``in_last`` and ``out_first``/``out_mid``/``out_last`` (minus-one partial widths),
+    ``kw`` kernel width 1..8, ``sx`` stride 1..16, ``pad_left``."""
+    return data.StructLayout({
+        "split_num": 8, "cube_width": 13, "cube_out_width": 13,
+        "in_first": 10, "in_mid": 10, "in_last": 10,
+        "out_first": 10, "out_mid": 10, "out_last": 10,
+        "kw": 4, "sx": 5, "pad_left": 3,
+    })
+
+
+class Bands(wiring.Component):
+    """Band sequencer: the geometry of the current band (module docstring).
+
+    Ports: ``restart`` In(1) pulse: back to band 0; ``next`` In(1) pulse: advance one band;
+    ``regs`` In(:func:`band_regs_layout`) (stable during a layer).
+    Outputs of the current band: ``col`` Out(14) first input column read; ``width`` Out(14)
+    columns read; ``pad_left_b`` Out(3); ``out_col`` Out(14) first output column;
+    ``out_width`` Out(14); ``last`` Out(1).
+    """
+
+    def __init__(self):
+        super().__init__({
+            "restart": In(1), "next": In(1), "regs": In(band_regs_layout()),
+            "col": Out(DIM_BITS), "width": Out(DIM_BITS), "pad_left_b": Out(3),
+            "out_col": Out(DIM_BITS), "out_width": Out(DIM_BITS), "last": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        r = self.regs
+        b = Signal(8)
+        in_start = Signal(DIM_BITS)
+        out_start = Signal(DIM_BITS)
+        first = Signal()
+        split = Signal()
+        win = Signal(DIM_BITS)
+        overlap = Signal(signed(6))
+        m.d.comb += [
+            first.eq(b == 0), self.last.eq(b == r.split_num), split.eq(r.split_num != 0),
+            overlap.eq(r.kw - r.sx),
+            win.eq(Mux(first, r.in_first, Mux(self.last, r.in_last, r.in_mid)) + 1),
+            self.out_width.eq(Mux(split, Mux(first, r.out_first,
+                                             Mux(self.last, r.out_last, r.out_mid)) + 1,
+                                  r.cube_out_width + 1)),
+            self.pad_left_b.eq(Mux(first, r.pad_left, 0)),
+            self.out_col.eq(out_start),
+        ]
+        with m.If(~split):
+            m.d.comb += [self.col.eq(0), self.width.eq(r.cube_width + 1)]
+        with m.Elif(first):
+            m.d.comb += [self.col.eq(0), self.width.eq(win)]
+        with m.Else():
+            m.d.comb += [self.col.eq(in_start - overlap), self.width.eq(win + overlap)]
+        with m.If(self.next):
+            m.d.sync += [b.eq(b + 1), in_start.eq(in_start + win),
+                         out_start.eq(out_start + self.out_width)]
+        with m.If(self.restart):
+            m.d.sync += [b.eq(0), in_start.eq(0), out_start.eq(0)]
+        return m

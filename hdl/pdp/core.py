@@ -1,0 +1,127 @@
+"""PDP core: the pooling datapath between PDP_RDMA (or, later, SDP on the fly) and PDP WDMA
+(v1_ias_unit_description.rst "Planar Data Processor").
+
+Stream stages (all ``lib.stream``, ``lanes`` = cfg.pdp_throughput elements per item,
+``groups`` = atom / lanes items per atom):
+
+  atoms --Split--> groups --Pool1d (width pass)--> Pool2d (height pass)
+        --Map (x RECIP_KERNEL_WIDTH, round to 11 bits)--> Map (x RECIP_KERNEL_HEIGHT, round to 8)
+        --Merge--> atoms
+
+(:class:`hdl.lib.gearbox.Split` / :class:`hdl.lib.gearbox.Merge` cut atoms into element groups
+and back.)
+
+The input is a stream of whole atoms in order band, surface, line, column; an on-the-fly source
+(SDP -> PDP, FLYING_MODE = ON_FLYING) would feed the same ``i`` port with SDP's output atoms in
+the same order (one band), selected by a mux in :class:`hdl.pdp.Pdp`.
+
+Reciprocal rounding (NVIDIA's nv_small RTL, NV_NVDLA_PDP_CORE_cal2d.v "rounding 0.5=1,
+-0.5=-1"; documented in verif/model/pdp.py): ``v * recip`` (17-bit unsigned RECIP_KERNEL_*) has 16
+fraction bits; a non-negative product keeps its low ``bits - 1`` integer bits and adds 1 when the
+fraction is >= one half; a negative product adds 1 only when the fraction exceeds one half; the
+result is the low ``bits`` bits (no saturation).
+"""
+from __future__ import annotations
+
+from amaranth.hdl import Module, Mux, signed, unsigned
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from hdl.lib.gearbox import Merge, Split
+from hdl.lib.stream import Map
+from hdl.pdp.pool1d import DIM_BITS, POOL_AVE, ROW_BITS, Pool1d
+from hdl.pdp.pool2d import TOT_BITS, Pool2d
+
+__all__ = ["PdpCore", "recip_round"]
+
+
+def recip_round(v, recip, bits: int):
+    """``v * recip / 2**16`` rounded as NVIDIA's PDP (module docstring) into ``signed(bits)``.
+    ``v`` signed value, ``recip`` unsigned 17-bit value. Pure combinational."""
+    p = v * recip
+    fl = (p >> 16)
+    frac = p[:16]
+    neg = p < 0
+    pos_val = fl[:bits - 1] + (frac >= 0x8000)
+    neg_val = fl + (frac > 0x8000)
+    return Mux(neg, neg_val[:bits], pos_val[:bits]).as_signed()
+
+
+class PdpCore(wiring.Component):
+    """Pooling datapath (module docstring).
+
+    Parameters: ``atom`` (elements per atom, cfg.memory_atomic), ``lanes`` (cfg.pdp_throughput),
+    ``max_width`` (line-buffer output columns per band).
+
+    Ports: ``i`` In(stream of ArrayLayout(signed(8), atom)); ``o`` Out(stream of the same);
+    ``start`` In(1) layer-start pulse; ``method`` In(2); ``kw``, ``kh`` In(4) (1..8); ``sx``, ``sy``
+    In(5) (1..16); ``pad_top`` In(3); ``height`` / ``out_height`` In(14) (counts);
+    ``surfaces`` In(14); band parameters ``width`` (columns read), ``pad_left``, ``out_width``
+    In (counts) and ``band_next`` Out(1) (see :class:`hdl.pdp.pool1d.Pool1d`); ``pads``
+    In(ArrayLayout(19, 8)); ``recip_w``, ``recip_h`` In(17); ``busy`` Out(1) items inside.
+    """
+
+    def __init__(self, atom: int, lanes: int, max_width: int):
+        if atom % lanes:
+            raise ValueError(f"atom {atom} is not a multiple of lanes {lanes}")
+        self.atom, self.lanes, self.groups, self.max_width = atom, lanes, atom // lanes, max_width
+        a = data.ArrayLayout(signed(8), atom)
+        super().__init__({
+            "i": In(stream.Signature(a)), "o": Out(stream.Signature(a)),
+            "start": In(1), "method": In(2), "kw": In(4), "kh": In(4), "sx": In(5), "sy": In(5),
+            "pad_top": In(3), "height": In(DIM_BITS), "out_height": In(DIM_BITS),
+            "surfaces": In(DIM_BITS), "width": In(DIM_BITS), "pad_left": In(3),
+            "out_width": In(DIM_BITS), "band_next": Out(1),
+            "pads": In(data.ArrayLayout(unsigned(19), 8)),
+            "recip_w": In(17), "recip_h": In(17), "busy": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        T, G = self.lanes, self.groups
+        atom_l = data.ArrayLayout(signed(8), self.atom)
+        m.submodules.split = split = Split(data.StructLayout({"v": atom_l}), G)
+        m.submodules.pool1d = p1 = Pool1d(T, G)
+        m.submodules.pool2d = p2 = Pool2d(T, G, self.max_width)
+        tot = data.ArrayLayout(signed(TOT_BITS), T)
+        mid = data.ArrayLayout(signed(ROW_BITS), T)
+        outl = data.ArrayLayout(signed(8), T)
+        ave = self.method == POOL_AVE
+
+        def scale_w(m, v):
+            return [Mux(ave, recip_round(v[k], self.recip_w, ROW_BITS), v[k]) for k in range(T)]
+
+        def scale_h(m, v):
+            return [Mux(ave, recip_round(v[k], self.recip_h, 8), v[k][:8].as_signed())
+                    for k in range(T)]
+
+        m.submodules.recip_w = rw = Map(tot, mid, scale_w)
+        m.submodules.recip_h = rh = Map(mid, outl, scale_h)
+        m.submodules.merge = merge = Merge(outl, G)
+        # plain wires between equal bit layouts (atom <-> struct of one atom; groups <-> array)
+        m.d.comb += [
+            split.i.valid.eq(self.i.valid), split.i.payload.v.eq(self.i.payload),
+            self.i.ready.eq(split.i.ready),
+            p1.i.valid.eq(split.o.valid), p1.i.payload.eq(split.o.payload.v),
+            split.o.ready.eq(p1.i.ready),
+            merge.count.eq(G),
+            self.o.valid.eq(merge.o.valid), self.o.payload.eq(merge.o.payload.as_value()),
+            merge.o.ready.eq(self.o.ready),
+        ]
+        wiring.connect(m, p1.o, p2.i)
+        wiring.connect(m, p2.o, rw.i)
+        wiring.connect(m, rw.o, rh.i)
+        wiring.connect(m, rh.o, merge.i)
+        for c in (p1, p2):
+            m.d.comb += [c.start.eq(self.start), c.method.eq(self.method), c.kw.eq(self.kw),
+                         c.pads.eq(self.pads), c.height.eq(self.height)]
+        m.d.comb += [
+            p1.sx.eq(self.sx), p1.width.eq(self.width), p1.pad_left.eq(self.pad_left),
+            p1.out_width.eq(self.out_width), p1.surfaces.eq(self.surfaces),
+            self.band_next.eq(p1.band_next),
+            p2.kh.eq(self.kh), p2.sy.eq(self.sy), p2.pad_top.eq(self.pad_top),
+            p2.out_height.eq(self.out_height),
+            self.busy.eq(split.o.valid | p1.o.valid | p2.busy | p2.o.valid | rw.o.valid | rh.o.valid
+                         | merge.o.valid),
+        ]
+        return m

@@ -1,0 +1,251 @@
+"""PDP width pass ("pooling 1D", v1_ias_unit_description.rst "Planar Data Processor": the
+pre-processing of each kernel row), one stream item = ``lanes`` channels of one input column.
+
+Input order: surface, line, column, channel group (``groups`` = atom / lanes items per column).
+For every line the stage emits one item per output column ``ox`` (and group): the reduction of the
+line's elements at padded columns ``ox*sx .. ox*sx + kw - 1`` (padded column = column + PAD_LEFT).
+
+* MAX / MIN: over the real elements of the window (padding is ignored; programming guide
+  D_POOLING_PADDING_VALUE_*: the padding value is used in average mode only).
+* AVE: the sum of the real elements in 11 bits; when only ``n < kw`` columns of the window are real,
+  PAD_VALUE_{kw-n}X[10:0] (sign-extended) is added, wrapping to 11 bits (NVIDIA's nv_small RTL,
+  NV_NVDLA_PDP_CORE_cal1d.v; the same fact is documented in verif/model/pdp.py).
+
+How: the last 7 columns of every group are kept in a history register file; a window ending at the
+current column is reduced combinationally from the current item and the history (age ``a`` = how
+many columns back, valid when ``a + d <= kw - 1`` and ``a <= x``, ``d`` = how far the window end
+lies beyond the current column). Windows that end in the right padding are emitted from a snapshot
+of the history taken at the line end (``tail``): the first one with the last column's items, the
+others by a flush engine that runs while the next line's leading items (which end no window) are
+consumed, so right padding costs no extra cycles when PAD_LEFT + PAD_RIGHT <= kernel - 1.
+Output items keep the order line, ox, group (the flush has priority; a new line's emitting item
+waits until the flush is done).
+
+Parameters (held stable during a band; ``band_next`` pulses after the band's last item so the
+parent can present the next band's ``width``/``pad_left``/``out_width``): see the port list.
+"""
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Module, Mux, Signal, signed, unsigned
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from hdl.lib.fixed import sign_extend
+from hdl.lib.stream import PipelineStage
+
+__all__ = ["Pool1d", "row_item_layout", "POOL_AVE", "POOL_MAX", "POOL_MIN", "HIST", "DIM_BITS"]
+
+POOL_AVE, POOL_MAX, POOL_MIN = 0, 1, 2      # D_OPERATION_MODE_CFG.POOLING_METHOD
+HIST = 7                                    # kernel width <= 8: 7 previous columns
+DIM_BITS = 14                               # counts up to 8192 (13-bit minus-one fields)
+ROW_BITS = 11                               # width-pass sum (cal1d.v)
+
+
+def _bits(n: int) -> int:
+    return max(1, (n - 1).bit_length())
+
+
+def row_item_layout(lanes: int, groups: int) -> data.StructLayout:
+    """Width-pass result: ``v`` ``lanes`` x signed(11) (int8 values for MAX/MIN), ``ox`` output
+    column, ``g`` channel group, ``h`` input line, ``last_row`` (h is the last line of the
+    surface), ``row_end`` (last item of the line: ox = out_width - 1 and g = groups - 1)."""
+    return data.StructLayout({
+        "v": data.ArrayLayout(signed(ROW_BITS), lanes),
+        "ox": unsigned(DIM_BITS), "g": unsigned(_bits(groups)), "h": unsigned(DIM_BITS),
+        "last_row": 1, "row_end": 1,
+    })
+
+
+class Pool1d(wiring.Component):
+    """Width pass of PDP (module docstring).
+
+    Parameters: ``lanes`` (elements per item = cfg.pdp_throughput), ``groups`` (items per input
+    column = atom / lanes; a power of two).
+
+    Ports: ``i`` In(stream of ArrayLayout(signed(8), lanes)); ``o`` Out(stream of
+    :func:`row_item_layout`); ``start`` In(1) pulse: reset the position counters (layer start);
+    ``method`` In(2); ``kw`` In(4) kernel width 1..8; ``sx`` In(5) stride 1..16; ``width`` In(14)
+    band input width (columns read, >= 1); ``pad_left`` In(3); ``out_width`` In(14) band output
+    width (>= 1); ``height`` In(14) lines per surface; ``surfaces`` In(14) surfaces per band;
+    ``pads`` In(ArrayLayout(19, 8)) raw PAD_VALUE_kX registers at index k (index 0 unused);
+    ``band_next`` Out(1) one-cycle pulse after the last item of a band.
+    Throughput: one input item per cycle, one output item per cycle.
+    """
+
+    def __init__(self, lanes: int, groups: int):
+        if groups & (groups - 1):
+            raise ValueError(f"groups must be a power of two, not {groups}")
+        self.lanes, self.groups = lanes, groups
+        self._row = row_item_layout(lanes, groups)
+        super().__init__({
+            "i": In(stream.Signature(data.ArrayLayout(signed(8), lanes))),
+            "o": Out(stream.Signature(self._row)),
+            "start": In(1),
+            "method": In(2), "kw": In(4), "sx": In(5),
+            "width": In(DIM_BITS), "pad_left": In(3), "out_width": In(DIM_BITS),
+            "height": In(DIM_BITS), "surfaces": In(DIM_BITS),
+            "pads": In(data.ArrayLayout(unsigned(19), 8)),
+            "band_next": Out(1),
+        })
+
+    def _window(self, m, ages, d, xcur, name):
+        """Reduce one window: ``ages`` 8 lists of ``lanes`` int8 values (age 0 = newest column),
+        ``d`` window end beyond the newest column, ``xcur`` column index of age 0. Returns a list
+        of ``lanes`` signed(11) values."""
+        kw = self.kw
+        valid = [Signal(name=f"{name}_valid{a}") for a in range(HIST + 1)]
+        for a in range(HIST + 1):
+            m.d.comb += valid[a].eq((a + d <= kw - 1) & ((a <= xcur) if a else 1))
+        n = Signal(4, name=f"{name}_n")
+        m.d.comb += n.eq(sum(valid))
+        padidx = Signal(4, name=f"{name}_padidx")
+        m.d.comb += padidx.eq(kw - n)
+        pad = Signal(signed(ROW_BITS), name=f"{name}_pad")
+        m.d.comb += pad.eq(sign_extend(self.pads[padidx[:3]][:ROW_BITS], ROW_BITS))
+        out = []
+        for ln in range(self.lanes):
+            vals = [ages[a][ln] for a in range(HIST + 1)]
+            # AVE: sum of the valid elements plus the pad value, wrapping to 11 bits (cal1d.v)
+            total = Signal(signed(ROW_BITS + 2), name=f"{name}_sum{ln}")
+            m.d.comb += total.eq(sum(Mux(valid[a], vals[a], 0) for a in range(HIST + 1))
+                                 + Mux(n != kw, pad, 0))
+            mx, mn = vals[0], vals[0]          # age 0 is always inside a window being emitted
+            for a in range(1, HIST + 1):
+                mx = Mux(valid[a] & (vals[a] > mx), vals[a], mx)
+                mn = Mux(valid[a] & (vals[a] < mn), vals[a], mn)
+            res = Signal(signed(ROW_BITS), name=f"{name}_res{ln}")
+            with m.Switch(self.method):
+                with m.Case(POOL_MAX):
+                    m.d.comb += res.eq(mx)
+                with m.Case(POOL_MIN):
+                    m.d.comb += res.eq(mn)
+                with m.Default():
+                    m.d.comb += res.eq(total[:ROW_BITS].as_signed())
+            out.append(res)
+        return out
+
+    def elaborate(self, platform):
+        m = Module()
+        G, T = self.groups, self.lanes
+        gb = _bits(G)
+        elem = signed(8)
+        col = data.ArrayLayout(elem, T)
+        hist_layout = data.ArrayLayout(data.ArrayLayout(col, HIST), G)
+
+        m.submodules.out = out = PipelineStage(self._row)
+        wiring.connect(m, out.o, wiring.flipped(self.o))
+
+        # ---- normal engine: position of the incoming item ----
+        x = Signal(DIM_BITS)
+        g = Signal(gb)
+        h = Signal(DIM_BITS)
+        s = Signal(DIM_BITS)
+        ox = Signal(DIM_BITS)
+        ne = Signal(DIM_BITS + 2)       # padded column where window ox ends
+        hist = Signal(hist_layout)
+        tail = Signal(hist_layout)
+
+        # ---- flush engine state (windows of the previous line ending in the right padding) ----
+        f_active = Signal()
+        f_ox = Signal(DIM_BITS)
+        f_g = Signal(gb)
+        f_d = Signal(6)
+        f_x = Signal(DIM_BITS)
+        f_h = Signal(DIM_BITS)
+        f_last_row = Signal()
+        f_ow = Signal(DIM_BITS)
+
+        p = Signal(DIM_BITS + 2)
+        is_last_col = Signal()
+        line_end = Signal()
+        emit_reg = Signal()
+        emit = Signal()
+        d_now = Signal(6)
+        last_g = Signal()
+        m.d.comb += [
+            p.eq(x + self.pad_left),
+            last_g.eq(g == G - 1),
+            is_last_col.eq(x == self.width - 1),
+            line_end.eq(is_last_col & last_g),
+            emit_reg.eq(p == ne),
+            # at the last column the first window ending in the padding is emitted at once
+            emit.eq(emit_reg | (is_last_col & (ox < self.out_width))),
+            d_now.eq(Mux(emit_reg, 0, ne - p)),
+        ]
+
+        cur = Signal(col)
+        m.d.comb += cur.eq(self.i.payload)
+        # with one group the index is constant (no 1-entry case statement in the Verilog)
+        gi, fgi = (g, f_g) if G > 1 else (0, 0)
+        hist_g = hist[gi]
+        ages_n = [cur] + [hist_g[a] for a in range(HIST)]
+        res_n = self._window(m, ages_n, d_now, x, "wn")
+        tail_g = tail[fgi]
+        zero = Signal(col)          # age 7 is never inside a flushed window (d >= 1)
+        ages_f = [tail_g[a] for a in range(HIST)] + [zero]
+        res_f = self._window(m, ages_f, f_d, f_x, "wf")
+
+        # ---- handshakes: flush has priority on the output ----
+        stall = Signal()
+        take = Signal()
+        m.d.comb += [
+            stall.eq((emit & (f_active | ~out.i.ready)) | (line_end & f_active)),
+            self.i.ready.eq(~stall),
+            take.eq(self.i.valid & ~stall),
+        ]
+        with m.If(f_active):
+            m.d.comb += [
+                out.i.valid.eq(1),
+                out.i.payload.ox.eq(f_ox), out.i.payload.g.eq(f_g), out.i.payload.h.eq(f_h),
+                out.i.payload.last_row.eq(f_last_row),
+                out.i.payload.row_end.eq((f_ox == f_ow - 1) & (f_g == G - 1)),
+            ]
+            m.d.comb += [out.i.payload.v[k].eq(res_f[k]) for k in range(T)]
+        with m.Else():
+            m.d.comb += [
+                out.i.valid.eq(self.i.valid & emit),
+                out.i.payload.ox.eq(ox), out.i.payload.g.eq(g), out.i.payload.h.eq(h),
+                out.i.payload.last_row.eq(h == self.height - 1),
+                out.i.payload.row_end.eq((ox == self.out_width - 1) & last_g),
+            ]
+            m.d.comb += [out.i.payload.v[k].eq(res_n[k]) for k in range(T)]
+
+        # flush progress
+        with m.If(f_active & out.i.ready):
+            m.d.sync += f_g.eq(f_g + 1)
+            with m.If(f_g == G - 1):
+                m.d.sync += [f_g.eq(0), f_ox.eq(f_ox + 1), f_d.eq(f_d + self.sx)]
+                with m.If(f_ox == f_ow - 1):
+                    m.d.sync += f_active.eq(0)
+
+        # normal progress
+        shifted = Signal(data.ArrayLayout(col, HIST))
+        m.d.comb += shifted.eq(Cat(cur, hist_g.as_value()[:col.size * (HIST - 1)]))
+        ox_next = Signal(DIM_BITS)
+        ne_next = Signal(DIM_BITS + 2)
+        m.d.comb += [ox_next.eq(ox + emit), ne_next.eq(ne + Mux(emit, self.sx, 0))]
+        with m.If(take):
+            m.d.sync += [hist[gi].eq(shifted), g.eq(Mux(last_g, 0, g + 1))]
+            with m.If(last_g):
+                m.d.sync += [ox.eq(ox_next), ne.eq(ne_next), x.eq(x + 1)]
+                with m.If(is_last_col):
+                    with m.If(ox_next < self.out_width):
+                        # snapshot the history (with this item) for the flush engine
+                        snap = [Mux(k == g, shifted.as_value(), hist[k].as_value())
+                                for k in range(G)]
+                        m.d.sync += [
+                            tail.eq(Cat(*snap)), f_active.eq(1), f_ox.eq(ox_next), f_g.eq(0),
+                            f_d.eq(ne_next - p), f_x.eq(x), f_h.eq(h),
+                            f_last_row.eq(h == self.height - 1), f_ow.eq(self.out_width),
+                        ]
+                    m.d.sync += [x.eq(0), ox.eq(0), ne.eq(self.kw - 1), h.eq(h + 1)]
+                    with m.If(h == self.height - 1):
+                        m.d.sync += [h.eq(0), s.eq(s + 1)]
+                        with m.If(s == self.surfaces - 1):
+                            m.d.sync += s.eq(0)
+                            m.d.comb += self.band_next.eq(1)
+
+        with m.If(self.start):
+            m.d.sync += [x.eq(0), g.eq(0), h.eq(0), s.eq(0), ox.eq(0), ne.eq(self.kw - 1),
+                         f_active.eq(0)]
+        return m

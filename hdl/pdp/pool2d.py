@@ -1,0 +1,239 @@
+"""PDP height pass ("pooling 2D", v1_ias_unit_description.rst "Planar Data Processor": the share
+line buffer of partial results), on the width pass's items (:func:`hdl.pdp.pool1d.row_item_layout`).
+
+Output row ``oy`` covers padded lines ``oy*sy .. oy*sy + kh - 1`` (padded line = line + PAD_TOP).
+At most ceil(kh / sy) <= 8 windows are open at a time; each lives in one of 8 line-buffer banks
+(``slots``; bank = (oy + base) mod 8, ``base`` rotating per surface), each bank holding one partial
+result per (output column, channel group). Every item reads all banks at its address, updates the
+open windows (first real line: store; else sum / max / min) and writes them back; the window
+ending on this line is emitted with the item.
+
+* AVE (NVIDIA's nv_small RTL, NV_NVDLA_PDP_CORE_cal2d.v; documented in verif/model/pdp.py): the
+  sum of the real lines in 14 bits; when only ``m < kh`` lines are real,
+  (PAD_VALUE_{kh-m}X * kw)[13:0] (sign-extended) is added, wrapping to 15 bits.
+* MAX / MIN: over the real lines.
+
+At the last line of a surface all open windows end: the oldest is emitted with the items, the
+others (ending in the bottom padding) are emitted afterwards by a flush engine reading their
+banks while the next surface's first lines are consumed (they only stall when they need a bank
+still being flushed, or want to emit before the flush is done).
+
+Latency: one cycle (output register). Throughput: one item per cycle.
+"""
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Module, Mux, Signal, signed, unsigned
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from hdl.lib.fixed import sign_extend
+from hdl.lib.stream import PipelineStage
+from hdl.pdp.pool1d import DIM_BITS, POOL_AVE, POOL_MAX, POOL_MIN, row_item_layout
+
+__all__ = ["Pool2d", "SLOTS", "ACC_BITS", "TOT_BITS"]
+
+SLOTS = 8          # kernel height <= 8: at most 8 open windows
+ACC_BITS = 14      # height-pass sum (cal2d.v)
+TOT_BITS = 15      # after the padding term
+
+
+class Pool2d(wiring.Component):
+    """Height pass of PDP (module docstring).
+
+    Parameters: ``lanes``, ``groups`` (as :class:`hdl.pdp.pool1d.Pool1d`), ``max_width`` (output
+    columns a line buffer bank holds; a power of two; wider bands are not supported).
+
+    Ports: ``i`` In(stream of row_item_layout(lanes, groups)); ``o`` Out(stream of
+    ArrayLayout(signed(15), lanes)) in order surface, oy, ox, group (MAX/MIN: the int8 result;
+    AVE: the padded sum before the reciprocal multiplies); ``start`` In(1) pulse at layer start;
+    ``method`` In(2); ``kw`` In(4); ``kh`` In(4) 1..8; ``sy`` In(5) 1..16; ``pad_top`` In(3);
+    ``height`` In(14) input lines; ``out_height`` In(14) output lines; ``pads``
+    In(ArrayLayout(19, 8)) raw PAD_VALUE_kX at index k; ``busy`` Out(1): a flush is pending.
+    """
+
+    def __init__(self, lanes: int, groups: int, max_width: int):
+        if max_width & (max_width - 1) or groups & (groups - 1):
+            raise ValueError("max_width and groups must be powers of two")
+        self.lanes, self.groups, self.max_width = lanes, groups, max_width
+        self._row = row_item_layout(lanes, groups)
+        self._out = data.ArrayLayout(signed(TOT_BITS), lanes)
+        super().__init__({
+            "i": In(stream.Signature(self._row)),
+            "o": Out(stream.Signature(self._out)),
+            "start": In(1),
+            "method": In(2), "kw": In(4), "kh": In(4), "sy": In(5), "pad_top": In(3),
+            "height": In(DIM_BITS), "out_height": In(DIM_BITS),
+            "pads": In(data.ArrayLayout(unsigned(19), 8)),
+            "busy": Out(1),
+        })
+
+    def _final(self, m, acc, start, name):
+        """Emitted value of a window starting at padded line ``start`` with partial result
+        ``acc`` (lanes x signed(14)): AVE adds the padding term (cal2d.v)."""
+        pt, kh = self.pad_top, self.kh
+        last_real = Signal(DIM_BITS + 1, name=f"{name}_last_real")
+        first_real = Signal(DIM_BITS + 1, name=f"{name}_first_real")
+        end = Signal(DIM_BITS + 1, name=f"{name}_end")
+        mreal = Signal(DIM_BITS + 1, name=f"{name}_m")
+        m.d.comb += [
+            last_real.eq(pt + self.height - 1), end.eq(start + kh - 1),
+            first_real.eq(Mux(start > pt, start, pt)),
+            mreal.eq(Mux(end < last_real, end, last_real) - first_real + 1),
+        ]
+        idx = Signal(4, name=f"{name}_padidx")
+        m.d.comb += idx.eq(kh - mreal)
+        padkw = Signal(signed(19 + 5), name=f"{name}_padkw")
+        m.d.comb += padkw.eq(sign_extend(self.pads[idx[:3]], 19) * self.kw)
+        add = Signal(signed(ACC_BITS), name=f"{name}_add")
+        m.d.comb += add.eq(Mux((mreal != kh) & (self.method == POOL_AVE),
+                               padkw[:ACC_BITS].as_signed(), 0))
+        out = []
+        for ln in range(self.lanes):
+            v = Signal(signed(TOT_BITS), name=f"{name}_v{ln}")
+            m.d.comb += v.eq(acc[ln] + add)
+            out.append(v)
+        return out
+
+    def elaborate(self, platform):
+        m = Module()
+        G, T = self.groups, self.lanes
+        gb = (G - 1).bit_length()
+        wb = (self.max_width - 1).bit_length()
+        acc_l = data.ArrayLayout(signed(ACC_BITS), T)
+        depth = self.max_width * G
+
+        m.submodules.out = out = PipelineStage(self._out)
+        wiring.connect(m, out.o, wiring.flipped(self.o))
+
+        it = self.i.payload
+        pt, kh, sy = self.pad_top, self.kh, self.sy
+
+        # ---- per-surface window bookkeeping ----
+        nstarted = Signal(DIM_BITS)     # windows whose first padded line is <= current line
+        nended = Signal(DIM_BITS)       # windows already emitted
+        lo_start = Signal(DIM_BITS + 1)  # first padded line of window nended
+        nstart_row = Signal(DIM_BITS + 1)  # first padded line of window nstarted
+        base = Signal(3)
+        # initial values at a surface start: windows starting in the top padding
+        init_n = Signal(DIM_BITS)
+        m.d.comb += init_n.eq(1 + sum((j * sy <= pt) for j in range(1, SLOTS)))   # window 0 always
+        init_n_c = Signal(DIM_BITS)
+        m.d.comb += init_n_c.eq(Mux(init_n < self.out_height, init_n, self.out_height))
+
+        # ---- flush engine ----
+        f_active = Signal()
+        f_slot = Signal(3)
+        f_start = Signal(DIM_BITS + 1)
+        f_count = Signal(4)
+        f_ox = Signal(DIM_BITS)
+        f_g = Signal(max(1, gb))
+        f_last_ox = Signal(DIM_BITS)
+        pending = Signal(SLOTS)
+
+        q = Signal(DIM_BITS + 1)
+        m.d.comb += q.eq(it.h + pt)
+        addr = Signal(range(depth))
+        f_addr = Signal(range(depth))
+        if gb:
+            m.d.comb += [addr.eq(Cat(it.g[:gb], it.ox[:wb])), f_addr.eq(Cat(f_g[:gb], f_ox[:wb]))]
+        else:
+            m.d.comb += [addr.eq(it.ox[:wb]), f_addr.eq(f_ox[:wb])]
+
+        nopen = Signal(DIM_BITS)
+        m.d.comb += nopen.eq(nstarted - nended)
+        in_win, rd_data, f_data = [], [], []
+        conflict = Signal()
+        take = Signal()
+        conflicts = []
+        for k in range(SLOTS):
+            mem = Memory(shape=acc_l, depth=depth, init=[])
+            m.submodules[f"bank{k}"] = mem
+            rp = mem.read_port(domain="comb")
+            fp = mem.read_port(domain="comb")
+            wp = mem.write_port()
+            rel = Signal(3, name=f"rel{k}")
+            m.d.comb += rel.eq(k - base - nended[:3])
+            iw = Signal(name=f"in_win{k}")
+            m.d.comb += iw.eq(rel < nopen)
+            st = Signal(DIM_BITS + 1, name=f"start{k}")
+            m.d.comb += st.eq(lo_start + rel * sy)
+            ini = Signal(name=f"init{k}")
+            m.d.comb += ini.eq((q == st) | (it.h == 0))
+            new = Signal(acc_l, name=f"new{k}")
+            for ln in range(T):
+                a, x = rp.data[ln], it.v[ln]
+                summ = (a + x)[:ACC_BITS].as_signed()
+                mx = Mux(x > a, x, a)
+                mn = Mux(x < a, x, a)
+                sel = Mux(self.method == POOL_MAX, mx, Mux(self.method == POOL_MIN, mn, summ))
+                m.d.comb += new[ln].eq(Mux(ini, x, sel))
+            m.d.comb += [rp.addr.eq(addr), fp.addr.eq(f_addr), wp.addr.eq(addr),
+                         wp.data.eq(new), wp.en.eq(take & iw)]
+            conflicts.append(iw & pending[k])
+            in_win.append(iw)
+            rd_data.append(new)
+            f_data.append(fp.data)
+        m.d.comb += conflict.eq(Cat(*conflicts).any())
+
+        # the oldest open window: emitted when its last line (or the surface's last line) arrives
+        lo_slot = Signal(3)
+        m.d.comb += lo_slot.eq(base + nended[:3])
+        lo_new = Signal(acc_l)
+        m.d.comb += lo_new.eq(Cat(*[r.as_value() for r in rd_data]).word_select(lo_slot, acc_l.size))
+        emit = Signal()
+        m.d.comb += emit.eq((nopen != 0) & ((q == lo_start + kh - 1) | it.last_row))
+        live_v = self._final(m, lo_new, lo_start, "live")
+        f_cur = Signal(acc_l)
+        m.d.comb += f_cur.eq(Cat(*[d.as_value() for d in f_data]).word_select(f_slot, acc_l.size))
+        flush_v = self._final(m, f_cur, f_start, "flush")
+
+        stall = Signal()
+        m.d.comb += [
+            stall.eq(conflict | (emit & (f_active | ~out.i.ready))),
+            self.i.ready.eq(~stall),
+            take.eq(self.i.valid & ~stall),
+            self.busy.eq(f_active),
+        ]
+        with m.If(f_active):
+            m.d.comb += [out.i.valid.eq(1)] + [out.i.payload[ln].eq(flush_v[ln]) for ln in range(T)]
+        with m.Else():
+            m.d.comb += [out.i.valid.eq(self.i.valid & emit & ~conflict)] + \
+                [out.i.payload[ln].eq(live_v[ln]) for ln in range(T)]
+
+        # flush progress: windows f_slot.. in order, each over ox 0..f_last_ox, groups
+        with m.If(f_active & out.i.ready):
+            m.d.sync += f_g.eq(f_g + 1)
+            with m.If(f_g == G - 1):
+                m.d.sync += [f_g.eq(0), f_ox.eq(f_ox + 1)]
+                with m.If(f_ox == f_last_ox):
+                    m.d.sync += [f_ox.eq(0), f_slot.eq(f_slot + 1), f_start.eq(f_start + sy),
+                                 f_count.eq(f_count - 1), pending.bit_select(f_slot, 1).eq(0)]
+                    with m.If(f_count == 1):
+                        m.d.sync += f_active.eq(0)
+
+        # line / surface progress
+        with m.If(take & it.row_end):
+            with m.If(~it.last_row):
+                with m.If((nopen != 0) & (q == lo_start + kh - 1)):
+                    m.d.sync += [nended.eq(nended + 1), lo_start.eq(lo_start + sy)]
+                with m.If((nstarted < self.out_height) & (nstart_row == q + 1)):
+                    m.d.sync += [nstarted.eq(nstarted + 1), nstart_row.eq(nstart_row + sy)]
+            with m.Else():
+                # surface end: windows nended+1 .. nstarted-1 end in the bottom padding
+                with m.If(nopen > 1):
+                    pend = Signal(SLOTS)
+                    for k in range(SLOTS):
+                        rel = Signal(3, name=f"prel{k}")
+                        m.d.comb += rel.eq(k - base - nended[:3])
+                        m.d.comb += pend[k].eq((rel != 0) & (rel < nopen))
+                    m.d.sync += [f_active.eq(1), f_slot.eq(lo_slot + 1),
+                                 f_start.eq(lo_start + sy), f_count.eq(nopen - 1), f_ox.eq(0),
+                                 f_g.eq(0), f_last_ox.eq(it.ox), pending.eq(pend)]
+                m.d.sync += [base.eq(base + nstarted[:3]), nended.eq(0), lo_start.eq(0),
+                             nstarted.eq(init_n_c), nstart_row.eq(init_n_c * sy)]
+
+        with m.If(self.start):
+            m.d.sync += [base.eq(0), nended.eq(0), lo_start.eq(0), nstarted.eq(init_n_c),
+                         nstart_row.eq(init_n_c * sy), f_active.eq(0), pending.eq(0)]
+        return m
