@@ -10,7 +10,7 @@ from amaranth.lib import data
 from amaranth.sim import Simulator
 
 from hdl.lib.stream import Map, PipelineStage, SkidBuffer
-from streams import as_bits, check_stream_stable, stream_get, stream_put
+from streams import as_bits, check_stream_stable, simulate_streams, stream_get, stream_put
 
 ATOM = data.ArrayLayout(signed(8), 4)
 
@@ -19,7 +19,7 @@ def _run(dut, items, *, seed, p_in, p_out, expect=None, timestamps=None):
     """Feed ``items`` through ``dut`` (ports i/o) with random stalls; return what came out.
     Checks the stream rule on both sides of the DUT while running."""
     rng_in, rng_out = random.Random(seed), random.Random(seed + 1000)
-    got, errors = [], []
+    got = []
 
     async def producer(ctx):
         await stream_put(ctx, dut.i, items, rng=rng_in, p_stall=p_in)
@@ -33,14 +33,7 @@ def _run(dut, items, *, seed, p_in, p_out, expect=None, timestamps=None):
             _, _, valid = await ctx.tick().sample(dut.o.valid)
             assert not valid, "DUT produced more items than it was given"
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(producer)
-    sim.add_testbench(consumer)
-    sim.add_process(check_stream_stable(dut.o, errors=errors, name="o"))
-    sim.add_process(check_stream_stable(dut.i, errors=errors, name="i"))
-    sim.run()
-    assert errors == []
+    simulate_streams(dut, [producer], [consumer], [("i", dut.i), ("o", dut.o)])
     return got
 
 

@@ -9,7 +9,7 @@ import pytest
 from amaranth.sim import Simulator
 
 from hdl.sdp.x import XSubUnit
-from streams import check_stream_stable, stream_get, stream_put
+from streams import simulate_streams, stream_get, stream_put
 from verif.model.sdp import x_subunit as model_x_subunit
 
 I32 = (-(1 << 31), (1 << 31) - 1)
@@ -68,7 +68,7 @@ def _run(layers, lanes, *, p_in, p_out, seed):
     """layers: [(cfg dict, [(xs, alus, muls)] items)]; returns received x lists per layer."""
     dut = XSubUnit(lanes)
     rng = random.Random(seed)
-    results, errors = [], []
+    results = []
 
     async def producer(ctx):
         for k, (c, items) in enumerate(layers):
@@ -86,14 +86,7 @@ def _run(layers, lanes, *, p_in, p_out, seed):
                                    timeout=30 * len(items) + 100)
             results.append([[int(v) for v in g.x] for g in got])
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(producer)
-    sim.add_testbench(consumer)
-    sim.add_process(check_stream_stable(dut.o, errors=errors, name="o"))
-    sim.add_process(check_stream_stable(dut.i, errors=errors, name="i"))
-    sim.run()
-    assert errors == []
+    simulate_streams(dut, [producer], [consumer], [("i", dut.i), ("o", dut.o)])
     return results
 
 
