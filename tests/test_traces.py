@@ -7,7 +7,8 @@ On the rtl engine unlisted traces run only with ``--rtl-all`` (they would wait o
 Skipped with a reason when ../shared is absent.
 
 The rtl manifest's traces also run under every memory timing profile (``RTL_PROFILES``: nvidia,
-fast, random with 5 seeds, and nvidia and random with ``primary_memif_max_burst=4``). To keep CI cheap, one
+fast, random with 5 seeds, nvidia and random with ``primary_memif_max_burst=4``, and the wide
+variant: SDP/PDP/CDP throughput 8, alone and with 4-beat bursts under random memory). To keep CI cheap, one
 simulator process per profile plays all of them (``_rtl_batch``, cached for the session).
 """
 from __future__ import annotations
@@ -85,6 +86,8 @@ def test_model_ew(tid):
     _check("model_ew", tid, res)
 
 
+WIDE = "nv_small+cdp_throughput=8+pdp_throughput=8+sdp_bn_throughput=8+sdp_bs_throughput=8"
+
 #: memory timing profile x configuration spec the rtl manifest's traces must pass under:
 #: name -> (config spec, profile, seed)
 RTL_PROFILES = {
@@ -93,6 +96,9 @@ RTL_PROFILES = {
     **{f"random{s}": ("nv_small", "random", s) for s in range(1, 6)},
     "nvidia-burst4": ("nv_small+primary_memif_max_burst=4", "nvidia", 0),
     "random1-burst4": ("nv_small+primary_memif_max_burst=4", "random", 1),
+    # the wide variant: every post-processing datapath at one atom (8 elements) per cycle
+    "wide": (WIDE, "nvidia", 0),
+    "wide-random2-burst4": (WIDE + "+primary_memif_max_burst=4", "random", 2),
 }
 RTL_MANIFEST = sorted(t for t in MANIFEST.get("rtl", ()) if t in TRACES)
 
