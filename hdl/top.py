@@ -108,10 +108,12 @@ class NvdlaCore(wiring.Component):
         _connect_flat(m, self, DBB_PREFIX, mcif.axi, mcif.axi.signature)
 
         owned = {"GLB"}           # register files that live inside a unit (or GLB)
+        built = {}
         for unit_cls in DATAPATH_UNITS:
             if not set(unit_cls.REGISTER_FILES) <= set(cfg.units()):
                 continue          # unit disabled in this configuration
             unit = unit_cls(cfg)
+            built[unit_cls.INTERRUPT] = unit
             m.submodules[unit_cls.INTERRUPT] = unit
             for rf in unit_cls.REGISTER_FILES:
                 wiring.connect(m, getattr(csb, rf.lower()), getattr(unit, f"csb_{rf.lower()}"))
@@ -121,6 +123,11 @@ class NvdlaCore(wiring.Component):
             for c in unit_cls.WRITE_CLIENTS:
                 wiring.connect(m, getattr(unit, c), mcif.wr[write_client(c)])
             m.d.comb += getattr(glb, f"done_{unit_cls.INTERRUPT}").eq(unit.done_grp)
+
+        # SDP's output on the fly to PDP (SDP OUTPUT_DST = PDP, PDP FLYING_MODE = ON_FLYING)
+        if "sdp" in built and "pdp" in built:
+            wiring.connect(m, built["sdp"].pdp_flying, built["pdp"].pdp_flying)
+            m.d.comb += built["sdp"].pdp_done.eq(built["pdp"].done_grp.any())
 
         for u in cfg.units():
             if u in owned:

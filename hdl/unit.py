@@ -59,8 +59,14 @@ class DatapathUnit(wiring.Component):
 
     def __init__(self, cfg: NvdlaConfig):
         self.cfg = cfg
-        super().__init__(unit_members(cfg, self.REGISTER_FILES, self.READ_CLIENTS,
-                                      self.WRITE_CLIENTS))
+        members = unit_members(cfg, self.REGISTER_FILES, self.READ_CLIENTS, self.WRITE_CLIENTS)
+        members.update(self.extra_members(cfg))
+        super().__init__(members)
+
+    def extra_members(self, cfg: NvdlaConfig) -> dict:
+        """Signature members a unit adds to the convention's (e.g. SDP's on-the-fly output to
+        PDP); ``hdl/top.py`` connects them itself. None by default."""
+        return {}
 
     def add_register_file(self, m: Module, name: str, *, connect_bus: bool = True) -> UnitRegFile:
         """Add the register file of register-map unit ``name`` (one of REGISTER_FILES) to ``m``
@@ -72,23 +78,32 @@ class DatapathUnit(wiring.Component):
             wiring.connect(m, wiring.flipped(getattr(self, f"csb_{name.lower()}")), rf.bus)
         return rf
 
-    def add_layer_control(self, m: Module, rfs: list, done) -> Signal:
+    def add_layer_control(self, m: Module, rfs: list, done, uses: dict | None = None) -> Signal:
         """Hardware-layer sequencing (v1_hwarch.rst "Ping-pong synchronization"): a layer
         starts when the consumer group of every register file in ``rfs`` is armed (D_OP_ENABLE)
         and no layer runs; the one-cycle pulse ``done`` (e.g. the write DMA's last B response;
         ignored while no layer runs) completes the consumer group of each (their OP_EN clears, the consumer pointers flip)
         and pulses ``done_grp`` from the register file named INTERRUPT (to GLB); ``busy`` is
-        high while a layer runs. Returns ``start``, a one-cycle pulse in the first cycle."""
+        high while a layer runs. Returns ``start``, a one-cycle pulse in the first cycle.
+
+        ``uses`` maps a register file of ``rfs`` (by unit name) to a 1-bit value, 1 when it takes part in
+        the layer, read from register files that always do (e.g. PDP_RDMA is not used
+        when PDP's FLYING_MODE = ON_FLYING); such a file is neither waited for nor completed
+        when it is 0. Files not in ``uses`` always take part."""
+        uses = uses or {}
         running = Signal(name="layer_running")
         start = Signal(name="layer_start")
         finish = Signal(name="layer_done")
-        armed = reduce(lambda a, b: a & b, [rf.op_en for rf in rfs])
+        armed = reduce(lambda a, b: a & b,
+                       [rf.op_en | ~uses[rf.unit.name] if rf.unit.name in uses else rf.op_en
+                        for rf in rfs])
         m.d.comb += [start.eq(~running & armed), finish.eq(running & done)]
         with m.If(start):
             m.d.sync += running.eq(1)
         with m.If(finish):
             m.d.sync += running.eq(0)
         own = next(rf for rf in rfs if rf.unit.name == self.INTERRUPT.upper())
-        m.d.comb += [rf.done.eq(finish) for rf in rfs]
+        m.d.comb += [rf.done.eq(finish & uses[rf.unit.name] if rf.unit.name in uses else finish)
+                     for rf in rfs]
         m.d.comb += [self.done_grp.eq(own.done_grp), self.busy.eq(running)]
         return start

@@ -16,16 +16,20 @@ as the numpy model (verif/model/pdp.py) does. Split width: :mod:`hdl.pdp.bands`;
 all bands in one run (:mod:`hdl.pdp.dma`), the core's width pass follows the bands with its own
 :class:`hdl.pdp.bands.Bands` sequencer.
 
-Not implemented: on-the-fly input from SDP (FLYING_MODE = ON_FLYING; the layer would need only
-PDP's group armed and a mux from SDP's output stream onto ``PdpCore.i``, whose atoms arrive in
-the same surface/line/column order), int16/fp16, NaN/Inf counters, output widths per band above
+On-the-fly input (D_OPERATION_MODE_CFG.FLYING_MODE = ON_FLYING, programming guide "PDP"): the
+atoms come from SDP's output (port ``pdp_flying``, in the same surface/line/column order) instead
+of PDP_RDMA; the layer then starts on PDP's group alone and completes only PDP's group, as
+verif/model/nvdla.py sequences a fused SDP->PDP layer.
+
+Not implemented: int16/fp16, NaN/Inf counters, output widths per band above
 :data:`MAX_WIDTH` atoms (NVIDIA's 7 KB share line buffer allows up to 512 when
 ceil(kernel_height / stride_height) = 1).
 """
 from __future__ import annotations
 
-from amaranth.hdl import Module, Signal, Value
-from amaranth.lib import data, wiring
+from amaranth.hdl import Module, Mux, Signal, Value
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In
 
 from hdl.dma import atom_layout, cube_from_regs
 from hdl.dma.walker import log2
@@ -52,13 +56,18 @@ class Pdp(DatapathUnit):
 
     Ports: ``csb_pdp_rdma``/``csb_pdp`` In(:class:`hdl.regfile.RegBusSignature`);
     ``pdp_rdma`` Out(DmaReadSignature); ``pdp_wdma`` Out(DmaWriteSignature); ``done_grp`` Out(2)
-    per-group done pulse to GLB; ``busy`` Out(1).
+    per-group done pulse to GLB; ``busy`` Out(1); ``pdp_flying`` In(stream of
+    :func:`hdl.dma.atom_layout`) SDP's on-the-fly output (taken only while an ON_FLYING layer
+    runs).
     """
 
     REGISTER_FILES = ("PDP_RDMA", "PDP")
     READ_CLIENTS = ("pdp_rdma",)
     WRITE_CLIENTS = ("pdp_wdma",)
     INTERRUPT = "pdp"
+
+    def extra_members(self, cfg) -> dict:
+        return {"pdp_flying": In(stream.Signature(atom_layout(cfg)))}
 
     def elaborate(self, platform):
         m = Module()
@@ -70,13 +79,22 @@ class Pdp(DatapathUnit):
         m.submodules.rdma = rdma = PdpReadDma(cfg, atom_layout(cfg))
         m.submodules.core = core = PdpCore(cfg.memory_atomic, cfg.pdp_throughput, MAX_WIDTH)
         m.submodules.wdma = wdma = PdpWriteDma(cfg, atom_layout(cfg))
-        wiring.connect(m, rdma.atoms, core.i)
+        # core input: PDP_RDMA, or SDP's output when FLYING_MODE = ON_FLYING (0)
+        flying = Signal()
+        fly = self.pdp_flying
+        m.d.comb += [
+            core.i.valid.eq(Mux(flying, fly.valid & self.busy, rdma.atoms.valid)),
+            core.i.payload.eq(Mux(flying, fly.payload, rdma.atoms.payload)),
+            rdma.atoms.ready.eq(~flying & core.i.ready),
+            fly.ready.eq(flying & self.busy & core.i.ready),
+        ]
         wiring.connect(m, core.o, wdma.atoms)
         wiring.connect(m, rdma.dma, wiring.flipped(self.pdp_rdma))
         wiring.connect(m, wdma.dma, wiring.flipped(self.pdp_wdma))
 
         pc = rf_pdp.cfg
         mode, kern, pad = pc.d_operation_mode_cfg, pc.d_pooling_kernel_cfg, pc.d_pooling_padding_cfg
+        m.d.comb += flying.eq(_u(mode.flying_mode) == 0)
         kw, sx = Signal(4), Signal(5)
         m.d.comb += [kw.eq(_u(kern.kernel_width) + 1), sx.eq(_u(kern.kernel_stride_width) + 1)]
         pads = Signal(data.ArrayLayout(19, 8))
@@ -130,7 +148,9 @@ class Pdp(DatapathUnit):
         ]
 
         # layer control: both consumer groups armed -> start; the last write response -> done
-        start = self.add_layer_control(m, [rf_rdma, rf_pdp], wdma.done)
-        m.d.comb += [rdma.start.eq(start), wdma.start.eq(start), core.start.eq(start),
+        # (PDP_RDMA takes no part in an on-the-fly layer)
+        start = self.add_layer_control(m, [rf_rdma, rf_pdp], wdma.done,
+                                       uses={"PDP_RDMA": ~flying})
+        m.d.comb += [rdma.start.eq(start & ~flying), wdma.start.eq(start), core.start.eq(start),
                      cb.restart.eq(start)]
         return m

@@ -10,14 +10,23 @@ both register files see ``done`` and SDP's per-group done pulse goes to GLB
 BRDMA / NRDMA (:mod:`hdl.sdp.brdma`) read the X1 / X2 operands when a non-bypassed ALU or
 multiplier takes them from memory (D_DP_<X>_ALU/MUL_CFG SRC = MEM); they start with the layer.
 
+Output to PDP (D_FEATURE_MODE_CFG.OUTPUT_DST = PDP, programming guide "PDP" on-the-fly): the
+converter's atoms go out on ``pdp_flying`` (hdl/top.py connects it to PDP's) instead of WDMA,
+which stays idle (the numpy model writes nothing to memory then). The layer is done when PDP has
+taken the cube's last atom and PDP's layer is done (``pdp_done``): verif/model/nvdla.py completes
+the fused SDP->PDP layer's groups together, SDP's interrupt status bit with PDP's, so that
+software sees both in one S_INTR_STATUS read.
+
 Not implemented yet (the registers exist and read back): EW (Y) ALU/multiplier/LUT, ERDMA,
-flying mode (input from CACC), output to PDP, batches, int16/fp16.
+flying mode (input from CACC), batches, int16/fp16.
 """
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Mux, Value
-from amaranth.lib import wiring
-from hdl.dma import ReadDma, cube_from_regs, read_dma_params
+from amaranth.hdl import Cat, Module, Mux, Signal, Value
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+from hdl.dma import CUBE_DIM_BITS, ReadDma, cube_from_regs, read_dma_params
+from hdl.dma.walker import log2
 from hdl.sdp.brdma import OperandUnpack, operand_cube
 from hdl.sdp.core import SdpCore
 from hdl.sdp.rdma import SdpRdma, atom_layout
@@ -35,13 +44,18 @@ class Sdp(DatapathUnit):
     ``sdp_brdma`` / ``sdp_nrdma`` Out(DmaReadSignature) (X1 / X2 operand clients; idle when
     cfg.sdp_bs / cfg.sdp_bn is off);
     ``sdp_wdma`` Out(DmaWriteSignature) (WDMA client); ``done_grp`` Out(2) per-group done pulse to
-    GLB; ``busy`` Out(1).
+    GLB; ``busy`` Out(1); ``pdp_flying`` Out(stream of :func:`atom_layout`) the output atoms
+    (surface, line, column order) when OUTPUT_DST = PDP; ``pdp_done`` In(1) PDP's layer-done
+    pulse (any group).
     """
 
     REGISTER_FILES = ("SDP_RDMA", "SDP")
     READ_CLIENTS = ("sdp_mrdma", "sdp_brdma", "sdp_nrdma")
     WRITE_CLIENTS = ("sdp_wdma",)
     INTERRUPT = "sdp"
+
+    def extra_members(self, cfg) -> dict:
+        return {"pdp_flying": Out(stream.Signature(atom_layout(cfg))), "pdp_done": In(1)}
 
     def elaborate(self, platform):
         m = Module()
@@ -53,7 +67,14 @@ class Sdp(DatapathUnit):
         m.submodules.core = core = SdpCore(cfg)
         m.submodules.wdma = wdma = SdpWdma(cfg)
         wiring.connect(m, rdma.atoms, core.i)
-        wiring.connect(m, core.o, wdma.atoms)
+        # converter output: WDMA, or PDP when OUTPUT_DST = PDP
+        to_pdp = Signal()
+        fly = self.pdp_flying
+        m.d.comb += [
+            wdma.atoms.valid.eq(core.o.valid & ~to_pdp), wdma.atoms.payload.eq(core.o.payload),
+            fly.valid.eq(core.o.valid & to_pdp), fly.payload.eq(core.o.payload),
+            core.o.ready.eq(Mux(to_pdp, fly.ready, wdma.atoms.ready)),
+        ]
         wiring.connect(m, rdma.dma, wiring.flipped(self.sdp_mrdma))
         wiring.connect(m, wdma.dma, wiring.flipped(self.sdp_wdma))
 
@@ -75,9 +96,33 @@ class Sdp(DatapathUnit):
             core.cvt_shift.eq(sc.d_cvt_shift.cvt_shift),
         ]
 
-        # layer control: start when both consumer groups are armed, finish on WDMA done
-        start = self.add_layer_control(m, [rf_rdma, rf_sdp], wdma.done)
-        m.d.comb += [rdma.start.eq(start), wdma.start.eq(start)]
+        m.d.comb += to_pdp.eq(Value.cast(sc.d_feature_mode_cfg.output_dst))
+        # atoms PDP takes: the layer ends with the cube's last one when OUTPUT_DST = PDP
+        dims = [Signal(CUBE_DIM_BITS + 1, name=f"fly_{n}") for n in ("w", "h", "s")]
+        cnt = [Signal(CUBE_DIM_BITS + 1, name=f"fly_{n}_cnt") for n in ("w", "h", "s")]
+        m.d.comb += [dims[0].eq(src_cube.width), dims[1].eq(src_cube.height),
+                     dims[2].eq(src_cube.channel >> log2(cfg.memory_atomic))]
+        last = [c == d for c, d in zip(cnt, dims)]
+        fly_done = Signal()
+        m.d.comb += fly_done.eq(fly.valid & fly.ready & last[0] & last[1] & last[2])
+        with m.If(fly.valid & fly.ready):
+            m.d.sync += cnt[0].eq(Mux(last[0], 0, cnt[0] + 1))
+            with m.If(last[0]):
+                m.d.sync += cnt[1].eq(Mux(last[1], 0, cnt[1] + 1))
+                with m.If(last[1]):
+                    m.d.sync += cnt[2].eq(Mux(last[2], 0, cnt[2] + 1))
+
+        fly_sent = Signal()     # PDP took the last atom of this layer
+        with m.If(fly_done):
+            m.d.sync += fly_sent.eq(1)
+
+        # layer control: start when both consumer groups are armed, finish on WDMA done (or
+        # with PDP's layer once it took the last atom)
+        start = self.add_layer_control(m, [rf_rdma, rf_sdp],
+                                       Mux(to_pdp, fly_sent & self.pdp_done, wdma.done))
+        with m.If(start):
+            m.d.sync += fly_sent.eq(0)
+        m.d.comb += [rdma.start.eq(start), wdma.start.eq(start & ~to_pdp)]
 
         # X1 (BS) / X2 (BN): configuration, register operands, operand DMAs (BRDMA / NRDMA)
         for sub, dma_name in (("bs", "brdma"), ("bn", "nrdma")):
