@@ -9,13 +9,13 @@ import random
 import numpy as np
 import pytest
 
-from amaranth.hdl import ClockDomain, Module, signed
+from amaranth.hdl import signed
 from amaranth.sim import Simulator
 
 from hdl.cdp.core import CdpCore, Gather, LrnWindow, MAX_HALF
 from hdl.cdp.lut import STAT_NAMES
 from hdl.config import get_config
-from streams import check_stream_stable, stream_get, stream_put
+from streams import check_stream_stable, simulate_streams, stream_get, stream_put
 from verif.model.cdp import cdp_compute
 from verif.model.lut import LutParams
 
@@ -245,7 +245,7 @@ def test_window(lanes, tp):
                     chunk_t.append([xs[c + t] ** 2 if 0 <= c + t < len(xs) else 0
                                     for t in range(-MAX_HALF, MAX_HALF + 1)])
                 expect.append((chunk_x, chunk_t))
-    got, errors = [], []
+    got = []
     rng2 = random.Random(5)
 
     async def prod(ctx):
@@ -254,13 +254,7 @@ def test_window(lanes, tp):
     async def cons(ctx):
         got.extend(await stream_get(ctx, dut.o, len(expect), rng=rng2, p_stall=0.4))
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(prod)
-    sim.add_testbench(cons)
-    sim.add_process(check_stream_stable(dut.o, errors=errors, name="o"))
-    sim.run()
-    assert errors == []
+    simulate_streams(dut, [prod], [cons], [("o", dut.o)])
     assert [(list(g.x), [list(t) for t in g.taps]) for g in got] == expect
 
 
@@ -270,7 +264,7 @@ def test_gather(lanes, tp):
     dut = Gather(signed(8), lanes, tp)
     atoms = [[rng.randrange(-128, 128) for _ in range(lanes)] for _ in range(20)]
     parts = [a[k * tp:(k + 1) * tp] for a in atoms for k in range(lanes // tp)]
-    got, errors = [], []
+    got = []
 
     async def prod(ctx):
         await stream_put(ctx, dut.i, parts, rng=rng, p_stall=0.4)
@@ -278,16 +272,7 @@ def test_gather(lanes, tp):
     async def cons(ctx):
         got.extend(await stream_get(ctx, dut.o, len(atoms), rng=rng, p_stall=0.4))
 
-    top = Module()                 # tp == lanes: a pure pass-through, give the test a clock
-    top.submodules.dut = dut
-    top.domains.sync = ClockDomain()
-    sim = Simulator(top)
-    sim.add_clock(1e-8)
-    sim.add_testbench(prod)
-    sim.add_testbench(cons)
-    sim.add_process(check_stream_stable(dut.o, errors=errors, name="o"))
-    sim.run()
-    assert errors == []
+    simulate_streams(dut, [prod], [cons], [("o", dut.o)])
     assert [list(g) for g in got] == atoms
 
 
