@@ -7,8 +7,9 @@ and joins the data and operand streams.
 * :class:`Merge` -- ``count`` (<= ``n``, a port) narrow items -> one item of ``n`` slots.
 * :class:`Repeat` -- each item emitted ``count`` times (a port).
 * :class:`Join` -- several streams into one struct, each input enabled or not by a port.
+* :class:`Fork` -- one stream to several consumers, each taking every item.
 
-Every stage but :class:`Join` (combinational) registers its output; all run at one item per
+Every stage but :class:`Join` and :class:`Fork` (no added latency) registers its output; all run at one item per
 cycle on their narrow side.
 """
 from __future__ import annotations
@@ -17,7 +18,7 @@ from amaranth.hdl import Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["narrow_layout", "Split", "Merge", "Repeat", "Join"]
+__all__ = ["narrow_layout", "Split", "Merge", "Repeat", "Join", "Fork"]
 
 
 def narrow_layout(layout: data.StructLayout, ratio: int) -> data.StructLayout:
@@ -192,4 +193,52 @@ class Join(wiring.Component):
         for k, (n, s) in enumerate(zip(self.names, ins)):
             m.d.comb += [self.o.payload[n].eq(s.payload),
                          s.ready.eq(self.o.ready & all_ok & self.en[k])]
+        return m
+
+
+class Fork(wiring.Component):
+    """Broadcast one stream to ``n`` consumers: output ``o_<k>`` carries every input item (e.g.
+    CMAC_A and CMAC_B both take each atomic operation, docs/conv.md).
+
+    An eager fork: each output offers the item until its consumer has taken it (a ``taken`` flag
+    per output remembers consumers that took it early), and the input item is consumed in the
+    cycle the last consumer takes it. No added latency, one item per cycle when all consumers
+    are ready; outputs keep ``valid`` and ``payload`` stable while waiting (``lib.stream``
+    rule). ``i.ready`` depends combinationally on the outputs' ``ready``.
+
+    Args:
+        shape: payload shape; n: number of consumers (>= 1).
+
+    Ports: ``i`` In(stream of shape), ``o_0`` .. ``o_<n-1>`` Out(stream of shape).
+
+    Raises ValueError when ``n`` < 1.
+    """
+
+    def __init__(self, shape, n: int):
+        if n < 1:
+            raise ValueError(f"Fork needs at least one consumer, got {n}")
+        self.n = n
+        members = {"i": In(stream.Signature(shape))}
+        members.update({f"o_{k}": Out(stream.Signature(shape)) for k in range(n)})
+        super().__init__(members)
+
+    def elaborate(self, platform):
+        m = Module()
+        outs = [getattr(self, f"o_{k}") for k in range(self.n)]
+        taken = Signal(self.n)
+        done = [Signal(name=f"done_{k}") for k in range(self.n)]
+        for k, o in enumerate(outs):
+            m.d.comb += [o.valid.eq(self.i.valid & ~taken[k]), o.payload.eq(self.i.payload),
+                         done[k].eq(taken[k] | o.ready)]
+        all_done = Signal()
+        acc = done[0]
+        for d in done[1:]:
+            acc = acc & d
+        m.d.comb += [all_done.eq(acc), self.i.ready.eq(all_done)]
+        with m.If(self.i.valid & all_done):
+            m.d.sync += taken.eq(0)
+        with m.Elif(self.i.valid):
+            for k, o in enumerate(outs):
+                with m.If(o.ready):
+                    m.d.sync += taken[k].eq(1)
         return m

@@ -1,4 +1,4 @@
-"""hdl.lib.gearbox stream stages (Split, Merge, Repeat, Join) against plain-Python formulas,
+"""hdl.lib.gearbox stream stages (Split, Merge, Repeat, Join, Fork) against plain-Python formulas,
 with random-stall producers and consumers."""
 import random
 
@@ -7,7 +7,7 @@ import pytest
 from amaranth.hdl import signed, unsigned
 from amaranth.lib import data
 
-from hdl.lib.gearbox import Join, Merge, Repeat, Split
+from hdl.lib.gearbox import Fork, Join, Merge, Repeat, Split
 from streams import simulate_streams as _sim, stream_get, stream_put
 
 
@@ -119,3 +119,30 @@ def test_join(en):
     for k, nm in enumerate(names):
         if en >> k & 1:
             assert [int(g[nm]) for g in got] == items[nm], nm
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_fork(n):
+    """Every consumer gets every item, in order, under independent random stalls."""
+    rng = random.Random(n)
+    dut = Fork(unsigned(8), n)
+    items = [rng.randrange(256) for _ in range(50)]
+    got = [[] for _ in range(n)]
+
+    async def prod(ctx):
+        await stream_put(ctx, dut.i, items, rng=rng, p_stall=0.3)
+
+    def cons(k):
+        async def run(ctx):
+            got[k].extend(await stream_get(ctx, getattr(dut, f"o_{k}"), len(items), rng=rng, p_stall=0.4))
+        return run
+
+    _sim(dut, [prod], [cons(k) for k in range(n)],
+         [("i", dut.i)] + [(f"o_{k}", getattr(dut, f"o_{k}")) for k in range(n)])
+    for k in range(n):
+        assert [int(v) for v in got[k]] == items, k
+
+
+def test_fork_rejects_zero():
+    with pytest.raises(ValueError, match="at least one consumer"):
+        Fork.__init__(object.__new__(Fork), unsigned(8), 0)
