@@ -1,0 +1,81 @@
+"""Benchmark of SDP/PDP/CDP on the rtl manifest's traces (prints figures, asserts nothing).
+
+Three runs under the ``nvidia`` memory profile (32-cycle reads, one request every other cycle):
+
+1. throughput 1 (the nv_small preset): cycles from kick-off to interrupt against NVIDIA's RTL
+   (../shared/nvdla/reference/nv_small_nvidia_rtl_cycles.tsv); goal: at most NVIDIA's.
+2. the wide variant (``sdp_bs/bn_throughput``, ``pdp_throughput``, ``cdp_throughput`` = 8)
+   against the memory bound: 2 cycles per 8-byte beat of the larger of the read and the write
+   traffic (the AXI beats the trace moved); goal: at most 1.05 x. Also printed: the ratio to
+   that bound plus the memory's read latency (no data can arrive earlier), which is what a
+   small trace can reach at best.
+3. the wide variant with ``primary_memif_max_burst=4``: against 1 cycle per beat.
+
+Usage: ``python scripts/bench_units.py [--only 1,2,3] [-j N] [--filter SUBSTRING]``.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from hdl.config import get_config  # noqa: E402
+from verif.axi_slave import MemTiming  # noqa: E402
+from verif.manifest import load as load_manifest  # noqa: E402
+from verif.shared import nvdla_dir  # noqa: E402
+from verif.trace.reference import nvidia_cycles  # noqa: E402
+from verif.trace.rtl_runner import run_rtl  # noqa: E402
+
+WIDE = ["sdp_bs_throughput=8", "sdp_bn_throughput=8", "pdp_throughput=8", "cdp_throughput=8"]
+RUNS = {1: ("throughput 1", [], None),
+        2: ("wide, burst 1", WIDE, 2),
+        3: ("wide, burst 4", WIDE + ["primary_memif_max_burst=4"], 1)}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", default="1,2,3", help="runs to do, e.g. 2,3 (default all)")
+    ap.add_argument("--filter", default="", help="only traces whose name contains this")
+    ap.add_argument("-j", "--jobs", type=int, default=2, help="simulator processes (default 2)")
+    args = ap.parse_args()
+    names = [t for t in sorted(load_manifest()["rtl"]) if args.filter in t and "/dc_" not in t and "/img_" not in t]
+    dirs = [nvdla_dir() / "traces" / t for t in names]
+    ref = nvidia_cycles()
+    for run in (int(x) for x in args.only.split(",")):
+        title, sets, per_beat = RUNS[run]
+        spec = get_config("nv_small", sets).name
+        t0 = time.monotonic()
+        timing = MemTiming.named("nvidia")
+        print(f"\n## {title} ({spec}), nvidia memory profile")
+        worst, n_goal, n = 0.0, 0, 0
+        for r in sorted(run_rtl(dirs, config=spec, jobs=args.jobs, timing=timing),
+                        key=lambda r: r.name):
+            x = getattr(r, "rtl", {}) or {}
+            if per_beat is None:
+                nv = ref.get(r.name)
+                ratio = r.cycles / nv if r.cycles and nv else None
+                what = f"NVIDIA {nv}"
+                goal = 1.0
+            else:
+                beats = max(x.get("rd_beats") or 0, x.get("wr_beats") or 0)
+                bound = beats * per_beat
+                ratio = r.cycles / bound if r.cycles and bound else None
+                floor = bound + timing.read_latency
+                what = (f"memory bound {bound} ({beats} beats)"
+                        + (f", {r.cycles / floor:.3f} x (bound + read latency)" if r.cycles else ""))
+                goal = 1.05
+            n += 1
+            if ratio is not None:
+                worst = max(worst, ratio)
+                n_goal += ratio <= goal
+            print(f"{r.status:5s} {r.name:40s} {r.cycles!s:>7} cycles  {what}  "
+                  f"ratio {ratio:.3f}" if ratio is not None else f"{r.status} {r.name} {r.message}", flush=True)
+        print(f"{n_goal}/{n} within the goal ({goal} x); worst {worst:.3f}; wall {time.monotonic() - t0:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
