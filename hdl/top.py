@@ -3,7 +3,7 @@
 Two components:
 
 * :class:`NvdlaCore`: everything in the ``sync`` clock domain (CSB slave, GLB, all register
-  files, MCIF, the datapath units of ``DATAPATH_UNITS``: SDP, CDP, PDP). Its ports are NVIDIA's CSB, DBB (``nvdla_core2dbb_*``), CV SRAM
+  files, MCIF, the datapath units of ``DATAPATH_UNITS``: the convolution pipeline, SDP, CDP, PDP). Its ports are NVIDIA's CSB, DBB (``nvdla_core2dbb_*``), CV SRAM
   (``nvdla_core2cvsram_*``, only when cfg.secondary_memif) and ``dla_intr`` ports with NVIDIA's
   names. Used directly by the Amaranth-simulator tests.
 * :class:`NV_nvdla`: the chip-level wrapper with NVIDIA's full port list: clocks, resets,
@@ -29,6 +29,7 @@ from amaranth.lib.wiring import In, Out
 from hdl.axi import AxiMasterSignature
 from hdl.cdp import Cdp
 from hdl.config import NvdlaConfig
+from hdl.conv import ConvPipeline
 from hdl.csb import CsbSignature, CsbSlave
 from hdl.dma import read_client, write_client
 from hdl.glb import Glb
@@ -40,7 +41,7 @@ from hdl.sdp import Sdp
 
 #: datapath units, each following the port convention of hdl/unit.py (register files, MCIF
 #: clients, GLB interrupt); a unit whose register files are not in cfg.units() is left out
-DATAPATH_UNITS = (Sdp, Cdp, Pdp)
+DATAPATH_UNITS = (ConvPipeline, Sdp, Cdp, Pdp)
 
 __all__ = ["NvdlaCore", "DATAPATH_UNITS", "NV_nvdla", "DBB_PREFIX", "CVSRAM_PREFIX", "PWRBUS_PORTS"]
 
@@ -128,6 +129,14 @@ class NvdlaCore(wiring.Component):
         if "sdp" in built and "pdp" in built:
             wiring.connect(m, built["sdp"].pdp_flying, built["pdp"].pdp_flying)
             m.d.comb += built["sdp"].pdp_done.eq(built["pdp"].done_grp.any())
+
+        # the convolution pipeline: CACC's atoms on the fly into SDP (docs/conv.md); CDMA's two
+        # interrupt sources (CACC's is the unit's own)
+        if "cacc" in built:
+            conv = built["cacc"]
+            m.d.comb += [glb.done_cdma_dat.eq(conv.done_cdma_dat), glb.done_cdma_wt.eq(conv.done_cdma_wt)]
+            if "sdp" in built:
+                wiring.connect(m, conv.sdp_flying, built["sdp"].cacc_flying)
 
         for u in cfg.units():
             if u in owned:

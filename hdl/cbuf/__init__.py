@@ -1,0 +1,265 @@
+"""CBUF: the convolution buffer (docs/conv.md "CBUF"; v1_ias_unit_description.rst "Convolution
+Buffer").
+
+``banks`` single-port-write / single-port-read RAMs (one ``lib.memory.Memory`` each, so synthesis
+infers one block RAM per bank) of ``depth`` entries of ``entry_bytes`` bytes. CDMA writes feature
+data and weights through ``dat_wr`` / ``wt_wr``; CSC reads them through ``dat_rd_*`` / ``wt_rd_*``.
+
+Layout (docs/conv.md "Where things live in CBUF"), shared by CDMA and CSC through
+:class:`CbufGeometry`:
+
+* entry address ``addr = bank * depth + row`` (``ceil_log2(banks * depth)`` bits);
+* data banks ``[0, DATA_BANK+1)``: input line ``y`` (a slice) of the feature cube starts at entry
+  ``y * EPS`` (EPS = D_ENTRY_PER_SLICE.ENTRIES + 1); the atom of channel block ``cb`` at column
+  ``x`` is entry ``y * EPS + cb * W + x``;
+* weight banks follow the data banks: weight entry ``n`` (bytes ``n*entry_bytes ..`` of the
+  weight stream) is stored at ``(DATA_BANK+1) * depth + n % WCAP``, WCAP =
+  ``(WEIGHT_BANK+1) * depth`` (a ring).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from amaranth.hdl import Module, Signal, unsigned
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.fifo import SyncFIFO
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+from amaranth.utils import ceil_log2, exact_log2
+
+from hdl.config import NvdlaConfig
+
+__all__ = ["CbufGeometry", "Cbuf", "wr_layout", "rd_req_layout", "rd_resp_layout"]
+
+
+@dataclass(frozen=True)
+class CbufGeometry:
+    """Sizes and address arithmetic of CBUF (docs/conv.md "Where things live in CBUF").
+
+    Args:
+        banks: number of banks (cfg.cbuf_bank_number).
+        depth: entries per bank (cfg.cbuf_bank_depth), a power of two.
+        entry_bytes: bytes per entry (cfg.cbuf_bank_width).
+
+    Raises ValueError when ``depth`` or ``entry_bytes`` is not a power of two or a size < 1.
+    """
+    banks: int
+    depth: int
+    entry_bytes: int
+
+    def __post_init__(self):
+        for name in ("banks", "depth", "entry_bytes"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"CBUF {name} must be >= 1, not {getattr(self, name)}")
+        for name in ("depth", "entry_bytes"):
+            v = getattr(self, name)
+            if v & (v - 1):
+                raise ValueError(f"CBUF {name}={v} must be a power of two")
+
+    @classmethod
+    def from_config(cls, cfg: NvdlaConfig) -> "CbufGeometry":
+        """The geometry of ``cfg`` (cbuf_bank_number x cbuf_bank_depth x cbuf_bank_width)."""
+        return cls(cfg.cbuf_bank_number, cfg.cbuf_bank_depth, cfg.cbuf_bank_width)
+
+    @property
+    def entries(self) -> int:
+        """Entries in the whole buffer (banks x depth)."""
+        return self.banks * self.depth
+
+    @property
+    def addr_bits(self) -> int:
+        """Bits of an entry address (nv_small: 32 x 512 -> 14)."""
+        return max(1, ceil_log2(self.entries))
+
+    @property
+    def entry_bits(self) -> int:
+        """Bits of one entry (nv_small: 64)."""
+        return self.entry_bytes * 8
+
+    @property
+    def depth_bits(self) -> int:
+        """log2(depth): the row bits of an address (the bank is ``addr >> depth_bits``)."""
+        return exact_log2(self.depth)
+
+    @property
+    def entry_shift(self) -> int:
+        """log2(entry_bytes): weight-stream byte ``b`` is in weight entry ``b >> entry_shift``."""
+        return exact_log2(self.entry_bytes)
+
+    def wt_base(self, data_bank):
+        """First entry of the weight region: ``(DATA_BANK+1) * depth``. ``data_bank`` is the
+        D_BANK.DATA_BANK field: a Python int or an Amaranth value (then an unsigned value of
+        :attr:`addr_bits` + 1 bits is returned)."""
+        if isinstance(data_bank, int):
+            return (data_bank + 1) * self.depth
+        return (data_bank + 1) << self.depth_bits
+
+    def wt_cap(self, weight_bank):
+        """Entries of the weight ring WCAP = ``(WEIGHT_BANK+1) * depth`` (int or value, as
+        :meth:`wt_base`)."""
+        if isinstance(weight_bank, int):
+            return (weight_bank + 1) * self.depth
+        return (weight_bank + 1) << self.depth_bits
+
+    def dat_entry(self, y: int, cb: int, x: int, eps: int, width: int) -> int:
+        """Entry of the feature atom (line ``y``, channel block ``cb``, column ``x``):
+        ``y * eps + cb * width + x`` (Python reference of the layout)."""
+        return y * eps + cb * width + x
+
+    def wt_entry(self, n: int, data_bank: int, weight_bank: int) -> int:
+        """Entry address of weight entry ``n`` (cumulative count over the layer's weight stream):
+        ``wt_base + n % wt_cap`` (Python reference of the layout)."""
+        return self.wt_base(data_bank) + n % self.wt_cap(weight_bank)
+
+
+def wr_layout(geom: CbufGeometry) -> data.StructLayout:
+    """Payload of a write port: ``addr`` (entry address), ``data`` (the entry, byte i in bits
+    8i..8i+7)."""
+    return data.StructLayout({"addr": geom.addr_bits, "data": geom.entry_bits})
+
+
+def rd_req_layout(geom: CbufGeometry) -> data.StructLayout:
+    """Payload of a read request: ``addr`` (entry address)."""
+    return data.StructLayout({"addr": geom.addr_bits})
+
+
+def rd_resp_layout(geom: CbufGeometry) -> data.StructLayout:
+    """Payload of a read response: ``data`` (the entry)."""
+    return data.StructLayout({"data": geom.entry_bits})
+
+
+_RESP_FIFO_DEPTH = 3      # RAM stage + 2 queued: full throughput without a ready path
+
+
+class Cbuf(wiring.Component):
+    """The convolution buffer: ``banks`` RAMs of ``depth`` x ``entry_bytes`` bytes.
+
+    Ports (all ``lib.stream``, one entry per transfer, docs/conv.md "CBUF"):
+
+    * ``dat_wr``, ``wt_wr``: In(:func:`wr_layout`). A write accepted in cycle t is read back by
+      a request accepted from cycle t+1 on.
+    * ``dat_rd_req``, ``wt_rd_req``: In(:func:`rd_req_layout`); ``dat_rd_resp``, ``wt_rd_resp``:
+      Out(:func:`rd_resp_layout`): one response per request, in request order.
+
+    Timing: each port takes one item per cycle; a read request accepted in cycle t has its
+    response valid from cycle t+2. Each read port keeps at most 3 requests in flight (RAM
+    stage plus a 3-deep response FIFO, counted by a credit: ``*_rd_req.ready`` does not depend
+    on the response's ``ready``), so a consumer always ready gets one response per cycle.
+
+    Bank conflicts: each bank has one write port and one read port. When both write ports (or
+    both read ports) address the same bank in one cycle, one of them waits (``ready`` low);
+    priority alternates on each conflict so neither starves. No entry is lost or corrupted.
+
+    Args:
+        banks, depth, entry_bytes: see :class:`CbufGeometry` (depth, entry_bytes powers of two).
+
+    Raises ValueError for bad sizes (see :class:`CbufGeometry`).
+    """
+
+    def __init__(self, banks: int, depth: int, entry_bytes: int):
+        self.geom = g = CbufGeometry(banks, depth, entry_bytes)
+        super().__init__({
+            "dat_wr": In(stream.Signature(wr_layout(g))),
+            "wt_wr": In(stream.Signature(wr_layout(g))),
+            "dat_rd_req": In(stream.Signature(rd_req_layout(g))),
+            "dat_rd_resp": Out(stream.Signature(rd_resp_layout(g))),
+            "wt_rd_req": In(stream.Signature(rd_req_layout(g))),
+            "wt_rd_resp": Out(stream.Signature(rd_resp_layout(g))),
+        })
+
+    @classmethod
+    def from_config(cls, cfg: NvdlaConfig) -> "Cbuf":
+        """The CBUF of ``cfg`` (cbuf_bank_number x cbuf_bank_depth x cbuf_bank_width)."""
+        return cls(cfg.cbuf_bank_number, cfg.cbuf_bank_depth, cfg.cbuf_bank_width)
+
+    def _bank(self, addr):
+        g = self.geom
+        return addr[g.depth_bits:] if g.addr_bits > g.depth_bits else 0
+
+    def _arbitrate(self, m, name, a_valid, a_addr, b_valid, b_addr, a_ok=1, b_ok=1):
+        """Two requesters of one kind (write or read); returns (a_take, b_take): each is
+        accepted this cycle. ``*_ok``: the requester could be accepted (credit)."""
+        conflict = Signal(name=f"{name}_conflict")
+        prio_b = Signal(name=f"{name}_prio_b")
+        a_take, b_take = Signal(name=f"{name}_a_take"), Signal(name=f"{name}_b_take")
+        m.d.comb += [
+            conflict.eq(a_valid & a_ok & b_valid & b_ok
+                        & (self._bank(a_addr) == self._bank(b_addr))),
+            a_take.eq(a_valid & a_ok & ~(conflict & prio_b)),
+            b_take.eq(b_valid & b_ok & ~(conflict & ~prio_b)),
+        ]
+        with m.If(conflict):
+            m.d.sync += prio_b.eq(~prio_b)
+        return a_take, b_take
+
+    def elaborate(self, platform):
+        m = Module()
+        g = self.geom
+        row = lambda addr: addr[:g.depth_bits]       # noqa: E731
+
+        # ---- writes
+        dw, ww = self.dat_wr, self.wt_wr
+        dw_take, ww_take = self._arbitrate(m, "wr", dw.valid, dw.payload.addr,
+                                           ww.valid, ww.payload.addr)
+        m.d.comb += [dw.ready.eq(dw_take), ww.ready.eq(ww_take)]
+
+        # ---- read credits and response FIFOs
+        ports = []
+        for name in ("dat", "wt"):
+            req, resp = getattr(self, f"{name}_rd_req"), getattr(self, f"{name}_rd_resp")
+            fifo = SyncFIFO(width=g.entry_bits, depth=_RESP_FIFO_DEPTH)
+            m.submodules[f"{name}_resp_fifo"] = fifo
+            inflight = Signal(name=f"{name}_inflight")          # a read in the RAM stage
+            bank_q = Signal(range(g.banks), name=f"{name}_bank_q")
+            ok = Signal(name=f"{name}_credit")
+            m.d.comb += [
+                ok.eq(fifo.level + inflight < _RESP_FIFO_DEPTH),
+                resp.valid.eq(fifo.r_rdy),
+                resp.payload.data.eq(fifo.r_data),
+                fifo.r_en.eq(resp.ready),
+            ]
+            ports.append((req, fifo, inflight, bank_q, ok))
+        (dr, dfifo, dinf, dbank, dok), (wr, wfifo, winf, wbank, wok) = ports
+        dr_take, wr_take = self._arbitrate(m, "rd", dr.valid, dr.payload.addr,
+                                           wr.valid, wr.payload.addr, dok, wok)
+        m.d.comb += [dr.ready.eq(dr_take), wr.ready.eq(wr_take)]
+        m.d.sync += [dinf.eq(dr_take), winf.eq(wr_take)]
+        with m.If(dr_take):
+            m.d.sync += dbank.eq(self._bank(dr.payload.addr))
+        with m.If(wr_take):
+            m.d.sync += wbank.eq(self._bank(wr.payload.addr))
+
+        # ---- banks
+        rd_data = []
+        for b in range(g.banks):
+            mem = Memory(shape=unsigned(g.entry_bits), depth=g.depth, init=[])
+            m.submodules[f"bank{b}"] = mem
+            wp = mem.write_port()
+            rp = mem.read_port()
+            d_here = self._bank(dw.payload.addr) == b
+            w_here = self._bank(ww.payload.addr) == b
+            m.d.comb += [
+                wp.en.eq((dw_take & d_here) | (ww_take & w_here)),
+                wp.addr.eq(row(ww.payload.addr)),
+                wp.data.eq(ww.payload.data),
+            ]
+            with m.If(dw_take & d_here):
+                m.d.comb += [wp.addr.eq(row(dw.payload.addr)), wp.data.eq(dw.payload.data)]
+            dr_here = self._bank(dr.payload.addr) == b
+            wr_here = self._bank(wr.payload.addr) == b
+            m.d.comb += [
+                rp.en.eq((dr_take & dr_here) | (wr_take & wr_here)),
+                rp.addr.eq(row(wr.payload.addr)),
+            ]
+            with m.If(dr_take & dr_here):
+                m.d.comb += rp.addr.eq(row(dr.payload.addr))
+            rd_data.append(rp.data)
+
+        # ---- responses: the RAM output of the bank read in the previous cycle
+        for inflight, bank_q, fifo in ((dinf, dbank, dfifo), (winf, wbank, wfifo)):
+            with m.Switch(bank_q):
+                for b in range(g.banks):
+                    with m.Case(b):
+                        m.d.comb += fifo.w_data.eq(rd_data[b])
+            m.d.comb += fifo.w_en.eq(inflight)
+        return m

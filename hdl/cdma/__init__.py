@@ -1,0 +1,265 @@
+"""CDMA, the convolution DMA (v1_ias_unit_description.rst "Convolution DMA"; docs/conv.md
+"CDMA"): fetches a layer's input feature cube and weights from memory into CBUF.
+
+Two fetches run concurrently from ``start``, each a :class:`hdl.dma.ReadDma` on its own MCIF
+read client (``cdma_dat``, ``cdma_wt``; :mod:`hdl.cdma.dma`):
+
+* Feature data (D_DATAIN_FORMAT = FEATURE): line by line (for y: for surface cb: the W atoms of
+  line y of surface cb), atom (x, y, cb) from ``D_DAIN_ADDR_*_0 + cb * SURF_STRIDE + y *
+  LINE_STRIDE + x * atom_bytes`` to CBUF entry ``y * EPS + cb * W + x`` (EPS =
+  D_ENTRY_PER_SLICE.ENTRIES+1, W = DATAIN_WIDTH+1): the atoms of one slice are consecutive
+  entries from ``y * EPS``. ``dat_slices`` counts the slices completely written.
+* Weights: the D_WEIGHT_BYTES bytes at D_WEIGHT_ADDR as whole entries (the last one completed
+  from memory), entry n to ``(DATA_BANK+1) * depth + n % WCAP`` (WCAP = (WEIGHT_BANK+1) *
+  depth, a ring); entry n is requested only when ``n < wt_released + WCAP`` (requests, not
+  writes, are counted: data in flight always has room). ``wt_entries`` counts entries written.
+
+Feature data is stored as it is in memory (no converter in DC mode: the model's
+``ConvCore._fetch_feature``, which matches NVIDIA's RTL on every nv_small dc_* trace). Channels
+past DATAIN_CHANNEL in the last surface are whatever memory holds (CSC pairs them with zero
+weights).
+
+Image input (D_DATAIN_FORMAT = PIXEL) is not built yet; :meth:`Cdma.data_fetch` is the seam: it
+returns the stream of atoms in CBUF entry order for the format, and the image issue adds a pixel
+walker and the converter there (its atoms then go through the same slice writer with its own
+entries per slice). Until then a PIXEL layer fetches nothing: ``dat_slices`` stays 0 (the data
+side finishes at once), so the pipeline's CSC waits forever on it and the trace player reports
+the convolution units busy.
+"""
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from hdl.axi import DmaReadSignature
+from hdl.cbuf import CbufGeometry, wr_layout
+from hdl.cdma.dma import ENTRY_COUNT_BITS, FeatureReadDma, WeightReadDma
+from hdl.config import NvdlaConfig
+from hdl.dma import read_dma_params
+from hdl.dma.cube import CUBE_DIM_BITS
+from hdl.dma.walker import log2
+from hdl.regfile import unit_layout
+from hdl.regmap import REGMAP
+from hdl.regmap.types import field_enum
+
+__all__ = ["Cdma", "SLICE_COUNT_BITS"]
+
+#: width of ``dat_slices`` (docs/conv.md: Out(14)); DATAIN_HEIGHT+1 slices, at most 8192
+SLICE_COUNT_BITS = 14
+
+DatainFormat = field_enum("CDMA", "D_DATAIN_FORMAT", "DATAIN_FORMAT")
+
+
+def check_config(cfg: NvdlaConfig):
+    """Raise NotImplementedError for configurations docs/conv.md excludes: int8 only,
+    ``cbuf_bank_width == mac_atomic_c == memory_atomic`` bytes, ``mac_atomic_k ==
+    memory_atomic``, an AXI beat at least one atom wide."""
+    if cfg.bpe != 8:
+        raise NotImplementedError(f"CDMA: {cfg.name}: only int8 feature data is supported "
+                                  f"(bpe {cfg.bpe})")
+    if not (cfg.cbuf_bank_width == cfg.mac_atomic_c == cfg.atom_bytes):
+        raise NotImplementedError(
+            f"CDMA: {cfg.name}: needs cbuf_bank_width ({cfg.cbuf_bank_width} B) == mac_atomic_c "
+            f"({cfg.mac_atomic_c}) == memory atom ({cfg.atom_bytes} B) (docs/conv.md)")
+    if cfg.mac_atomic_k != cfg.memory_atomic:
+        raise NotImplementedError(f"CDMA: {cfg.name}: needs mac_atomic_k ({cfg.mac_atomic_k}) == "
+                                  f"memory_atomic ({cfg.memory_atomic}) (docs/conv.md)")
+    if cfg.axi_data_bytes < cfg.atom_bytes:
+        raise NotImplementedError(f"CDMA: {cfg.name}: AXI beat narrower than a memory atom")
+
+
+class Cdma(wiring.Component):
+    """The convolution DMA of one hardware layer (module docstring; docs/conv.md "CDMA").
+
+    Parameter: ``cfg`` (:class:`hdl.config.NvdlaConfig`).
+
+    Ports:
+      ``regs`` In(unit_layout(CDMA, "cfg")): the consumer group's registers, stable while busy;
+      ``start`` In(1): one-cycle pulse, begins the layer (ignored while ``busy``); every counter
+      restarts at 0;
+      ``busy`` Out(1): a fetch runs or data is in flight (from the cycle after ``start`` until
+      both fetches have written their last entry);
+      ``dat_dma``, ``wt_dma`` Out(DmaReadSignature(mem_address_width, primary_memif_width)):
+      the MCIF read clients ``cdma_dat`` and ``cdma_wt``;
+      ``dat_wr``, ``wt_wr`` Out(stream of :func:`hdl.cbuf.wr_layout`): CBUF write ports, one
+      entry per transfer (addresses by :class:`hdl.cbuf.CbufGeometry`, docs/conv.md);
+      ``dat_slices`` Out(14): input slices completely written this layer (a slice counts from
+      the cycle after its last write transfer, when CBUF reads it back);
+      ``wt_entries`` Out(32): weight entries written this layer (counted the same way; keeps
+      counting past WCAP);
+      ``wt_released`` In(32): weight entries CSC no longer needs, cumulative this layer (0 from
+      the cycle after ``start``; it only grows);
+      ``hw`` Out(unit_layout(CDMA, "hw")): CDMA's status register fields for its register
+      file: S_CBUF_FLUSH_STATUS.FLUSH_DONE = 1 (CBUF needs no flush here), D_NAN/INF_* = 0
+      (int8), and the D_PERF_* counters (below).
+
+    Performance counters (NVDLA_CDMA.rdl; counting as NV_NVDLA_CDMA_dc.v / _wt.v on nv_small:
+    counting only while D_PERF_ENABLE.DMA_EN is set, held after the layer; a layer's start
+    clears them when DMA_EN is set, else they keep their values): DAT_RD_STALL / WT_RD_STALL
+    cycles in which the read request is offered and not accepted (32-bit, wraps);
+    DAT_RD_LATENCY / WT_RD_LATENCY cycles with at least one requested beat not yet returned
+    (32-bit, saturates).
+
+    Throughput: each fetch one atom per cycle when memory and CBUF keep up.
+
+    Raises NotImplementedError: see :func:`check_config`.
+    """
+
+    def __init__(self, cfg: NvdlaConfig):
+        check_config(cfg)
+        self.cfg = cfg
+        unit = REGMAP.unit("CDMA")
+        aw, dw = cfg.mem_address_width, cfg.primary_memif_width
+        self.geom = CbufGeometry.from_config(cfg)
+        wr = stream.Signature(wr_layout(self.geom))
+        super().__init__({
+            "regs": In(unit_layout(unit, "cfg")),
+            "start": In(1),
+            "busy": Out(1),
+            "dat_dma": Out(DmaReadSignature(aw, dw)),
+            "wt_dma": Out(DmaReadSignature(aw, dw)),
+            "dat_wr": Out(wr),
+            "wt_wr": Out(wr),
+            "dat_slices": Out(SLICE_COUNT_BITS),
+            "wt_entries": Out(ENTRY_COUNT_BITS),
+            "wt_released": In(ENTRY_COUNT_BITS),
+            "hw": Out(unit_layout(unit, "hw")),
+        })
+
+    # ------------------------------------------------------------------ data
+    def data_fetch(self, m: Module, start):
+        """The data fetch of the layer's input format, started by ``start``.
+
+        Returns ``(atoms, busy)``: a stream of entry-wide atoms in CBUF entry order (slice after
+        slice, inside a slice consecutive entries) and the fetch's busy signal. Feature data
+        only; the seam for image input (a pixel walker and converter selected by
+        D_DATAIN_FORMAT, with the slice geometry of image lines)."""
+        cfg, regs = self.cfg, self.regs
+        m.submodules.dat_fetch = dma = FeatureReadDma(**read_dma_params(cfg))
+        wiring.connect(m, wiring.flipped(self.dat_dma), dma.dma)
+        size0, size1 = regs.d_datain_size_0, regs.d_datain_size_1
+        m.d.comb += [
+            dma.start.eq(start),
+            dma.cube.base.eq(Cat(regs.d_dain_addr_low_0.as_value(),
+                                 regs.d_dain_addr_high_0.as_value())[:cfg.mem_address_width]),
+            dma.cube.line_stride.eq(regs.d_line_stride.as_value()),
+            dma.cube.surface_stride.eq(regs.d_surf_stride.as_value()),
+            dma.cube.width.eq(size0.datain_width[:CUBE_DIM_BITS]),
+            dma.cube.height.eq(size0.datain_height[:CUBE_DIM_BITS]),
+            dma.cube.channel.eq(size1.datain_channel[:CUBE_DIM_BITS]),
+        ]
+        return dma.atoms, dma.busy
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg, regs = self.cfg, self.regs
+        geom = self.geom
+        abits = geom.addr_bits
+        begin = Signal()
+        m.d.comb += begin.eq(self.start & ~self.busy)
+        feature = regs.d_datain_format.datain_format == DatainFormat.FEATURE
+
+        # ---------------- data: atoms to consecutive entries, slice after slice ----------------
+        atoms, dat_busy = self.data_fetch(m, begin & feature)
+        w_max = regs.d_datain_size_0.datain_width[:CUBE_DIM_BITS]
+        h_max = regs.d_datain_size_0.datain_height[:CUBE_DIM_BITS]
+        cb_max = regs.d_datain_size_1.datain_channel[:CUBE_DIM_BITS] >> log2(cfg.memory_atomic)
+        eps = regs.d_entry_per_slice.entries + 1
+        x, cb = Signal(CUBE_DIM_BITS), Signal(CUBE_DIM_BITS)
+        entry = Signal(abits)                   # entry of the next atom
+        slice_base = Signal(abits)              # first entry of the current slice
+        dat_active = Signal()                   # slices remain to be written
+        end_slice = Signal()
+        dat_fire = Signal()
+        m.d.comb += [
+            self.dat_wr.valid.eq(atoms.valid),
+            atoms.ready.eq(self.dat_wr.ready),
+            self.dat_wr.payload.addr.eq(entry),
+            self.dat_wr.payload.data.eq(atoms.payload),
+            dat_fire.eq(atoms.valid & self.dat_wr.ready),
+            end_slice.eq((x == w_max) & (cb == cb_max)),
+        ]
+        with m.If(dat_fire):
+            with m.If(x != w_max):
+                m.d.sync += [x.eq(x + 1), entry.eq(entry + 1)]
+            with m.Else():
+                m.d.sync += [x.eq(0), cb.eq(cb + 1), entry.eq(entry + 1)]
+            with m.If(end_slice):
+                m.d.sync += [cb.eq(0), entry.eq(slice_base + eps), slice_base.eq(slice_base + eps),
+                             self.dat_slices.eq(self.dat_slices + 1)]
+                with m.If(self.dat_slices == h_max):
+                    m.d.sync += dat_active.eq(0)
+        with m.If(begin):
+            m.d.sync += [x.eq(0), cb.eq(0), entry.eq(0), slice_base.eq(0),
+                         self.dat_slices.eq(0), dat_active.eq(feature)]
+
+        # ---------------- weights: a ring of WCAP entries after the data banks ----------------
+        m.submodules.wt_fetch = wdma = WeightReadDma(**read_dma_params(cfg))
+        wiring.connect(m, wiring.flipped(self.wt_dma), wdma.dma)
+        eb_sh = log2(cfg.cbuf_bank_width)
+        wbytes = regs.d_weight_bytes.weight_bytes
+        n_entries = Signal(ENTRY_COUNT_BITS)
+        m.d.comb += n_entries.eq((wbytes + (cfg.cbuf_bank_width - 1)) >> eb_sh)
+        wcap = Signal(abits + 1)
+        wbase = Signal(abits + 1)
+        m.d.comb += [wcap.eq(geom.wt_cap(regs.d_bank.weight_bank)),
+                     wbase.eq(geom.wt_base(regs.d_bank.data_bank))]
+        limit = Signal(ENTRY_COUNT_BITS)        # entries below it may be requested
+        with m.If(begin):
+            m.d.sync += limit.eq(wcap)          # wt_released is the previous layer's until now
+        with m.Else():
+            m.d.sync += limit.eq(self.wt_released + wcap)
+        m.d.comb += [
+            wdma.start.eq(begin),
+            wdma.cube.base.eq(Cat(regs.d_weight_addr_low.as_value(),
+                                  regs.d_weight_addr_high.as_value())[:cfg.mem_address_width]),
+            wdma.entries.eq(n_entries),
+            wdma.limit.eq(limit),
+        ]
+        ring = Signal(abits)                    # n % WCAP of the next entry
+        wt_active = Signal()
+        wt_fire = Signal()
+        m.d.comb += [
+            self.wt_wr.valid.eq(wdma.atoms.valid),
+            wdma.atoms.ready.eq(self.wt_wr.ready),
+            self.wt_wr.payload.addr.eq(wbase + ring),
+            self.wt_wr.payload.data.eq(wdma.atoms.payload),
+            wt_fire.eq(wdma.atoms.valid & self.wt_wr.ready),
+        ]
+        with m.If(wt_fire):
+            m.d.sync += [ring.eq(Mux(ring == wcap - 1, 0, ring + 1)),
+                         self.wt_entries.eq(self.wt_entries + 1)]
+            with m.If(self.wt_entries + 1 == n_entries):
+                m.d.sync += wt_active.eq(0)
+        with m.If(begin):
+            m.d.sync += [ring.eq(0), self.wt_entries.eq(0), wt_active.eq(n_entries != 0)]
+
+        m.d.comb += self.busy.eq(dat_active | wt_active | dat_busy | wdma.busy)
+
+        # ---------------- status registers ----------------
+        hw = self.hw
+        m.d.comb += hw.s_cbuf_flush_status.flush_done.eq(1)   # NaN/Inf counters: 0 (int8)
+        perf_en = regs.d_perf_enable.dma_en
+        for name, port, field_stall, field_lat in (
+                ("dat", self.dat_dma, hw.d_perf_dat_read_stall.dat_rd_stall,
+                 hw.d_perf_dat_read_latency.dat_rd_latency),
+                ("wt", self.wt_dma, hw.d_perf_wt_read_stall.wt_rd_stall,
+                 hw.d_perf_wt_read_latency.wt_rd_latency)):
+            stall = Signal(32, name=f"{name}_rd_stall")
+            lat = Signal(32, name=f"{name}_rd_latency")
+            outs = Signal(ENTRY_COUNT_BITS, name=f"{name}_outstanding")   # beats in flight
+            req, rsp = port.req, port.rsp
+            issued = Mux(req.valid & req.ready, req.payload.len + 1, 0)
+            m.d.sync += outs.eq(outs + issued - (rsp.valid & rsp.ready))
+            with m.If(self.busy & perf_en):
+                with m.If(req.valid & ~req.ready):
+                    m.d.sync += stall.eq(stall + 1)
+                with m.If((outs != 0) & (lat != 0xFFFF_FFFF)):
+                    m.d.sync += lat.eq(lat + 1)
+            with m.If(begin & perf_en):
+                # NV_NVDLA_CDMA_dc.v / _wt.v: the counter flops are enabled by op_en & dma_en
+                # only (*_rd_stall_cen, *_rd_latency_cen), clear included
+                m.d.sync += [stall.eq(0), lat.eq(0)]
+            m.d.comb += [field_stall.eq(stall), field_lat.eq(lat)]
+        return m

@@ -1,0 +1,163 @@
+"""CDMA's two read DMAs (v1_ias_unit_description.rst "Convolution DMA"): the shared
+:class:`hdl.dma.ReadDma` with CDMA's traversal orders.
+
+* Feature data (DC, DATAIN_FORMAT = FEATURE): line by line, so that CSC can start on the first
+  input lines (docs/conv.md "CDMA"): for line y, for surface cb, the W atoms of line y of surface
+  cb at ``base + cb * surface_stride + y * line_stride + x * atom_bytes``
+  (:class:`FeatureLineWalker`).
+* Weights: ``entries`` consecutive atoms from the weight address, never more than the ring
+  allows ahead of CSC's releases (:class:`WeightWalker`: a run never goes past ``limit``).
+
+Both produce maximal runs of consecutive addresses inside one burst window, so MCIF can issue
+bursts of ``max_burst`` beats.
+"""
+from __future__ import annotations
+
+from amaranth.hdl import Module, Mux, Signal
+from amaranth.lib.wiring import In
+
+from hdl.dma import ReadDma
+from hdl.dma.walker import CubeWalker, RunWalker, log2
+
+__all__ = ["FeatureLineWalker", "FeatureReadDma", "WeightWalker", "WeightReadDma",
+           "ENTRY_COUNT_BITS"]
+
+#: bits of weight entry counts and indices (D_WEIGHT_BYTES is 32 bits: at most 2**32 / 8
+#: entries on nv_small; wt_entries / wt_released are 32 bits, docs/conv.md)
+ENTRY_COUNT_BITS = 32
+
+
+class FeatureLineWalker(RunWalker):
+    """Runs of a feature cube line by line: for line y, for surface cb, the atoms x of line y
+    of surface cb (a :class:`hdl.dma.walker.RunWalker`; CDMA's DC fetch order).
+
+    Parameters and ports as :class:`hdl.dma.walker.RunWalker`; ``cube`` is the feature cube
+    (``base``, ``line_stride``, ``surface_stride`` in bytes; ``width``, ``height``,
+    ``channel`` minus-one element counts; surfaces of ``atom_elems`` channels). Atom (x, y, cb)
+    is at ``base + cb * surface_stride + y * line_stride + x * atom_bytes``.
+
+    Implementation: this order is the shared :class:`hdl.dma.CubeWalker`'s (surface, line,
+    atom) with the roles of lines and surfaces exchanged, so an inner CubeWalker (one element
+    per "atom", so its channel count is a plain count) walks the transposed cube: its surfaces
+    are our lines (stride ``line_stride``, ``height + 1`` of them) and its lines our surfaces
+    (stride ``surface_stride``). Runs are maximal as CubeWalker's: they continue from one
+    surface's line into the next surface's line when that is the next address, never across a
+    burst window. Rate and latency: CubeWalker's (one line piece per cycle, the first run the
+    cycle after ``start``).
+    """
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.inner = inner = CubeWalker(
+            addr_width=self.addr_width, atom_bytes=self.atom_bytes, atom_elems=1,
+            beat_bytes=self.beat_bytes, max_burst=self.max_burst)
+        cube = self.cube
+        m.d.comb += [
+            inner.start.eq(self.start),
+            inner.cube.base.eq(cube.base),
+            inner.cube.line_stride.eq(cube.surface_stride),
+            inner.cube.surface_stride.eq(cube.line_stride),
+            inner.cube.width.eq(cube.width),
+            inner.cube.height.eq(cube.channel >> self.atom_elems_log2),
+            inner.cube.channel.eq(cube.height),
+            self.runs.valid.eq(inner.runs.valid),
+            inner.runs.ready.eq(self.runs.ready),
+            self.runs.payload.eq(inner.runs.payload),
+            self.busy.eq(inner.busy),
+        ]
+        return m
+
+
+class FeatureReadDma(ReadDma):
+    """CDMA_DAT feature fetch: :class:`hdl.dma.ReadDma` in :class:`FeatureLineWalker` order
+    (parameters and ports as ReadDma; ``cube`` from CDMA D_DAIN_ADDR_*_0, D_LINE_STRIDE,
+    D_SURF_STRIDE, D_DATAIN_SIZE_*)."""
+
+    walker_class = FeatureLineWalker
+
+
+class WeightWalker(RunWalker):
+    """Runs of ``entries`` consecutive atoms from ``cube.base`` (the weight stream), never
+    past atom index ``limit`` (a :class:`hdl.dma.walker.RunWalker`).
+
+    Parameters as RunWalker. Ports: ``start`` In(1) pulse: begin at ``cube.base`` (only
+    ``base`` of ``cube`` is used; a multiple of ``atom_bytes``), ignored while ``busy``;
+    ``runs`` Out(stream of run_layout); ``busy`` Out(1). Extra input signals (plain signals
+    driven by the owning DMA, like :class:`hdl.pdp.dma.BandWalker`'s ``band``):
+    ``entries`` (:data:`ENTRY_COUNT_BITS` bits) atoms to read, sampled at ``start`` (0: no run);
+    ``limit`` (same width): a run only covers atom indices below ``limit``; the walk waits while
+    the next atom index is not below it (flow control by the weight ring: ``limit`` =
+    released entries + ring capacity; it may only grow during a walk).
+
+    A run is the longest piece that stays in one burst window, in the stream and below
+    ``limit``. One run per cycle; the first valid two cycles after ``start``. ``limit`` is
+    sampled with one cycle of delay, and only while no run waits to be taken (a waiting run
+    keeps its payload), so a run may be shorter than the limit would allow by then.
+    """
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.entries = Signal(ENTRY_COUNT_BITS, name="entries")
+        self.limit = Signal(ENTRY_COUNT_BITS, name="limit")
+
+    def elaborate(self, platform):
+        m = Module()
+        a_sh = log2(self.atom_bytes)
+        win_sh = log2(self.max_burst * self.beat_bytes)
+        addr = Signal(self.addr_width)
+        idx = Signal(ENTRY_COUNT_BITS)          # next atom index
+        total = Signal(ENTRY_COUNT_BITS)
+        walking = Signal()
+
+        avail = Signal(range(self.max_atoms + 1))   # atoms left in the burst window
+        if win_sh > a_sh:
+            m.d.comb += avail.eq(self.max_atoms - addr[a_sh:win_sh])
+        else:
+            m.d.comb += avail.eq(1)
+        # ``limit`` as sampled while no run waits, so that a run offered and not yet taken
+        # keeps its payload (lib.stream rule); 0 right after ``start`` (the caller's limit may
+        # still be the previous layer's in the start cycle)
+        lim = Signal(ENTRY_COUNT_BITS)
+        rem = Signal(ENTRY_COUNT_BITS)          # atoms left in the stream (>= 1 while walking)
+        room = Signal(ENTRY_COUNT_BITS)         # atoms allowed before the limit
+        c1 = Signal(range(self.max_atoms + 1))
+        count = Signal(range(self.max_atoms + 1))
+        m.d.comb += [
+            rem.eq(total - idx),
+            room.eq(Mux(lim > idx, lim - idx, 0)),
+            c1.eq(Mux(rem < avail, rem, avail)),
+            count.eq(Mux(room < c1, room, c1)),
+            self.runs.valid.eq(walking & (count != 0)),
+            self.runs.payload.addr.eq(addr),
+            self.runs.payload.count.eq(count),
+            self.runs.payload.last.eq(count == rem),
+            self.busy.eq(walking),
+        ]
+        with m.If(~self.runs.valid | self.runs.ready):
+            m.d.sync += lim.eq(self.limit)
+        with m.If(self.start & ~walking):
+            m.d.sync += [walking.eq(self.entries != 0), idx.eq(0), total.eq(self.entries),
+                         addr.eq(self.cube.base), lim.eq(0)]
+        with m.If(self.runs.valid & self.runs.ready):
+            m.d.sync += [idx.eq(idx + count), addr.eq(addr + (count << a_sh))]
+            with m.If(count == rem):
+                m.d.sync += walking.eq(0)
+        return m
+
+
+class WeightReadDma(ReadDma):
+    """CDMA_WT weight fetch: :class:`hdl.dma.ReadDma` in :class:`WeightWalker` order.
+    Parameters and ports as ReadDma (only ``cube.base`` is used: the weight address) plus
+    ``entries`` In(32) atoms to read (sampled at ``start``) and ``limit`` In(32) (no atom index
+    at or above it is requested; it may only grow during a fetch)."""
+
+    walker_class = WeightWalker
+
+    def dma_members(self):
+        return {**super().dma_members(), "entries": In(ENTRY_COUNT_BITS),
+                "limit": In(ENTRY_COUNT_BITS)}
+
+    def add_walker(self, m: Module):
+        walker, *rest = super().add_walker(m)
+        m.d.comb += [walker.entries.eq(self.entries), walker.limit.eq(self.limit)]
+        return (walker, *rest)

@@ -1,0 +1,106 @@
+"""The convolution pipeline: CDMA -> CBUF -> CSC -> CMAC_A/CMAC_B -> CACC -> SDP on the fly.
+
+Composition only (the contract between the units is ``docs/conv.md``; each unit is its own
+folder: ``hdl/cdma``, ``hdl/cbuf``, ``hdl/csc``, ``hdl/cmac``, ``hdl/cacc``):
+
+* the register files of CDMA, CSC, CMAC_A, CMAC_B and CACC, and one hardware-layer control for
+  all five (v1_hwarch.rst "Ping-pong synchronization"): a layer starts when all five consumer
+  groups are armed, and all five complete together when CACC has delivered the layer's last
+  atom to SDP; CDMA_DAT, CDMA_WT and CACC interrupt in that cycle (as ``verif/model/nvdla.py``
+  completes them). Layers of the pipeline never overlap.
+* CDMA's two MCIF read clients ``cdma_dat`` / ``cdma_wt``, CBUF between CDMA and CSC, the
+  atomic operations broadcast to CMAC_A (kernels ``[0, atomic_k/2)``) and CMAC_B (the other
+  half; NVIDIA's split), their partial sums joined for CACC, and CACC's atoms to SDP
+  (``sdp_flying``, connected by ``hdl/top.py`` to SDP's ``cacc_flying``).
+* S_CBUF_FLUSH_STATUS.FLUSH_DONE reads 1: CBUF needs no flush after reset (programming guide:
+  software polls it before the first convolution).
+"""
+from __future__ import annotations
+
+from amaranth.hdl import Module, signed
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import Out
+
+from hdl.cacc import Cacc
+from hdl.cbuf import Cbuf
+from hdl.cdma import Cdma
+from hdl.cmac import CmacArray
+from hdl.config import NvdlaConfig
+from hdl.csc import Csc
+from hdl.unit import DatapathUnit
+
+__all__ = ["ConvPipeline", "STRIPE_MAX", "sdp_flying_layout"]
+
+#: output pixels per stripe at most (CSC's stripe, CACC's assembly buffer entries). A stripe
+#: of n pixels re-uses one weight set for n atomic operations; 32 hides the loading of the next
+#: set (at most atomic_k + 1 CBUF entries, docs/conv.md "CSC") behind the current one.
+STRIPE_MAX = 32
+
+
+def sdp_flying_layout(cfg: NvdlaConfig) -> data.ArrayLayout:
+    """Payload of CACC's output to SDP: one output atom of ``cfg.mac_atomic_k`` int32 values."""
+    return data.ArrayLayout(signed(32), cfg.mac_atomic_k)
+
+
+class ConvPipeline(DatapathUnit):
+    """Direct convolution from memory into SDP (see the module docstring and docs/conv.md).
+
+    Ports (hdl/unit.py convention): ``csb_cdma``, ``csb_csc``, ``csb_cmac_a``, ``csb_cmac_b``,
+    ``csb_cacc``; read clients ``cdma_dat``, ``cdma_wt``; ``done_grp`` (CACC's interrupt),
+    ``busy``; and ``done_cdma_dat`` / ``done_cdma_wt`` Out(2) (CDMA's two interrupt sources,
+    pulsing with CACC's), ``sdp_flying`` Out(stream of :func:`sdp_flying_layout`).
+
+    Raises NotImplementedError (from the units) for configurations docs/conv.md excludes.
+    """
+
+    REGISTER_FILES = ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC")
+    READ_CLIENTS = ("cdma_dat", "cdma_wt")
+    WRITE_CLIENTS = ()
+    INTERRUPT = "cacc"
+
+    def extra_members(self, cfg: NvdlaConfig) -> dict:
+        return {"sdp_flying": Out(stream.Signature(sdp_flying_layout(cfg))),
+                "done_cdma_dat": Out(2), "done_cdma_wt": Out(2)}
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self.cfg
+        rfs = {n: self.add_register_file(m, n) for n in self.REGISTER_FILES}
+        # CDMA's status fields: FLUSH_DONE = 1, D_PERF_* counters, NaN/Inf counts 0 (int8)
+
+        m.submodules.cdma = cdma = Cdma(cfg)
+        m.d.comb += rfs["CDMA"].hw.eq(cdma.hw)
+        m.submodules.cbuf = cbuf = Cbuf(cfg.cbuf_bank_number, cfg.cbuf_bank_depth, cfg.cbuf_bank_width)
+        m.submodules.csc = csc = Csc(cfg, STRIPE_MAX)
+        m.submodules.cmac = cmac = CmacArray(cfg.mac_atomic_c, cfg.mac_atomic_k, cfg.mac_result_width,
+                                             STRIPE_MAX)
+        m.submodules.cacc = cacc = Cacc(cfg, STRIPE_MAX)
+
+        # register views and layer control
+        m.d.comb += [cdma.regs.eq(rfs["CDMA"].cfg), csc.regs.eq(rfs["CSC"].cfg),
+                     cacc.regs.eq(rfs["CACC"].cfg)]
+        start = self.add_layer_control(m, list(rfs.values()), cacc.done)
+        m.d.comb += [cdma.start.eq(start), csc.start.eq(start), cacc.start.eq(start)]
+        cdma_done = rfs["CDMA"].done_grp
+        m.d.comb += [self.done_cdma_dat.eq(cdma_done), self.done_cdma_wt.eq(cdma_done)]
+
+        # memory -> CDMA -> CBUF -> CSC
+        wiring.connect(m, cdma.dat_dma, wiring.flipped(self.cdma_dat))
+        wiring.connect(m, cdma.wt_dma, wiring.flipped(self.cdma_wt))
+        wiring.connect(m, cdma.dat_wr, cbuf.dat_wr)
+        wiring.connect(m, cdma.wt_wr, cbuf.wt_wr)
+        wiring.connect(m, csc.dat_rd_req, cbuf.dat_rd_req)
+        wiring.connect(m, cbuf.dat_rd_resp, csc.dat_rd_resp)
+        wiring.connect(m, csc.wt_rd_req, cbuf.wt_rd_req)
+        wiring.connect(m, cbuf.wt_rd_resp, csc.wt_rd_resp)
+        m.d.comb += [csc.dat_slices.eq(cdma.dat_slices), csc.wt_entries.eq(cdma.wt_entries),
+                     cdma.wt_released.eq(csc.wt_released)]
+
+        # CSC -> CMAC_A + CMAC_B -> CACC
+        wiring.connect(m, csc.op, cmac.op)
+        wiring.connect(m, cmac.psum, cacc.psum)
+        m.d.comb += rfs["CACC"].hw.d_out_saturation.sat_count.eq(cacc.sat_count)
+
+        # CACC -> SDP
+        wiring.connect(m, cacc.sdp, wiring.flipped(self.sdp_flying))
+        return m

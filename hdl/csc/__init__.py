@@ -1,0 +1,259 @@
+"""CSC: the convolution sequence controller (docs/conv.md "CSC"; v1_ias_unit_description.rst
+"Convolution Sequence Controller").
+
+CSC turns one direct-convolution layer into the stream of atomic operations CMAC executes: for
+kernel group g, stripe of up to ``stripe_max`` output pixels, (channel block, kernel row, kernel
+column), pixel of the stripe: the data atom (from CBUF, or the pad value outside the input) and
+the weight set of the (g, cb, r, s).
+
+Structure (every valid/ready stage from ``hdl.lib``)::
+
+  OpSeq ─► addr Map ─► wait dat_slices ─► Fork ─► dat_rd_req ─► CBUF ─► dat_rd_resp ─┐
+                                            └────► tag FIFO ──────────────────────────┤
+  WtSeq ─► wait wt_entries ─► Fork ─► wt_rd_req ─► CBUF ─► wt_rd_resp ─┐              ├─► op
+                               └────► tag FIFO ────────────────────────┴─ Join ─►     │
+        WtCollect ─► WtAlign ─► WtUnpack ─► (current set, consumed by its last op) ───┘
+
+The weight path runs ahead of the ops: while the ops of one set run, the next sets are read,
+collected, aligned and unpacked in the stage registers behind the current one (the "shadow"),
+so a stripe of at least ceil(kg*cw/entry_bytes)+1 pixels runs at one op per cycle. CBUF read
+latency is covered by the tag FIFOs (4 deep).
+
+Facts from NVIDIA (cited, not copied): CSC's own PAD_LEFT/PAD_TOP, strides and dilations drive
+the positions (nv_small RTL NV_NVDLA_CSC_dl: datain_w_cnt_st = -pad_left); the pad value is the
+low byte of D_ZERO_PADDING_VALUE, signed (NV_NVDLA_CSC_dl pad_value[7:0]; model
+``verif/model/conv.py``).
+"""
+from __future__ import annotations
+
+from amaranth.hdl import Module, Mux, Signal, signed
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.fifo import SyncFIFO
+from amaranth.lib.wiring import In, Out
+
+from hdl.cbuf import CbufGeometry, rd_req_layout, rd_resp_layout
+from hdl.cmac.layouts import op_layout
+from hdl.config import NvdlaConfig
+from hdl.lib.gearbox import Fork, Join
+from hdl.lib.stream import Map, PipelineStage
+from hdl.regfile import unit_layout
+from hdl.regmap import REGMAP
+from hdl.csc.seq import DIM, OpSeq, WtSeq, dop_layout, params_layout, wreq_layout
+from hdl.csc.wtset import WtAlign, WtCollect, WtUnpack, entry_tag_layout
+
+__all__ = ["Csc"]
+
+TAG_FIFO_DEPTH = 4
+
+
+def _gate(m: Module, name: str, i, o, ok):
+    """Pass stream ``i`` to ``o`` only while ``ok`` (a condition that, once true for the item
+    at the head, stays true: the counters it compares only grow during a layer)."""
+    m.d.comb += [o.valid.eq(i.valid & ok), i.ready.eq(o.ready & ok), o.payload.eq(i.payload)]
+
+
+class Csc(wiring.Component):
+    """Convolution sequence controller (docs/conv.md "CSC").
+
+    Args:
+        cfg: the configuration; needs int8 features, ``cbuf_bank_width == mac_atomic_c ==
+            memory_atomic`` and ``mac_atomic_k == memory_atomic`` (docs/conv.md).
+        stripe_max: most output pixels of a stripe (CACC's assembly buffer entries), >= 1.
+
+    Ports:
+        regs: In(CSC register file ``cfg`` view), stable for the whole layer.
+        start: In(1) one-cycle pulse: begin the layer (counters restart).
+        busy: Out(1) from ``start`` until the layer's last op has been taken.
+        done: Out(1) one-cycle pulse when the layer's last op has been taken on ``op``.
+        dat_rd_req / wt_rd_req: Out(stream of :func:`hdl.cbuf.rd_req_layout`), CBUF read
+            requests; dat_rd_resp / wt_rd_resp: In(stream of :func:`hdl.cbuf.rd_resp_layout`).
+        dat_slices: In(14) input slices CDMA has completely written this layer.
+        wt_entries: In(32) weight entries CDMA has completely written this layer.
+        wt_released: Out(32) weight entries CSC no longer needs (cumulative this layer).
+        op: Out(stream of :func:`hdl.cmac.layouts.op_layout`) one atomic operation per
+            transfer, in the order of docs/conv.md.
+
+    Raises:
+        NotImplementedError: a configuration the contract excludes.
+        ValueError: stripe_max < 1.
+    """
+
+    def __init__(self, cfg: NvdlaConfig, stripe_max: int):
+        if cfg.feature_data_type != "int8" or cfg.weight_data_type != "int8":
+            raise NotImplementedError("CSC: int8 only (docs/conv.md)")
+        if not (cfg.cbuf_bank_width == cfg.mac_atomic_c == cfg.memory_atomic
+                and cfg.mac_atomic_k == cfg.memory_atomic):
+            raise NotImplementedError(
+                f"CSC needs cbuf_bank_width == mac_atomic_c == mac_atomic_k == memory_atomic, "
+                f"got {cfg.cbuf_bank_width}, {cfg.mac_atomic_c}, {cfg.mac_atomic_k}, "
+                f"{cfg.memory_atomic} (docs/conv.md)")
+        if stripe_max < 1:
+            raise ValueError(f"stripe_max must be >= 1, not {stripe_max}")
+        self.cfg = cfg
+        self.stripe_max = stripe_max
+        self.geom = g = CbufGeometry.from_config(cfg)
+        self.ac, self.ak = cfg.mac_atomic_c, cfg.mac_atomic_k
+        super().__init__({
+            "regs": In(unit_layout(REGMAP.unit("CSC"), "cfg")),
+            "start": In(1),
+            "busy": Out(1),
+            "done": Out(1),
+            "dat_rd_req": Out(stream.Signature(rd_req_layout(g))),
+            "dat_rd_resp": In(stream.Signature(rd_resp_layout(g))),
+            "wt_rd_req": Out(stream.Signature(rd_req_layout(g))),
+            "wt_rd_resp": In(stream.Signature(rd_resp_layout(g))),
+            "dat_slices": In(14),
+            "wt_entries": In(32),
+            "wt_released": Out(32),
+            "op": Out(stream.Signature(op_layout(self.ac, self.ak, stripe_max))),
+        })
+
+    def _params(self, m: Module):
+        """Layer parameters from the registers, registered every cycle (stable one cycle after
+        the registers are)."""
+        g, ac, ak = self.geom, self.ac, self.ak
+        rg = self.regs
+        p = Signal(params_layout(g, ac, ak))
+        c = Signal(DIM)
+        k = Signal(DIM)
+        m.d.comb += [c.eq(rg.d_datain_size_ext_1.datain_channel_ext + 1),
+                     k.eq(rg.d_weight_size_ext_1.weight_kernel + 1)]
+        eps = rg.d_entry_per_slice.entries + 1
+        sy = rg.d_conv_stride_ext.conv_y_stride_ext + 1
+        dy = rg.d_dilation_ext.y_dilation_ext + 1
+        pt = rg.d_zero_padding.pad_top
+        wo = rg.d_dataout_size_0.dataout_width + 1
+        ho = rg.d_dataout_size_0.dataout_height + 1
+        lc, lk = (ac - 1).bit_length(), (ak - 1).bit_length()
+        m.d.sync += [
+            p.w.eq(rg.d_datain_size_ext_0.datain_width_ext + 1),
+            p.h.eq(rg.d_datain_size_ext_0.datain_height_ext + 1),
+            p.wo.eq(wo), p.ho.eq(ho),
+            p.r.eq(rg.d_weight_size_ext_0.weight_height_ext + 1),
+            p.s.eq(rg.d_weight_size_ext_0.weight_width_ext + 1),
+            p.eps.eq(eps),
+            p.sx.eq(rg.d_conv_stride_ext.conv_x_stride_ext + 1), p.sy.eq(sy),
+            p.dx.eq(rg.d_dilation_ext.x_dilation_ext + 1), p.dy.eq(dy),
+            p.pl.eq(rg.d_zero_padding.pad_left), p.pt.eq(pt),
+            p.ncb.eq((c + ac - 1) >> lc), p.cw_last.eq(((c - 1) & (ac - 1)) + 1),
+            p.ng.eq((k + ak - 1) >> lk), p.kg_last.eq(((k - 1) & (ak - 1)) + 1),
+            p.npix.eq(wo * ho), p.sye.eq(sy * eps), p.dye.eq(dy * eps), p.pte.eq(pt * eps),
+            p.wt_base.eq(g.wt_base(rg.d_bank.data_bank)),
+            p.wcap.eq(g.wt_cap(rg.d_bank.weight_bank)),
+            # NVIDIA nv_small RTL NV_NVDLA_CSC_dl: pad_value[7:0], a signed byte
+            p.pad.eq(rg.d_zero_padding_value.pad_value[:8]),
+        ]
+        return p
+
+    def elaborate(self, platform):
+        m = Module()
+        g, ac, ak, sm = self.geom, self.ac, self.ak, self.stripe_max
+        p = self._params(m)
+
+        # layer control: the sequencers start two cycles after `start` (parameters settled)
+        start_d = Signal(2)
+        busy = Signal()
+        m.d.sync += start_d.eq(start_d << 1 | self.start)
+        with m.If(self.start):
+            m.d.sync += busy.eq(1)
+        m.d.comb += self.busy.eq(busy)
+
+        # ---------------------------------------------------------------- data path
+        opseq = m.submodules.opseq = OpSeq(g, ac, ak, sm)
+        m.d.comb += [opseq.params.eq(p), opseq.start.eq(start_d[1])]
+        tag_l = data.StructLayout({"pad": 1, "pos": range(sm), "first": 1, "last": 1,
+                                   "set_last": 1, "end": 1})
+        daddr_l = data.StructLayout({"addr": g.addr_bits, "y": DIM, "tag": tag_l})
+
+        def daddr(mm, d):
+            x, y = Signal(signed(21)), Signal(signed(21))
+            addr = Signal(signed(40))
+            pad = Signal()
+            mm.d.comb += [x.eq(d.xb + d.xs), y.eq(d.yb + d.yr), addr.eq(d.ye + d.xb + d.rs_off),
+                          pad.eq((x < 0) | (x >= p.w) | (y < 0) | (y >= p.h))]
+            tag = Signal(tag_l)
+            mm.d.comb += [tag.pad.eq(pad), tag.pos.eq(d.pos), tag.first.eq(d.first),
+                          tag.last.eq(d.last), tag.set_last.eq(d.set_last), tag.end.eq(d.end)]
+            return {"addr": Mux(pad, 0, addr[:g.addr_bits]), "y": y[:DIM], "tag": tag}
+        dmap = m.submodules.daddr = Map(dop_layout(sm), daddr_l, daddr)
+        wiring.connect(m, opseq.o, dmap.i)
+        dgated = stream.Signature(daddr_l).create()
+        _gate(m, "dat", dmap.o, dgated,
+              dmap.o.payload.tag.pad | (dmap.o.payload.y < self.dat_slices))
+        dfork = m.submodules.dfork = Fork(daddr_l, 2)
+        wiring.connect(m, dgated, dfork.i)
+        m.d.comb += [self.dat_rd_req.valid.eq(dfork.o_0.valid),
+                     self.dat_rd_req.payload.addr.eq(dfork.o_0.payload.addr),
+                     dfork.o_0.ready.eq(self.dat_rd_req.ready)]
+        dtag = m.submodules.dtag = SyncFIFO(width=tag_l.size, depth=TAG_FIFO_DEPTH)
+        m.d.comb += [dtag.w_en.eq(dfork.o_1.valid), dtag.w_data.eq(dfork.o_1.payload.tag),
+                     dfork.o_1.ready.eq(dtag.w_rdy)]
+        dtag_v = data.View(tag_l, dtag.r_data)
+
+        # ---------------------------------------------------------------- weight path
+        wtseq = m.submodules.wtseq = WtSeq(g, ac, ak, sm)
+        m.d.comb += [wtseq.params.eq(p), wtseq.start.eq(start_d[1])]
+        wreq_l = wreq_layout(g, ac, ak)
+        wgated = stream.Signature(wreq_l).create()
+        _gate(m, "wt", wtseq.o, wgated, wtseq.o.payload.e < self.wt_entries)
+        wfork = m.submodules.wfork = Fork(wreq_l, 2)
+        wiring.connect(m, wgated, wfork.i)
+        m.d.comb += [self.wt_rd_req.valid.eq(wfork.o_0.valid),
+                     self.wt_rd_req.payload.addr.eq(wfork.o_0.payload.addr),
+                     wfork.o_0.ready.eq(self.wt_rd_req.ready)]
+        released = Signal(32)
+        m.d.comb += self.wt_released.eq(released)
+        with m.If(self.start):
+            m.d.sync += released.eq(0)
+        with m.Elif(wfork.o_0.valid & self.wt_rd_req.ready & wfork.o_0.payload.rls):
+            m.d.sync += released.eq(wfork.o_0.payload.e + wfork.o_0.payload.rls_inc)
+        etag_l = entry_tag_layout(ac, ak, g.entry_bytes)
+        wtag = m.submodules.wtag = SyncFIFO(width=etag_l.size, depth=TAG_FIFO_DEPTH)
+        wp = wfork.o_1.payload
+        m.d.comb += [wtag.w_en.eq(wfork.o_1.valid), wfork.o_1.ready.eq(wtag.w_rdy)]
+        wtag_w = data.View(etag_l, wtag.w_data)
+        m.d.comb += [wtag_w.set_first.eq(wp.set_first), wtag_w.set_last.eq(wp.set_last),
+                     wtag_w.off.eq(wp.off), wtag_w.kg.eq(wp.kg), wtag_w.cw.eq(wp.cw)]
+        wjoin = m.submodules.wjoin = Join({"data": g.entry_bits, "tag": etag_l})
+        m.d.comb += [wjoin.en.eq(0b11),
+                     wjoin.i_data.valid.eq(self.wt_rd_resp.valid),
+                     wjoin.i_data.payload.eq(self.wt_rd_resp.payload.data),
+                     self.wt_rd_resp.ready.eq(wjoin.i_data.ready),
+                     wjoin.i_tag.valid.eq(wtag.r_rdy), wjoin.i_tag.payload.eq(wtag.r_data),
+                     wtag.r_en.eq(wjoin.i_tag.ready)]
+        coll = m.submodules.wcollect = WtCollect(ac, ak, g.entry_bytes)
+        wiring.connect(m, wjoin.o, coll.i)
+        align = m.submodules.walign = WtAlign(ac, ak, g.entry_bytes)
+        wiring.connect(m, coll.o, align.i)
+        unpack = m.submodules.wunpack = WtUnpack(ac, ak, align.o_layout)
+        wiring.connect(m, align.o, unpack.i)
+
+        # ---------------------------------------------------------------- op join
+        out_l = data.StructLayout({"op": op_layout(ac, ak, sm), "end": 1})
+        out = m.submodules.out = PipelineStage(out_l)
+        resp = self.dat_rd_resp
+        wset = unpack.o
+        jv = Signal()
+        m.d.comb += [
+            jv.eq(resp.valid & dtag.r_rdy & wset.valid),
+            out.i.valid.eq(jv),
+            resp.ready.eq(out.i.ready & jv),
+            dtag.r_en.eq(out.i.ready & jv),
+            wset.ready.eq(out.i.ready & jv & dtag_v.set_last),
+            out.i.payload.op.wt.eq(wset.payload),
+            out.i.payload.op.pos.eq(dtag_v.pos),
+            out.i.payload.op.first.eq(dtag_v.first),
+            out.i.payload.op.last.eq(dtag_v.last),
+            out.i.payload.end.eq(dtag_v.end),
+        ]
+        for c in range(ac):
+            m.d.comb += out.i.payload.op.data[c].eq(
+                Mux(dtag_v.pad, p.pad, resp.payload.data[c * 8:(c + 1) * 8]))
+        m.d.comb += [self.op.valid.eq(out.o.valid), self.op.payload.eq(out.o.payload.op),
+                     out.o.ready.eq(self.op.ready)]
+        fin = out.o.valid & self.op.ready & out.o.payload.end
+        m.d.comb += self.done.eq(fin)
+        with m.If(fin & ~self.start):
+            m.d.sync += busy.eq(0)
+        return m
+

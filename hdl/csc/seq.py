@@ -1,0 +1,262 @@
+"""CSC sequencers (docs/conv.md "CSC"): the layer parameters CSC derives from its registers, the
+op sequencer (one item per atomic operation: where its data atom is) and the weight sequencer
+(one item per CBUF weight entry to read, tagged with the weight set it belongs to).
+
+Both walk the same nest (docs/conv.md): kernel group g, stripe of up to ``stripe_max`` output
+pixels in raster order, (channel block cb, kernel row r, kernel column s); the op sequencer then
+walks the stripe's pixels, the weight sequencer the CBUF entries of the weight set (g, cb, r, s).
+Every address is kept incrementally (adds only, no multiplier in the loop).
+"""
+from __future__ import annotations
+
+from amaranth.hdl import Module, Mux, Signal, signed
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from hdl.cbuf import CbufGeometry
+
+__all__ = ["params_layout", "dop_layout", "wreq_layout", "OpSeq", "WtSeq"]
+
+DIM = 14          # sizes of the ..._EXT fields + 1 (13-bit fields)
+
+
+def params_layout(geom: CbufGeometry, atomic_c: int, atomic_k: int) -> data.StructLayout:
+    """Layer parameters (sizes, not the registers' minus-one values), held stable for a layer:
+    input ``w``/``h``, output ``wo``/``ho``, kernel ``r``/``s``, ``eps`` (entries per slice),
+    strides ``sx``/``sy``, dilations ``dx``/``dy``, paddings ``pl``/``pt``, ``ncb`` channel
+    blocks and ``cw_last`` channels of the last one, ``ng`` kernel groups and ``kg_last``
+    kernels of the last one, ``npix`` = wo*ho, the products ``sye`` = sy*eps, ``dye`` = dy*eps,
+    ``pte`` = pt*eps, the weight ring ``wt_base``/``wcap`` (entries) and the ``pad`` value."""
+    return data.StructLayout({
+        "w": DIM, "h": DIM, "wo": DIM, "ho": DIM, "r": 6, "s": 6, "eps": 15,
+        "sx": 4, "sy": 4, "dx": 6, "dy": 6, "pl": 5, "pt": 5,
+        "ncb": DIM, "cw_last": range(atomic_c + 1), "ng": DIM, "kg_last": range(atomic_k + 1),
+        "npix": 2 * DIM, "sye": 20, "dye": 22, "pte": 21,
+        "wt_base": geom.addr_bits + 1, "wcap": geom.addr_bits + 1,
+        "pad": signed(8),
+    })
+
+
+def dop_layout(stripe_max: int) -> data.StructLayout:
+    """One atomic operation as the op sequencer emits it: pixel bases ``xb`` = xo*sx - pl,
+    ``yb`` = yo*sy - pt, ``ye`` = yb*eps; kernel offsets ``xs`` = s*dx, ``yr`` = r*dy,
+    ``rs_off`` = r*dy*eps + cb*w + s*dx; the op's ``pos``/``first``/``last``; ``set_last``
+    (last pixel of the weight set: the set is consumed) and ``end`` (the layer's last op)."""
+    return data.StructLayout({
+        "xb": signed(20), "yb": signed(20), "ye": signed(36),
+        "xs": 11, "yr": 11, "rs_off": 32,
+        "pos": range(stripe_max), "first": 1, "last": 1, "set_last": 1, "end": 1,
+    })
+
+
+def wreq_layout(geom: CbufGeometry, atomic_c: int, atomic_k: int) -> data.StructLayout:
+    """One weight-entry read: CBUF ``addr``, cumulative entry number ``e`` (to wait for
+    CDMA's wt_entries), the set's ``set_first``/``set_last`` entry flags, its byte offset
+    ``off`` inside the first entry, ``kg`` kernels and ``cw`` channels; ``rls``: after this
+    read the kernel group's weights are no longer needed, wt_released becomes ``e + rls_inc``."""
+    return data.StructLayout({
+        "addr": geom.addr_bits, "e": 32, "set_first": 1, "set_last": 1,
+        "off": max(1, geom.entry_shift), "kg": range(atomic_k + 1), "cw": range(atomic_c + 1),
+        "rls": 1, "rls_inc": 1,
+    })
+
+
+class OpSeq(wiring.Component):
+    """The op sequencer: one item of :func:`dop_layout` per atomic operation, in the order of
+    docs/conv.md (g, stripe, cb, r, s, pixel), one per cycle.
+
+    Ports: ``params`` In(:func:`params_layout`), stable from ``start`` to the end of the layer;
+    ``start`` In(1) one-cycle pulse; ``o`` Out(stream of :func:`dop_layout`); ``busy`` Out(1)
+    (items left to emit).
+    """
+
+    def __init__(self, geom: CbufGeometry, atomic_c: int, atomic_k: int, stripe_max: int):
+        self.stripe_max = stripe_max
+        super().__init__({
+            "params": In(params_layout(geom, atomic_c, atomic_k)),
+            "start": In(1),
+            "o": Out(stream.Signature(dop_layout(stripe_max))),
+            "busy": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        p, o = self.params, self.o
+        run = Signal()
+        g, cb = Signal(DIM), Signal(DIM)
+        r, s = Signal(6), Signal(6)
+        i = Signal(range(self.stripe_max))
+        xo, yo = Signal(DIM), Signal(DIM)
+        xb, yb, ye = Signal(signed(20)), Signal(signed(20)), Signal(signed(36))
+        # the stripe's first pixel
+        xo0, yo0 = Signal(DIM), Signal(DIM)
+        xb0, yb0, ye0 = Signal(signed(20)), Signal(signed(20)), Signal(signed(36))
+        xs, yr, rs_off = Signal(11), Signal(11), Signal(32)
+        rye, cbw = Signal(32), Signal(32)           # r*dy*eps, cb*w
+
+        # the raster pixel after (xo, yo)
+        nxo, nyo = Signal(DIM), Signal(DIM)
+        nxb, nyb, nye = Signal(signed(20)), Signal(signed(20)), Signal(signed(36))
+        row_end = xo == p.wo - 1
+        m.d.comb += [
+            nxo.eq(Mux(row_end, 0, xo + 1)), nyo.eq(Mux(row_end, yo + 1, yo)),
+            nxb.eq(Mux(row_end, -p.pl, xb + p.sx)), nyb.eq(Mux(row_end, yb + p.sy, yb)),
+            nye.eq(Mux(row_end, ye + p.sye, ye)),
+        ]
+        cube_end = row_end & (yo == p.ho - 1)
+        pix_end = (i == self.stripe_max - 1) | cube_end
+        s_end, r_end = s == p.s - 1, r == p.r - 1
+        cb_end, g_end = cb == p.ncb - 1, g == p.ng - 1
+        last = cb_end & r_end & s_end
+
+        m.d.comb += [
+            o.valid.eq(run), self.busy.eq(run),
+            o.payload.xb.eq(xb), o.payload.yb.eq(yb), o.payload.ye.eq(ye),
+            o.payload.xs.eq(xs), o.payload.yr.eq(yr), o.payload.rs_off.eq(rs_off),
+            o.payload.pos.eq(i), o.payload.first.eq((cb == 0) & (r == 0) & (s == 0)),
+            o.payload.last.eq(last), o.payload.set_last.eq(pix_end),
+            o.payload.end.eq(pix_end & last & cube_end & g_end),
+        ]
+
+        def cur_eq(vals):
+            return [a.eq(b) for a, b in zip((xo, yo, xb, yb, ye), vals)]
+
+        def first_pixel():
+            return (0, 0, -p.pl, -p.pt, -p.pte)
+
+        def set_stripe_start(vals):
+            return cur_eq(vals) + [a.eq(b) for a, b in zip((xo0, yo0, xb0, yb0, ye0), vals)]
+
+        with m.If(self.start):
+            m.d.sync += [run.eq(1), g.eq(0), cb.eq(0), r.eq(0), s.eq(0), i.eq(0),
+                         xs.eq(0), yr.eq(0), rs_off.eq(0), rye.eq(0), cbw.eq(0)]
+            m.d.sync += set_stripe_start(first_pixel())
+        with m.Elif(o.valid & o.ready):
+            with m.If(~pix_end):
+                m.d.sync += [i.eq(i + 1)] + cur_eq((nxo, nyo, nxb, nyb, nye))
+            with m.Else():
+                m.d.sync += i.eq(0)
+                m.d.sync += cur_eq((xo0, yo0, xb0, yb0, ye0))
+                with m.If(~s_end):
+                    m.d.sync += [s.eq(s + 1), xs.eq(xs + p.dx), rs_off.eq(rs_off + p.dx)]
+                with m.Elif(~r_end):
+                    m.d.sync += [s.eq(0), xs.eq(0), r.eq(r + 1), yr.eq(yr + p.dy),
+                                 rye.eq(rye + p.dye), rs_off.eq(rye + p.dye + cbw)]
+                with m.Elif(~cb_end):
+                    m.d.sync += [s.eq(0), xs.eq(0), r.eq(0), yr.eq(0), rye.eq(0),
+                                 cb.eq(cb + 1), cbw.eq(cbw + p.w), rs_off.eq(cbw + p.w)]
+                with m.Else():                      # stripe done
+                    m.d.sync += [s.eq(0), xs.eq(0), r.eq(0), yr.eq(0), rye.eq(0),
+                                 cb.eq(0), cbw.eq(0), rs_off.eq(0)]
+                    with m.If(cube_end):
+                        m.d.sync += set_stripe_start(first_pixel())
+                        with m.If(g_end):
+                            m.d.sync += run.eq(0)
+                        with m.Else():
+                            m.d.sync += g.eq(g + 1)
+                    with m.Else():
+                        m.d.sync += set_stripe_start((nxo, nyo, nxb, nyb, nye))
+        return m
+
+
+class WtSeq(wiring.Component):
+    """The weight sequencer: for every weight set (g, stripe, cb, r, s) in op order, one item of
+    :func:`wreq_layout` per CBUF entry the set touches, one per cycle.
+
+    Weight set (g, cb, r, s) = ``kg*cw`` bytes at weight-stream byte
+    ``g*atomic_k*R*S*C + cb*atomic_c*R*S*kg + (r*S + s)*kg*cw`` (docs/conv.md; format.rst "Basic
+    Weight for Direct Convolution": the sets of a group are consecutive in the stream, so the
+    byte pointer only advances, and returns to the group's base for each stripe). Weight entry
+    ``e`` (bytes ``e*entry_bytes ..``) lives at ring slot ``e % wcap``. A set that ends inside
+    an entry shares that entry with the next set (read again).
+
+    Ports: ``params``, ``start``, ``busy`` as :class:`OpSeq`; ``o`` Out(stream of
+    :func:`wreq_layout`).
+    """
+
+    def __init__(self, geom: CbufGeometry, atomic_c: int, atomic_k: int, stripe_max: int):
+        self.geom, self.ac, self.ak, self.stripe_max = geom, atomic_c, atomic_k, stripe_max
+        super().__init__({
+            "params": In(params_layout(geom, atomic_c, atomic_k)),
+            "start": In(1),
+            "o": Out(stream.Signature(wreq_layout(geom, atomic_c, atomic_k))),
+            "busy": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        p, o, geom = self.params, self.o, self.geom
+        es = geom.entry_shift
+        ring = geom.addr_bits + 1
+        run = Signal()
+        g, cb = Signal(DIM), Signal(DIM)
+        r, s = Signal(6), Signal(6)
+        p0 = Signal(2 * DIM + 1)                   # first pixel of the stripe
+        j = Signal(range(self.ak * self.ac // geom.entry_bytes + 2))
+        b, e, er = Signal(32), Signal(32), Signal(ring)
+        bg, eg, erg = Signal(32), Signal(32), Signal(ring)      # the kernel group's first set
+
+        s_end, r_end = s == p.s - 1, r == p.r - 1
+        cb_end, g_end = cb == p.ncb - 1, g == p.ng - 1
+        kg, cw = Signal(range(self.ak + 1)), Signal(range(self.ac + 1))
+        n = Signal(range(self.ak * self.ac + 1))
+        off = Signal(max(1, es))
+        jlast = Signal(len(j))
+        m.d.comb += [
+            kg.eq(Mux(g_end, p.kg_last, self.ak)),
+            cw.eq(Mux(cb_end, p.cw_last, self.ac)),
+            n.eq(kg * cw),
+            off.eq(b[:es] if es else 0),
+            jlast.eq((off + n - 1) >> es),
+        ]
+
+        def wrap_inc(x):
+            return Mux(x + 1 == p.wcap, 0, x + 1)
+
+        set_end = j == jlast
+        bn = Signal(32)
+        aligned = Signal()
+        en, ern = Signal(32), Signal(ring)
+        m.d.comb += [
+            bn.eq(b + n),
+            aligned.eq(bn[:es] == 0 if es else 1),
+            en.eq(e + aligned),
+            ern.eq(Mux(aligned, wrap_inc(er), er)),
+        ]
+        stripe_last = p0 + self.stripe_max >= p.npix
+        group_end = set_end & s_end & r_end & cb_end & stripe_last
+
+        m.d.comb += [
+            o.valid.eq(run), self.busy.eq(run),
+            o.payload.addr.eq(p.wt_base + er), o.payload.e.eq(e),
+            o.payload.set_first.eq(j == 0), o.payload.set_last.eq(set_end),
+            o.payload.off.eq(off), o.payload.kg.eq(kg), o.payload.cw.eq(cw),
+            o.payload.rls.eq(group_end), o.payload.rls_inc.eq(aligned),
+        ]
+
+        with m.If(self.start):
+            m.d.sync += [run.eq(1), g.eq(0), cb.eq(0), r.eq(0), s.eq(0), p0.eq(0), j.eq(0),
+                         b.eq(0), e.eq(0), er.eq(0), bg.eq(0), eg.eq(0), erg.eq(0)]
+        with m.Elif(o.valid & o.ready):
+            with m.If(~set_end):
+                m.d.sync += [j.eq(j + 1), e.eq(e + 1), er.eq(wrap_inc(er))]
+            with m.Else():
+                m.d.sync += j.eq(0)
+                nxt = [b.eq(bn), e.eq(en), er.eq(ern)]
+                with m.If(~s_end):
+                    m.d.sync += [s.eq(s + 1)] + nxt
+                with m.Elif(~r_end):
+                    m.d.sync += [s.eq(0), r.eq(r + 1)] + nxt
+                with m.Elif(~cb_end):
+                    m.d.sync += [s.eq(0), r.eq(0), cb.eq(cb + 1)] + nxt
+                with m.Else():
+                    m.d.sync += [s.eq(0), r.eq(0), cb.eq(0)]
+                    with m.If(~stripe_last):
+                        m.d.sync += [p0.eq(p0 + self.stripe_max), b.eq(bg), e.eq(eg), er.eq(erg)]
+                    with m.Else():
+                        m.d.sync += [p0.eq(0), bg.eq(bn), eg.eq(en), erg.eq(ern)] + nxt
+                        with m.If(g_end):
+                            m.d.sync += run.eq(0)
+                        with m.Else():
+                            m.d.sync += g.eq(g + 1)
+        return m

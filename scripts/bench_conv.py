@@ -1,0 +1,114 @@
+"""Benchmark of the convolution pipeline on NVIDIA's dc_* traces (prints figures, asserts nothing).
+
+Per trace, from kick-off to interrupt on the rtl engine under the ``nvidia`` memory profile:
+our cycles, NVIDIA's RTL cycles (../shared/nvdla/reference/nv_small_nvidia_rtl_cycles.tsv),
+the MAC limit (the layer's atomic operations: output width x height x ceil(K / atomic_k) x
+R x S x ceil(C / atomic_c), one per cycle) and the bus limit (8-byte beats of feature data,
+weights and output: 2 cycles per beat with NVIDIA's memory, 1 per beat with bursts), then the
+ratios the issue sets goals on (cycles / atomic operations; the sum over the dc_* traces but the
+x270 one against NVIDIA's sum).
+
+Usage: ``python scripts/bench_conv.py [--config SPEC] [--set NAME=VALUE] [-j N] [TRACE ...]``
+(default: every nv_small dc_* trace but the 5-million-cycle x270 one; ``--all`` adds it).
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from hdl.config import add_config_arguments, config_from_args  # noqa: E402
+from verif.axi_slave import MemTiming  # noqa: E402
+from verif.shared import nvdla_dir  # noqa: E402
+from verif.trace.parser import load_trace  # noqa: E402
+from verif.trace.reference import nvidia_cycles  # noqa: E402
+from verif.trace.rtl_runner import run_rtl  # noqa: E402
+
+BIG = "dc_32x26x76_6x3x76x270_int8_0"
+
+
+def _regs(trace) -> dict:
+    """Last value written to each ``UNIT.REGISTER`` by the trace's program."""
+    out = {}
+    for c in trace.commands:
+        if c.kind == "reg_write":
+            ref = c.args["reg"]
+            out[f"{ref.unit.name}.{ref.reg.name}"] = c.args["value"]
+    return out
+
+
+def _field(regs: dict, unit: str, reg: str, lsb: int, width: int) -> int:
+    return (regs.get(f"{unit}.{reg}", 0) >> lsb) & ((1 << width) - 1)
+
+
+def layer_work(trace, cfg) -> dict:
+    """Atomic operations and 8-byte memory beats of a trace's (single) convolution layer, from
+    its CSC / CDMA / SDP registers (field positions: hdl/regmap, NVIDIA's RDL)."""
+    r = _regs(trace)
+    wo = _field(r, "CSC", "D_DATAOUT_SIZE_0", 0, 13) + 1
+    ho = _field(r, "CSC", "D_DATAOUT_SIZE_0", 16, 13) + 1
+    k = _field(r, "CSC", "D_WEIGHT_SIZE_EXT_1", 16, 13) + 1
+    c = _field(r, "CSC", "D_WEIGHT_SIZE_EXT_1", 0, 13) + 1
+    s = _field(r, "CSC", "D_WEIGHT_SIZE_EXT_0", 0, 5) + 1
+    rr = _field(r, "CSC", "D_WEIGHT_SIZE_EXT_0", 16, 5) + 1
+    atoms = wo * ho * math.ceil(k / cfg.mac_atomic_k) * rr * s * math.ceil(c / cfg.mac_atomic_c)
+    wi = _field(r, "CDMA", "D_DATAIN_SIZE_0", 0, 13) + 1
+    hi = _field(r, "CDMA", "D_DATAIN_SIZE_0", 16, 13) + 1
+    ci = _field(r, "CDMA", "D_DATAIN_SIZE_1", 0, 13) + 1
+    a = cfg.atom_bytes
+    feat = wi * hi * math.ceil(ci / cfg.memory_atomic)
+    wts = math.ceil(r.get("CDMA.D_WEIGHT_BYTES", 0) / a)
+    out = wo * ho * math.ceil(k / cfg.memory_atomic)
+    beats_per_atom = a / cfg.axi_data_bytes
+    return {"atomic_ops": atoms, "beats": int((feat + wts + out) * beats_per_atom),
+            "out": f"{wo}x{ho}x{k}", "kernel": f"{s}x{rr}x{c}"}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("traces", nargs="*", help="trace names under nv_small (default: the dc_* traces)")
+    ap.add_argument("--all", action="store_true", help=f"include {BIG} (about 5 million cycles)")
+    ap.add_argument("-j", "--jobs", type=int, default=2, help="simulator processes (default 2)")
+    add_config_arguments(ap)
+    args = ap.parse_args()
+    cfg = config_from_args(args, ap)
+    root = nvdla_dir() / "traces" / "nv_small"
+    names = args.traces or sorted(p.name for p in root.glob("dc_*") if args.all or p.name != BIG)
+    traces = {n: load_trace(root / n) for n in names}
+    work = {n: layer_work(t, cfg) for n, t in traces.items()}
+    ref = nvidia_cycles()
+    burst = cfg.primary_memif_max_burst
+    per_beat = 1 if burst > 1 else 2
+    print(f"config {cfg.name}; memory profile nvidia ({MemTiming.named('nvidia')}); bus limit "
+          f"{per_beat} cycle(s) per 8-byte beat")
+    print(f"{'trace':42s} {'status':6s} {'cycles':>10s} {'NVIDIA':>10s} {'ours/NV':>8s} "
+          f"{'atomic ops':>10s} {'cyc/op':>7s} {'bus limit':>10s}  output / kernel")
+    t0 = time.monotonic()
+    ours_sum = nv_sum = 0
+    for res in run_rtl([root / n for n in names], config=cfg.name, jobs=args.jobs,
+                       timing=MemTiming.named("nvidia")):
+        w = work[res.name]
+        nv = ref.get(res.name)
+        cyc = res.cycles
+        bus = w["beats"] * per_beat
+        ratio = f"{cyc / nv:.2f}" if cyc and nv else "-"
+        per_op = f"{cyc / w['atomic_ops']:.3f}" if cyc else "-"
+        print(f"{res.name:42s} {res.status:6s} {cyc if cyc is not None else '-':>10} "
+              f"{nv if nv is not None else '-':>10} {ratio:>8s} {w['atomic_ops']:>10,} {per_op:>7s} "
+              f"{bus:>10,}  {w['out']} / {w['kernel']}", flush=True)
+        if res.name != BIG and cyc and nv:
+            ours_sum += cyc
+            nv_sum += nv
+    if nv_sum:
+        print(f"sum over the traces above but {BIG}: ours {ours_sum:,} cycles, NVIDIA {nv_sum:,} "
+              f"= {ours_sum / nv_sum:.3f} x NVIDIA's (goal <= 0.90)")
+    print(f"wall time {time.monotonic() - t0:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
