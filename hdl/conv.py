@@ -94,7 +94,7 @@ class ConvPipeline(DatapathUnit):
         wiring.connect(m, csc.wt_rd_req, cbuf.wt_rd_req)
         wiring.connect(m, cbuf.wt_rd_resp, csc.wt_rd_resp)
         m.d.comb += [csc.dat_slices.eq(cdma.dat_slices), csc.wt_entries.eq(cdma.wt_entries),
-                     cdma.wt_released.eq(csc.wt_released)]
+                     cdma.wt_released.eq(csc.wt_released), cdma.wt_read.eq(csc.wt_read)]
 
         # CSC -> CMAC_A + CMAC_B -> CACC
         wiring.connect(m, csc.op, cmac.op)

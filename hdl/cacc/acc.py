@@ -13,8 +13,9 @@ Pipeline (one partial-sum atom per cycle in, one int32 atom per cycle out):
 * on ``last`` the accumulator goes, registered, to the output stage (:func:`cacc_round`): shift
   right by D_CLIP_CFG.CLIP_TRUNCATE with NVIDIA's rounding, saturation to int32, one saturation
   flag per element;
-* a :class:`hdl.lib.stream.SkidBuffer` delivers to SDP (registered ready, so a stalled SDP
-  back-pressures up to CSC without a combinational path through the unit).
+* the delivery buffer (``lib.fifo.SyncFIFOBuffered``, two stripes of atoms) decouples SDP,
+  which takes an atom every ``atom / throughput`` cycles, from the burst of a stripe's last
+  channel operation, so a stripe's delivery overlaps the next stripe's accumulation.
 
 Delivery order is the order of the ``last`` ops, which docs/conv.md makes the cube order SDP
 expects (kernel group, line, pixel). The layer ends when SDP has taken
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed
 from amaranth.lib import data, stream, wiring
+from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
@@ -32,7 +34,7 @@ from amaranth.utils import exact_log2
 from hdl.cmac.layouts import psum_layout
 from hdl.config import NvdlaConfig
 from hdl.lib.fixed import saturate
-from hdl.lib.stream import Map, PipelineStage, SkidBuffer
+from hdl.lib.stream import Map, PipelineStage
 from hdl.regfile import unit_layout
 from hdl.regmap import REGMAP
 
@@ -176,14 +178,19 @@ class Cacc(wiring.Component):
             return res
 
         m.submodules.convert = conv = Map(acc_l, out_l, convert)
-        m.submodules.dlv = dlv = SkidBuffer(out_l)
         wiring.connect(m, acc_reg.o, conv.i)
-        wiring.connect(m, conv.o, dlv.i)
+        # delivery buffer: two stripes of atoms, so that SDP (one element per cycle on
+        # nv_small: 8 cycles per atom) drains a stripe while the next one accumulates
+        m.submodules.dlv = dlv = SyncFIFOBuffered(width=32 * k, depth=2 * self.stripe_max)
         m.d.comb += [
-            self.sdp.valid.eq(dlv.o.valid),
-            self.sdp.payload.eq(dlv.o.payload.data),
-            dlv.o.ready.eq(self.sdp.ready),
+            dlv.w_stream.valid.eq(conv.o.valid),
+            dlv.w_stream.payload.eq(conv.o.payload.data),
+            conv.o.ready.eq(dlv.w_stream.ready),
+            self.sdp.valid.eq(dlv.r_stream.valid),
+            self.sdp.payload.eq(dlv.r_stream.payload),
+            dlv.r_stream.ready.eq(self.sdp.ready),
         ]
+        entered = conv.o.valid & conv.o.ready
 
         # ---- layer bookkeeping: atoms delivered (x, y, kernel group) and saturations
         width = Value.cast(regs.d_dataout_size_0.dataout_width)
@@ -195,11 +202,12 @@ class Cacc(wiring.Component):
         taken = self.sdp.valid & self.sdp.ready
         layer_end = taken & (x == width) & (y == height) & (g == groups_m1)
 
-        sat_sum = sum(dlv.o.payload.sat[i] for i in range(k))
+        sat_sum = sum(conv.o.payload.sat[i] for i in range(k))
         sat_next = self.sat_count + sat_sum                      # 33 bits: carry = overflow
         m.d.sync += self.done.eq(layer_end)
-        with m.If(taken):
+        with m.If(entered):
             m.d.sync += self.sat_count.eq(Mux(sat_next[32], 0xffffffff, sat_next[:32]))
+        with m.If(taken):
             with m.If(x == width):
                 m.d.sync += x.eq(0)
                 with m.If(y == height):

@@ -12,7 +12,10 @@ read client (``cdma_dat``, ``cdma_wt``; :mod:`hdl.cdma.dma`):
 * Weights: the D_WEIGHT_BYTES bytes at D_WEIGHT_ADDR as whole entries (the last one completed
   from memory), entry n to ``(DATA_BANK+1) * depth + n % WCAP`` (WCAP = (WEIGHT_BANK+1) *
   depth, a ring); entry n is requested only when ``n < wt_released + WCAP`` (requests, not
-  writes, are counted: data in flight always has room). ``wt_entries`` counts entries written.
+  writes, are counted: data in flight always has room) and ``n < wt_read + WT_AHEAD`` (at most
+  WT_AHEAD entries ahead of CSC's reading, so that feature data, which CSC needs first, gets
+  the memory bandwidth at the start of a layer instead of sharing it with weights needed much
+  later). ``wt_entries`` counts entries written.
 
 Feature data is stored as it is in memory (no converter in DC mode: the model's
 ``ConvCore._fetch_feature``, which matches NVIDIA's RTL on every nv_small dc_* trace). Channels
@@ -43,10 +46,13 @@ from hdl.regfile import unit_layout
 from hdl.regmap import REGMAP
 from hdl.regmap.types import field_enum
 
-__all__ = ["Cdma", "SLICE_COUNT_BITS"]
+__all__ = ["Cdma", "SLICE_COUNT_BITS", "WT_AHEAD"]
 
 #: width of ``dat_slices`` (docs/conv.md: Out(14)); DATAIN_HEIGHT+1 slices, at most 8192
 SLICE_COUNT_BITS = 14
+#: weight entries fetched at most ahead of the furthest one CSC has read: 8 weight sets of a
+#: full kernel group on nv_small (8 kernels x 8 channels = 8 entries each)
+WT_AHEAD = 64
 
 DatainFormat = field_enum("CDMA", "D_DATAIN_FORMAT", "DATAIN_FORMAT")
 
@@ -90,6 +96,8 @@ class Cdma(wiring.Component):
       counting past WCAP);
       ``wt_released`` In(32): weight entries CSC no longer needs, cumulative this layer (0 from
       the cycle after ``start``; it only grows);
+      ``wt_read`` In(32): one past the furthest weight entry CSC has read this layer (same
+      timing as ``wt_released``);
       ``hw`` Out(unit_layout(CDMA, "hw")): CDMA's status register fields for its register
       file: S_CBUF_FLUSH_STATUS.FLUSH_DONE = 1 (CBUF needs no flush here), D_NAN/INF_* = 0
       (int8), and the D_PERF_* counters (below).
@@ -124,6 +132,7 @@ class Cdma(wiring.Component):
             "dat_slices": Out(SLICE_COUNT_BITS),
             "wt_entries": Out(ENTRY_COUNT_BITS),
             "wt_released": In(ENTRY_COUNT_BITS),
+            "wt_read": In(ENTRY_COUNT_BITS),
             "hw": Out(unit_layout(unit, "hw")),
         })
 
@@ -206,10 +215,13 @@ class Cdma(wiring.Component):
         m.d.comb += [wcap.eq(geom.wt_cap(regs.d_bank.weight_bank)),
                      wbase.eq(geom.wt_base(regs.d_bank.data_bank))]
         limit = Signal(ENTRY_COUNT_BITS)        # entries below it may be requested
-        with m.If(begin):
-            m.d.sync += limit.eq(wcap)          # wt_released is the previous layer's until now
+        ring_lim = Signal(ENTRY_COUNT_BITS)
+        ahead_lim = Signal(ENTRY_COUNT_BITS)
+        m.d.comb += [ring_lim.eq(self.wt_released + wcap), ahead_lim.eq(self.wt_read + WT_AHEAD)]
+        with m.If(begin):                       # wt_released/wt_read are the previous layer's
+            m.d.sync += limit.eq(Mux(wcap < WT_AHEAD, wcap, WT_AHEAD))
         with m.Else():
-            m.d.sync += limit.eq(self.wt_released + wcap)
+            m.d.sync += limit.eq(Mux(ring_lim < ahead_lim, ring_lim, ahead_lim))
         m.d.comb += [
             wdma.start.eq(begin),
             wdma.cube.base.eq(Cat(regs.d_weight_addr_low.as_value(),

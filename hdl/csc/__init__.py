@@ -70,6 +70,8 @@ class Csc(wiring.Component):
         dat_slices: In(14) input slices CDMA has completely written this layer.
         wt_entries: In(32) weight entries CDMA has completely written this layer.
         wt_released: Out(32) weight entries CSC no longer needs (cumulative this layer).
+        wt_read: Out(32) one past the furthest weight entry read this layer (CDMA fetches at
+            most its WT_AHEAD entries beyond it).
         op: Out(stream of :func:`hdl.cmac.layouts.op_layout`) one atomic operation per
             transfer, in the order of docs/conv.md.
 
@@ -105,6 +107,7 @@ class Csc(wiring.Component):
             "dat_slices": In(14),
             "wt_entries": In(32),
             "wt_released": Out(32),
+            "wt_read": Out(32),
             "op": Out(stream.Signature(op_layout(self.ac, self.ak, stripe_max))),
         })
 
@@ -202,11 +205,16 @@ class Csc(wiring.Component):
                      self.wt_rd_req.payload.addr.eq(wfork.o_0.payload.addr),
                      wfork.o_0.ready.eq(self.wt_rd_req.ready)]
         released = Signal(32)
-        m.d.comb += self.wt_released.eq(released)
+        read = Signal(32)
+        wt_req_fire = wfork.o_0.valid & self.wt_rd_req.ready
+        m.d.comb += [self.wt_released.eq(released), self.wt_read.eq(read)]
         with m.If(self.start):
-            m.d.sync += released.eq(0)
-        with m.Elif(wfork.o_0.valid & self.wt_rd_req.ready & wfork.o_0.payload.rls):
-            m.d.sync += released.eq(wfork.o_0.payload.e + wfork.o_0.payload.rls_inc)
+            m.d.sync += [released.eq(0), read.eq(0)]
+        with m.Else():
+            with m.If(wt_req_fire & wfork.o_0.payload.rls):
+                m.d.sync += released.eq(wfork.o_0.payload.e + wfork.o_0.payload.rls_inc)
+            with m.If(wt_req_fire & (wfork.o_0.payload.e >= read)):
+                m.d.sync += read.eq(wfork.o_0.payload.e + 1)
         etag_l = entry_tag_layout(ac, ak, g.entry_bytes)
         wtag = m.submodules.wtag = SyncFIFO(width=etag_l.size, depth=TAG_FIFO_DEPTH)
         wp = wfork.o_1.payload

@@ -61,6 +61,19 @@ def wreq_layout(geom: CbufGeometry, atomic_c: int, atomic_k: int) -> data.Struct
     })
 
 
+def stripe_len(m: Module, remaining, stripe_max: int) -> Signal:
+    """Pixels of the next stripe when ``remaining`` output pixels of the kernel group are left:
+    ``stripe_max``, all of them when at most ``stripe_max`` are left, and half of them (rounded
+    up) when fewer than two full stripes are left, so that the last two stripes are balanced
+    and the last is at least ``stripe_max / 2`` pixels long. A short stripe re-uses its weight
+    set for few operations and waits for the next set's CBUF reads (docs/conv.md "CSC"), so a
+    layer of 98 pixels runs as 32, 32, 17, 17 rather than 32, 32, 32, 2."""
+    n = Signal(range(stripe_max + 1), name="stripe_len")
+    m.d.comb += n.eq(Mux(remaining <= stripe_max, remaining,
+                         Mux(remaining < 2 * stripe_max, (remaining + 1) >> 1, stripe_max)))
+    return n
+
+
 class OpSeq(wiring.Component):
     """The op sequencer: one item of :func:`dop_layout` per atomic operation, in the order of
     docs/conv.md (g, stripe, cb, r, s, pixel), one per cycle.
@@ -104,7 +117,9 @@ class OpSeq(wiring.Component):
             nye.eq(Mux(row_end, ye + p.sye, ye)),
         ]
         cube_end = row_end & (yo == p.ho - 1)
-        pix_end = (i == self.stripe_max - 1) | cube_end
+        p0 = Signal(2 * DIM + 1)                   # pixels of the group before this stripe
+        slen = stripe_len(m, p.npix - p0, self.stripe_max)
+        pix_end = (i == slen - 1) | cube_end
         s_end, r_end = s == p.s - 1, r == p.r - 1
         cb_end, g_end = cb == p.ncb - 1, g == p.ng - 1
         last = cb_end & r_end & s_end
@@ -128,7 +143,7 @@ class OpSeq(wiring.Component):
             return cur_eq(vals) + [a.eq(b) for a, b in zip((xo0, yo0, xb0, yb0, ye0), vals)]
 
         with m.If(self.start):
-            m.d.sync += [run.eq(1), g.eq(0), cb.eq(0), r.eq(0), s.eq(0), i.eq(0),
+            m.d.sync += [run.eq(1), g.eq(0), cb.eq(0), r.eq(0), s.eq(0), i.eq(0), p0.eq(0),
                          xs.eq(0), yr.eq(0), rs_off.eq(0), rye.eq(0), cbw.eq(0)]
             m.d.sync += set_stripe_start(first_pixel())
         with m.Elif(o.valid & o.ready):
@@ -149,13 +164,13 @@ class OpSeq(wiring.Component):
                     m.d.sync += [s.eq(0), xs.eq(0), r.eq(0), yr.eq(0), rye.eq(0),
                                  cb.eq(0), cbw.eq(0), rs_off.eq(0)]
                     with m.If(cube_end):
-                        m.d.sync += set_stripe_start(first_pixel())
+                        m.d.sync += set_stripe_start(first_pixel()) + [p0.eq(0)]
                         with m.If(g_end):
                             m.d.sync += run.eq(0)
                         with m.Else():
                             m.d.sync += g.eq(g + 1)
                     with m.Else():
-                        m.d.sync += set_stripe_start((nxo, nyo, nxb, nyb, nye))
+                        m.d.sync += set_stripe_start((nxo, nyo, nxb, nyb, nye)) + [p0.eq(p0 + slen)]
         return m
 
 
@@ -223,7 +238,9 @@ class WtSeq(wiring.Component):
             en.eq(e + aligned),
             ern.eq(Mux(aligned, wrap_inc(er), er)),
         ]
-        stripe_last = p0 + self.stripe_max >= p.npix
+        remaining = p.npix - p0
+        slen = stripe_len(m, remaining, self.stripe_max)
+        stripe_last = remaining <= self.stripe_max
         group_end = set_end & s_end & r_end & cb_end & stripe_last
 
         m.d.comb += [
@@ -252,7 +269,7 @@ class WtSeq(wiring.Component):
                 with m.Else():
                     m.d.sync += [s.eq(0), r.eq(0), cb.eq(0)]
                     with m.If(~stripe_last):
-                        m.d.sync += [p0.eq(p0 + self.stripe_max), b.eq(bg), e.eq(eg), er.eq(erg)]
+                        m.d.sync += [p0.eq(p0 + slen), b.eq(bg), e.eq(eg), er.eq(erg)]
                     with m.Else():
                         m.d.sync += [p0.eq(0), bg.eq(bn), eg.eq(en), erg.eq(ern)] + nxt
                         with m.If(g_end):

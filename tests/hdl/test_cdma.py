@@ -21,7 +21,7 @@ import pytest
 from amaranth.sim import Simulator
 from streams import check_stream_stable
 
-from hdl.cdma import Cdma
+from hdl.cdma import WT_AHEAD, Cdma
 from hdl.cdma.dma import WeightWalker
 from hdl.config import get_config
 
@@ -161,17 +161,22 @@ def consumer(wr, rng, p_stall):
 
 
 def releaser(dut, rng, p_release, chunk):
-    """CSC's side of wt_released: keeps the previous layer's value in the start cycle, 0 from
-    the next one; then now and then releases up to ``chunk`` written entries."""
+    """CSC's side of wt_read / wt_released: both keep the previous layer's value in the start
+    cycle, 0 from the next one; then now and then CSC reads up to 2 * ``chunk`` more written
+    entries and releases up to ``chunk`` read ones."""
     async def proc(ctx):
-        released = 0
+        released = read = 0
         while True:
             _, _, start, written = await ctx.tick().sample(dut.start, dut.wt_entries)
             if start:
-                released = 0
-            elif rng.random() < p_release and released < written:
-                released = min(written, released + rng.randint(1, chunk))
+                released = read = 0
+            else:
+                if rng.random() < p_release and read < written:
+                    read = min(written, read + rng.randint(1, 2 * chunk))
+                if rng.random() < p_release and released < read:
+                    released = min(read, released + rng.randint(1, chunk))
             ctx.set(dut.wt_released, released)
+            ctx.set(dut.wt_read, read)
     return proc
 
 
@@ -181,7 +186,7 @@ def monitor(dut, log):
         sigs = (dut.busy, dut.start, dut.dat_wr.valid, dut.dat_wr.ready, dut.dat_wr.payload.addr,
                 dut.dat_wr.payload.data, dut.wt_wr.valid, dut.wt_wr.ready,
                 dut.wt_wr.payload.addr, dut.wt_wr.payload.data, dut.dat_slices, dut.wt_entries,
-                dut.wt_released, dut.dat_dma.req.valid, dut.dat_dma.req.ready,
+                dut.wt_released, dut.wt_read, dut.dat_dma.req.valid, dut.dat_dma.req.ready,
                 dut.dat_dma.req.payload.len, dut.dat_dma.rsp.valid, dut.dat_dma.rsp.ready,
                 dut.wt_dma.req.valid, dut.wt_dma.req.ready, dut.wt_dma.req.payload.len,
                 dut.wt_dma.rsp.valid, dut.wt_dma.rsp.ready)
@@ -201,7 +206,7 @@ def check_layer(cfg, mem, L, samples, reqs, perf_before, perf_after):
     lat = {"dat": 0, "wt": 0}
     outs = {"dat": 0, "wt": 0}
     for t, s in enumerate(samples):
-        (busy, start, dv, dr, da, dd, wv, wr, wa, wd, slices, entries, released,
+        (busy, start, dv, dr, da, dd, wv, wr, wa, wd, slices, entries, released, read,
          dqv, dqr, dql, dsv, dsr, wqv, wqr, wql, wsv, wsr) = s
         if t > 0:       # the counters before this edge reflect the writes taken before it
             assert slices == len(dat) // per_slice, (t, slices, len(dat))
@@ -211,6 +216,8 @@ def check_layer(cfg, mem, L, samples, reqs, perf_before, perf_after):
             if t > 1:   # released is this layer's from the cycle after start
                 assert wt_req_entries <= released + cap, \
                     f"cycle {t}: weight entry {wt_req_entries - 1} requested, released {released}"
+                assert wt_req_entries <= read + WT_AHEAD, \
+                    f"cycle {t}: weight entry {wt_req_entries - 1} requested, CSC read {read}"
         if wv and wr:
             assert t <= 1 or len(wt) < released + cap, "unreleased weight entry overwritten"
             wt.append((wa, wd))

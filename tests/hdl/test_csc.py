@@ -183,14 +183,35 @@ def _layout_weights(L: Layer, wts) -> list:
              GEOM.wt_entry(n, L.data_bank, L.wbank)) for n in range(L.wentries)]
 
 
+def _stripes(npix: int, stripe_max: int) -> list:
+    """Stripe lengths of a kernel group: full stripes, the last two balanced when fewer than two
+    full stripes are left (hdl/csc/seq.py stripe_len)."""
+    out, left = [], npix
+    while left:
+        n = left if left <= stripe_max else (left + 1) // 2 if left < 2 * stripe_max else stripe_max
+        out.append(n)
+        left -= n
+    return out
+
+
+def test_stripe_lengths():
+    assert _stripes(98, 32) == [32, 32, 17, 17]
+    assert _stripes(64, 32) == [32, 32]
+    assert _stripes(33, 32) == [17, 16]
+    assert _stripes(5, 32) == [5]
+    assert _stripes(3, 1) == [1, 1, 1]
+
+
 def _ref_ops(L: Layer, dentries: dict, wts, stripe_max: int) -> list:
     """The op sequence of docs/conv.md, plainly: (data lanes, wt[k][c], pos, first, last)."""
     ops = []
     npix = L.wo * L.ho
     for g in range(L.ng):
         kg = min(AK, L.k - g * AK)
-        for p0 in range(0, npix, stripe_max):
-            pix = range(p0, min(p0 + stripe_max, npix))
+        p0 = 0
+        for n in _stripes(npix, stripe_max):
+            pix = range(p0, p0 + n)
+            p0 += n
             for cb in range(L.ncb):
                 cw = min(AC, L.c - cb * AC)
                 for r in range(L.r):
@@ -377,7 +398,9 @@ CASES = {
                        pad_value=0x1285), 8),
     "s2_d2_c11_k11": (Layer(w=9, h=7, c=11, k=11, r=2, s=3, sx=2, sy=2, dx=2, dy=2, pl=2,
                             pt=1, pr=1, pb=1, pad_value=0xFF7F, eps_extra=3), 8),
-    "1x1_last_stripe_1px": (Layer(w=3, h=3, c=3, k=3), 8),
+    "1x1_9px_stripes_5_4": (Layer(w=3, h=3, c=3, k=3), 8),
+    "1px_output": (Layer(w=1, h=1, c=5, k=2), 8),
+    "balanced_last_stripes": (Layer(w=5, h=4, c=9, k=3, r=2, s=2, pl=1, pt=1), 8),
     "stripe_max_1": (Layer(w=3, h=2, c=10, k=9, r=2, s=2, pl=1, pb=1, pad_value=0x80), 1),
     "c20_k17_stride2": (Layer(w=6, h=5, c=20, k=17, r=3, s=3, sx=2, sy=1, pl=1, pt=2, pr=1,
                               pb=2, pad_value=0x33), 8),
