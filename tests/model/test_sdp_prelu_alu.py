@@ -76,6 +76,7 @@ def program(dla, w, h, c, bs_mul, bn):
     dla.write("NVDLA_SDP_RDMA.D_SRC_BASE_ADDR_LOW_0", SRC)
     dla.write("NVDLA_SDP_RDMA.D_SRC_LINE_STRIDE_0", line)
     dla.write("NVDLA_SDP_RDMA.D_SRC_SURFACE_STRIDE_0", surf)
+    write(dla, "SDP_RDMA.D_SRC_DMA_CFG", SRC_RAM_TYPE=1)     # MC: nv_small has no SRAM port
     write(dla, "SDP_RDMA.D_BRDMA_CFG", BRDMA_DISABLE=1)
     write(dla, "SDP_RDMA.D_NRDMA_CFG", NRDMA_DISABLE=1)
     write(dla, "SDP_RDMA.D_ERDMA_CFG", ERDMA_DISABLE=1)
@@ -83,6 +84,7 @@ def program(dla, w, h, c, bs_mul, bn):
     dla.write("NVDLA_SDP.D_DST_BASE_ADDR_LOW_0", DST)
     dla.write("NVDLA_SDP.D_DST_LINE_STRIDE_0", line)
     dla.write("NVDLA_SDP.D_DST_SURFACE_STRIDE_0", surf)
+    write(dla, "SDP.D_DST_DMA_CFG", DST_RAM_TYPE=1)
     write(dla, "SDP.D_FEATURE_MODE_CFG", FLYING_MODE=0, OUTPUT_DST=0)
     write(dla, "SDP.D_DP_BS_CFG", BS_BYPASS=0, BS_ALU_BYPASS=1, BS_MUL_BYPASS=0, BS_MUL_PRELU=0,
           BS_RELU_BYPASS=1)

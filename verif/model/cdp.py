@@ -200,19 +200,26 @@ class CdpCore:
 
     # ---- hardware layer ----
     def _check(self, rdma, cdp) -> None:
-        """Kept as errors (issue 7 item 6 review): CDP_RDMA and CDP disagreeing on the input
-        type (the RDMA packs the cube by its own INPUT_DATA while the datapath converts by
-        INPUT_DATA_TYPE: no defined result settled), and a non-INT8 type on an INT8-only
-        configuration (not modelled). The LUT limitations only warn (:func:`check_lut_limits`)."""
-        if rdma.f("INPUT_DATA") != cdp.f("INPUT_DATA_TYPE"):
+        """Input data type (issue 7 item 6 review). On an INT8-only configuration (nv_small)
+        NVIDIA's RTL reads neither type field: NV_NVDLA_cdp.v leaves CDP's
+        reg2dp_input_data_type unconnected and NV_NVDLA_CDP_RDMA_ig.v / _eg.v take CDP_RDMA's
+        reg2dp_input_data as a port they never use, so any INPUT_DATA / INPUT_DATA_TYPE (also two
+        that disagree) runs the INT8 pipeline: computed as INT8 with a LimitationWarning. On a
+        configuration with other types the INT16/FP16 pipelines are not modelled (kept as errors).
+        The LUT limitations only warn (:func:`check_lut_limits`)."""
+        ri, ci = rdma.f("INPUT_DATA"), cdp.f("INPUT_DATA_TYPE")
+        if self.cfg.feature_data_type == "int8":
+            if ri != 0 or ci != 0:
+                warn_limitation(
+                    f"CDP_RDMA.D_DATA_FORMAT.INPUT_DATA={ri} / CDP.D_DATA_FORMAT.INPUT_DATA_TYPE={ci}: "
+                    f"{self.cfg.name} supports INT8 only and its RTL ignores both fields; computing "
+                    "the INT8 pipeline", stacklevel=4)
+            return
+        if ri != ci:
             raise ModelConfigError(
-                f"CDP_RDMA.D_DATA_FORMAT.INPUT_DATA={rdma.f('INPUT_DATA')} differs from "
-                f"CDP.D_DATA_FORMAT.INPUT_DATA_TYPE={cdp.f('INPUT_DATA_TYPE')}")
-        if cdp.f("INPUT_DATA_TYPE") != 0:
-            if self.cfg.feature_data_type == "int8":
-                raise ModelConfigError(
-                    f"CDP.D_DATA_FORMAT.INPUT_DATA_TYPE={cdp.f('INPUT_DATA_TYPE')}: "
-                    f"{self.cfg.name} supports INT8 only")
+                f"CDP_RDMA.D_DATA_FORMAT.INPUT_DATA={ri} differs from "
+                f"CDP.D_DATA_FORMAT.INPUT_DATA_TYPE={ci}")
+        if ci != 0:
             raise NotImplementedError("CDP model: only the INT8 pipeline is modelled")
 
     def run(self, rdma, cdp) -> None:

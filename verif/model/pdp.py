@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from verif.model.formats import ModelConfigError, cube_addresses, flying_cube, read_cube
+from verif.model.formats import (ModelConfigError, cube_addresses, flying_cube, read_cube,
+                                 warn_limitation)
 
 POOL_AVE, POOL_MAX, POOL_MIN = 0, 1, 2
 
@@ -136,28 +137,52 @@ class PdpCore:
     def _check(self, pdp, g, flying: bool) -> None:
         """Raise ModelConfigError for settings the programming guide ("Limitation / PDP") forbids.
 
-        Reviewed against NVIDIA's nv_small RTL (issue 7 item 6) and kept as errors, none settled
-        as a defined computation the model could reproduce:
-          * POOLING_METHOD=3: NV_NVDLA_PDP_CORE_unit1d.v / _cal2d.v ``pooling_fun`` combines two
-            samples to 0 when the type is not mean/max/min; the window result then depends on
-            how each window's first sample is loaded (not settled).
+        Reviewed against NVIDIA's nv_small RTL (issue 7 item 6); kept as errors unless noted:
+          * POOLING_METHOD=3 (not a value of the register's enum) only warns: NVIDIA's RTL
+            writes the sample for a 1x1 kernel and 0 for any larger one (see below).
           * CUBE_OUT_CHANNEL != CUBE_IN_CHANNEL: NV_NVDLA_PDP_WDMA_cmd.v / _dat.v count output
             surfaces from CUBE_OUT_CHANNEL while the core produces CUBE_IN_CHANNEL of data: the
             write side and the data disagree (the layer cannot complete normally).
-          * kernels above 8, padding >= kernel, output sizes that do not cover the padded input,
+          * KERNEL_WIDTH/HEIGHT above 8 are undefined values of the register's enum (1..8).
+          * INPUT_DATA other than INT8 only warns on an INT8-only configuration (the RTL ignores
+            it, see below); PDP_RDMA.D_FLYING_MODE too (see ``run``).
+          * an output size with a remainder ((pad+in+pad-kernel) % stride != 0) only warns when it
+            is the natural one, (pad+in+pad-kernel)//stride+1 (see below).
+          * padding >= kernel (NVIDIA's RTL completes such layers but writes values that follow
+            no window: MAX 2x2 with PAD_LEFT=2 wrote the last window's maximum everywhere),
+            other output sizes,
             split widths that do not tile it: the line-buffer and counter logic of
             NV_NVDLA_PDP_CORE_cal1d.v / _cal2d.v is sized and sequenced for the documented
             ranges; what it writes outside them was not settled.
         """
         R = "PDP"
-        if g["method"] > 2:
-            raise ModelConfigError(f"{R}.D_OPERATION_MODE_CFG.POOLING_METHOD={g['method']} is not AVE/MAX/MIN")
+        if g["method"] == 3:
+            # not a value of the register's enum, but NVIDIA's nv_small RTL runs it: its pooling
+            # function (NV_NVDLA_PDP_CORE_cal1d.v / _cal2d.v) combines two samples to 0 for a
+            # type that is not AVE/MAX/MIN, so a 1x1 kernel passes each sample and any larger
+            # kernel writes 0 (observed on NVIDIA's RTL through our player: kernels 1x1 with
+            # strides 1 and 2, 2x1, 1x2, 2x2, 3x3, and 3x2 with padding); see ``run``.
+            warn_limitation(f"{R}.D_OPERATION_MODE_CFG.POOLING_METHOD=3 is not AVE/MAX/MIN; computing "
+                            "what NVIDIA's RTL writes: the sample for a 1x1 kernel, else 0",
+                            stacklevel=4)
         if g["kw"] > 8 or g["kh"] > 8:
             raise ModelConfigError(f"{R}.D_POOLING_KERNEL_CFG: kernel {g['kw']}x{g['kh']} exceeds the "
                                    "maximum supported pooling kernel size 8")
         if pdp.f("INPUT_DATA") != 0:
-            raise ModelConfigError(f"{R}.D_DATA_FORMAT.INPUT_DATA={pdp.f('INPUT_DATA')}: only INT8 is modelled")
+            if self.cfg.feature_data_type != "int8":
+                raise ModelConfigError(f"{R}.D_DATA_FORMAT.INPUT_DATA={pdp.f('INPUT_DATA')}: "
+                                       "only INT8 is modelled")
+            # nv_small's RTL ignores the field: NV_NVDLA_pdp.v leaves PDP's reg2dp_input_data
+            # unconnected (its uses in NV_NVDLA_PDP_CORE_cal1d.v / _cal2d.v / _WDMA_cmd.v are
+            # commented out) and PDP_RDMA's is used by neither NV_NVDLA_PDP_RDMA_ig.v nor _eg.v:
+            # the INT8 pipeline runs whatever the value.
+            warn_limitation(f"{R}.D_DATA_FORMAT.INPUT_DATA={pdp.f('INPUT_DATA')}: {self.cfg.name} "
+                            "supports INT8 only and its RTL ignores the field; computing INT8",
+                            stacklevel=4)
         if g["oc"] != g["c"]:
+            # NVIDIA's RTL (8 output channels for 12 input) completes the layer having written
+            # only the surfaces CUBE_OUT_CHANNEL covers; what happens to the core's data for the
+            # other surfaces (left in the pipeline for the next layer?) is not settled: kept
             raise ModelConfigError(f"{R}.D_DATA_CUBE_OUT_CHANNEL ({g['oc']}) must equal CUBE_IN_CHANNEL ({g['c']})")
         if g["pl"] >= g["kw"] or g["pr"] >= g["kw"]:
             raise ModelConfigError(f"{R}.D_POOLING_PADDING_CFG: PAD_LEFT={g['pl']}/PAD_RIGHT={g['pr']} "
@@ -170,11 +195,25 @@ class PdpCore:
         # with PR added, as in its split-mode rules and "(PL+W+PR-Kernel_W)%stride_x == 0".
         for dim, n, p0, p1, k, s, o, reg in (("width", g["w"], g["pl"], g["pr"], g["kw"], g["sx"], g["ow"], "WIDTH"),
                                                ("height", g["h"], g["pt"], g["pb"], g["kh"], g["sy"], g["oh"], "HEIGHT")):
-            if (p0 + n + p1 - k) % s != 0 or n + p0 + p1 != (o - 1) * s + k:
-                raise ModelConfigError(
-                    f"{R}.D_DATA_CUBE_OUT_{reg}={o - 1}: input {dim} {n} + padding {p0}+{p1} must equal "
-                    f"(out-1)*stride + kernel = ({o}-1)*{s}+{k} with (pad+in+pad-kernel) % stride == 0 "
-                    "(Limitation/PDP)")
+            if (p0 + n + p1 - k) % s == 0 and n + p0 + p1 == (o - 1) * s + k:
+                continue
+            if not g["split"] and n + p0 + p1 >= k and o == (p0 + n + p1 - k) // s + 1:
+                # The natural output size with a remainder: the last (pad+in+pad-kernel) % stride
+                # input lines/columns lie in no window. NVIDIA's nv_small RTL runs it and writes
+                # the windows that fit, the remainder unused (observed on NVIDIA's RTL through our
+                # player: MAX 2x2/2 on 5x5, AVE 3x3/2 on 6x6, MAX 3x3/2 with padding 1 on 4x4,
+                # and a 1x1/2 kernel on 4x4); an output size other than that gives values that
+                # follow no window (MIN 2x2/1 on 5 columns with 3 outputs): kept as an error.
+                warn_limitation(
+                    f"{R}.D_DATA_CUBE_OUT_{reg}={o - 1}: (pad+in+pad-kernel) % stride = "
+                    f"({p0}+{n}+{p1}-{k}) % {s} != 0 breaks Limitation/PDP; computing what NVIDIA's "
+                    f"RTL writes: the {o} windows that fit, the last {(p0 + n + p1 - k) % s} "
+                    f"{'columns' if dim == 'width' else 'lines'} unused", stacklevel=4)
+                continue
+            raise ModelConfigError(
+                f"{R}.D_DATA_CUBE_OUT_{reg}={o - 1}: input {dim} {n} + padding {p0}+{p1} must equal "
+                f"(out-1)*stride + kernel = ({o}-1)*{s}+{k} with (pad+in+pad-kernel) % stride == 0, "
+                f"or the output size be ({p0}+{n}+{p1}-{k})//{s}+1 (Limitation/PDP)")
         if g["split"] and flying:
             raise ModelConfigError(f"{R}.D_OPERATION_MODE_CFG: SPLIT_NUM must be 0 on the fly "
                                    "(programming guide 'On-the-fly processing')")
@@ -237,9 +276,18 @@ class PdpCore:
             if rdma is None:
                 raise ModelConfigError("PDP.D_OPERATION_MODE_CFG.FLYING_MODE=OFF_FLYING needs PDP_RDMA")
             if rdma.f("FLYING_MODE") != 1:
-                raise ModelConfigError("PDP_RDMA.D_FLYING_MODE must be OFF_FLYING when PDP's is OFF_FLYING")
+                # NVIDIA's nv_small RTL ignores PDP_RDMA's FLYING_MODE: NV_NVDLA_PDP_rdma.v wires
+                # the reg2dp_flying_mode output of NV_NVDLA_PDP_RDMA_reg.v to nothing (PDP_RDMA
+                # reads its cube whenever its group is enabled), and the PDP core picks its input
+                # by PDP's own FLYING_MODE (NV_NVDLA_pdp.v datin_src_cfg, _CORE_preproc.v
+                # onfly_en). So the layer runs offline as programmed; only a warning, since the
+                # programming guide's PDP sequences set both registers alike.
+                warn_limitation("PDP_RDMA.D_FLYING_MODE=ON_FLYING while PDP's is OFF_FLYING (the "
+                                "programming guide sets both alike); NVIDIA's RTL ignores PDP_RDMA's "
+                                "FLYING_MODE: computing the offline layer", stacklevel=3)
             rw, rh, rc = rdma.f("CUBE_IN_WIDTH") + 1, rdma.f("CUBE_IN_HEIGHT") + 1, rdma.f("CUBE_IN_CHANNEL") + 1
             if (rw, rh, rc) != (w, h, c):
+                # a PDP_RDMA cube shorter than PDP's hangs NVIDIA's RTL (observed: height 2 for 4)
                 raise ModelConfigError(
                     f"PDP_RDMA.D_DATA_CUBE_IN_* {rw}x{rh}x{rc} differ from PDP.D_DATA_CUBE_IN_* {w}x{h}x{c}")
             if rdma.f("SPLIT_NUM") != g["split"]:
@@ -248,9 +296,13 @@ class PdpCore:
             x = read_cube(self.mem, base, w, h, cp, rdma.reg("D_SRC_LINE_STRIDE"),
                           rdma.reg("D_SRC_SURFACE_STRIDE"), atom).view(np.int8).astype(np.int64)
         pads = [pdp.reg(f"D_POOLING_PADDING_VALUE_{i}_CFG") & 0x7FFFF for i in range(1, 8)]
-        out = pool_plane(x, g["method"], g["kw"], g["kh"], g["sx"], g["sy"], g["pl"], g["pt"],
-                         g["pr"], g["pb"], g["ow"], g["oh"], pads,
-                         pdp.f("RECIP_KERNEL_WIDTH"), pdp.f("RECIP_KERNEL_HEIGHT"))
+        method = g["method"]
+        if method == 3 and g["kw"] * g["kh"] > 1:      # see _check: NVIDIA's RTL writes 0
+            out = np.zeros((cp, g["oh"], g["ow"]), np.int64)
+        else:                                           # method 3 with a 1x1 kernel: the sample
+            out = pool_plane(x, POOL_MAX if method == 3 else method, g["kw"], g["kh"], g["sx"],
+                             g["sy"], g["pl"], g["pt"], g["pr"], g["pb"], g["ow"], g["oh"], pads,
+                             pdp.f("RECIP_KERNEL_WIDTH"), pdp.f("RECIP_KERNEL_HEIGHT"))
         dst = pdp.addr("D_DST_BASE_ADDR_HIGH", "D_DST_BASE_ADDR_LOW")
         addrs = cube_addresses(dst, g["ow"], g["oh"], cp, pdp.reg("D_DST_LINE_STRIDE"),
                                pdp.reg("D_DST_SURFACE_STRIDE"), atom)

@@ -501,7 +501,11 @@ class SdpCore:
             if rdma.field("D_FEATURE_MODE_CFG", "IN_PRECISION") != 0:
                 raise ModelConfigError("SDP_RDMA.D_FEATURE_MODE_CFG.IN_PRECISION: only INT8 is modelled")
             if rdma.field("D_FEATURE_MODE_CFG", "FLYING_MODE") != 0:
-                raise ModelConfigError("SDP_RDMA.D_FEATURE_MODE_CFG.FLYING_MODE=ON while SDP's is OFF")
+                # a hang on NVIDIA's RTL: NV_NVDLA_SDP_rdma.v disables MRDMA when SDP_RDMA's
+                # FLYING_MODE is ON (mrdma_disable), while NV_NVDLA_SDP_cmux.v takes the input
+                # from MRDMA when SDP's FLYING_MODE is OFF: the core waits for data forever
+                raise ModelConfigError("SDP_RDMA.D_FEATURE_MODE_CFG.FLYING_MODE=ON while SDP's is OFF "
+                                       "(MRDMA disabled, SDP waits for its input: the layer hangs)")
         for sub, _ in self._subunits():
             if sdp.f(f"{sub}_BYPASS"):
                 continue
@@ -541,6 +545,7 @@ class SdpCore:
                           rdma.field("D_DATA_CUBE_HEIGHT", "HEIGHT") + 1,
                           rdma.field("D_DATA_CUBE_CHANNEL", "CHANNEL") + 1)
             if (rw, rh, rc) != (w, h, c):
+                # a narrower SDP_RDMA cube hangs NVIDIA's RTL (observed: width 3 for 4)
                 raise ModelConfigError(
                     f"SDP_RDMA.D_DATA_CUBE_* {rw}x{rh}x{rc} differ from SDP.D_DATA_CUBE_* {w}x{h}x{c}")
             base = rdma.addr("D_SRC_BASE_ADDR_HIGH", "D_SRC_BASE_ADDR_LOW")

@@ -6,7 +6,9 @@ queued per unit up front; when the DUT raises ``dla_intr`` the player reads GLB
 ``S_INTR_STATUS & ~S_INTR_MASK``, matches each set ``<UNIT>_DONE_STATUS<g>`` bit against the
 unit's queue (a group mismatch may match the next queued entry), fires that entry's sync id, and
 clears the bits by writing them back to ``S_INTR_STATUS``. ``check_crc``/``check_nothing`` and the
-``intr_notify`` line itself wait until their sync id has fired.
+``intr_notify`` line itself wait until their sync id has fired. The clear is a posted write and
+``dla_intr`` is registered, so before waiting for another interrupt right after a clear the
+player lets the line drop (bounded; see ``Player._wait_intr_settled``).
 """
 from __future__ import annotations
 
@@ -85,19 +87,24 @@ class Player:
 
     ``intr_budget``: cycles to wait for one interrupt (default from verif/trace/reference.py:
     4x NVIDIA's cycle count for the trace); ``poll_budget``: cycles for a
-    ``poll_reg_equal``. ``on_timeout`` (optional) returns extra text for timeout messages
-    (the rtl engine gives the waveform path). ``images`` (optional) maps a ``mem_load`` file
+    ``poll_reg_equal``; ``intr_drop_budget``: cycles ``dla_intr`` may stay high after the player
+    cleared every pending ``S_INTR_STATUS`` bit (see ``_wait_intr_settled``). ``on_timeout``
+    (optional) returns extra text for timeout messages (the rtl engine gives the waveform path). ``images`` (optional) maps a ``mem_load`` file
     name to its ``load_dat`` runs, already loaded; other images are loaded when played.
     """
 
     def __init__(self, trace: Trace, engine: Engine, *, intr_budget: int | None = None,
-                 poll_budget: int = 1_000_000, on_timeout=None, images: dict | None = None):
+                 poll_budget: int = 1_000_000, on_timeout=None, images: dict | None = None,
+                 intr_drop_budget: int = 64):
         self.trace, self.engine = trace, engine
         self.images = dict(images or {})
         if intr_budget is None:     # default: 4x NVIDIA's cycles for this trace (reference.py)
             from verif.trace.reference import intr_budget as ref_budget
             intr_budget = ref_budget(trace.name)
         self.intr_budget, self.poll_budget = intr_budget, poll_budget
+        self.intr_drop_budget = intr_drop_budget
+        self._pending_clear: tuple[int, int | None] | None = None   # (bits, cycle) of the last clear
+        self._intr_seen: int | None = None     # cycle a pending interrupt was seen while settling
         self.on_timeout = on_timeout or (lambda: "")
         self.fired: set[str] = set()
         self.queues: dict[str, deque] = defaultdict(deque)
@@ -114,10 +121,13 @@ class Player:
 
     async def _service_interrupt(self, waiting_for: str, where: str) -> None:
         eng = self.engine
+        if self._pending_clear is not None:
+            await self._wait_intr_settled(where)
         if not await eng.wait_intr(self.intr_budget):
             raise TraceFailure(await self._timeout_text(
                 f"{where}: no interrupt within {self.intr_budget} cycles while waiting for {waiting_for}"))
-        self.last_intr_cycle = eng.cycle
+        self.last_intr_cycle = eng.cycle if self._intr_seen is None else self._intr_seen
+        self._intr_seen = None
         status = await eng.reg_read(GLB_INTR_STATUS.addr)
         mask = await eng.reg_read(GLB_INTR_MASK)
         val = status & ~mask
@@ -140,6 +150,40 @@ class Player:
                 q.appendleft(pre)
             self.fired.add(item[1])
         await eng.reg_write(GLB_INTR_STATUS.addr, val)
+        self._pending_clear = (val, eng.cycle)
+
+    async def _wait_intr_settled(self, where: str) -> None:
+        """Before waiting for the next interrupt after a posted clear of ``S_INTR_STATUS``: let
+        ``dla_intr`` drop, or find it high for a bit still pending, so that ``wait_intr`` sees
+        only interrupts that are really pending (the race: two ``intr_notify`` in a row, the
+        second one waited for right after the first one's clear).
+
+        The clear is posted: the CSB write reaches GLB a few cycles after ``reg_write`` returns,
+        and GLB registers ``dla_intr`` from the status (hdl/glb.py; NVIDIA's GLB also registers
+        it), so the line stays high for a few cycles after the bits are gone. A read of
+        ``S_INTR_STATUS`` is ordered after the clear on CSB, so it tells a stale line from a new
+        interrupt; a line that stays high with nothing pending for ``intr_drop_budget`` cycles
+        after the clear is a TraceFailure. Done lazily (only when the player waits for an
+        interrupt within ``intr_drop_budget`` cycles of a clear), so the cycles of traces that
+        do something else after a clear are unchanged; an untimed engine has no race."""
+        cleared, t0 = self._pending_clear
+        self._pending_clear = None
+        eng = self.engine
+        if eng.cycle is None or eng.cycle - t0 > self.intr_drop_budget:
+            return
+        while await eng.wait_intr(1):          # high now, or rose within one cycle
+            seen = eng.cycle
+            status = await eng.reg_read(GLB_INTR_STATUS.addr)
+            mask = await eng.reg_read(GLB_INTR_MASK)
+            if status & ~mask:                  # really pending: the interrupt was seen then
+                self._intr_seen = seen
+                return
+            if eng.cycle - t0 > self.intr_drop_budget:
+                raise TraceFailure(
+                    f"{where}: dla_intr still high {eng.cycle - t0} cycles after the player "
+                    f"cleared S_INTR_STATUS bits {cleared:#x}, while S_INTR_STATUS {status:#x} "
+                    f"& ~S_INTR_MASK {mask:#x} is 0")
+            await eng.wait_cycles(1)
 
     async def _wait_sync(self, sync: str, where: str) -> None:
         while sync not in self.fired:
