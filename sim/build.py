@@ -20,7 +20,7 @@ last lines); :class:`RtlGenerationError` when ``hdl.build`` fails.
 ``NvdlaConfig.name``), used as is in directory names.
 
 CLI: ``python -m sim.build [--config nv_small] [--set NAME=VALUE ...] [--rtl-filelist F]
-[--waves] [--force]``.
+[--waves] [--xrand] [--force]``.
 """
 from __future__ import annotations
 
@@ -49,6 +49,17 @@ TIMESCALE = ("1ns", "1ps")
 #: Verilator options of every build (part of the cache key).
 BASE_FLAGS = ("-Wno-fatal", "-Wno-lint", "-Wno-style", "-Wno-MULTIDRIVEN", "-Wno-TIMESCALEMOD",
               "--x-assign", "fast", "--assert")
+#: the X-randomising variant (issue 11 item 6): X assignments and initial values become
+#: values drawn at run time (``xrand_plusargs(seed)``), so a design that depends on
+#: uninitialised state gives different results per seed
+XRAND_FLAGS = ("--x-assign", "unique", "--x-initial", "unique")
+
+
+def xrand_plusargs(seed: int) -> list[str]:
+    """Run-time options of an ``xrand`` build: every X and initial value random, from ``seed``
+    (Verilator manual, "Runtime arguments": ``+verilator+rand+reset+2``, ``+verilator+seed+N``;
+    the seed must be > 0)."""
+    return ["+verilator+rand+reset+2", f"+verilator+seed+{int(seed)}"]
 #: C++ optimisation for the verilated model (the runner's default is -Os).
 OPT_FAST = "-O2"
 #: Bump when the build recipe in this file changes (invalidates every cached build).
@@ -346,12 +357,14 @@ def _runner_class():
 
 def build_sim(config: str = "nv_small", *, rtl_filelist: str | Path | None = None,
               waves: bool = False, public: bool = False, extra_flags=(), force: bool = False,
-              verbose: bool = False) -> SimBuild:
+              verbose: bool = False, xrand: bool = False) -> SimBuild:
     """Build (or take from the cache) the cocotb+Verilator simulator of ``NV_nvdla``.
 
     ``rtl_filelist``: a Verilator file list of any port-compatible NV_nvdla (default: the
     project's RTL for ``config``, generated if needed). ``waves``: FST-capable variant.
     ``public``: ``--public-flat-rw`` (VPI access to internal signals; slower).
+    ``xrand``: the X-randomising variant (``XRAND_FLAGS`` instead of ``--x-assign fast``;
+    directory suffix ``-xrand``; run it with ``xrand_plusargs(seed)``).
     Raises SimBuildError (with the log path), RtlGenerationError, FileNotFoundError, ValueError
     (a file list option without its value, another --top-module; see parse_filelist).
     """
@@ -360,13 +373,16 @@ def build_sim(config: str = "nv_small", *, rtl_filelist: str | Path | None = Non
     flist_path = Path(rtl_filelist) if rtl_filelist else generate_rtl(config)
     fl = parse_filelist(flist_path)
     flags = list(BASE_FLAGS) + list(extra_flags)
+    if xrand:
+        i = flags.index("--x-assign")
+        flags[i:i + 2] = XRAND_FLAGS
     h = hashlib.sha256()
     h.update(json.dumps({"config": config, "verilator": inst.version, "cocotb": cocotb.__version__,
                          "flags": flags, "waves": bool(waves), "public": bool(public),
                          "opt_fast": OPT_FAST, "recipe": RECIPE, "timescale": TIMESCALE, "top": TOPLEVEL}).encode())
     _hash_filelist(fl, h)
     key = h.hexdigest()[:16]
-    name = f"{config}-{key}" + ("-fst" if waves else "")
+    name = f"{config}-{key}" + ("-xrand" if xrand else "") + ("-fst" if waves else "")
     bdir = BUILD_ROOT / "sim" / name
     ok = bdir / "build.ok"
     with _locked(BUILD_ROOT / "sim" / f"{name}.lock"):
@@ -405,15 +421,16 @@ def build_sim(config: str = "nv_small", *, rtl_filelist: str | Path | None = Non
             f.unlink()
         ok.write_text(json.dumps({"filelist": str(fl.path), "seconds": round(dt, 1),
                                   "verilator": inst.version, "flags": flags, "waves": waves}))
-    _prune(config, waves, keep=bdir)
+    _prune(config, waves, keep=bdir, xrand=xrand)
     return SimBuild(config, key, bdir, waves, fl.path, dt, False)
 
 
-def _prune(config: str, waves: bool, keep: Path, n: int = 3, min_age_s: float = 3600) -> None:
+def _prune(config: str, waves: bool, keep: Path, n: int = 3, min_age_s: float = 3600,
+           xrand: bool = False) -> None:
     """Delete old cached builds of the same configuration and variant: keep the ``n`` newest
     and anything younger than ``min_age_s`` (a simulator may still be using it)."""
     import shutil
-    sfx = "-fst" if waves else ""
+    sfx = ("-xrand" if xrand else "") + ("-fst" if waves else "")
     # names are "<config>-<16 hex digits>[-fst]"; a config spec may hold "+", "=" and "-"
     pattern = re.compile(re.escape(config) + r"-[0-9a-f]{16}" + re.escape(sfx))
     cands = [d for d in (BUILD_ROOT / "sim").glob(f"{glob.escape(config)}-*")
@@ -434,11 +451,13 @@ def main(argv=None) -> int:
     ap.add_argument("--waves", action="store_true", help="FST-capable variant (--trace-fst)")
     ap.add_argument("--public", action="store_true", help="--public-flat-rw (slower)")
     ap.add_argument("--force", action="store_true", help="rebuild even when cached")
+    ap.add_argument("--xrand", action="store_true",
+                    help="X-randomising variant (--x-assign unique --x-initial unique)")
     a = ap.parse_args(argv)
     cfg = config_from_args(a, ap)
     try:
         b = build_sim(cfg.name, rtl_filelist=a.rtl_filelist, waves=a.waves, public=a.public,
-                      force=a.force)
+                      force=a.force, xrand=a.xrand)
     except (SimBuildError, RtlGenerationError, FileNotFoundError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -51,7 +51,7 @@ module NV_nvdla (
   reg s1_valid, s1_write; reg [15:0] s1_addr; reg [31:0] s1_wdat;
   reg [2:0] state; reg [31:0] left, src, dst;
   assign dla_intr = |(intr_status & ~regs[16'h401]);
-  assign nvdla_core2dbb_aw_awid = 0; assign nvdla_core2dbb_aw_awlen = 0; assign nvdla_core2dbb_ar_arid = 0;
+  assign nvdla_core2dbb_aw_awid = 1; assign nvdla_core2dbb_aw_awlen = 0; assign nvdla_core2dbb_ar_arid = 1;
   assign nvdla_core2dbb_ar_arlen = 0; assign nvdla_core2dbb_w_wstrb = 8'hff; assign nvdla_core2dbb_w_wlast = 1;
   assign nvdla_core2dbb_b_bready = 1; assign nvdla_core2dbb_r_rready = 1;
   wire [31:0] beats = (regs[16'h240f]+1)*(regs[16'h2410]+1)*((regs[16'h2411]+8)>>3);
@@ -220,6 +220,88 @@ def test_timeout_names_busy_unit_and_waveform(stub_filelist, tmp_path):
     wave = REPO / "build" / "waves" / "masked_intr.fst"
     assert f"waveform: {wave}" in res.message
     assert wave.is_file() and wave.stat().st_size > 0
+
+
+def _stub_variant(name: str, text: str) -> Path:
+    d = REPO / "build" / name
+    d.mkdir(parents=True, exist_ok=True)
+    v = d / "NV_nvdla.v"
+    if not v.is_file() or v.read_text() != text:
+        v.write_text(text)
+    (d / "NV_nvdla.f").write_text("NV_nvdla.v\n")
+    return d / "NV_nvdla.f"
+
+
+@needs_sim
+def test_reset_mid_layer_and_beats_after_it(stub_filelist):
+    """Issue 11 item 3 on the test DUT: a reset while it copies, then a clean trace, passes; a
+    DUT whose copy engine ignores the reset (it resumes after the release) fails with the AXI
+    monitor naming the request of the aborted layer."""
+    from verif.trace.rtl_runner import run_rtl
+    pair = [TRACES / "sdp_8x8x32_bypass_int8_0", TRACES / "sdp_8x8x32_bypass_int8_1"]
+    (ok,) = run_rtl(pair, config="test_stub", rtl_filelist=stub_filelist, mode="reset_mid",
+                    abort_after_wbeats=16)
+    assert ok.status == "PASS", ok.message
+    assert ok.name == "sdp_8x8x32_bypass_int8_0+sdp_8x8x32_bypass_int8_1"
+    assert "busy: SDP(S_STATUS=0x1)" in ok.message
+    # the broken DUT: the reset does not stop its copy engine, which re-issues a read that got
+    # no data within 64 cycles (as a DMA with a retry timer would) - so after the reset it
+    # requests again for the aborted layer
+    broken = _stub_variant("test_stub_noreset", STUB_V.replace(
+        "intr_status <= 0; state <= 0;", "intr_status <= 0;").replace(
+        "reg [2:0] state;", "reg [2:0] state; reg [5:0] retry = 0;").replace(
+        "3: if (nvdla_core2dbb_r_rvalid) begin",
+        "3: if (!nvdla_core2dbb_r_rvalid) begin retry <= retry + 1; if (&retry) state <= 1; end\n"
+        "           else begin retry <= 0;"))
+    (bad,) = run_rtl(pair, config="test_stub_noreset", rtl_filelist=broken, mode="reset_mid",
+                     abort_after_wbeats=16)
+    assert bad.status == "FAIL"
+    assert "after a reset in the middle of a layer, before any layer was enabled again" in bad.message
+
+
+@needs_sim
+def test_xrand_build_exposes_uninitialised_state():
+    """Issue 11 item 6 self-test: a test DUT that XORs an uninitialised register into the data
+    it copies passes on the normal build (zero initial values) but fails on the X-randomising
+    build (``xrand_seed``: ``--x-initial unique`` with random values at run time)."""
+    from verif.trace.rtl_runner import run_rtl
+    xdep = _stub_variant("test_stub_xdep", STUB_V.replace(
+        "reg [2:0] state;", "reg [2:0] state; reg [7:0] junk;").replace(
+        "nvdla_core2dbb_w_wdata <= nvdla_core2dbb_r_rdata;",
+        "nvdla_core2dbb_w_wdata <= nvdla_core2dbb_r_rdata ^ {56'd0, junk};"))
+    t = TRACES / "sdp_8x8x32_bypass_int8_0"
+    (ok,) = run_rtl([t], config="test_stub_xdep", rtl_filelist=xdep)
+    assert ok.status == "PASS", ok.message
+    seeds = [run_rtl([t], config="test_stub_xdep", rtl_filelist=xdep, xrand_seed=s) for s in (1, 2)]
+    assert any(next(iter(r)).status == "FAIL" for r in seeds)
+
+
+@needs_sim
+def test_monitor_flags_bad_axi_id(stub_filelist):
+    """The AXI monitor is on in every rtl simulation: the test DUT's ID 1 is not an ID of a
+    DUT that only has client 0."""
+    from verif.trace.rtl_runner import run_rtl
+    t = TRACES / "sdp_8x8x32_bypass_int8_0"
+    (res,) = run_rtl([t], config="test_stub", rtl_filelist=stub_filelist,
+                     axi_ids={"read": [0], "write": [0]})
+    assert res.status == "FAIL"
+    assert "arid 1 is not a client ID (allowed [0]" in res.message
+
+
+@needs_sim
+def test_max_cycles_overrides_the_budget(stub_filelist):
+    """``--max-cycles N`` reaches the player as ``intr_budget`` (default: derived per trace by
+    verif.trace.budget); running out names the busy units."""
+    t = TRACES / "sdp_8x8x32_bypass_int8_0"
+    res = _run([t], stub_filelist, intr_budget=500)[t.name]
+    assert res.status == "FAIL" and "no interrupt within 500 cycles" in res.message
+    assert "units still busy: SDP(S_STATUS=0x1)" in res.message
+    assert res.rtl["budget"] == 500
+    ok = _run([t], stub_filelist)[t.name]
+    from verif.trace.budget import trace_budget
+    from verif.trace.parser import load_trace
+    from hdl.config import NV_SMALL
+    assert ok.status == "PASS" and ok.rtl["budget"] == trace_budget(load_trace(t), NV_SMALL)
 
 
 @needs_sim

@@ -34,14 +34,23 @@ for a cycle with probability ``STALL`` between beats and responses; once driven,
 until its handshake.
 
 Bookkeeping: ``rd_beats``/``wr_beats`` (R and W beats), ``rd_reqs``/``wr_reqs`` (AR and AW
-requests). Protocol errors (``wlast`` not on the burst's last beat) are recorded in ``error``
-(the first one), never raised from inside the simulator.
+requests). Protocol errors are recorded in ``error`` (the first one), never raised from inside
+the simulator: the core's own (``wlast`` not on the burst's last beat) and those of its
+:class:`verif.monitors.AxiMonitor` (``monitor``, on by default: valid held until ready, payload
+stable while stalled, W beats per burst, 4 KB boundaries, IDs, responses only to outstanding
+requests): its ``requests`` at the end of :meth:`AxiSlaveCore.drive` (in-order profiles) or of
+:meth:`AxiSlaveCore.settle` (``random``) on every cycle with a valid or a stalled channel, with
+the values the next rising edge samples, and ``r_beat``/``b_resp`` where the core completes an
+R beat or B response (in-order: driven while ``rready``/``bready`` is high, as the core has
+always assumed; random: seen at ``settle``).
 """
 from __future__ import annotations
 
 import random
 from collections import deque
 from dataclasses import asdict, dataclass
+
+from verif.monitors import AxiMonitor
 
 PROFILES = ("nvidia", "fast", "random")
 _DEFAULTS = {"nvidia": (32, 2), "fast": (1, 1), "random": (500, 1)}   # (read_latency, accept_every)
@@ -115,13 +124,34 @@ class AxiSlaveCore:
     it then reports the skipped cycles with :meth:`skip`).
     """
 
-    def __init__(self, mem, data_bytes: int, timing: MemTiming = MemTiming()):
+    def __init__(self, mem, data_bytes: int, timing: MemTiming = MemTiming(), *,
+                 monitor: "AxiMonitor | bool | None" = True, ids: dict | None = None):
         self.mem, self.nbytes, self.timing = mem, int(data_bytes), timing
         self.needs_settle = timing.profile == "random"
+        if monitor is True:
+            monitor = AxiMonitor(self.nbytes, ids)
+        #: the protocol monitor (verif.monitors.AxiMonitor) or None
+        self.monitor = monitor or None
+        self._v = (0, 0, 0)               # arvalid, awvalid, wvalid read by the last drive()
+        self.pre_ar = self.pre_aw = self._rb = self._bb = None
         self.reset()
 
-    def reset(self, mem=None) -> None:
-        """Forget everything in flight and the counters (``mem``: a new memory to serve)."""
+    @property
+    def error(self) -> str | None:
+        """The first protocol error: the core's own, else its monitor's (None: none)."""
+        if self._error is None and self.monitor is not None:
+            return self.monitor.error
+        return self._error
+
+    @error.setter
+    def error(self, v: str | None) -> None:
+        self._error = v
+
+    def reset(self, mem=None, *, keep_error: bool = False) -> None:
+        """Forget everything in flight and the counters (``mem``: a new memory to serve).
+        ``keep_error``: keep the first protocol error (a reset in the middle of a test: what
+        was in flight is dropped, as a memory reset with the DUT would)."""
+        err = self.error if keep_error else None
         if mem is not None:
             self.mem = mem
         t = self.timing
@@ -133,7 +163,11 @@ class AxiSlaveCore:
         self.w_fifo: deque = deque()       # (data, strb, last)
         self.ar_wait = self.aw_wait = 0
         self.rd_beats = self.wr_beats = self.rd_reqs = self.wr_reqs = 0
-        self.error: str | None = None
+        self._error: str | None = None
+        if self.monitor is not None:
+            self.monitor.reset(keep_error=keep_error)
+        if keep_error and self.error is None:
+            self._error = err
         # nvidia/fast: in-order delay line
         self.b_fifo: deque = deque()       # ids
         self.r_fifo: deque = deque()       # (id, last, data) waiting to enter the delay line
@@ -189,9 +223,10 @@ class AxiSlaveCore:
 
     def _read_burst(self, get) -> list:
         nb = self.nbytes
-        addr = get["araddr"]() & ~(nb - 1)
-        n = get["arlen"]() + 1
-        rid = get["arid"]()
+        raw, ln, rid = get["araddr"](), get["arlen"](), get["arid"]()
+        self.pre_ar = (rid, raw, ln)          # for the monitor: read once per cycle
+        addr = raw & ~(nb - 1)
+        n = ln + 1
         rw = self.mem.read_word
         self.rd_reqs += 1
         return [(rid, 1 if i == n - 1 else 0, rw(addr + i * nb, nb)) for i in range(n)]
@@ -200,24 +235,47 @@ class AxiSlaveCore:
         """One cycle; returns the slave inputs that change, ``[(name, value)]``."""
         self.now += 1
         self.seen = False
-        return self._drive_random(get) if self.needs_settle else self._drive_inorder(get)
+        # values of master outputs this cycle's drive read (None: not read), for the monitor
+        self.pre_ar = self.pre_aw = self._rb = self._bb = None
+        if self.needs_settle:
+            return self._drive_random(get)
+        ch = self._drive_inorder(get)
+        mon = self.monitor
+        if mon is not None:
+            if self.seen or mon.any_stall:
+                mon.requests(self.now, get, self.out, *self._v, pre=self)
+            if self._rb is not None:
+                mon.r_beat(self.now, *self._rb)
+            if self._bb is not None:
+                mon.b_resp(self.now, self._bb)
+        return ch
 
     def settle(self, get) -> None:
         """Random profile: sample ``rready``/``bready`` as the next edge will see them."""
-        if self.out["rvalid"]:
+        o, mon = self.out, self.monitor
+        if o["rvalid"]:
             self.r_ready_seen = get["rready"]()
-        if self.out["bvalid"]:
+        if o["bvalid"]:
             self.b_ready_seen = get["bready"]()
+        if mon is not None:
+            if self.seen or mon.any_stall:
+                mon.requests(self.now, get, o, *self._v, pre=self)
+            if o["rvalid"] and self.r_ready_seen:
+                mon.r_beat(self.now, o["rid"], o["rlast"])
+            if o["bvalid"] and self.b_ready_seen:
+                mon.b_resp(self.now, o["bid"])
 
     # ---- nvidia / fast ----------------------------------------------------------------------------
     def _drive_inorder(self, get) -> list:
         ch: list = []
         acc = self.timing.accept_every - 1
         # write request
-        if get["awvalid"]():
+        awv = get["awvalid"]()
+        if awv:
             self.seen = True
             if self.out["awready"]:
-                self.aw_fifo.append([get["awid"](), get["awaddr"]() & ~(self.nbytes - 1), get["awlen"]()])
+                p = self.pre_aw = (get["awid"](), get["awaddr"](), get["awlen"]())
+                self.aw_fifo.append([p[0], p[1] & ~(self.nbytes - 1), p[2]])
                 self.wr_reqs += 1
                 self.aw_wait = acc
             elif self.aw_wait:
@@ -226,12 +284,15 @@ class AxiSlaveCore:
             self.aw_wait -= 1
         self._set(ch, "awready", 1 if self.aw_wait == 0 else 0)
         # write data (wready is always 1)
-        if get["wvalid"]():
+        wv = get["wvalid"]()
+        if wv:
             self.seen = True
             self.w_fifo.append((get["wdata"](), get["wstrb"](), get["wlast"]()))
             self.wr_beats += 1
         # read request
-        if get["arvalid"]():
+        arv = get["arvalid"]()
+        self._v = (arv, awv, wv)
+        if arv:
             self.seen = True
             if self.out["arready"]:
                 self.r_fifo.extend(self._read_burst(get))
@@ -271,11 +332,14 @@ class AxiSlaveCore:
                 self._set(ch, "rdata", rdata)
                 self.rd_beats += 1
                 out = 1
+                self._rb = (rid, rlast)           # driven with rready high: the next edge takes it
         self._set(ch, "rvalid", out)
         # write response
         out = 0
         if self.b_fifo and get["bready"]():
-            self._set(ch, "bid", self.b_fifo.popleft())
+            bid = self.b_fifo.popleft()
+            self._set(ch, "bid", bid)
+            self._bb = bid
             out = 1
         self._set(ch, "bvalid", out)
         return ch
@@ -299,17 +363,19 @@ class AxiSlaveCore:
         if self.b_cur is not None and self.b_ready_seen:
             self.b_cur = None
         # AW / AR: ready for the next edge drawn first; a valid request meets it there
+        vs = {}
         for c in ("aw", "ar"):
             wait = getattr(self, f"{c}_wait")
             rdy = 1 if wait == 0 and rnd() >= STALL else 0
             if wait:
                 setattr(self, f"{c}_wait", wait - 1)
-            valid = get[f"{c}valid"]()
+            valid = vs[c] = get[f"{c}valid"]()
             self.seen |= bool(valid)
             if rdy and valid:
                 setattr(self, f"{c}_wait", acc)
                 if c == "aw":
-                    self.aw_fifo.append([get["awid"](), get["awaddr"]() & ~(self.nbytes - 1), get["awlen"]()])
+                    p = self.pre_aw = (get["awid"](), get["awaddr"](), get["awlen"]())
+                    self.aw_fifo.append([p[0], p[1] & ~(self.nbytes - 1), p[2]])
                     self.wr_reqs += 1
                 else:
                     beats = self._read_burst(get)
@@ -318,6 +384,7 @@ class AxiSlaveCore:
         # W
         rdy = 1 if rnd() >= STALL else 0
         valid = get["wvalid"]()
+        self._v = (vs["ar"], vs["aw"], valid)
         self.seen |= bool(valid)
         if rdy and valid:
             self.w_fifo.append((get["wdata"](), get["wstrb"](), get["wlast"]()))

@@ -60,6 +60,11 @@ def main(argv=None) -> int:
     rp.add_argument("--accept-every", type=int, default=None,
                     help="override: the memory accepts one AXI request every N cycles (nvidia 2, "
                          "fast and random 1), >= 1")
+    rp.add_argument("--max-cycles", type=int, default=None, metavar="N",
+                    help="rtl/amaranth: cycles to wait for each interrupt before declaring a hang "
+                         "(default: derived from the trace's work - bytes each DMA moves, atomic "
+                         "operations - times a margin, and at least 4x NVIDIA's cycles where "
+                         "its table lists the trace); the failure names the busy units")
     rp.add_argument("--allow-not-runnable", action="store_true",
                     help="exit status 0 even if some traces are not runnable (missing memory images)")
     args = ap.parse_args(argv)
@@ -69,6 +74,8 @@ def main(argv=None) -> int:
                                  accept_every=args.accept_every)
         if args.jobs < 1:
             raise MemTimingError(f"--jobs {args.jobs}: must be >= 1")
+        if args.max_cycles is not None and args.max_cycles < 1:
+            raise MemTimingError(f"--max-cycles {args.max_cycles}: must be >= 1")
         dirs = find_traces(args.paths)
     except (ConfigError, MemTimingError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
@@ -76,7 +83,7 @@ def main(argv=None) -> int:
     counts = {PASS: 0, FAIL: 0, NOT_RUNNABLE: 0}
     t0 = time.monotonic()
     for r in run(dirs, args.engine, cfg, waves=args.waves, rtl_filelist=args.rtl_filelist,
-                 jobs=args.jobs, timing=timing):
+                 jobs=args.jobs, timing=timing, max_cycles=args.max_cycles):
         counts[r.status] += 1
         print(format_result(r), flush=True)
     mem = f", memory {timing}" if args.engine != "model" else ""

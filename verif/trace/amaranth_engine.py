@@ -13,6 +13,9 @@ about a thousand cycles per second; for small traces and unit-level semantics te
 * CSB driver (NVIDIA's player timing, as the rtl engine, cycle for cycle): one request per
   cycle when ``csb2nvdla_ready``, posted writes, reads wait for ``nvdla2csb_valid`` and the next
   request follows one cycle after the response.
+* protocol monitors (:mod:`verif.monitors`): the AXI monitor inside the slave core (IDs of
+  the client table, ``hdl/dma/clients.py``) and the CSB monitor (requests as driven, responses
+  sampled after every tick); a violation fails the trace.
 * time: ``cycle`` counts clock edges since the simulation started (the engine's testbench
   ticks; nothing else advances time); ``write_accept_cycle`` is the edge that accepted the last
   ``reg_write``.
@@ -28,6 +31,7 @@ from hdl.config import NvdlaConfig
 from hdl.top import NvdlaCore
 from verif.axi_slave import MASTER_OUTPUTS, SLAVE_INPUTS, AxiSlaveCore, MemTiming, port_name
 from verif.mem import SparseMemory
+from verif.monitors import CsbMonitor, our_ids
 from verif.trace.engine_common import SimEngineBase
 from verif.trace.player import TraceFailure, TraceResult, play
 
@@ -54,7 +58,9 @@ class AmaranthEngine(SimEngineBase):
         self.dut, self.cfg, self.timing, self.csb_timeout = dut, dut.cfg, timing, csb_timeout
         self.address_width = dut.cfg.mem_address_width
         self.mem = SparseMemory(self.address_width)
-        self.axi = AxiSlaveCore(self.mem, dut.cfg.primary_memif_width // 8, timing)
+        self.axi = AxiSlaveCore(self.mem, dut.cfg.primary_memif_width // 8, timing,
+                                ids=our_ids(dut.cfg))
+        self.csb_mon = CsbMonitor()
         self.ctx = None
         self._cycle = 0
         self._at_fall = False          # see _to_fall
@@ -85,8 +91,13 @@ class AmaranthEngine(SimEngineBase):
 
     async def tick(self) -> None:
         """Advance one clock cycle (a CSB request driven before it is released after it)."""
-        await self.ctx.tick()
+        ctx, d = self.ctx, self.dut
+        await ctx.tick()
         self._cycle += 1
+        if ctx.get(d.nvdla2csb_valid):          # CSB monitor: one response per cycle high
+            self.csb_mon.response("read", self._cycle)
+        if ctx.get(d.nvdla2csb_wr_complete):
+            self.csb_mon.response("write", self._cycle)
         if self._csb_pending:
             self.ctx.set(self.dut.csb2nvdla_valid, 0)
             self._csb_pending = False
@@ -147,6 +158,8 @@ class AmaranthEngine(SimEngineBase):
             ctx.set(d.csb2nvdla_write, csb.get("write", 0))
             ctx.set(d.csb2nvdla_nposted, csb.get("nposted", 0))
             self._csb_pending = True
+            kind = "read" if not csb.get("write") else ("nposted" if csb.get("nposted") else "posted")
+            self.csb_mon.request(kind, self._cycle + 1, csb["addr"] << 2)
 
     async def _csb_issue(self, addr: int, wdat: int, write: int, nposted: int = 0) -> None:
         """At a falling edge where ``csb2nvdla_ready`` is 1, drive one request for the next
@@ -224,5 +237,12 @@ def play_on_amaranth(trace, cfg: NvdlaConfig, *, timing: MemTiming = MemTiming()
 
     eng = simulate(cfg, bench, timing=timing)
     res = out["res"]
+    eng.csb_mon.check_idle(eng.cycle)
+    if eng.axi.monitor is not None:
+        eng.axi.monitor.check_idle(eng.cycle)
+    err = eng.axi.error or eng.csb_mon.error
+    if err and err not in res.message:
+        res.message = f"protocol error: {err}" + (f"; {res.message}" if res.message else "")
+        res.status = "FAIL"
     res.axi = {k: getattr(eng.axi, k) for k in ("rd_beats", "wr_beats", "rd_reqs", "wr_reqs")}
     return res

@@ -9,6 +9,13 @@ from verif.trace.player import TraceFailure
 
 
 @lru_cache(maxsize=None)
+def kickoff_addrs() -> frozenset:
+    """Byte addresses of every unit's ``D_OP_ENABLE`` register (bit 0 set there starts a layer)."""
+    return frozenset(u.base + r.offset for u in REGMAP.units for r in u.registers
+                     if r.name == "D_OP_ENABLE")
+
+
+@lru_cache(maxsize=None)
 def unit_status_regs() -> tuple:
     """``(unit name, byte address, register)`` of every unit's ``S_STATUS`` register."""
     return tuple((u.name, u.base + r.offset, r) for u in REGMAP.units for r in u.registers
@@ -42,9 +49,13 @@ class SimEngineBase:
     axi = None
 
     def _check_error(self) -> None:
-        """Raise TraceFailure when the AXI slave recorded a protocol error."""
+        """Raise TraceFailure when the AXI slave (or its monitor) or the CSB monitor
+        (``csb_mon``, optional) recorded a protocol error."""
         if self.axi is not None and self.axi.error:
-            raise TraceFailure(f"AXI protocol error at cycle {self.cycle}: {self.axi.error}")
+            raise TraceFailure(f"protocol error (seen at cycle {self.cycle}): {self.axi.error}")
+        mon = getattr(self, "csb_mon", None)
+        if mon is not None and mon.error:
+            raise TraceFailure(f"protocol error (seen at cycle {self.cycle}): {mon.error}")
 
     async def mem_write(self, addr: int, data: bytes) -> None:
         self.mem.write(addr, data)

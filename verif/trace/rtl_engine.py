@@ -17,6 +17,11 @@ Pieces (all on NVIDIA's NV_nvdla ports):
 * the CSB master (timing as NVIDIA's player drives CSB): one request per cycle when
   ``csb2nvdla_ready``, posted writes (``nposted=0``), reads wait for ``nvdla2csb_valid``
   (``csb_timeout`` cycles at most).
+* protocol monitors (:mod:`verif.monitors`): the AXI monitor inside the slave core sees every
+  cycle the core evaluates (IDs allowed: ``axi_ids``); the CSB monitor counts the engine's own
+  requests and every cycle ``nvdla2csb_valid``/``nvdla2csb_wr_complete`` is high (a coroutine
+  woken by their rising edges, so no per-cycle cost while they are low). A violation fails the
+  trace at the engine's next call (``_check_error``) or at :meth:`RtlEngine.final_check`.
 * :class:`RtlEngine` - the ``verif.trace.player.Engine``: ``cycle`` counts ``dla_core_clk``
   rising edges since reset release (computed from simulation time, no per-cycle Python),
   ``wait_intr`` waits for an edge of ``dla_intr`` or a Timer, ``busy_units`` reads every unit's
@@ -31,7 +36,8 @@ from cocotb.triggers import FallingEdge, First, ReadOnly, RisingEdge, Timer
 
 from verif.axi_slave import MASTER_OUTPUTS, SLAVE_INPUTS, AxiSlaveCore, MemTiming, port_name
 from verif.mem import SparseMemory
-from verif.trace.engine_common import SimEngineBase
+from verif.monitors import CsbMonitor
+from verif.trace.engine_common import SimEngineBase, kickoff_addrs
 from verif.trace.player import TraceFailure
 
 __all__ = ["AxiResponder", "MemTiming", "RtlEngine", "SparseMemory"]
@@ -66,12 +72,12 @@ class AxiResponder:
     ports of ``dut`` (module docstring). ``period_steps``: clock period in simulator steps."""
 
     def __init__(self, dut, prefix: str, clk, mem, timing: MemTiming = MemTiming(),
-                 period_steps: int = 1):
+                 period_steps: int = 1, ids: dict | None = None, monitor: bool = True):
         self.clk, self.period = clk, period_steps
         sig = {n: _Sig(getattr(dut, f"{prefix}_{port_name(n)}")) for n in SLAVE_INPUTS + MASTER_OUTPUTS}
         self.get = {n: sig[n].get for n in MASTER_OUTPUTS}
         self.put = {n: sig[n].set for n in SLAVE_INPUTS}
-        self.core = AxiSlaveCore(mem, sig["rdata"].width // 8, timing)
+        self.core = AxiSlaveCore(mem, sig["rdata"].width // 8, timing, ids=ids, monitor=monitor)
         self._edge_handles = [getattr(dut, f"{prefix}_{c}_{c}valid") for c in ("ar", "aw", "w")]
         self._rready_handle = getattr(dut, f"{prefix}_r_rready")
         self._task = None
@@ -86,10 +92,20 @@ class AxiResponder:
         for n, v in self.core.out.items():
             self.put[n](v)
 
-    def start(self, mem=None) -> None:
-        """Reset the core (serving ``mem`` if given) and run it once per cycle."""
+    def drive_quiet(self) -> None:
+        """Drive every ready and response valid low (the memory while the DUT is in reset)."""
+        for n in ("arready", "awready", "wready", "rvalid", "bvalid"):
+            self.put[n](0)
+
+    def valids(self) -> list[str]:
+        """Names of the master's request/data valids that are high now."""
+        return [n for n in ("arvalid", "awvalid", "wvalid") if self.get[n]()]
+
+    def start(self, mem=None, *, keep_error: bool = False) -> None:
+        """Reset the core (serving ``mem`` if given; ``keep_error``: keep a protocol error
+        already recorded) and run it once per cycle."""
         self.stop()
-        self.core.reset(mem)
+        self.core.reset(mem, keep_error=keep_error)
         self.drive_idle()
         self._task = cocotb.start_soon(self._run())
 
@@ -128,8 +144,15 @@ class RtlEngine(SimEngineBase):
     name = "rtl"
 
     def __init__(self, dut, *, timing: MemTiming = MemTiming(), period_ns: int = 10,
-                 reset_cycles: int = 20, post_reset_cycles: int = 8192, csb_timeout: int = 10_000):
+                 reset_cycles: int = 20, post_reset_cycles: int = 8192, csb_timeout: int = 10_000,
+                 axi_ids: dict | None = None, monitors: bool = True):
         self.dut = dut
+        #: AXI protocol monitor on (False only to measure its cost)
+        self.monitors = monitors
+        #: allowed ARID/AWID values ({"read": [...], "write": [...]}; None: any)
+        self.axi_ids = axi_ids
+        self.csb_mon = CsbMonitor()
+        self.in_reset = False
         self.timing = timing
         self.period_ns = period_ns
         self.reset_cycles, self.post_reset_cycles = reset_cycles, post_reset_cycles
@@ -149,6 +172,7 @@ class RtlEngine(SimEngineBase):
         self.c_nposted = _Sig(dut.csb2nvdla_nposted)
         self.r_valid = _Sig(dut.nvdla2csb_valid)
         self.r_data = _Sig(dut.nvdla2csb_data)
+        self.r_wrc = _Sig(dut.nvdla2csb_wr_complete)
         self.intr = dut.dla_intr
         self._intr = _Sig(dut.dla_intr)
         self._csb_seq = 0
@@ -210,9 +234,10 @@ class RtlEngine(SimEngineBase):
         await Timer(1, "ns")
         self._period_steps = int(round(self.period_ns * 1e-9 / self._step_seconds()))
         self.axi = AxiResponder(dut, "nvdla_core2dbb", self.clk, self.mem, self.timing,
-                                self._period_steps)
+                                self._period_steps, ids=self.axi_ids, monitor=self.monitors)
         self.axi.drive_idle()
         self._started = True
+        cocotb.start_soon(self._csb_watch())
         await self.reset()
 
     @staticmethod
@@ -220,30 +245,77 @@ class RtlEngine(SimEngineBase):
         from cocotb.simulator import get_precision
         return 10.0 ** get_precision()
 
-    async def reset(self) -> None:
-        """Assert dla_reset_rstn/direct_reset_ for ``reset_cycles``, clear memory and the AXI
-        model, release, then let the DUT idle ``post_reset_cycles`` (NVIDIA's player: 8192)."""
+    async def reset(self, *, mid_layer: bool = False) -> None:
+        """Assert dla_reset_rstn/direct_reset_ for ``reset_cycles``, release, then let the DUT
+        idle ``post_reset_cycles`` (NVIDIA's player: 8192).
+
+        The memory model drops everything in flight and drives its readies and response valids
+        low while the DUT is in reset; at the end of the reset the DUT must drive no AXI valid
+        (else a protocol error). Between traces (default) the memory is cleared and protocol
+        errors are forgotten. ``mid_layer`` (a reset while a layer runs, issue 11 item 3): the
+        memory and any protocol error recorded so far are kept, and until the next layer is
+        enabled (a ``D_OP_ENABLE`` write with bit 0 set) any AXI request or W beat is a
+        protocol error (a beat of the aborted layer after the reset)."""
         dut = self.dut
+        self.in_reset = True
         self.axi.stop()
-        self.mem = SparseMemory(self.address_width)
-        self.axi.core.reset(self.mem)
-        self.axi.drive_idle()
+        if not mid_layer:
+            self.mem = SparseMemory(self.address_width)
+        self.axi.core.reset(self.mem, keep_error=mid_layer)
+        self.axi.drive_quiet()
         await self._fall
         dut.dla_reset_rstn.value = 0
         dut.direct_reset_.value = 0
         self.c_valid.set(0)
         await Timer(self.reset_cycles * self.period_ns, "ns")
         await self._fall
+        mon = self.axi.core.monitor
+        still = self.axi.valids()
+        if still and mon is not None and mon.error is None:
+            mon.error = (f"AXI at the end of a {self.reset_cycles}-cycle reset: the DUT still "
+                         f"drives {', '.join(still)}")
+        self.axi.drive_idle()
         dut.dla_reset_rstn.value = 1
         dut.direct_reset_.value = 1
         await RisingEdge(self.clk)
         self._t0_step = get_sim_time("step")
-        self.axi.start(self.mem)
+        self.in_reset = False
+        self.axi.start(self.mem, keep_error=mid_layer)
+        if mon is not None:
+            mon.quiet = mid_layer
+        self.csb_mon.reset(keep_error=mid_layer)
         self.csb_reads = self.csb_writes = 0
         await self.wait_cycles(self.post_reset_cycles)
 
+    def final_check(self) -> str | None:
+        """At the end of a trace: the first protocol violation (AXI, CSB, a CSB request left
+        without its response), or None."""
+        self.csb_mon.check_idle(self.cycle)
+        mon = self.axi.core.monitor
+        if mon is not None:
+            mon.check_idle(self.cycle)
+        return self.axi.error or self.csb_mon.error
 
     # ---- CSB --------------------------------------------------------------------------------
+    async def _csb_watch(self) -> None:
+        """CSB monitor feed: every cycle a response output is high is one response (sampled at
+        the falling edge; sleeps on their rising edges otherwise)."""
+        v, w, mon = self.r_valid, self.r_wrc, self.csb_mon
+        hv, hw = self.dut.nvdla2csb_valid, self.dut.nvdla2csb_wr_complete
+        while True:
+            await First(RisingEdge(hv), RisingEdge(hw))
+            while True:
+                await self._fall
+                a, b = v.get(), w.get()
+                if not (a or b):
+                    break
+                if self._t0_step is None or self.in_reset:
+                    continue
+                if a:
+                    mon.response("read", self.cycle + 1)
+                if b:
+                    mon.response("write", self.cycle + 1)
+
     async def _csb_release(self, seq: int) -> None:
         await self._fall
         if self._csb_seq == seq:
@@ -268,12 +340,16 @@ class RtlEngine(SimEngineBase):
         self.c_write.set(write)
         self.c_nposted.set(0)
         self.c_valid.set(1)
+        self.csb_mon.request("read" if not write else "posted", self.cycle + 1, addr)
         self._csb_seq += 1
         cocotb.start_soon(self._csb_release(self._csb_seq))
 
     async def reg_write(self, addr: int, value: int) -> None:
         self._check_error()
         await self._csb_issue(addr, value, 1)
+        mon = self.axi.core.monitor
+        if mon is not None and mon.quiet and value & 1 and addr in kickoff_addrs():
+            mon.quiet = False                       # a layer is enabled: its traffic may start
         self.csb_writes += 1
         # the request was driven after a falling edge; the DUT samples it at the next rising edge
         self.write_accept_cycle = self.cycle + 1

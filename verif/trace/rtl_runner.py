@@ -15,7 +15,7 @@ With ``waves=True`` each trace runs alone in its own process and its waveform is
 ``build/waves/<trace>.fst``; FAIL messages name that file.
 
 CLI: ``python -m verif.trace.rtl_runner [--config nv_small] [--set NAME=VALUE] [--rtl-filelist F]
-[--waves] [-j N] [--mem-profile nvidia|fast|random] [--seed N] TRACE_OR_DIR...``.
+[--waves] [-j N] [--mem-profile nvidia|fast|random] [--seed N] [--max-cycles N] TRACE_OR_DIR...``.
 """
 from __future__ import annotations
 
@@ -47,8 +47,8 @@ def _result_from_json(d: dict, extra: dict) -> TraceResult:
               for c in d.get("checks", [])]
     res = TraceResult(d["name"], d["status"], d.get("message", ""), d.get("cycles"),
                       d.get("wall", 0.0), checks)
-    res.rtl = {k: d.get(k) for k in ("sim_cycles", "sim_wall", "rd_beats", "wr_beats",
-                                     "rd_reqs", "wr_reqs")} | extra
+    res.rtl = {k: d.get(k) for k in ("sim_cycles", "sim_wall", "sim_cpu", "rd_beats", "wr_beats",
+                                     "rd_reqs", "wr_reqs", "budget")} | extra
     return res
 
 
@@ -59,7 +59,7 @@ def _trace_dir(t) -> Path:
 
 
 def _run_batch(build: SimBuild, dirs: list[Path], run_dir: Path, cfg: dict,
-               waves_path: Path | None) -> tuple[list[dict], Path, str]:
+               waves_path: Path | None, plusargs: list[str] = ()) -> tuple[list[dict], Path, str]:
     """One simulator process over ``dirs``. Returns (result dicts, log path, error text)."""
     from cocotb_tools.runner import get_runner
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -75,7 +75,8 @@ def _run_batch(build: SimBuild, dirs: list[Path], run_dir: Path, cfg: dict,
     try:
         runner.test(test_module=TB_MODULE, hdl_toplevel=TOPLEVEL, hdl_toplevel_lang="verilog",
                     build_dir=build.directory, test_dir=run_dir, extra_env={TB_ENV: json.dumps(tb)},
-                    waves=bool(waves_path), test_args=test_args, log_file=log,
+                    waves=bool(waves_path), test_args=test_args, plusargs=list(plusargs),
+                    log_file=log,
                     results_xml=str(run_dir / "results.xml"), timescale=TIMESCALE)
     except SystemExit as e:
         err = f"simulator exited with {e.code}"
@@ -102,7 +103,9 @@ def run_rtl(traces: Iterable, config: str = "nv_small", waves: bool = False,
             rtl_filelist: str | Path | None = None, jobs: int = 1, *,
             timing: MemTiming = MemTiming(), traces_per_process: int | None = None,
             intr_budget: int | None = None, poll_budget: int | None = None,
-            engine: dict | None = None, run_root: Path | None = None) -> Iterator[TraceResult]:
+            engine: dict | None = None, run_root: Path | None = None, mode: str = "traces",
+            xrand_seed: int | None = None, axi_ids: dict | str | None = "auto",
+            abort_after_wbeats: int | None = None) -> Iterator[TraceResult]:
     """Play ``traces`` (trace directories or parsed ``Trace`` objects) on the RTL.
 
     ``config``: hardware configuration name (selects the project's RTL, part of the build cache
@@ -111,8 +114,17 @@ def run_rtl(traces: Iterable, config: str = "nv_small", waves: bool = False,
     simulator processes in parallel. ``timing``: memory timing (``verif.axi_slave.MemTiming``;
     default the ``nvidia`` profile: read_latency=32, accept_every=2). ``traces_per_process``: batch size (default: spread over
     ``jobs``, at most 32; always 1 with waves). ``intr_budget``/``poll_budget``: Player cycle
-    budgets. ``engine``: extra RtlEngine keyword arguments (period_ns, reset_cycles,
+    budgets (``intr_budget`` overrides the per-trace budget of ``verif.trace.budget``, i.e.
+    ``--max-cycles``). ``engine``: extra RtlEngine keyword arguments (period_ns, reset_cycles,
     post_reset_cycles, csb_timeout).
+
+    ``mode`` (see ``verif.cocotb_tb.trace_tb``): ``traces`` (reset between traces), ``soak``
+    (all traces in ONE process without a reset between them), ``reset_mid`` (pairs of
+    aborted/clean traces, ``abort_after_wbeats``; one result per pair). ``xrand_seed``: use the
+    X-randomising build (``sim.build`` ``xrand``) with that run-time seed (> 0).
+    ``axi_ids``: the ARID/AWID values the AXI monitor allows: ``"auto"`` (our client table
+    for ``config``, NVIDIA's nv_small IDs with ``rtl_filelist``), a dict
+    ``{"read": [...], "write": [...]}``, or None (any).
 
     The build happens before the first result (SimBuildError names the Verilator log).
     Yields TraceResult (with ``.rtl`` extras) as traces finish.
@@ -139,14 +151,27 @@ def run_rtl(traces: Iterable, config: str = "nv_small", waves: bool = False,
         dirs.append(d)
     if not dirs:
         return
-    build = build_sim(config, rtl_filelist=rtl_filelist, waves=waves)
+    build = build_sim(config, rtl_filelist=rtl_filelist, waves=waves, xrand=xrand_seed is not None)
     if str(REPO) not in sys.path:  # the simulator's PYTHONPATH is this process's sys.path
         sys.path.insert(0, str(REPO))
     player = {k: v for k, v in (("intr_budget", intr_budget), ("poll_budget", poll_budget))
               if v is not None}
-    cfg = {"timing": asdict(timing), "player": player, "engine": dict(engine or {})}
+    eng = dict(engine or {})
+    eng.setdefault("axi_ids", _axi_ids(axi_ids, config, rtl_filelist))
+    cfg = {"timing": asdict(timing), "player": player, "engine": eng, "config": config,
+           "mode": mode}
+    if abort_after_wbeats is not None:
+        cfg["abort_after_wbeats"] = int(abort_after_wbeats)
+    plusargs = []
+    if xrand_seed is not None:
+        from sim.build import xrand_plusargs
+        plusargs = xrand_plusargs(xrand_seed)
     jobs = max(1, int(jobs))
-    if waves:
+    if mode == "soak":
+        per = len(dirs)
+    elif mode == "reset_mid":
+        per = 2 * max(1, (traces_per_process or len(dirs)) // 2)
+    elif waves:
         per = 1
     elif traces_per_process:
         per = max(1, int(traces_per_process))
@@ -165,7 +190,7 @@ def run_rtl(traces: Iterable, config: str = "nv_small", waves: bool = False,
         if waves:
             WAVES_DIR.mkdir(parents=True, exist_ok=True)
             wpath = WAVES_DIR / f"{batch[0].name}.fst"
-        return pool.submit(_run_batch, build, batch, rdir, cfg, wpath), batch, wpath
+        return pool.submit(_run_batch, build, batch, rdir, cfg, wpath, plusargs), batch, wpath
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         pending = {}
@@ -181,6 +206,14 @@ def run_rtl(traces: Iterable, config: str = "nv_small", waves: bool = False,
                          "build": str(build.directory)}
                 for d in got:
                     yield _result_from_json(d, extra)
+                if mode in ("soak", "reset_mid"):       # no per-trace rerun of a sequence
+                    if err or not got:
+                        res = TraceResult(f"{mode}:{batch[0].name}", FAIL,
+                                          f"simulation aborted ({err or 'no result'}); log: {log}; "
+                                          + _log_tail(log))
+                        res.rtl = dict(extra)
+                        yield res
+                    continue
                 if len(got) < len(batch):
                     crashed = batch[len(got)]
                     why = err or "simulator ended without a result"
@@ -198,6 +231,22 @@ def run_rtl(traces: Iterable, config: str = "nv_small", waves: bool = False,
                         queue.insert(0, rest)
 
 
+def _axi_ids(axi_ids, config: str, rtl_filelist) -> dict | None:
+    """The allowed AXI IDs as JSON-able lists (see ``run_rtl``)."""
+    from verif.monitors import NVIDIA_NV_SMALL_IDS, our_ids
+    if axi_ids is None:
+        return None
+    if axi_ids == "auto":
+        if rtl_filelist:
+            ids = NVIDIA_NV_SMALL_IDS
+        else:
+            from hdl.config import get_config
+            ids = our_ids(get_config(config))
+    else:
+        ids = axi_ids
+    return {"read": sorted(ids["read"]), "write": sorted(ids["write"])}
+
+
 def main(argv=None) -> int:
     from hdl.config import ConfigError, add_config_arguments, config_from_args
     from verif.axi_slave import PROFILES, MemTimingError
@@ -211,6 +260,8 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--read-latency", type=int, default=None)
     ap.add_argument("--accept-every", type=int, default=None)
+    ap.add_argument("--max-cycles", type=int, default=None,
+                    help="cycles to wait for each interrupt (default: verif.trace.budget)")
     a = ap.parse_args(argv)
     try:
         cfg = config_from_args(a)
@@ -221,7 +272,8 @@ def main(argv=None) -> int:
         return 2
     dirs = find_traces(a.paths)
     bad = 0
-    for r in run_rtl(dirs, cfg.name, a.waves, a.rtl_filelist, a.jobs, timing=timing):
+    for r in run_rtl(dirs, cfg.name, a.waves, a.rtl_filelist, a.jobs, timing=timing,
+                     intr_budget=a.max_cycles):
         x = getattr(r, "rtl", {})
         print(f"{r.status:12s} {r.name:45s} cycles={r.cycles} sim_cycles={x.get('sim_cycles')} "
               f"wall={x.get('sim_wall') or 0:.1f}s rd={x.get('rd_beats')} wr={x.get('wr_beats')}"

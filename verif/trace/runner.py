@@ -47,28 +47,36 @@ def run_model(dirs: Iterable[Path], cfg: NvdlaConfig) -> Iterator[TraceResult]:
         yield add_mismatch_report(res, trace, cfg)
 
 
-def run_amaranth(dirs: Iterable[Path], cfg: NvdlaConfig, timing: MemTiming = MemTiming()) -> Iterator[TraceResult]:
+def run_amaranth(dirs: Iterable[Path], cfg: NvdlaConfig, timing: MemTiming = MemTiming(),
+                 max_cycles: int | None = None) -> Iterator[TraceResult]:
     """Play each trace directory on ``hdl.top.NvdlaCore`` in Amaranth's simulator (one simulation
-    per trace; slow: use it for small traces); yields one TraceResult per trace."""
+    per trace; slow: use it for small traces); yields one TraceResult per trace. The interrupt
+    budget is ``verif.trace.budget.trace_budget`` (``max_cycles`` overrides it)."""
     from verif.trace.amaranth_engine import play_on_amaranth
+    from verif.trace.budget import trace_budget
     for d in dirs:
         trace, bad = _load(Path(d))
         if bad is not None:
             yield bad
             continue
-        yield add_mismatch_report(play_on_amaranth(trace, cfg, timing=timing), trace, cfg)
+        res = play_on_amaranth(trace, cfg, timing=timing,
+                               intr_budget=trace_budget(trace, cfg, max_cycles))
+        yield add_mismatch_report(res, trace, cfg)
 
 
 def run(dirs: Iterable[Path], engine: str, cfg: NvdlaConfig, *, waves: bool = False,
         rtl_filelist: Path | None = None, jobs: int = 1, timing: MemTiming | None = None,
         read_latency: int | None = None, accept_every: int | None = None,
-        traces_per_process: int | None = None) -> Iterator[TraceResult]:
+        traces_per_process: int | None = None, max_cycles: int | None = None,
+        **rtl_kw) -> Iterator[TraceResult]:
     """Dispatch to the ``model``, ``rtl`` or ``amaranth`` engine.
 
     ``timing``: memory timing of the simulated engines (default: the ``nvidia`` profile);
     ``read_latency`` (cycles) and ``accept_every`` (cycles between accepted AXI requests)
     override the nvidia profile's values when ``timing`` is None. ``cfg.name`` (a spec string)
-    selects the RTL build. Raises ValueError for an unknown engine and
+    selects the RTL build. ``max_cycles``: the interrupt budget of every trace (default:
+    derived per trace by ``verif.trace.budget.trace_budget``). ``rtl_kw``: further
+    ``run_rtl`` keywords (``mode``, ``xrand_seed``, ``axi_ids``, ...). Raises ValueError for an unknown engine and
     ``verif.axi_slave.MemTimingError`` for invalid timing values.
     """
     dirs = [Path(d).resolve() for d in dirs]   # simulator processes run in their own directories
@@ -77,11 +85,12 @@ def run(dirs: Iterable[Path], engine: str, cfg: NvdlaConfig, *, waves: bool = Fa
     if engine == "model":
         yield from run_model(dirs, cfg)
     elif engine == "amaranth":
-        yield from run_amaranth(dirs, cfg, timing)
+        yield from run_amaranth(dirs, cfg, timing, max_cycles)
     elif engine == "rtl":
         from verif.trace.rtl_runner import run_rtl
         for res in run_rtl(dirs, config=cfg.name, waves=waves, rtl_filelist=rtl_filelist, jobs=jobs,
-                           timing=timing, traces_per_process=traces_per_process):
+                           timing=timing, traces_per_process=traces_per_process,
+                           intr_budget=max_cycles, **rtl_kw):
             trace = None
             try:
                 trace = load_trace(next(d for d in dirs if d.name == res.name))
