@@ -24,3 +24,11 @@ def configs(path: Path = MANIFEST) -> dict[str, str]:
     """``{section: configuration preset name}`` (default nv_small)."""
     data = tomllib.loads(path.read_text())
     return {engine: sec.get("config", "nv_small") for engine, sec in data.items()}
+
+
+def heavy(engine: str = "rtl", path: Path = MANIFEST) -> set[str]:
+    """Traces of ``engine``'s section too slow to play under every memory profile (key
+    ``heavy``): tests/test_traces.py plays them under a few profiles only, and the reliability
+    sweeps (X randomisation, soak) leave them out."""
+    data = tomllib.loads(path.read_text())
+    return set(data.get(engine, {}).get("heavy", []))

@@ -85,8 +85,9 @@ class TraceFailure(Exception):
 class Player:
     """Plays one trace on one engine. Cycle budgets are in DUT clock cycles.
 
-    ``intr_budget``: cycles to wait for one interrupt (default from verif/trace/reference.py:
-    4x NVIDIA's cycle count for the trace); ``poll_budget``: cycles for a
+    ``intr_budget``: cycles to wait for one interrupt (default :func:`verif.trace.budget.
+    trace_budget`: from the program's own work, at least 4x NVIDIA's cycles where NVIDIA's table
+    lists the trace); ``poll_budget``: cycles for a
     ``poll_reg_equal``; ``intr_drop_budget``: cycles ``dla_intr`` may stay high after the player
     cleared every pending ``S_INTR_STATUS`` bit (see ``_wait_intr_settled``). ``on_timeout``
     (optional) returns extra text for timeout messages (the rtl engine gives the waveform path). ``images`` (optional) maps a ``mem_load`` file
@@ -98,9 +99,10 @@ class Player:
                  intr_drop_budget: int = 64):
         self.trace, self.engine = trace, engine
         self.images = dict(images or {})
-        if intr_budget is None:     # default: 4x NVIDIA's cycles for this trace (reference.py)
-            from verif.trace.reference import intr_budget as ref_budget
-            intr_budget = ref_budget(trace.name)
+        if intr_budget is None:     # default: from the program's own work (verif/trace/budget.py)
+            from hdl.config import NV_SMALL
+            from verif.trace.budget import trace_budget
+            intr_budget = trace_budget(trace, getattr(engine, "cfg", NV_SMALL))
         self.intr_budget, self.poll_budget = intr_budget, poll_budget
         self.intr_drop_budget = intr_drop_budget
         self._pending_clear: tuple[int, int | None] | None = None   # (bits, cycle) of the last clear
