@@ -28,6 +28,7 @@ from amaranth.lib.wiring import In, Out
 from hdl.axi import (AXI_ID_WIDTH, AXI_LEN_WIDTH, AxiMasterSignature, DmaReadSignature,
                      DmaWriteSignature)
 from hdl.config import NvdlaConfig
+from hdl.dma.clients import read_clients
 from hdl.lib.stream import PipelineStage
 
 __all__ = ["Mcif", "round_robin"]
@@ -75,7 +76,8 @@ class Mcif(wiring.Component):
 
     Parameters: ``cfg`` (:class:`hdl.config.NvdlaConfig`: cfg.mem_address_width,
     cfg.primary_memif_width); ``n_read``/``n_write`` clients (default
-    cfg.num_dma_read_clients / cfg.num_dma_write_clients); ``w_order_depth``: AW bursts whose
+    cfg.num_dma_read_clients, or more when the client table of ``cfg`` has more
+    (:func:`hdl.dma.clients.read_clients`), / cfg.num_dma_write_clients); ``w_order_depth``: AW bursts whose
     W beats are not all sent yet (entries of the W-order FIFO; AW stalls when it is full).
 
     Ports: ``axi`` Out(:class:`hdl.axi.AxiMasterSignature`); ``rd``
@@ -87,7 +89,9 @@ class Mcif(wiring.Component):
     def __init__(self, cfg: NvdlaConfig, n_read: int | None = None, n_write: int | None = None,
                  *, w_order_depth: int = 8):
         self.cfg = cfg
-        self.n_read = n_read or cfg.num_dma_read_clients
+        # at least one port per client of the table (hdl/dma/clients.py read_clients: ERDMA is
+        # the 8th on a configuration with SDP's EW sub-unit)
+        self.n_read = n_read or max(cfg.num_dma_read_clients, len(read_clients(cfg)))
         self.n_write = n_write or cfg.num_dma_write_clients
         self.w_order_depth = w_order_depth
         aw, dw = cfg.mem_address_width, cfg.primary_memif_width

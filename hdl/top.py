@@ -119,9 +119,9 @@ class NvdlaCore(wiring.Component):
             for rf in unit_cls.REGISTER_FILES:
                 wiring.connect(m, getattr(csb, rf.lower()), getattr(unit, f"csb_{rf.lower()}"))
             owned |= set(unit_cls.REGISTER_FILES)
-            for c in unit_cls.READ_CLIENTS:
+            for c in unit.READ_CLIENTS:
                 wiring.connect(m, getattr(unit, c), mcif.rd[read_client(c)])
-            for c in unit_cls.WRITE_CLIENTS:
+            for c in unit.WRITE_CLIENTS:
                 wiring.connect(m, getattr(unit, c), mcif.wr[write_client(c)])
             m.d.comb += getattr(glb, f"done_{unit_cls.INTERRUPT}").eq(unit.done_grp)
 

@@ -10,20 +10,31 @@ from __future__ import annotations
 
 from hdl.config import NvdlaConfig
 
-__all__ = ["READ_CLIENTS", "WRITE_CLIENTS", "read_client", "write_client", "dma_params",
-           "read_dma_params", "write_dma_params"]
+__all__ = ["READ_CLIENTS", "EW_READ_CLIENTS", "WRITE_CLIENTS", "read_clients", "read_client",
+           "write_client", "dma_params", "read_dma_params", "write_dma_params"]
 
 # index = MCIF read client = ARID; nv_small's 7 read ports (v1_hwarch "Memory interface"):
 # SDP's MRDMA, BRDMA (X1 operands), NRDMA (X2 operands), PDP_RDMA, CDP_RDMA, CDMA feature and
 # weight fetch
 READ_CLIENTS = ("sdp_mrdma", "sdp_brdma", "sdp_nrdma", "pdp_rdma", "cdp_rdma", "cdma_dat", "cdma_wt")
+# clients of optional sub-units, after the base table so that the base indices never move:
+# SDP's ERDMA (Y/EW operands) when cfg.sdp_ew (NVIDIA's nv_small has no EW, so no ERDMA port)
+EW_READ_CLIENTS = ("sdp_erdma",)
 # index = MCIF write client = AWID; nv_small's 3 write ports: SDP, PDP and CDP write DMAs
 WRITE_CLIENTS = ("sdp_wdma", "pdp_wdma", "cdp_wdma")
 
 
+def read_clients(cfg: NvdlaConfig) -> tuple:
+    """The MCIF read clients of configuration ``cfg`` in index (= ARID) order: the 7 of
+    READ_CLIENTS, then ``sdp_erdma`` when cfg.sdp_ew."""
+    return READ_CLIENTS + (EW_READ_CLIENTS if cfg.sdp_ew else ())
+
+
 def read_client(name: str) -> int:
-    """MCIF read client index (= ARID) of DMA engine ``name``. Raises ValueError if unknown."""
-    return READ_CLIENTS.index(name)
+    """MCIF read client index (= ARID) of DMA engine ``name`` (``sdp_erdma``: 7, present only
+    in configurations with cfg.sdp_ew, see :func:`read_clients`). Raises ValueError if
+    unknown."""
+    return (READ_CLIENTS + EW_READ_CLIENTS).index(name)
 
 
 def write_client(name: str) -> int:

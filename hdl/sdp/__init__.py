@@ -1,14 +1,23 @@
-"""SDP: single data point processor, memory-to-memory mode (v1_ias_unit_description.rst "SDP").
+"""SDP: single data point processor (v1_ias_unit_description.rst "SDP").
 
-Hardware layer = SDP_RDMA MRDMA (+ BRDMA / NRDMA operands) -> SDP core (X1 BS, X2 BN, output
-converter; :mod:`hdl.sdp.core`) -> SDP WDMA, joined by ``amaranth.lib.stream`` interfaces.
-SDP_RDMA and SDP keep separate register files and ping-pong pointers (v1_hwarch.rst "Ping-pong synchronization"); a layer starts when the consumer
-groups of both are enabled (D_OP_ENABLE) and completes when WDMA has all write responses; then
-both register files see ``done`` and SDP's per-group done pulse goes to GLB
-(S_INTR_STATUS.SDP_DONE_STATUS<g>).
+Hardware layer = input (SDP_RDMA MRDMA from memory, or CACC on the fly) -> SDP core (X1 BS, X2
+BN, Y EW with its LUT when configured, output converter; :mod:`hdl.sdp.core`) -> SDP WDMA (or
+PDP on the fly), joined by ``amaranth.lib.stream`` interfaces. SDP_RDMA and SDP keep separate
+register files and ping-pong pointers (v1_hwarch.rst "Ping-pong synchronization"); a layer
+starts when the consumer groups of both are enabled (D_OP_ENABLE) and completes when WDMA has
+all write responses; then both register files see ``done`` and SDP's per-group done pulse goes
+to GLB (S_INTR_STATUS.SDP_DONE_STATUS<g>).
 
-BRDMA / NRDMA (:mod:`hdl.sdp.brdma`) read the X1 / X2 operands when a non-bypassed ALU or
-multiplier takes them from memory (D_DP_<X>_ALU/MUL_CFG SRC = MEM); they start with the layer.
+Input on the fly (D_FEATURE_MODE_CFG.FLYING_MODE = ON_FLYING; docs/conv.md "SDP on the fly"):
+the core takes int32 atoms from ``cacc_flying`` (cube order surface / line / pixel, size from
+SDP's D_DATA_CUBE_*) instead of MRDMA, which does not run; SDP_RDMA then takes part in the layer
+only when an operand DMA runs (as verif/model/nvdla.py ``_sdp_needs_rdma``). MRDMA's int8 atoms
+are sign-extended to 32 bits so that the core sees one input format.
+
+BRDMA / NRDMA / ERDMA (:mod:`hdl.sdp.brdma`) read the X1 / X2 / Y operands when a non-bypassed
+ALU or multiplier takes them from memory (D_DP_<X>_ALU/MUL_CFG SRC = MEM); they start with the
+layer. ERDMA exists when cfg.sdp_ew: it is MCIF read client ``sdp_erdma`` (hdl/dma/clients.py;
+the instance's READ_CLIENTS list it).
 
 Output to PDP (D_FEATURE_MODE_CFG.OUTPUT_DST = PDP, programming guide "PDP" on-the-fly): the
 converter's atoms go out on ``pdp_flying`` (hdl/top.py connects it to PDP's) instead of WDMA,
@@ -17,23 +26,49 @@ taken the cube's last atom and PDP's layer is done (``pdp_done``): verif/model/n
 the fused SDP->PDP layer's groups together, SDP's interrupt status bit with PDP's, so that
 software sees both in one S_INTR_STATUS read.
 
-Not implemented yet (the registers exist and read back): EW (Y) ALU/multiplier/LUT, ERDMA,
-flying mode (input from CACC), batches, int16/fp16.
+LUT access (S_LUT_ACCESS_CFG / S_LUT_ACCESS_DATA, decoded here beside the register file) and the
+D_PERF_* counters (LUT statistics, output saturation, WDMA stall; per group, NV_NVDLA_SDP_reg.v)
+are described where they are built in :meth:`Sdp.elaborate`.
+
+Not implemented (the registers exist and read back): EW ALU EQL mode's "compare only" behaviour
+(no write, D_STATUS.STATUS_UNEQUAL: the element value x != op is computed but the layer writes
+it), batches, Winograd, int16/fp16, the NaN/Inf counters.
 """
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Mux, Signal, Value
-from amaranth.lib import stream, wiring
+from amaranth.hdl import Cat, Module, Mux, Signal, Value, signed
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 from hdl.dma import CUBE_DIM_BITS, ReadDma, cube_from_regs, read_dma_params
 from hdl.dma.walker import log2
+from hdl.regmap import REGMAP
+from hdl.sdp import lut
 from hdl.sdp.brdma import OperandUnpack, operand_cube
-from hdl.sdp.core import SdpCore
+from hdl.lib.fixed import sign_extend
+from hdl.lib.stream import Map
+from hdl.sdp.core import SdpCore, wide_atom_layout
 from hdl.sdp.rdma import SdpRdma, atom_layout
 from hdl.sdp.wdma import SdpWdma
 from hdl.unit import DatapathUnit
 
 __all__ = ["Sdp", "SdpRdma", "SdpCore", "SdpWdma", "atom_layout"]
+
+_SDP = REGMAP.unit("SDP")
+
+
+def _reg(reg: str):
+    return next(r for r in _SDP.registers if r.name == reg)
+
+
+def _word(reg: str) -> int:
+    """Word offset of SDP register ``reg`` on the register bus."""
+    return _reg(reg).offset >> 2
+
+
+def _field(regs, reg: str, field: str) -> Value:
+    """Raw bits of field ``field`` of SDP register ``reg`` in a register-file ``cfg`` view."""
+    f = _reg(reg).field(field)
+    return getattr(regs, reg.lower()).as_value()[f.lsb:f.lsb + f.width]
 
 
 class Sdp(DatapathUnit):
@@ -46,7 +81,9 @@ class Sdp(DatapathUnit):
     ``sdp_wdma`` Out(DmaWriteSignature) (WDMA client); ``done_grp`` Out(2) per-group done pulse to
     GLB; ``busy`` Out(1); ``pdp_flying`` Out(stream of :func:`atom_layout`) the output atoms
     (surface, line, column order) when OUTPUT_DST = PDP; ``pdp_done`` In(1) PDP's layer-done
-    pulse (any group).
+    pulse (any group); ``cacc_flying`` In(stream of ArrayLayout(signed(32), cfg.memory_atomic))
+    the input atoms on the fly from CACC (every configuration; idle unless connected);
+    ``sdp_erdma`` Out(DmaReadSignature) (Y operand client) when cfg.sdp_ew.
     """
 
     REGISTER_FILES = ("SDP_RDMA", "SDP")
@@ -54,19 +91,74 @@ class Sdp(DatapathUnit):
     WRITE_CLIENTS = ("sdp_wdma",)
     INTERRUPT = "sdp"
 
+    def __init__(self, cfg):
+        if cfg.sdp_ew and "sdp_erdma" not in self.READ_CLIENTS:
+            # ERDMA (Y operands): an extra MCIF read client (hdl/dma/clients.py read_clients)
+            self.READ_CLIENTS = self.READ_CLIENTS + ("sdp_erdma",)
+        super().__init__(cfg)
+
     def extra_members(self, cfg) -> dict:
-        return {"pdp_flying": Out(stream.Signature(atom_layout(cfg))), "pdp_done": In(1)}
+        return {"pdp_flying": Out(stream.Signature(atom_layout(cfg))), "pdp_done": In(1),
+                "cacc_flying": In(stream.Signature(
+                    data.ArrayLayout(signed(32), cfg.memory_atomic)))}
 
     def elaborate(self, platform):
         m = Module()
         cfg = self.cfg
         rf_rdma = self.add_register_file(m, "SDP_RDMA")
-        rf_sdp = self.add_register_file(m, "SDP")
+        m.submodules.core = core = SdpCore(cfg)
+        rf_sdp = self.add_register_file(m, "SDP", connect_bus=False)   # LUT port decoded below
+
+        # ---- CSB: SDP's register file plus the LUT access port (S_LUT_ACCESS_CFG/DATA,
+        # v1_ias_lut-programming.rst "automatic address incremental mechanism"; the model's
+        # SdpCore.on_write, after nvdlav1 NV_NVDLA_SDP_reg.v): a write of S_LUT_ACCESS_CFG loads
+        # the address, table and access type; every write of S_LUT_ACCESS_DATA stores the entry
+        # when the type is WRITE and the address is inside the table, and advances the address.
+        # A read of S_LUT_ACCESS_DATA returns the addressed entry; the register bus has no read
+        # strobe, so reads do not advance the address (NVIDIA's do).
+        bus = self.csb_sdp
+        m.d.comb += [rf_sdp.bus.addr.eq(bus.addr), rf_sdp.bus.wdata.eq(bus.wdata),
+                     rf_sdp.bus.we.eq(bus.we)]
+        w_cfg, w_data, w_ptr, w_op = (_word("S_LUT_ACCESS_CFG"), _word("S_LUT_ACCESS_DATA"),
+                                      _word("S_POINTER"), _word("D_OP_ENABLE"))
+        f_addr, f_tab, f_typ = (_reg("S_LUT_ACCESS_CFG").field(n) for n in
+                                ("LUT_ADDR", "LUT_TABLE_ID", "LUT_ACCESS_TYPE"))
+        lut_addr, lut_table, lut_type = Signal(10), Signal(), Signal()
+        producer = Signal()               # CSB producer group (S_POINTER.PRODUCER)
+        data_we = bus.we & (bus.addr == w_data)
+        op_en_write = Signal()
+        m.d.comb += op_en_write.eq(bus.we & (bus.addr == w_op) &
+                                   bus.wdata[_reg("D_OP_ENABLE").field("OP_EN").lsb])
+        with m.If(bus.we & (bus.addr == w_cfg)):
+            m.d.sync += [lut_addr.eq(bus.wdata[f_addr.lsb:f_addr.lsb + f_addr.width]),
+                         lut_table.eq(bus.wdata[f_tab.lsb]), lut_type.eq(bus.wdata[f_typ.lsb])]
+        with m.If(data_we):
+            m.d.sync += lut_addr.eq(lut_addr + 1)
+        with m.If(bus.we & (bus.addr == w_ptr)):
+            m.d.sync += producer.eq(bus.wdata[_reg("S_POINTER").field("PRODUCER").lsb])
+        m.d.comb += [core.lut_we.eq(data_we & lut_type),          # LUT_ACCESS_TYPE 1 = WRITE
+                     core.lut_table.eq(lut_table), core.lut_addr.eq(lut_addr),
+                     core.lut_wdata.eq(bus.wdata[:16]),
+                     bus.rdata.eq(Mux(bus.addr == w_data, core.lut_rdata, rf_sdp.bus.rdata))]
 
         m.submodules.rdma = rdma = SdpRdma(cfg)
-        m.submodules.core = core = SdpCore(cfg)
         m.submodules.wdma = wdma = SdpWdma(cfg)
-        wiring.connect(m, rdma.atoms, core.i)
+        sc, rc = rf_sdp.cfg, rf_rdma.cfg
+        # input: MRDMA's int8 atoms sign-extended to 32 bits, or CACC's int32 atoms on the fly
+        # (D_FEATURE_MODE_CFG.FLYING_MODE = ON_FLYING; docs/conv.md "SDP on the fly")
+        flying = Signal()
+        m.d.comb += flying.eq(Value.cast(sc.d_feature_mode_cfg.flying_mode))
+        m.submodules.mrdma_ext = ext = Map(
+            atom_layout(cfg), wide_atom_layout(cfg),
+            lambda m, a: [sign_extend(a[k], cfg.bpe, 32) for k in range(cfg.memory_atomic)])
+        wiring.connect(m, rdma.atoms, ext.i)
+        cacc = self.cacc_flying
+        m.d.comb += [
+            core.i.valid.eq(Mux(flying, cacc.valid, ext.o.valid)),
+            core.i.payload.eq(Mux(flying, cacc.payload.as_value(), ext.o.payload.as_value())),
+            cacc.ready.eq(flying & core.i.ready),
+            ext.o.ready.eq(~flying & core.i.ready),
+        ]
         # converter output: WDMA, or PDP when OUTPUT_DST = PDP
         to_pdp = Signal()
         fly = self.pdp_flying
@@ -79,17 +171,20 @@ class Sdp(DatapathUnit):
         wiring.connect(m, wdma.dma, wiring.flipped(self.sdp_wdma))
 
         aw = cfg.mem_address_width
-        sc, rc = rf_sdp.cfg, rf_rdma.cfg
         src_cube = cube_from_regs(
             rc, base="d_src_base_addr", line_stride="d_src_line_stride",
             surface_stride="d_src_surface_stride", width="d_data_cube_width",
             height="d_data_cube_height", channel="d_data_cube_channel", addr_width=aw)
+        dst_cube = cube_from_regs(
+            sc, base="d_dst_base_addr", line_stride="d_dst_line_stride",
+            surface_stride="d_dst_surface_stride", width="d_data_cube_width",
+            height="d_data_cube_height", channel="d_data_cube_channel", addr_width=aw)
+        # the data cube as the core sees it (SDP's D_DATA_CUBE_*: also when on the fly, where
+        # SDP_RDMA's copy may not be programmed)
+        data_cube = dst_cube
         m.d.comb += [
             rdma.cube.eq(src_cube),
-            wdma.cube.eq(cube_from_regs(
-                sc, base="d_dst_base_addr", line_stride="d_dst_line_stride",
-                surface_stride="d_dst_surface_stride", width="d_data_cube_width",
-                height="d_data_cube_height", channel="d_data_cube_channel", addr_width=aw)),
+            wdma.cube.eq(dst_cube),
             # typed fields (hdl/regmap/types.py): offset and scale are signed
             core.cvt_offset.eq(sc.d_cvt_offset.cvt_offset),
             core.cvt_scale.eq(sc.d_cvt_scale.cvt_scale),
@@ -100,8 +195,8 @@ class Sdp(DatapathUnit):
         # atoms PDP takes: the layer ends with the cube's last one when OUTPUT_DST = PDP
         dims = [Signal(CUBE_DIM_BITS + 1, name=f"fly_{n}") for n in ("w", "h", "s")]
         cnt = [Signal(CUBE_DIM_BITS + 1, name=f"fly_{n}_cnt") for n in ("w", "h", "s")]
-        m.d.comb += [dims[0].eq(src_cube.width), dims[1].eq(src_cube.height),
-                     dims[2].eq(src_cube.channel >> log2(cfg.memory_atomic))]
+        m.d.comb += [dims[0].eq(data_cube.width), dims[1].eq(data_cube.height),
+                     dims[2].eq(data_cube.channel >> log2(cfg.memory_atomic))]
         last = [c == d for c, d in zip(cnt, dims)]
         fly_done = Signal()
         m.d.comb += fly_done.eq(fly.valid & fly.ready & last[0] & last[1] & last[2])
@@ -118,14 +213,19 @@ class Sdp(DatapathUnit):
 
         # layer control: start when both consumer groups are armed, finish on WDMA done (or
         # with PDP's layer once it took the last atom)
+        # SDP_RDMA takes part unless on the fly with no operand from memory (model:
+        # verif/model/nvdla.py _sdp_needs_rdma)
+        mem_ops = Signal()
+        m.d.comb += mem_ops.eq(core.bs_mem_en | core.bn_mem_en | core.ew_mem_en)
         start = self.add_layer_control(m, [rf_rdma, rf_sdp],
-                                       Mux(to_pdp, fly_sent & self.pdp_done, wdma.done))
+                                       Mux(to_pdp, fly_sent & self.pdp_done, wdma.done),
+                                       uses={"SDP_RDMA": ~flying | mem_ops})
         with m.If(start):
             m.d.sync += fly_sent.eq(0)
-        m.d.comb += [rdma.start.eq(start), wdma.start.eq(start & ~to_pdp)]
+        m.d.comb += [rdma.start.eq(start & ~flying), wdma.start.eq(start & ~to_pdp)]
 
-        # X1 (BS) / X2 (BN): configuration, register operands, operand DMAs (BRDMA / NRDMA)
-        for sub, dma_name in (("bs", "brdma"), ("bn", "nrdma")):
+        # X1 (BS) / X2 (BN): configuration and register operands
+        for sub in ("bs", "bn"):
             xc = getattr(core, f"{sub}_cfg")
             sel = getattr(core, f"{sub}_sel")
             dp = getattr(sc, f"d_dp_{sub}_cfg")
@@ -145,6 +245,56 @@ class Sdp(DatapathUnit):
                 sel.alu.eq(getattr(sc, f"d_dp_{sub}_alu_src_value")[f"{sub}_alu_operand"]),
                 sel.mul.eq(getattr(sc, f"d_dp_{sub}_mul_src_value")[f"{sub}_mul_operand"]),
             ]
+
+        # Y (EW): configuration, 32-bit register operands, operand converters, LUT registers
+        yc = core.ew_cfg
+
+        def raw(reg, field):
+            return _field(sc, reg, field)
+        m.d.comb += [
+            yc.bypass.eq(raw("D_DP_EW_CFG", "EW_BYPASS")),
+            yc.alu_bypass.eq(raw("D_DP_EW_CFG", "EW_ALU_BYPASS")),
+            yc.alu_algo.eq(raw("D_DP_EW_CFG", "EW_ALU_ALGO")),
+            yc.mul_bypass.eq(raw("D_DP_EW_CFG", "EW_MUL_BYPASS")),
+            yc.mul_prelu.eq(raw("D_DP_EW_CFG", "EW_MUL_PRELU")),
+            yc.lut_bypass.eq(raw("D_DP_EW_CFG", "EW_LUT_BYPASS") | (0 if cfg.sdp_lut else 1)),
+            yc.truncate.eq(raw("D_DP_EW_TRUNCATE_VALUE", "EW_TRUNCATE")),
+        ]
+        for k in ("ALU", "MUL"):
+            oc = getattr(yc, k.lower())
+            m.d.comb += [
+                oc.mem.eq(raw(f"D_DP_EW_{k}_CFG", f"EW_{k}_SRC")),
+                oc.cvt_bypass.eq(raw(f"D_DP_EW_{k}_CFG", f"EW_{k}_CVT_BYPASS")),
+                oc.operand.eq(raw(f"D_DP_EW_{k}_SRC_VALUE", f"EW_{k}_OPERAND")),
+                oc.cvt_offset.eq(raw(f"D_DP_EW_{k}_CVT_OFFSET_VALUE", f"EW_{k}_CVT_OFFSET")),
+                oc.cvt_scale.eq(raw(f"D_DP_EW_{k}_CVT_SCALE_VALUE", f"EW_{k}_CVT_SCALE")),
+                oc.cvt_truncate.eq(raw(f"D_DP_EW_{k}_CVT_TRUNCATE_VALUE",
+                                       f"EW_{k}_CVT_TRUNCATE")),
+            ]
+        lp = core.lut_p
+        m.d.comb += [
+            lp.le_exp.eq(raw("S_LUT_CFG", "LUT_LE_FUNCTION") == 0),          # 0 = EXPONENT
+            lp.le_index_offset.eq(raw("S_LUT_INFO", "LUT_LE_INDEX_OFFSET")),
+            lp.le_index_select.eq(raw("S_LUT_INFO", "LUT_LE_INDEX_SELECT")),
+            lp.lo_index_select.eq(raw("S_LUT_INFO", "LUT_LO_INDEX_SELECT")),
+            lp.uflow_priority.eq(raw("S_LUT_CFG", "LUT_UFLOW_PRIORITY")),
+            lp.oflow_priority.eq(raw("S_LUT_CFG", "LUT_OFLOW_PRIORITY")),
+            lp.hybrid_priority.eq(raw("S_LUT_CFG", "LUT_HYBRID_PRIORITY")),
+        ]
+        for t in ("LE", "LO"):
+            for which in ("START", "END"):
+                m.d.comb += getattr(lp, f"{t.lower()}_{which.lower()}").eq(
+                    raw(f"S_LUT_{t}_{which}", f"LUT_{t}_{which}"))
+            for flow in ("UFLOW", "OFLOW"):
+                m.d.comb += [
+                    getattr(lp, f"{t.lower()}_{flow.lower()}_scale").eq(
+                        raw(f"S_LUT_{t}_SLOPE_SCALE", f"LUT_{t}_SLOPE_{flow}_SCALE")),
+                    getattr(lp, f"{t.lower()}_{flow.lower()}_shift").eq(
+                        raw(f"S_LUT_{t}_SLOPE_SHIFT", f"LUT_{t}_SLOPE_{flow}_SHIFT")),
+                ]
+
+        # operand DMAs (BRDMA / NRDMA / ERDMA): read when their sub-unit takes memory operands
+        for sub, dma_name in (("bs", "brdma"), ("bn", "nrdma"), ("ew", "erdma")):
             if not getattr(cfg, f"sdp_{sub}"):
                 continue
             opdma = ReadDma(**read_dma_params(cfg))
@@ -161,9 +311,9 @@ class Sdp(DatapathUnit):
                 fmt.two_byte.eq(Value.cast(getattr(dcfg, f"{dma_name}_data_size"))),
                 fmt.per_element.eq(Value.cast(getattr(dcfg, f"{dma_name}_data_mode"))),
                 unpack.repeat.eq(Mux(fmt.per_element, 1,
-                                     (src_cube.width + 1) * (src_cube.height + 1))),
+                                     (data_cube.width + 1) * (data_cube.height + 1))),
                 opdma.cube.eq(operand_cube(
-                    src_cube, fmt,
+                    data_cube, fmt,
                     base=Cat(getattr(rc, f"d_{sub}_base_addr_low").as_value(),
                              getattr(rc, f"d_{sub}_base_addr_high").as_value()),
                     line_stride=getattr(rc, f"d_{sub}_line_stride").as_value(),
@@ -172,4 +322,42 @@ class Sdp(DatapathUnit):
                 # the operand DMA runs with the layer when the sub-unit reads memory operands
                 opdma.start.eq(start & getattr(core, f"{sub}_mem_en")),
             ]
+
+        # ---- D_PERF_* counters (NV_NVDLA_SDP_reg.v: a group's copy takes the live counter when
+        # its layer is done and clears when its OP_EN is set; the register file's status input
+        # is not per group, so the CSB producer group's copy is shown, as CDP does) ----
+        def perf(name, reg, enable, inc):
+            """Live counter of one D_PERF_* register: cleared at the layer start and adding
+            ``inc`` while ``enable`` (else holding, clear included), saturating at 2**32-1."""
+            cnt = Signal(32, name=f"perf_{name}")
+            with m.If(enable):
+                with m.If(start):
+                    m.d.sync += cnt.eq(0)
+                with m.Elif(inc != 0):
+                    nxt = cnt + inc
+                    m.d.sync += cnt.eq(Mux(nxt > 0xFFFFFFFF, 0xFFFFFFFF, nxt))
+            grp = [Signal(32, name=f"perf_{name}_g{g}") for g in range(2)]
+            for g in range(2):
+                with m.If(rf_sdp.done & (rf_sdp.consumer == g)):
+                    m.d.sync += grp[g].eq(cnt)
+                with m.If(op_en_write & (producer == g)):
+                    m.d.sync += grp[g].eq(0)
+            m.d.comb += getattr(rf_sdp.hw, reg).as_value().eq(Mux(producer, grp[1], grp[0]))
+
+        # LUT statistics (verif/model/sdp.py _latch_lut_stats; nvdlav1 NV_NVDLA_SDP_CORE_Y_lut.v):
+        # every LUT sample of the layer while D_PERF_ENABLE.PERF_LUT_EN
+        lut_en = raw("D_PERF_ENABLE", "PERF_LUT_EN")
+        for k, name in enumerate(lut.STAT_NAMES):
+            perf(f"lut_{name}", f"d_perf_lut_{name}", lut_en, core.stat_counts[k])
+        # output saturation (NV_NVDLA_SDP_core.v "PERF STATISTIC: SATURATION"): converter
+        # outputs whose 17-bit truncation saturated, while PERF_SAT_EN
+        perf("out_saturation", "d_perf_out_saturation", raw("D_PERF_ENABLE", "PERF_SAT_EN"),
+             core.sat_count)
+        # WDMA stall (NV_NVDLA_SDP_WDMA_intr.v: cycles with a write request not accepted, while
+        # the layer runs with PERF_DMA_EN): here a burst request or a data beat MCIF does not take
+        wr = self.sdp_wdma
+        stall = Signal()
+        m.d.comb += stall.eq((wr.req.valid & ~wr.req.ready) | (wr.data.valid & ~wr.data.ready))
+        perf("wdma_stall", "d_perf_wdma_write_stall",
+             raw("D_PERF_ENABLE", "PERF_DMA_EN") & (self.busy | start), stall)
         return m

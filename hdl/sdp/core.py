@@ -1,26 +1,27 @@
-"""SDP core datapath, memory-to-memory mode: input atoms (MRDMA) joined with the X1/X2 operand
-groups (BRDMA/NRDMA), split into throughput-wide element groups, X1 (BS) -> X2 (BN) -> output
-converter, merged back into atoms for WDMA (v1_ias_unit_description.rst "SDP", block diagram
-M -> X1 -> X2 -> Y -> C; Y/EW is not implemented here).
+"""SDP core datapath: 32-bit input atoms (MRDMA's int8 sign-extended, or CACC's int32 on the
+fly) joined with the X1/X2/Y operand groups (BRDMA/NRDMA/ERDMA), split into throughput-wide
+element groups, X1 (BS) -> X2 (BN) -> Y (EW) -> output converter, merged back into atoms for
+WDMA or PDP (v1_ias_unit_description.rst "SDP", block diagram M -> X1 -> X2 -> Y -> C).
 
-Stages (all :mod:`hdl.lib.stream` / :mod:`hdl.sdp.gearbox` valid/ready stages):
+Stages (all :mod:`hdl.lib.stream` / :mod:`hdl.lib.gearbox` valid/ready stages):
 
-1. :class:`hdl.sdp.gearbox.Join` of the data atom with the BS and BN operand groups (each
+1. :class:`hdl.lib.gearbox.Join` of the data atom with the BS, BN and EW operand groups (each
    waited for only when that sub-unit takes an operand from memory).
-2. :class:`hdl.sdp.gearbox.Split` into groups of ``lanes`` elements (``lanes`` = the largest of
-   cfg.sdp_bs_throughput / sdp_bn_throughput, capped at the atom; nv_small: 1 element per cycle,
-   like NVIDIA's nv_small SDP), then a :class:`hdl.lib.stream.Map` that sign-extends the int8
-   elements to 32 bits and selects every operand: from memory (``*_mem``) or the register
-   operand (D_DP_<X>_ALU/MUL_SRC_VALUE).
-3. X1, X2: :class:`hdl.sdp.x.XSubUnit` (3 stages each), present when cfg.sdp_bs / cfg.sdp_bn.
+2. :class:`hdl.lib.gearbox.Split` into groups of ``lanes`` elements (``lanes`` = the largest of
+   cfg.sdp_bs/bn/ew_throughput, capped at the atom; nv_small: 1 element per cycle, like
+   NVIDIA's nv_small SDP), then a :class:`hdl.lib.stream.Map` that selects the X operands: from
+   memory (``*_mem``) or the register operand (D_DP_<X>_ALU/MUL_SRC_VALUE); Y's raw memory
+   operands pass to Y, which selects and converts them itself.
+3. X1, X2: :class:`hdl.sdp.x.XSubUnit` (3 stages each), present when cfg.sdp_bs / cfg.sdp_bn;
+   Y: :class:`hdl.sdp.y.YSubUnit` (3 stages, 5 with the LUT), present when cfg.sdp_ew.
 4. output converter, two Map stages: ``(x - offset) * scale`` exact on 49 bits, then
    ``saturate_int8(round(p / 2**shift))`` (rounding half away from zero,
    :func:`hdl.lib.fixed.truncate`; v1_ias_precision.rst "Convertor"; NVIDIA's RTL saturates to
-   17 bits and then to 8, the same result).
-5. :class:`hdl.sdp.gearbox.Merge` back into atoms.
+   17 bits and then to 8, the same result; the 17-bit saturation is counted, ``sat_count``).
+5. :class:`hdl.lib.gearbox.Merge` back into atoms.
 
-Offset 0, scale 1, shift 0 with both X bypassed is the identity. Throughput ``lanes`` elements
-per cycle (one atom every ``atom / lanes`` cycles).
+Offset 0, scale 1, shift 0 with every sub-unit bypassed is the identity on int8 input.
+Throughput ``lanes`` elements per cycle (one atom every ``atom / lanes`` cycles).
 """
 from __future__ import annotations
 
@@ -29,13 +30,15 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from hdl.config import NvdlaConfig
-from hdl.lib.fixed import sign_extend, truncate
+from hdl.lib.fixed import saturate, shift_right_round
 from hdl.lib.stream import Map
 from hdl.lib.gearbox import Join, Merge, Split, narrow_layout
 from hdl.sdp.rdma import atom_layout
+from hdl.sdp import lut
+from hdl.sdp.y import YSubUnit, y_cfg_layout
 from hdl.sdp.x import X_DATA_BITS, XSubUnit, array_signal, operand_layout, x_cfg_layout
 
-__all__ = ["SdpCore", "op_sel_layout", "core_lanes"]
+__all__ = ["SdpCore", "op_sel_layout", "core_lanes", "wide_atom_layout"]
 
 _PROD_BITS = 49          # (int32 - int32) * int16: 33 x 16 bits, exact
 
@@ -47,10 +50,18 @@ def op_sel_layout() -> data.StructLayout:
                               "alu": signed(16), "mul": signed(16)})
 
 
+def wide_atom_layout(cfg: NvdlaConfig) -> data.ArrayLayout:
+    """The core's input atom: cfg.memory_atomic signed 32-bit elements (lane = channel % atom);
+    int8 feature atoms from MRDMA are sign-extended into it, CACC's on-the-fly atoms
+    (docs/conv.md "SDP on the fly") are it."""
+    return data.ArrayLayout(signed(X_DATA_BITS), cfg.memory_atomic)
+
+
 def core_lanes(cfg: NvdlaConfig) -> int:
     """Elements per cycle of the SDP datapath: the largest enabled X throughput (at least 1),
     capped at cfg.memory_atomic. Raises ValueError when it does not divide the atom."""
-    t = max(1, cfg.sdp_bs_throughput if cfg.sdp_bs else 0, cfg.sdp_bn_throughput if cfg.sdp_bn else 0)
+    t = max(1, cfg.sdp_bs_throughput if cfg.sdp_bs else 0, cfg.sdp_bn_throughput if cfg.sdp_bn else 0,
+            cfg.sdp_ew_throughput if cfg.sdp_ew else 0)
     t = min(t, cfg.memory_atomic)
     if cfg.memory_atomic % t:
         raise ValueError(f"SDP throughput {t} does not divide the atom ({cfg.memory_atomic})")
@@ -61,7 +72,8 @@ class SdpCore(wiring.Component):
     """SDP datapath on streams of atoms (see the module docstring).
 
     Ports:
-        i: In(stream of atom_layout(cfg)) input atoms; o: Out(stream of atom_layout(cfg)).
+        i: In(stream of wide_atom_layout(cfg)) input atoms (32-bit elements); o: Out(stream of
+            atom_layout(cfg)) output atoms (int8).
         bs_op / bn_op (when cfg.sdp_bs / cfg.sdp_bn): In(stream of ArrayLayout(operand_layout(),
             atom)) one operand group per input atom (lane = channel % atom), consumed only when
             the sub-unit is on and takes an operand from memory.
@@ -69,6 +81,13 @@ class SdpCore(wiring.Component):
         bs_mem_en / bn_mem_en: Out(1): the sub-unit exists, is on and takes an operand from
             memory (its operand stream is consumed; its DMA must run).
         cvt_offset In(signed 32), cvt_scale In(signed 16), cvt_shift In(6).
+        sat_count Out(range(lanes + 1)): output elements of the converter leaving in this cycle
+            whose 17-bit intermediate saturated (D_PERF_OUT_SATURATION).
+        ew_cfg In(:func:`hdl.sdp.y.y_cfg_layout`), ew_mem_en Out(1), ew_op (when cfg.sdp_ew) In(stream of the
+            operand group), lut_p In(:func:`hdl.sdp.lut.params_layout`), LUT access lut_we /
+            lut_table / lut_addr / lut_wdata In, lut_rdata Out(16), stat_counts Out (per
+            :data:`hdl.sdp.lut.STAT_NAMES`): the Y sub-unit (:class:`hdl.sdp.y.YSubUnit`),
+            idle without cfg.sdp_ew.
     All configuration inputs are held stable for a whole layer.
 
     Raises ValueError: see :func:`core_lanes`.
@@ -80,17 +99,26 @@ class SdpCore(wiring.Component):
         self.subs = [s for s in ("bs", "bn") if getattr(cfg, f"sdp_{s}")]
         group = data.ArrayLayout(operand_layout(), cfg.memory_atomic)
         members = {
-            "i": In(stream.Signature(atom_layout(cfg))),
+            "i": In(stream.Signature(wide_atom_layout(cfg))),
             "o": Out(stream.Signature(atom_layout(cfg))),
             "cvt_offset": In(signed(32)),
             "cvt_scale": In(signed(16)),
             "cvt_shift": In(6),
+            "sat_count": Out(range(self.lanes + 1)),
         }
         for s in ("bs", "bn"):       # the X configuration ports exist in every configuration
             members[f"{s}_cfg"] = In(x_cfg_layout())
             members[f"{s}_sel"] = In(op_sel_layout())
             members[f"{s}_mem_en"] = Out(1)
-        for s in self.subs:
+        # Y (EW) and its LUT: ports in every configuration (idle without cfg.sdp_ew / sdp_lut)
+        members.update({
+            "ew_cfg": In(y_cfg_layout()), "ew_mem_en": Out(1), "lut_p": In(lut.params_layout()),
+            "lut_we": In(1), "lut_table": In(1), "lut_addr": In(10), "lut_wdata": In(16),
+            "lut_rdata": Out(16),
+            "stat_counts": Out(data.ArrayLayout(range(self.lanes + 1), len(lut.STAT_NAMES))),
+        })
+        self.op_subs = self.subs + (["ew"] if cfg.sdp_ew else [])
+        for s in self.op_subs:
             members[f"{s}_op"] = In(stream.Signature(group))
         super().__init__(members)
 
@@ -102,11 +130,12 @@ class SdpCore(wiring.Component):
         group = data.ArrayLayout(operand_layout(), atom)
         wide = data.StructLayout({
             "x": data.ArrayLayout(signed(X_DATA_BITS), atom),
-            **{s: group for s in self.subs}})
+            **{s: group for s in self.op_subs}})
         narrow = narrow_layout(wide, atom // lanes)
 
         # 1. join data with the memory operands it needs
-        m.submodules.join = join = Join({"d": atom_layout(cfg), **{s: group for s in self.subs}})
+        m.submodules.join = join = Join({"d": wide_atom_layout(cfg),
+                                         **{s: group for s in self.op_subs}})
         en = [Const(1, 1)]
         for s in self.subs:
             c, sel = getattr(self, f"{s}_cfg"), getattr(self, f"{s}_sel")
@@ -114,9 +143,14 @@ class SdpCore(wiring.Component):
             m.d.comb += need.eq(~c.bypass & ((sel.alu_mem & ~c.alu_bypass) |
                                              (sel.mul_mem & ~c.mul_bypass)))
             en.append(need)
+        if cfg.sdp_ew:
+            y = self.ew_cfg
+            m.d.comb += self.ew_mem_en.eq(~y.bypass & ((y.alu.mem & ~y.alu_bypass) |
+                                                       (y.mul.mem & ~y.mul_bypass)))
+            en.append(self.ew_mem_en)
         m.d.comb += join.en.eq(Cat(*en))
         wiring.connect(m, wiring.flipped(self.i), join.i_d)
-        for s in self.subs:
+        for s in self.op_subs:
             wiring.connect(m, wiring.flipped(getattr(self, f"{s}_op")), getattr(join, f"i_{s}"))
 
         # 2. split into throughput-wide groups, then widen them and pick the operands
@@ -125,8 +159,7 @@ class SdpCore(wiring.Component):
 
         def widen(m, p):
             out = {"x": array_signal(m, narrow["x"].shape,
-                                     [sign_extend(p.d[k], cfg.bpe, X_DATA_BITS)
-                                      for k in range(lanes)], "x")}
+                                     [p.d[k] for k in range(lanes)], "x")}
             for s in self.subs:
                 sel = getattr(self, f"{s}_sel")
                 ops = Signal(narrow[s].shape, name=f"{s}_ops")
@@ -134,6 +167,8 @@ class SdpCore(wiring.Component):
                     m.d.comb += [ops[k].alu.eq(Mux(sel.alu_mem, p[s][k].alu, sel.alu)),
                                  ops[k].mul.eq(Mux(sel.mul_mem, p[s][k].mul, sel.mul))]
                 out[s] = ops
+            if cfg.sdp_ew:
+                out["ew"] = p.ew            # raw memory operands: Y converts / selects them
             return out
 
         m.submodules.widen = wid = Map(split.narrow, narrow, widen)
@@ -147,6 +182,14 @@ class SdpCore(wiring.Component):
             m.d.comb += xu.cfg.eq(getattr(self, f"{s}_cfg"))
             wiring.connect(m, last, xu.i)
             last = xu.o
+        if cfg.sdp_ew:
+            m.submodules.y = yu = YSubUnit(lanes, narrow, "ew", lut=cfg.sdp_lut)
+            m.d.comb += [yu.cfg.eq(self.ew_cfg), yu.lut_p.eq(self.lut_p),
+                         yu.lut_we.eq(self.lut_we), yu.lut_table.eq(self.lut_table),
+                         yu.lut_addr.eq(self.lut_addr), yu.lut_wdata.eq(self.lut_wdata),
+                         self.lut_rdata.eq(yu.lut_rdata), self.stat_counts.eq(yu.stat_counts)]
+            wiring.connect(m, last, yu.i)
+            last = yu.o
 
         # 4. output converter
         products = data.ArrayLayout(signed(_PROD_BITS), lanes)
@@ -156,20 +199,35 @@ class SdpCore(wiring.Component):
             """(x - offset) * scale per lane, exact (49 bits)."""
             return [(p.x[k] - self.cvt_offset) * self.cvt_scale for k in range(lanes)]
 
+        trt_layout = data.StructLayout({"v": out_group, "sat": lanes})
+
         def round_saturate(m, p):
-            """round half away from zero by cvt_shift, saturate to the element width."""
-            return [truncate(p[k], self.cvt_shift, cfg.bpe) for k in range(lanes)]
+            """round half away from zero by cvt_shift, saturate to the element width; ``sat``:
+            the rounded value left NVIDIA's 17-bit intermediate range (the converter's
+            saturation flag, NV_NVDLA_SDP_HLS_C_int.v: NV_NVDLA_HLS_shiftrightsatsu sat_out of
+            the 49 -> 17 bit truncation, 0 for shifts >= 49), counted by D_PERF_OUT_SATURATION."""
+            vs, sats = [], []
+            for k in range(lanes):
+                q = shift_right_round(p[k], self.cvt_shift)
+                vs.append(saturate(q, cfg.bpe))
+                sats.append((q < -(1 << 16)) | (q > (1 << 16) - 1))
+            return {"v": array_signal(m, out_group, vs, "cvt_out"), "sat": Cat(*sats)}
 
         m.submodules.cvt_mul = mul = Map(narrow, products, scale)
-        m.submodules.cvt_trt = trt = Map(products, out_group, round_saturate)
+        m.submodules.cvt_trt = trt = Map(products, trt_layout, round_saturate)
         wiring.connect(m, last, mul.i)
         wiring.connect(m, mul.o, trt.i)
+        fire = trt.o.valid & trt.o.ready
+        m.d.comb += self.sat_count.eq(
+            Mux(fire, sum((trt.o.payload.sat[k] for k in range(1, lanes)),
+                          trt.o.payload.sat[0].as_unsigned()), 0))
 
         # 5. merge into atoms (the merged groups have the bit layout of an atom)
         m.submodules.merge = merge = Merge(out_group, atom // lanes)
         m.d.comb += merge.count.eq(atom // lanes)
         m.submodules.to_atom = to_atom = Map(merge.wide, atom_layout(cfg), lambda m, g: g.as_value())
-        wiring.connect(m, trt.o, merge.i)
+        m.d.comb += [merge.i.valid.eq(trt.o.valid), merge.i.payload.eq(trt.o.payload.v),
+                     trt.o.ready.eq(merge.i.ready)]
         wiring.connect(m, merge.o, to_atom.i)
         wiring.connect(m, to_atom.o, wiring.flipped(self.o))
         return m

@@ -52,3 +52,18 @@ def test_params_from_config(cfg):
     rd, wr = ReadDma(**read_dma_params(cfg)), WriteDma(**write_dma_params(cfg))
     assert rd.max_burst == wr.max_burst == cfg.primary_memif_max_burst
     assert rd.lanes == cfg.primary_memif_width // 8 // cfg.atom_bytes
+
+
+def test_erdma_only_with_ew():
+    """SDP's ERDMA is an 8th read client (ARID 7) on configurations with the EW sub-unit; the
+    others keep NVIDIA's 7 clients and their indices (and MCIF its number of read ports)."""
+    from hdl.config import NV_SMALL, NV_SMALL_EW
+    from hdl.dma.clients import read_clients
+    from hdl.mcif import Mcif
+    assert read_clients(NV_SMALL) == READ_CLIENTS and len(READ_CLIENTS) == 7
+    assert read_clients(NV_SMALL_EW) == READ_CLIENTS + ("sdp_erdma",)
+    assert read_client("sdp_erdma") == 7
+    assert Mcif(NV_SMALL).n_read == 7 and Mcif(NV_SMALL_EW).n_read == 8
+    for name in PRESETS:
+        cfg = get_config(name)
+        assert Mcif(cfg).n_read == max(cfg.num_dma_read_clients, len(read_clients(cfg)))
