@@ -12,6 +12,10 @@ folder: ``hdl/cdma``, ``hdl/cbuf``, ``hdl/csc``, ``hdl/cmac``, ``hdl/cacc``):
   atomic operations broadcast to CMAC_A (kernels ``[0, atomic_k/2)``) and CMAC_B (the other
   half; NVIDIA's split), their partial sums joined for CACC, and CACC's atoms to SDP
   (``sdp_flying``, connected by ``hdl/top.py`` to SDP's ``cacc_flying``).
+* what CBUF keeps from one layer for the next (DATA_REUSE / WEIGHT_REUSE, SKIP_*_RLS,
+  CSC D_RELEASE): ``CbufKeep`` (hdl/cbuf/keep.py) latches the layer's CSC registers at its
+  start, updates its state at the layer's end and gives CDMA and CSC what the next layer finds
+  in CBUF (docs/conv.md "Data and weight reuse across layers").
 * S_CBUF_FLUSH_STATUS.FLUSH_DONE reads 1: CBUF needs no flush after reset (programming guide:
   software polls it before the first convolution).
 """
@@ -22,7 +26,8 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import Out
 
 from hdl.cacc import Cacc
-from hdl.cbuf import Cbuf
+from hdl.cbuf import Cbuf, CbufGeometry
+from hdl.cbuf.keep import CbufKeep
 from hdl.cdma import Cdma
 from hdl.cmac import CmacArray
 from hdl.config import NvdlaConfig
@@ -81,6 +86,9 @@ class ConvPipeline(DatapathUnit):
                      cacc.regs.eq(rfs["CACC"].cfg)]
         start = self.add_layer_control(m, list(rfs.values()), cacc.done)
         m.d.comb += [cdma.start.eq(start), csc.start.eq(start), cacc.start.eq(start)]
+        m.submodules.cbuf_keep = keep = CbufKeep(CbufGeometry.from_config(cfg))
+        m.d.comb += [keep.regs.eq(rfs["CSC"].cfg), keep.start.eq(start), keep.done.eq(cacc.done),
+                     cdma.keep.eq(keep.layer), csc.keep.eq(keep.layer)]
         cdma_done = rfs["CDMA"].done_grp
         m.d.comb += [self.done_cdma_dat.eq(cdma_done), self.done_cdma_wt.eq(cdma_done)]
 

@@ -9,9 +9,12 @@ Layout (docs/conv.md "Where things live in CBUF"), shared by CDMA and CSC throug
 :class:`CbufGeometry`:
 
 * entry address ``addr = bank * depth + row`` (``ceil_log2(banks * depth)`` bits);
-* data banks ``[0, DATA_BANK+1)``: input line ``y`` (a slice) of the feature cube starts at entry
-  ``y * EPS`` (EPS = D_ENTRY_PER_SLICE.ENTRIES + 1); the atom of channel block ``cb`` at column
-  ``x`` is entry ``y * EPS + cb * W + x``;
+* data banks ``[0, DATA_BANK+1)``, a ring of DCAP = (DATA_BANK+1) * depth entries: input line
+  ``y`` (a slice) of the feature cube starts at entry ``(dat_base + y * EPS) mod DCAP`` (EPS =
+  D_ENTRY_PER_SLICE.ENTRIES + 1; ``dat_base`` 0 unless the layer reuses slices kept by the
+  previous one, :mod:`hdl.cbuf.keep`); the atom of channel block ``cb`` at column ``x`` is entry
+  ``(dat_base + y * EPS + cb * W + x) mod DCAP`` (:meth:`CbufGeometry.dat_entry` is the offset
+  from ``dat_base``);
 * weight banks follow the data banks: weight entry ``n`` (bytes ``n*entry_bytes ..`` of the
   weight stream) is stored at ``(DATA_BANK+1) * depth + n % WCAP``, WCAP =
   ``(WEIGHT_BANK+1) * depth`` (a ring).

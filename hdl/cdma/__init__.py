@@ -6,9 +6,14 @@ read client (``cdma_dat``, ``cdma_wt``; :mod:`hdl.cdma.dma`):
 
 * Feature data (D_DATAIN_FORMAT = FEATURE): line by line (for y: for surface cb: the W atoms of
   line y of surface cb), atom (x, y, cb) from ``D_DAIN_ADDR_*_0 + cb * SURF_STRIDE + y *
-  LINE_STRIDE + x * atom_bytes`` to CBUF entry ``y * EPS + cb * W + x`` (EPS =
-  D_ENTRY_PER_SLICE.ENTRIES+1, W = DATAIN_WIDTH+1): the atoms of one slice are consecutive
-  entries from ``y * EPS``. ``dat_slices`` counts the slices completely written.
+  LINE_STRIDE + x * atom_bytes`` to CBUF entry ``(dat_next + y * EPS + cb * W + x) mod DCAP``
+  (EPS = D_ENTRY_PER_SLICE.ENTRIES+1, W = DATAIN_WIDTH+1, DCAP = (DATA_BANK+1) x depth, the
+  data-bank ring; ``dat_next`` from ``keep``, 0 unless slices of the previous layer are
+  reused): the atoms of one slice are consecutive ring entries. ``dat_slices`` counts the
+  kept slices (``keep.dat_kept``) and the slices completely written.
+* Reuse across layers (docs/conv.md "Data and weight reuse across layers",
+  :mod:`hdl.cbuf.keep`): ``keep.dat_reused`` skips the data fetch, ``keep.wt_reused`` the
+  weight fetch (the kept weights are where the fetch would put them).
 * Weights: the D_WEIGHT_BYTES bytes at D_WEIGHT_ADDR as whole entries (the last one completed
   from memory), entry n to ``(DATA_BANK+1) * depth + n % WCAP`` (WCAP = (WEIGHT_BANK+1) *
   depth, a ring); entry n is requested only when ``n < wt_released + WCAP`` (requests, not
@@ -37,6 +42,7 @@ from amaranth.lib.wiring import In, Out
 
 from hdl.axi import DmaReadSignature
 from hdl.cbuf import CbufGeometry, wr_layout
+from hdl.cbuf.keep import keep_layout
 from hdl.cdma.dma import ENTRY_COUNT_BITS, FeatureReadDma, WeightReadDma
 from hdl.config import NvdlaConfig
 from hdl.dma import read_dma_params
@@ -100,7 +106,15 @@ class Cdma(wiring.Component):
       timing as ``wt_released``);
       ``hw`` Out(unit_layout(CDMA, "hw")): CDMA's status register fields for its register
       file: S_CBUF_FLUSH_STATUS.FLUSH_DONE = 1 (CBUF needs no flush here), D_NAN/INF_* = 0
-      (int8), and the D_PERF_* counters (below).
+      (int8), and the D_PERF_* counters (below);
+      ``keep`` In(:func:`hdl.cbuf.keep.keep_layout`): what the layer finds in CBUF (from
+      :class:`hdl.cbuf.keep.CbufKeep`; sampled at ``start``; all zero: nothing kept). Its
+      ``dat_kept`` slices count as written from the cycle after ``start``; the fetched slices
+      follow them in the data-bank ring from entry ``dat_next`` (entry ``e`` of the ring is
+      ``e mod DCAP``, DCAP = (DATA_BANK+1) x depth); ``dat_reused``: no data fetch (every
+      slice is kept); ``wt_reused``: no weight fetch, ``wt_entries`` reads the layer's
+      ``ceil(D_WEIGHT_BYTES / entry_bytes)`` from the cycle after ``start`` (the kept weights
+      are at ring slots 0..).
 
     Performance counters (NVDLA_CDMA.rdl; counting as NV_NVDLA_CDMA_dc.v / _wt.v on nv_small:
     counting only while D_PERF_ENABLE.DMA_EN is set, held after the layer; a layer's start
@@ -134,6 +148,7 @@ class Cdma(wiring.Component):
             "wt_released": In(ENTRY_COUNT_BITS),
             "wt_read": In(ENTRY_COUNT_BITS),
             "hw": Out(unit_layout(unit, "hw")),
+            "keep": In(keep_layout(self.geom)),
         })
 
     # ------------------------------------------------------------------ data
@@ -169,8 +184,13 @@ class Cdma(wiring.Component):
         m.d.comb += begin.eq(self.start & ~self.busy)
         feature = regs.d_datain_format.datain_format == DatainFormat.FEATURE
 
+        keep = self.keep
+        dat_fetch = feature & ~keep.dat_reused
+        wt_fetch = ~keep.wt_reused
+
         # ---------------- data: atoms to consecutive entries, slice after slice ----------------
-        atoms, dat_busy = self.data_fetch(m, begin & feature)
+        # (a ring over the data banks: the slices start at keep.dat_next, after the kept ones)
+        atoms, dat_busy = self.data_fetch(m, begin & dat_fetch)
         w_max = regs.d_datain_size_0.datain_width[:CUBE_DIM_BITS]
         h_max = regs.d_datain_size_0.datain_height[:CUBE_DIM_BITS]
         cb_max = regs.d_datain_size_1.datain_channel[:CUBE_DIM_BITS] >> log2(cfg.memory_atomic)
@@ -179,8 +199,16 @@ class Cdma(wiring.Component):
         entry = Signal(abits)                   # entry of the next atom
         slice_base = Signal(abits)              # first entry of the current slice
         dat_active = Signal()                   # slices remain to be written
+        fetched = Signal(SLICE_COUNT_BITS)      # slices fetched this layer
         end_slice = Signal()
         dat_fire = Signal()
+        dcap = Signal(abits + 1)                # entries of the data banks
+        m.d.comb += dcap.eq(geom.wt_base(regs.d_bank.data_bank))
+        entry_inc = Signal(abits + 1)
+        slice_next = Signal(abits + 1)
+        m.d.comb += [entry_inc.eq(entry + 1), slice_next.eq(slice_base + eps)]
+        entry_inc_w = Mux(entry_inc == dcap, 0, entry_inc)
+        slice_next_w = Mux(slice_next >= dcap, slice_next - dcap, slice_next)
         m.d.comb += [
             self.dat_wr.valid.eq(atoms.valid),
             atoms.ready.eq(self.dat_wr.ready),
@@ -191,17 +219,18 @@ class Cdma(wiring.Component):
         ]
         with m.If(dat_fire):
             with m.If(x != w_max):
-                m.d.sync += [x.eq(x + 1), entry.eq(entry + 1)]
+                m.d.sync += [x.eq(x + 1), entry.eq(entry_inc_w)]
             with m.Else():
-                m.d.sync += [x.eq(0), cb.eq(cb + 1), entry.eq(entry + 1)]
+                m.d.sync += [x.eq(0), cb.eq(cb + 1), entry.eq(entry_inc_w)]
             with m.If(end_slice):
-                m.d.sync += [cb.eq(0), entry.eq(slice_base + eps), slice_base.eq(slice_base + eps),
-                             self.dat_slices.eq(self.dat_slices + 1)]
-                with m.If(self.dat_slices == h_max):
+                m.d.sync += [cb.eq(0), entry.eq(slice_next_w), slice_base.eq(slice_next_w),
+                             self.dat_slices.eq(self.dat_slices + 1), fetched.eq(fetched + 1)]
+                with m.If(fetched == h_max):
                     m.d.sync += dat_active.eq(0)
         with m.If(begin):
-            m.d.sync += [x.eq(0), cb.eq(0), entry.eq(0), slice_base.eq(0),
-                         self.dat_slices.eq(0), dat_active.eq(feature)]
+            m.d.sync += [x.eq(0), cb.eq(0), entry.eq(keep.dat_next), slice_base.eq(keep.dat_next),
+                         fetched.eq(0), self.dat_slices.eq(keep.dat_kept),
+                         dat_active.eq(dat_fetch)]
 
         # ---------------- weights: a ring of WCAP entries after the data banks ----------------
         m.submodules.wt_fetch = wdma = WeightReadDma(**read_dma_params(cfg))
@@ -223,7 +252,7 @@ class Cdma(wiring.Component):
         with m.Else():
             m.d.sync += limit.eq(Mux(ring_lim < ahead_lim, ring_lim, ahead_lim))
         m.d.comb += [
-            wdma.start.eq(begin),
+            wdma.start.eq(begin & wt_fetch),
             wdma.cube.base.eq(Cat(regs.d_weight_addr_low.as_value(),
                                   regs.d_weight_addr_high.as_value())[:cfg.mem_address_width]),
             wdma.entries.eq(n_entries),
@@ -245,7 +274,8 @@ class Cdma(wiring.Component):
             with m.If(self.wt_entries + 1 == n_entries):
                 m.d.sync += wt_active.eq(0)
         with m.If(begin):
-            m.d.sync += [ring.eq(0), self.wt_entries.eq(0), wt_active.eq(n_entries != 0)]
+            m.d.sync += [ring.eq(0), self.wt_entries.eq(Mux(wt_fetch, 0, n_entries)),
+                         wt_active.eq(wt_fetch & (n_entries != 0))]
 
         m.d.comb += self.busy.eq(dat_active | wt_active | dat_busy | wdma.busy)
 

@@ -32,6 +32,7 @@ from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from hdl.cbuf import CbufGeometry, rd_req_layout, rd_resp_layout
+from hdl.cbuf.keep import keep_layout
 from hdl.cmac.layouts import op_layout
 from hdl.config import NvdlaConfig
 from hdl.lib.gearbox import Fork, Join
@@ -74,6 +75,11 @@ class Csc(wiring.Component):
             most its WT_AHEAD entries beyond it).
         op: Out(stream of :func:`hdl.cmac.layouts.op_layout`) one atomic operation per
             transfer, in the order of docs/conv.md.
+        keep: In(:func:`hdl.cbuf.keep.keep_layout`) what the layer finds in CBUF, stable for
+            the layer (:class:`hdl.cbuf.keep.CbufKeep`); CSC uses ``dat_base``: slice y starts
+            at entry ``(dat_base + y * EPS) mod DCAP`` of the data-bank ring, DCAP =
+            (DATA_BANK+1) x depth (all zero: slice y at ``y * EPS``). Kept slices count in
+            ``dat_slices`` like fetched ones (CDMA reports them at once).
 
     Raises:
         NotImplementedError: a configuration the contract excludes.
@@ -109,6 +115,7 @@ class Csc(wiring.Component):
             "wt_released": Out(32),
             "wt_read": Out(32),
             "op": Out(stream.Signature(op_layout(self.ac, self.ak, stripe_max))),
+            "keep": In(keep_layout(g)),
         })
 
     def _params(self, m: Module):
@@ -142,6 +149,7 @@ class Csc(wiring.Component):
             p.ng.eq((k + ak - 1) >> lk), p.kg_last.eq(((k - 1) & (ak - 1)) + 1),
             p.npix.eq(wo * ho), p.sye.eq(sy * eps), p.dye.eq(dy * eps), p.pte.eq(pt * eps),
             p.wt_base.eq(g.wt_base(rg.d_bank.data_bank)),
+            p.dat_base.eq(self.keep.dat_base),
             p.wcap.eq(g.wt_cap(rg.d_bank.weight_bank)),
             # NVIDIA nv_small RTL NV_NVDLA_CSC_dl: pad_value[7:0], a signed byte
             p.pad.eq(rg.d_zero_padding_value.pad_value[:8]),
@@ -172,12 +180,15 @@ class Csc(wiring.Component):
             x, y = Signal(signed(21)), Signal(signed(21))
             addr = Signal(signed(40))
             pad = Signal()
+            # d.ye includes dat_base: addr < 2 * DCAP inside the input (hdl/cbuf/keep.py)
+            ring = Signal(g.addr_bits)
             mm.d.comb += [x.eq(d.xb + d.xs), y.eq(d.yb + d.yr), addr.eq(d.ye + d.xb + d.rs_off),
-                          pad.eq((x < 0) | (x >= p.w) | (y < 0) | (y >= p.h))]
+                          pad.eq((x < 0) | (x >= p.w) | (y < 0) | (y >= p.h)),
+                          ring.eq(Mux(addr >= p.wt_base, addr - p.wt_base, addr))]
             tag = Signal(tag_l)
             mm.d.comb += [tag.pad.eq(pad), tag.pos.eq(d.pos), tag.first.eq(d.first),
                           tag.last.eq(d.last), tag.set_last.eq(d.set_last), tag.end.eq(d.end)]
-            return {"addr": Mux(pad, 0, addr[:g.addr_bits]), "y": y[:DIM], "tag": tag}
+            return {"addr": Mux(pad, 0, ring), "y": y[:DIM], "tag": tag}
         dmap = m.submodules.daddr = Map(dop_layout(sm), daddr_l, daddr)
         wiring.connect(m, opseq.o, dmap.i)
         dgated = stream.Signature(daddr_l).create()

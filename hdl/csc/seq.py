@@ -26,20 +26,22 @@ def params_layout(geom: CbufGeometry, atomic_c: int, atomic_k: int) -> data.Stru
     strides ``sx``/``sy``, dilations ``dx``/``dy``, paddings ``pl``/``pt``, ``ncb`` channel
     blocks and ``cw_last`` channels of the last one, ``ng`` kernel groups and ``kg_last``
     kernels of the last one, ``npix`` = wo*ho, the products ``sye`` = sy*eps, ``dye`` = dy*eps,
-    ``pte`` = pt*eps, the weight ring ``wt_base``/``wcap`` (entries) and the ``pad`` value."""
+    ``pte`` = pt*eps, the weight ring ``wt_base``/``wcap`` (entries; ``wt_base`` is also
+    the size DCAP of the data-bank ring), the ``pad`` value and ``dat_base``, the entry of
+    slice 0 in the data-bank ring (hdl/cbuf/keep.py)."""
     return data.StructLayout({
         "w": DIM, "h": DIM, "wo": DIM, "ho": DIM, "r": 6, "s": 6, "eps": 15,
         "sx": 4, "sy": 4, "dx": 6, "dy": 6, "pl": 5, "pt": 5,
         "ncb": DIM, "cw_last": range(atomic_c + 1), "ng": DIM, "kg_last": range(atomic_k + 1),
         "npix": 2 * DIM, "sye": 20, "dye": 22, "pte": 21,
         "wt_base": geom.addr_bits + 1, "wcap": geom.addr_bits + 1,
-        "pad": signed(8),
+        "pad": signed(8), "dat_base": geom.addr_bits,
     })
 
 
 def dop_layout(stripe_max: int) -> data.StructLayout:
     """One atomic operation as the op sequencer emits it: pixel bases ``xb`` = xo*sx - pl,
-    ``yb`` = yo*sy - pt, ``ye`` = yb*eps; kernel offsets ``xs`` = s*dx, ``yr`` = r*dy,
+    ``yb`` = yo*sy - pt, ``ye`` = dat_base + yb*eps; kernel offsets ``xs`` = s*dx, ``yr`` = r*dy,
     ``rs_off`` = r*dy*eps + cb*w + s*dx; the op's ``pos``/``first``/``last``; ``set_last``
     (last pixel of the weight set: the set is consumed) and ``end`` (the layer's last op)."""
     return data.StructLayout({
@@ -137,7 +139,7 @@ class OpSeq(wiring.Component):
             return [a.eq(b) for a, b in zip((xo, yo, xb, yb, ye), vals)]
 
         def first_pixel():
-            return (0, 0, -p.pl, -p.pt, -p.pte)
+            return (0, 0, -p.pl, -p.pt, p.dat_base - p.pte)
 
         def set_stripe_start(vals):
             return cur_eq(vals) + [a.eq(b) for a, b in zip((xo0, yo0, xb0, yb0, ye0), vals)]

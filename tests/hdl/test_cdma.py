@@ -12,7 +12,9 @@ writes have been taken (so monotonic, never ahead, final values); weight request
 ``wt_released + WCAP`` with a weight ring smaller than the weights and a slow releasing driver
 (so no unreleased entry is overwritten); the feature requests are the maximal runs of the line
 order inside burst windows; the D_PERF_* counters; bursts of 1 and 4 beats. Also the fetch rate
-of dc_32x26x76's input with an always-ready memory.
+of dc_32x26x76's input with an always-ready memory, and the ``keep`` input (reuse across
+layers, hdl/cbuf/keep.py): kept slices counted at once, slices written in the data-bank ring
+from ``dat_next`` (``(dat_next + offset) mod DCAP``), skipped data / weight fetches.
 """
 import random
 from collections import deque
@@ -30,10 +32,14 @@ ATOM = 8
 
 
 # ------------------------------------------------------------------------------------ layers
-def random_layer(rng, cfg, *, big_weights=False):
+NO_KEEP = dict(dat_base=0, dat_kept=0, dat_next=0, dat_reused=0, wt_reused=0)
+
+
+def random_layer(rng, cfg, *, big_weights=False, reuse=False):
     """A random small DC layer (dict): cube W, H, C (channels mostly not multiples of 8),
     strides with gaps (or surfaces interleaved per line, contiguous), EPS >= CB*W, banks for
-    ``cfg``, a weight stream (longer than the ring when ``big_weights``)."""
+    ``cfg``, a weight stream (longer than the ring when ``big_weights``); ``keep``: CDMA's
+    ``keep`` input (random kept slices / data-ring start / skipped fetches when ``reuse``)."""
     w, h = rng.randint(1, 12), rng.randint(1, 5)
     c = rng.choice([rng.randint(1, 40), 8 * rng.randint(1, 4)])
     cb = -(-c // ATOM)
@@ -56,8 +62,13 @@ def random_layer(rng, cfg, *, big_weights=False):
     span = (cb - 1) * ss + (h - 1) * ls + w * ATOM
     base = ATOM * rng.randrange(0, (MEM_BYTES // 2 - span) // ATOM)
     wts = MEM_BYTES // 2 + ATOM * rng.randrange(0, (MEM_BYTES // 2 - wbytes - ATOM) // ATOM)
+    keep = dict(NO_KEEP)
+    if reuse:   # what CBUF keeps (hdl.cbuf.keep): kept slices, a ring start anywhere, skips
+        keep = dict(dat_base=0, dat_kept=rng.randint(0, 5),
+                    dat_next=rng.randrange((db + 1) * depth), dat_reused=int(rng.random() < 0.3),
+                    wt_reused=int(not big_weights and rng.random() < 0.4))
     return dict(w=w, h=h, c=c, ls=ls, ss=ss, eps=eps, base=base, db=db, wb=wb, wbytes=wbytes,
-                wts=wts, perf=rng.random() < 0.7)
+                wts=wts, perf=rng.random() < 0.7, keep=keep)
 
 
 def set_layer(ctx, dut, L):
@@ -77,30 +88,39 @@ def set_layer(ctx, dut, L):
     ctx.set(r.d_weight_addr_high.weight_addr_high, 0)
     ctx.set(r.d_weight_bytes.weight_bytes, L["wbytes"])
     ctx.set(r.d_perf_enable.dma_en, int(L["perf"]))
+    for k, v in L["keep"].items():
+        ctx.set(getattr(dut.keep, k), v)
 
 
 def atom(mem, a):
     return int.from_bytes(mem[a % MEM_BYTES:a % MEM_BYTES + ATOM], "little")
 
 
-def expected_dat(mem, L):
-    """[(entry, atom)] in write order: docs/conv.md (line y, surface cb, column x)."""
+def expected_dat(mem, L, depth):
+    """[(entry, atom)] in write order: docs/conv.md (line y, surface cb, column x), in the
+    data-bank ring from keep.dat_next; nothing when keep.dat_reused."""
     out = []
-    for y in range(L["h"]):
+    dcap = (L["db"] + 1) * depth
+    for y in range(0 if L["keep"]["dat_reused"] else L["h"]):
         for cb in range(-(-L["c"] // ATOM)):
             for x in range(L["w"]):
                 a = L["base"] + cb * L["ss"] + y * L["ls"] + x * ATOM
-                out.append((y * L["eps"] + cb * L["w"] + x, atom(mem, a)))
+                e = (L["keep"]["dat_next"] + y * L["eps"] + cb * L["w"] + x) % dcap
+                out.append((e, atom(mem, a)))
     return out
 
 
 def dat_addrs(L):
+    if L["keep"]["dat_reused"]:
+        return []
     return [L["base"] + cb * L["ss"] + y * L["ls"] + x * ATOM
             for y in range(L["h"]) for cb in range(-(-L["c"] // ATOM)) for x in range(L["w"])]
 
 
 def expected_wt(mem, cfg, L):
     n = -(-L["wbytes"] // ATOM)
+    if L["keep"]["wt_reused"]:
+        return []
     base, cap = (L["db"] + 1) * cfg.cbuf_bank_depth, (L["wb"] + 1) * cfg.cbuf_bank_depth
     return [(base + i % cap, atom(mem, L["wts"] + i * ATOM)) for i in range(n)]
 
@@ -197,7 +217,10 @@ def monitor(dut, log):
 
 def check_layer(cfg, mem, L, samples, reqs, perf_before, perf_after):
     """All checks of one layer from the per-cycle samples between its start and its end."""
-    want_dat, want_wt = expected_dat(mem, L), expected_wt(mem, cfg, L)
+    want_dat, want_wt = expected_dat(mem, L, cfg.cbuf_bank_depth), expected_wt(mem, cfg, L)
+    kept = L["keep"]["dat_kept"]
+    n_wt = -(-L["wbytes"] // ATOM)
+    wt_kept = n_wt if L["keep"]["wt_reused"] else 0
     per_slice = -(-L["c"] // ATOM) * L["w"]
     cap = (L["wb"] + 1) * cfg.cbuf_bank_depth
     dat, wt = [], []
@@ -209,8 +232,8 @@ def check_layer(cfg, mem, L, samples, reqs, perf_before, perf_after):
         (busy, start, dv, dr, da, dd, wv, wr, wa, wd, slices, entries, released, read,
          dqv, dqr, dql, dsv, dsr, wqv, wqr, wql, wsv, wsr) = s
         if t > 0:       # the counters before this edge reflect the writes taken before it
-            assert slices == len(dat) // per_slice, (t, slices, len(dat))
-            assert entries == len(wt), (t, entries, len(wt))
+            assert slices == kept + len(dat) // per_slice, (t, slices, len(dat))
+            assert entries == wt_kept + len(wt), (t, entries, len(wt))
         if wqv and wqr:
             wt_req_entries += wql + 1
             if t > 1:   # released is this layer's from the cycle after start
@@ -231,7 +254,8 @@ def check_layer(cfg, mem, L, samples, reqs, perf_before, perf_after):
             outs[name] += (ql + 1 if qv and qr else 0) - bool(sv and sr)
     assert dat == want_dat
     assert wt == want_wt
-    assert samples[-1][10] == L["h"] and samples[-1][11] == len(want_wt)
+    assert samples[-1][10] == kept + (0 if L["keep"]["dat_reused"] else L["h"])
+    assert samples[-1][11] == n_wt
     # feature requests: the maximal runs of the line order inside burst windows
     window = cfg.primary_memif_max_burst * cfg.axi_data_bytes
     assert [(a, n) for _, a, n in reqs["dat"]] == maximal_runs(dat_addrs(L), window)
@@ -317,6 +341,16 @@ def test_cdma_random_layers(spec):
     run_layers(cfg, layers, seed=len(spec))
 
 
+def test_cdma_reuse_keep():
+    """CDMA's ``keep`` input (hdl.cbuf.keep): kept slices counted in dat_slices from the cycle
+    after start, fetched slices in the data-bank ring from dat_next (wrapping), no data fetch
+    with dat_reused, no weight fetch (and wt_entries at once) with wt_reused."""
+    cfg = get_config(CONFIGS[1])
+    rng = random.Random("reuse")
+    layers = [random_layer(rng, cfg, reuse=True) for _ in range(8)]
+    run_layers(cfg, layers, seed=8)
+
+
 @pytest.mark.parametrize("spec", CONFIGS)
 def test_cdma_weight_ring_slow_release(spec):
     """Weights of two to three times the ring, released slowly in small chunks: no request
@@ -392,7 +426,7 @@ def test_cdma_input_fetch_rate_dc_32x26x76():
     cycle (8,320 atoms)."""
     cfg = get_config("nv_small")
     L = dict(w=32, h=26, c=76, ls=0x100, ss=0x1a00, eps=320, base=0, db=23, wb=5, wbytes=0,
-             wts=MEM_BYTES // 2, perf=True)
+             wts=MEM_BYTES // 2, perf=True, keep=dict(NO_KEEP))
     dut = Cdma(cfg)
     rng = random.Random(0)
     mem = bytes(rng.randrange(256) for _ in range(MEM_BYTES))

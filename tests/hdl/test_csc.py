@@ -56,6 +56,7 @@ class Layer:
     pad_value: int = 0          # 16-bit register value; CSC uses the low byte, signed
     eps_extra: int = 0          # entries per slice beyond ncb*w
     weight_bank: int | None = None
+    dat_base: int = 0           # CSC's keep.dat_base: slice 0's entry in the data-bank ring
 
     @property
     def ncb(self):
@@ -134,6 +135,12 @@ def _regs_value(L: Layer) -> int:
     return v
 
 
+def _dentry(L: Layer, y: int, cb: int, x: int) -> int:
+    """CBUF entry of atom (y, cb, x): docs/conv.md, (dat_base + y*EPS + cb*W + x) mod DCAP in
+    the ring of the data banks (DCAP = (DATA_BANK+1) * depth)."""
+    return (L.dat_base + GEOM.dat_entry(y, cb, x, L.eps, L.w)) % GEOM.wt_base(L.data_bank)
+
+
 def _make(L: Layer, seed: int):
     nrng = np.random.default_rng(seed)
     cube = nrng.integers(-128, 128, size=(L.c, L.h, L.w))
@@ -154,7 +161,7 @@ def _layout_data(L: Layer, cube, garbage) -> dict:
                     c = cb * AC + ci
                     byte = int(cube[c, y, x]) & 0xFF if c < L.c else int(garbage[c, y, x])
                     v |= byte << (8 * ci)
-                entries[GEOM.dat_entry(y, cb, x, L.eps, L.w)] = v
+                entries[_dentry(L, y, cb, x)] = v
     return entries
 
 
@@ -226,7 +233,7 @@ def _ref_ops(L: Layer, dentries: dict, wts, stripe_max: int) -> list:
                             x = xo * L.sx - L.pl + s * L.dx
                             y = yo * L.sy - L.pt + r * L.dy
                             if 0 <= x < L.w and 0 <= y < L.h:
-                                v = dentries[GEOM.dat_entry(y, cb, x, L.eps, L.w)]
+                                v = dentries[_dentry(L, y, cb, x)]
                                 d = tuple(_s8(v >> (8 * ci)) for ci in range(AC))
                             else:
                                 d = (L.pad8,) * AC
@@ -307,6 +314,7 @@ def _run(L: Layer, stripe_max: int, seed: int, *, p_stall=0.3, slow=False,
 
     async def control(ctx):
         ctx.set(Value.cast(csc.regs), _regs_value(L))
+        ctx.set(csc.keep.dat_base, L.dat_base)
         if not slow:
             state["preload"] = True
             await _writer_all(ctx)
@@ -329,8 +337,8 @@ def _run(L: Layer, stripe_max: int, seed: int, *, p_stall=0.3, slow=False,
             await ctx.tick()
         for y in range(L.h):
             # a slice's entries last first: a read before dat_slices covers it finds zeros
-            items = [{"addr": GEOM.dat_entry(y, cb, x, L.eps, L.w),
-                      "data": dentries[GEOM.dat_entry(y, cb, x, L.eps, L.w)]}
+            items = [{"addr": _dentry(L, y, cb, x),
+                      "data": dentries[_dentry(L, y, cb, x)]}
                      for cb in range(L.ncb) for x in range(L.w)][::-1]
             for _ in range(data_gap):
                 await ctx.tick()
@@ -433,6 +441,17 @@ def test_random_layer(seed):
     rng = random.Random(seed)
     L = _random_layer(rng)
     _run(L, rng.choice([1, 2, 3, 5, 8]), seed=seed, p_stall=0.3)
+
+
+def test_data_ring_base():
+    """Slice 0 at dat_base near the end of the data banks (reuse across layers,
+    hdl/cbuf/keep.py): the slices wrap around the data-bank ring, also inside a slice."""
+    L = Layer(w=5, h=5, c=12, k=10, r=3, s=3, pl=1, pt=1, pr=1, pb=1, pad_value=0x7E,
+              eps_extra=1)
+    L.dat_base = GEOM.wt_base(L.data_bank) - 2 * L.eps - 3
+    _run(L, 8, seed=12, slow=True, p_stall=0.3)
+    L.dat_base = GEOM.wt_base(L.data_bank) - 1
+    _run(L, 5, seed=13, p_stall=0.3)
 
 
 def test_slow_counters():
