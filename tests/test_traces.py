@@ -161,3 +161,31 @@ def test_rtl_mem_profile(profile):
     bad = [f"{t}: {r.status}: {r.message}" for t, r in sorted(res.items()) if r.status != PASS]
     assert sorted(res) == rtl_profile_traces(profile) and not bad, \
         f"under {profile} {RTL_PROFILES[profile]}:\n" + "\n".join(bad or ["missing results"])
+
+
+#: the rtl_ew manifest (nv_small_ew: SDP Y/EW, LUT, ERDMA) under the nvidia and a random memory
+#: profile, with 4-beat bursts, and with the X/Y datapaths at 8 elements per cycle
+EW_PROFILES = {
+    "nvidia": ("", "nvidia", 0),
+    "random1": ("", "random", 1),
+    "nvidia-burst4": ("+primary_memif_max_burst=4", "nvidia", 0),
+    "wide": ("+sdp_bs_throughput=8+sdp_bn_throughput=8+sdp_ew_throughput=8", "nvidia", 0),
+}
+
+
+@needs_shared
+@pytest.mark.rtl
+@pytest.mark.parametrize("profile", list(EW_PROFILES))
+def test_rtl_ew(profile):
+    """The sdp_*_ew_* traces on the RTL of nv_small_ew, one simulator process per profile."""
+    from hdl.config import get_config
+    from verif.axi_slave import MemTiming
+    from verif.trace.runner import run
+    names = sorted(t for t in MANIFEST.get("rtl_ew", ()) if t in TRACES)
+    assert names, "the rtl_ew manifest names no trace"
+    extra, timing, seed = EW_PROFILES[profile]
+    cfg = get_config(manifest.configs()["rtl_ew"] + extra)
+    res = list(run([nvdla_dir() / "traces" / t for t in names], "rtl", cfg, jobs=1,
+                   timing=MemTiming.named(timing, seed=seed), traces_per_process=len(names)))
+    bad = [f"{r.name}: {r.status}: {r.message}" for r in res if r.status != PASS]
+    assert len(res) == len(names) and not bad, f"nv_small_ew{extra} under {timing}:\n" + "\n".join(bad)
