@@ -19,7 +19,7 @@ The CSB side is a :class:`RegBusSignature` (word offset within the unit's 4 KiB 
 """
 from __future__ import annotations
 
-from amaranth.hdl import Const, Module, Mux, Signal
+from amaranth.hdl import Const, Module, Mux, Signal, Value
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -27,6 +27,7 @@ from hdl.regmap import Register, Unit
 from hdl.regmap.types import field_shape
 
 __all__ = ["RegBusSignature", "reg_layout", "unit_layout", "UnitRegFile", "REG_OFFSET_BITS",
+           "reg_word", "raw_field",
            "STATUS_IDLE", "STATUS_RUNNING", "STATUS_PENDING"]
 
 REG_OFFSET_BITS = 10          # 4 KiB unit window / 4-byte registers = 1024 words
@@ -50,6 +51,21 @@ class RegBusSignature(wiring.Signature):
             "we": Out(1),
             "rdata": In(32),
         })
+
+
+def reg_word(unit: Unit, reg: str) -> int:
+    """Word offset of register ``reg`` of ``unit`` on the register bus (``RegBusSignature.addr``,
+    byte offset >> 2; e.g. a unit decoding its LUT access port itself). Raises StopIteration
+    for an unknown register name."""
+    return next(r for r in unit.registers if r.name == reg).offset >> 2
+
+
+def raw_field(regs, unit: Unit, reg: str, field: str) -> Value:
+    """Raw bits (unsigned, field width) of field ``field`` of register ``reg`` of ``unit`` in a
+    register file's ``cfg`` view ``regs`` (the typed view gives enums and signed values; this
+    gives the bits, e.g. to pack several fields into one struct)."""
+    f = next(r for r in unit.registers if r.name == reg).field(field)
+    return getattr(regs, reg.lower()).as_value()[f.lsb:f.lsb + f.width]
 
 
 def _lname(name: str) -> str:

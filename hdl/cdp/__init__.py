@@ -37,6 +37,7 @@ from hdl.cdp import lut
 from hdl.cdp.core import CdpCore
 from hdl.cdp.dma import CdpReadDma, CdpWalker, CdpWriteDma
 from hdl.dma import atom_layout, cube_from_regs, cube_layout, read_dma_params, write_dma_params
+from hdl.regfile import raw_field, reg_word
 from hdl.regmap import REGMAP
 from hdl.unit import DatapathUnit
 
@@ -45,19 +46,14 @@ __all__ = ["Cdp", "CdpCore", "CdpReadDma", "CdpWriteDma", "CdpWalker"]
 _CDP = REGMAP.unit("CDP")
 
 
-def _reg(reg: str):
-    return next(r for r in _CDP.registers if r.name == reg)
-
-
 def _word(reg: str) -> int:
     """Word offset of CDP register ``reg`` on the register bus."""
-    return _reg(reg).offset >> 2
+    return reg_word(_CDP, reg)
 
 
 def _field(regs, reg: str, field: str) -> Value:
-    """Raw bits of field ``field`` of register ``reg`` in a register-file ``cfg`` view."""
-    f = _reg(reg).field(field)
-    return getattr(regs, reg.lower()).as_value()[f.lsb:f.lsb + f.width]
+    """Raw bits of field ``field`` of CDP register ``reg`` in a register-file ``cfg`` view."""
+    return raw_field(regs, _CDP, reg, field)
 
 
 class Cdp(DatapathUnit):

@@ -26,7 +26,7 @@ from __future__ import annotations
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed, unsigned
 from amaranth.lib import data
 
-from hdl.lib.fixed import saturate, shift_right_round
+from hdl.lib.fixed import floor_log2, saturate, shift_right_round
 
 __all__ = ["INDEX_BITS", "LUT_IN_BITS", "FRAC_BITS", "LE_ENTRIES", "LO_ENTRIES", "index_layout",
            "params_layout", "table_index", "interpolate", "select", "STAT_NAMES"]
@@ -65,15 +65,6 @@ def params_layout() -> data.StructLayout:
     })
 
 
-def _floor_log2(m: Module, d, bits: int):
-    """floor(log2 d) of a positive unsigned value of ``bits`` bits (priority encoder)."""
-    lg = Signal(range(bits))
-    for b in range(bits):                       # highest set bit wins (last assignment)
-        with m.If(d[b]):
-            m.d.comb += lg.eq(b)
-    return lg
-
-
 def table_index(m: Module, x, start, entries: int, *, exponential=None, index_offset=None,
                 select=None):
     """Index of sample ``x`` (signed LUT_IN_BITS) in one table.
@@ -95,7 +86,7 @@ def table_index(m: Module, x, start, entries: int, *, exponential=None, index_of
     lin_frac = Mux(sel < 0, 0, t_lin[:FRAC_BITS])
     uf = uf0
     if exponential is not None:
-        lg = _floor_log2(m, d, INDEX_BITS + 1)
+        lg = floor_log2(m, d, INDEX_BITS + 1)
         t_exp = Cat(Const(0, FRAC_BITS), d) >> lg
         exp_idx = lg - index_offset                # signed, ~10 bits
         exp_uf = uf0 | ((index_offset >= 0) & (lg < index_offset))

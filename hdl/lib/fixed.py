@@ -17,9 +17,9 @@ pipeline stage, e.g. :class:`hdl.lib.stream.Map`).
 """
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Mux, Value, ValueLike, signed as _signed, unsigned as _unsigned
+from amaranth.hdl import Cat, Const, Mux, Signal, Value, ValueLike, signed as _signed, unsigned as _unsigned
 
-__all__ = ["sign_extend", "saturate", "shift_right_round", "truncate", "shift_left_sat"]
+__all__ = ["sign_extend", "saturate", "shift_right_round", "truncate", "shift_left_sat", "floor_log2"]
 
 
 def _shift_value(shift, name="shift") -> Value | int:
@@ -188,3 +188,16 @@ def shift_left_sat(value: ValueLike, shift: ValueLike | int, bits: int, *,
         amount = Mux(shift > bits, limit, shift)[:len(limit)]
         shifted = value << amount
     return saturate(shifted, bits, signed=signed)
+
+
+def floor_log2(m, value: ValueLike, bits: int):
+    """``floor(log2(value))`` of a positive unsigned ``bits``-bit value: a priority encoder of
+    its highest set bit (0 for a value of 0 or 1), added to module ``m`` as ``comb`` logic.
+    Returns a Signal of ``range(bits)``. Used by the LUTs' exponential index (SDP and CDP;
+    v1_ias_lut-programming.rst "exponential": the index is the exponent of the offset)."""
+    value = Value.cast(value)
+    lg = Signal(range(bits), name="log2")
+    for b in range(bits):                       # the highest set bit wins (last assignment)
+        with m.If(value[b]):
+            m.d.comb += lg.eq(b)
+    return lg

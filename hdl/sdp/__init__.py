@@ -41,6 +41,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 from hdl.dma import CUBE_DIM_BITS, ReadDma, cube_from_regs, read_dma_params
 from hdl.dma.walker import log2
+from hdl.regfile import raw_field, reg_word
 from hdl.regmap import REGMAP
 from hdl.sdp import lut
 from hdl.sdp.brdma import OperandUnpack, operand_cube
@@ -62,13 +63,12 @@ def _reg(reg: str):
 
 def _word(reg: str) -> int:
     """Word offset of SDP register ``reg`` on the register bus."""
-    return _reg(reg).offset >> 2
+    return reg_word(_SDP, reg)
 
 
 def _field(regs, reg: str, field: str) -> Value:
     """Raw bits of field ``field`` of SDP register ``reg`` in a register-file ``cfg`` view."""
-    f = _reg(reg).field(field)
-    return getattr(regs, reg.lower()).as_value()[f.lsb:f.lsb + f.width]
+    return raw_field(regs, _SDP, reg, field)
 
 
 class Sdp(DatapathUnit):

@@ -34,7 +34,7 @@ from __future__ import annotations
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data
 
-from hdl.lib.fixed import saturate, shift_left_sat, truncate
+from hdl.lib.fixed import floor_log2, saturate, shift_left_sat, truncate
 
 __all__ = ["LE_ENTRIES", "LO_ENTRIES", "FRAC_BITS", "LUT_BITS", "STAT_NAMES", "index_layout",
            "params_layout", "table_index", "table_output", "select"]
@@ -70,15 +70,6 @@ def params_layout() -> data.StructLayout:
     })
 
 
-def _floor_log2(m: Module, d, bits: int):
-    """floor(log2 d) of a positive unsigned ``bits``-bit value (priority encoder)."""
-    lg = Signal(range(bits), name="log2")
-    for b in range(bits):                       # the highest set bit wins (last assignment)
-        with m.If(d[b]):
-            m.d.comb += lg.eq(b)
-    return lg
-
-
 def table_index(m: Module, x, start, entries: int, select, *, exponential=None,
                 index_offset=None) -> dict:
     """Index of the signed 32-bit sample ``x`` in one table (see the module docstring).
@@ -101,7 +92,7 @@ def table_index(m: Module, x, start, entries: int, select, *, exponential=None,
     if exponential is None:
         uf, of, idx, frac = uf0, lin_of, lin_idx[:9], lin_frac
     else:
-        e = _floor_log2(m, d, 32)
+        e = floor_log2(m, d, 32)
         e8 = Cat(e, Const(0, 3)).as_signed()    # 0..31 as signed(8)
         exp_uf = uf0 | (e8 < index_offset)
         exp_idx = e8 - index_offset              # signed(9), >= 0 unless an underflow

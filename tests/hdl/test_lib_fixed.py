@@ -209,3 +209,23 @@ def test_argument_errors():
         sign_extend(x, 4, 3)
     with pytest.raises(ValueError):
         shift_left_sat(x, 2, 0)
+
+
+def test_floor_log2():
+    """floor(log2 v) for every 9-bit value against Python's int.bit_length."""
+    from amaranth.hdl import Module, Signal
+    from amaranth.sim import Simulator
+    from hdl.lib.fixed import floor_log2
+    m = Module()
+    v = Signal(9)
+    lg = floor_log2(m, v, 9)
+    sim = Simulator(m)
+    got = {}
+
+    async def bench(ctx):
+        for x in range(512):
+            ctx.set(v, x)
+            got[x] = ctx.get(lg)
+    sim.add_testbench(bench)
+    sim.run()
+    assert got == {x: max(x.bit_length() - 1, 0) for x in range(512)}
