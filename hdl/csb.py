@@ -84,7 +84,7 @@ class CsbSlave(wiring.Component):
             rb = getattr(self, name.lower())
             hit = unit_sel == base // UNIT_SPAN
             m.d.comb += [rb.addr.eq(s1_addr[:REG_OFFSET_BITS]), rb.wdata.eq(s1_wdat),
-                         rb.we.eq(s1_valid & s1_write & hit)]
+                         rb.we.eq(s1_valid & s1_write & hit), rb.re.eq(s1_valid & ~s1_write & hit)]
             with m.If(hit):
                 m.d.comb += rdata.eq(rb.rdata)
 

@@ -40,8 +40,10 @@ class RegBusSignature(wiring.Signature):
     """Internal register bus from the CSB decoder to one unit (master's view).
 
     Members: ``addr`` Out(10) word offset of the register within the unit (byte offset >> 2);
-    ``wdata`` Out(32); ``we`` Out(1) one-cycle write strobe; ``rdata`` In(32) combinational read
-    data of the register at ``addr`` (0 where no register lives).
+    ``wdata`` Out(32); ``we`` Out(1) one-cycle write strobe; ``re`` Out(1) one-cycle read strobe
+    (the cycle ``rdata`` is taken: registers with side effects on read, e.g. the LUT access
+    ports' auto-increment); ``rdata`` In(32) combinational read data of the register at ``addr``
+    (0 where no register lives).
     """
 
     def __init__(self):
@@ -49,6 +51,7 @@ class RegBusSignature(wiring.Signature):
             "addr": Out(REG_OFFSET_BITS),
             "wdata": Out(32),
             "we": Out(1),
+            "re": Out(1),
             "rdata": In(32),
         })
 

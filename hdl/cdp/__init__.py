@@ -14,9 +14,8 @@ S_LUT_ACCESS_DATA with ACCESS_TYPE=WRITE stores the entry and advances the addre
 on the table's last entry. The register file (hdl/regfile.py) has no hooks for this, so the unit
 decodes the CSB register bus (``csb_cdp``: addr/wdata/we) in parallel with the register file
 and drives the read data of S_LUT_ACCESS_CFG (live address/table/type) and S_LUT_ACCESS_DATA
-(the addressed entry) itself. The register bus carries no read strobe, so a CSB read of
-S_LUT_ACCESS_DATA returns the entry but does not advance the address (NVIDIA's does with
-ACCESS_TYPE=READ).
+(the addressed entry) itself. A CSB read of S_LUT_ACCESS_DATA (the bus's ``re`` strobe) with
+ACCESS_TYPE=READ returns the entry and advances the address the same way.
 
 LUT statistics (D_PERF_LUT_UFLOW/OFLOW/HYBRID/LE_HIT/LO_HIT) count every element of a layer
 (saturating at 2**32-1) and are latched into the register group that completed, at the end of the
@@ -101,7 +100,9 @@ class Cdp(DatapathUnit):
         with m.If(bus.we & (bus.addr == w_cfg)):
             m.d.sync += [lut_addr.eq(bus.wdata[f_addr.lsb:f_addr.lsb + f_addr.width]),
                          lut_table.eq(bus.wdata[f_tab.lsb]), lut_type.eq(bus.wdata[f_typ.lsb])]
-        with m.If(data_we & (lut_type == access_write) & (lut_addr != table_last)):
+        data_re = bus.re & (bus.addr == w_data)
+        with m.If(((data_we & (lut_type == access_write)) | (data_re & (lut_type != access_write)))
+                  & (lut_addr != table_last)):
             m.d.sync += lut_addr.eq(lut_addr + 1)
         with m.If(bus.we & (bus.addr == w_ptr)):
             m.d.sync += producer.eq(bus.wdata[ptr.field("PRODUCER").lsb])

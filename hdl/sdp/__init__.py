@@ -114,8 +114,8 @@ class Sdp(DatapathUnit):
         # SdpCore.on_write, after nvdlav1 NV_NVDLA_SDP_reg.v): a write of S_LUT_ACCESS_CFG loads
         # the address, table and access type; every write of S_LUT_ACCESS_DATA stores the entry
         # when the type is WRITE and the address is inside the table, and advances the address.
-        # A read of S_LUT_ACCESS_DATA returns the addressed entry; the register bus has no read
-        # strobe, so reads do not advance the address (NVIDIA's do).
+        # A read of S_LUT_ACCESS_DATA (the bus's ``re`` strobe) returns the addressed entry and
+        # advances the address too, whatever the access type (nvdlav1 NV_NVDLA_SDP_reg.v).
         bus = self.csb_sdp
         m.d.comb += [rf_sdp.bus.addr.eq(bus.addr), rf_sdp.bus.wdata.eq(bus.wdata),
                      rf_sdp.bus.we.eq(bus.we)]
@@ -132,7 +132,7 @@ class Sdp(DatapathUnit):
         with m.If(bus.we & (bus.addr == w_cfg)):
             m.d.sync += [lut_addr.eq(bus.wdata[f_addr.lsb:f_addr.lsb + f_addr.width]),
                          lut_table.eq(bus.wdata[f_tab.lsb]), lut_type.eq(bus.wdata[f_typ.lsb])]
-        with m.If(data_we):
+        with m.If(data_we | (bus.re & (bus.addr == w_data))):
             m.d.sync += lut_addr.eq(lut_addr + 1)
         with m.If(bus.we & (bus.addr == w_ptr)):
             m.d.sync += producer.eq(bus.wdata[_reg("S_POINTER").field("PRODUCER").lsb])
