@@ -6,7 +6,7 @@ folder: ``hdl/cdma``, ``hdl/cbuf``, ``hdl/csc``, ``hdl/cmac``, ``hdl/cacc``):
 * the register files of CDMA, CSC, CMAC_A, CMAC_B and CACC, and one hardware-layer control for
   all five (v1_hwarch.rst "Ping-pong synchronization"): a layer starts when all five consumer
   groups are armed, and all five complete together when CACC has delivered the layer's last
-  atom to SDP; CDMA_DAT, CDMA_WT and CACC interrupt in that cycle (as ``verif/model/nvdla.py``
+  atom to SDP and CDMA has finished its fetches; CDMA_DAT, CDMA_WT and CACC interrupt in that cycle (as ``verif/model/nvdla.py``
   completes them). Layers of the pipeline never overlap.
 * CDMA's two MCIF read clients ``cdma_dat`` / ``cdma_wt``, CBUF between CDMA and CSC, the
   atomic operations broadcast to CMAC_A (kernels ``[0, atomic_k/2)``) and CMAC_B (the other
@@ -21,7 +21,7 @@ folder: ``hdl/cdma``, ``hdl/cbuf``, ``hdl/csc``, ``hdl/cmac``, ``hdl/cacc``):
 """
 from __future__ import annotations
 
-from amaranth.hdl import Module, signed
+from amaranth.hdl import Module, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import Out
 
@@ -84,10 +84,21 @@ class ConvPipeline(DatapathUnit):
         # register views and layer control
         m.d.comb += [cdma.regs.eq(rfs["CDMA"].cfg), csc.regs.eq(rfs["CSC"].cfg),
                      cacc.regs.eq(rfs["CACC"].cfg)]
-        start = self.add_layer_control(m, list(rfs.values()), cacc.done)
+        # The layer is done when CACC has delivered its last atom AND CDMA has finished: CDMA
+        # may still be fetching weight bytes no atomic operation uses (D_WEIGHT_BYTES rounded up
+        # to 128 bytes: dc_1x1x8 fetches 128 bytes for its 8 weights), and the next layer's
+        # start must not find it busy (found by the soak test: a layer after dc_1x1x8 hung).
+        delivered = Signal()
+        done = Signal()
+        m.d.comb += done.eq((delivered | cacc.done) & ~cdma.busy)
+        with m.If(done):
+            m.d.sync += delivered.eq(0)
+        with m.Elif(cacc.done):
+            m.d.sync += delivered.eq(1)
+        start = self.add_layer_control(m, list(rfs.values()), done)
         m.d.comb += [cdma.start.eq(start), csc.start.eq(start), cacc.start.eq(start)]
         m.submodules.cbuf_keep = keep = CbufKeep(CbufGeometry.from_config(cfg))
-        m.d.comb += [keep.regs.eq(rfs["CSC"].cfg), keep.start.eq(start), keep.done.eq(cacc.done),
+        m.d.comb += [keep.regs.eq(rfs["CSC"].cfg), keep.start.eq(start), keep.done.eq(done),
                      cdma.keep.eq(keep.layer), csc.keep.eq(keep.layer)]
         cdma_done = rfs["CDMA"].done_grp
         m.d.comb += [self.done_cdma_dat.eq(cdma_done), self.done_cdma_wt.eq(cdma_done)]
