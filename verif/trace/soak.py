@@ -5,8 +5,12 @@ group 0 (they write ``S_POINTER`` = 0 and wait for ``<UNIT>_0`` interrupts). Wit
 unit's consumer pointer is wherever the previous layers left it, so software does what a driver
 does: it programs the group the hardware consumes next. :func:`prepare` reads every unit's
 ``S_POINTER``, sets the producer to the consumer, and :func:`remap_groups` renames the trace's
-groups: ``S_POINTER`` writes and ``intr_notify(<UNIT>_<g>)`` use ``g xor consumer``. Nothing
-else in the trace changes (its ``D_`` registers go to the producer group, as they always do).
+groups: ``S_POINTER`` writes and ``intr_notify(<UNIT>_<g>)`` use ``g xor consumer``. It also
+acknowledges every interrupt status bit still set and puts S_INTR_MASK back to its reset value
+(nothing masked), as a driver does before a new job: NVIDIA's pdp_*/cdp_* traces never write
+S_INTR_MASK and rely on its reset value, while the dc_* traces mask every source but SDP, and
+masked events still set their status bits. Nothing else in the trace changes (its ``D_`` registers go to the
+producer group, as they always do).
 """
 from __future__ import annotations
 
@@ -54,8 +58,15 @@ def remap_groups(trace, offset: dict[str, int]):
 
 
 async def prepare(engine, trace):
-    """Read every ``S_POINTER`` through ``engine``, point each producer at its consumer, and
-    return ``trace`` with its groups renamed to match (:func:`remap_groups`)."""
+    """Unmask every interrupt source, acknowledge pending status bits, read every ``S_POINTER`` through ``engine``,
+    point each producer at its consumer, and return ``trace`` with its groups renamed to match
+    (:func:`remap_groups`)."""
+    mask = REGMAP.lookup("GLB.S_INTR_MASK")
+    await engine.reg_write(mask.addr, mask.reg.reset)    # reset value: nothing masked
+    status = REGMAP.lookup("GLB.S_INTR_STATUS").addr
+    pending = await engine.reg_read(status)
+    if pending:
+        await engine.reg_write(status, pending)          # write 1 to clear
     offset = {}
     for unit, addr in pointer_regs():
         v = await engine.reg_read(addr)
