@@ -21,7 +21,7 @@ folder: ``hdl/cdma``, ``hdl/cbuf``, ``hdl/csc``, ``hdl/cmac``, ``hdl/cacc``):
 """
 from __future__ import annotations
 
-from amaranth.hdl import Module, Signal, signed
+from amaranth.hdl import Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import Out
 
@@ -29,17 +29,40 @@ from hdl.cacc import Cacc
 from hdl.cbuf import Cbuf, CbufGeometry
 from hdl.cbuf.keep import CbufKeep
 from hdl.cdma import Cdma
+from hdl.cdma.dma import BAND_BITS
 from hdl.cmac import CmacArray
 from hdl.config import NvdlaConfig
 from hdl.csc import Csc
 from hdl.unit import DatapathUnit
 
-__all__ = ["ConvPipeline", "STRIPE_MAX", "sdp_flying_layout"]
+__all__ = ["ConvPipeline", "STRIPE_MAX", "sdp_flying_layout", "first_band_lines"]
 
 #: output pixels per stripe at most (CSC's stripe, CACC's assembly buffer entries). A stripe
 #: of n pixels re-uses one weight set for n atomic operations; 32 hides the loading of the next
 #: set (at most atomic_k + 1 CBUF entries, docs/conv.md "CSC") behind the current one.
 STRIPE_MAX = 32
+
+
+def first_band_lines(m: Module, csc, stripe_max: int) -> Signal:
+    """Input lines CSC's first stripe reads (CDMA fetches them surface by surface first,
+    docs/conv.md "CDMA"), from CSC's registers ``csc`` (typed ``cfg`` view), registered:
+    ``(rows - 1) * sy + (R - 1) * dy + 1 - pad_top`` (at least 1) for the ``rows`` =
+    ceil(stripe_max / output width) output rows of the first stripe (CDMA clips it to the
+    input height). Only the fetch order depends on it, never a result."""
+    wo = Signal(14)
+    m.d.comb += wo.eq(csc.d_dataout_size_0.dataout_width + 1)
+    # the smallest k with k * wo >= stripe_max: compare wo with ceil(stripe_max / k)
+    rows = stripe_max
+    for k in range(stripe_max, 0, -1):
+        rows = Mux(wo >= -(-stripe_max // k), k, rows)
+    sy = csc.d_conv_stride_ext.conv_y_stride_ext + 1
+    dy = csc.d_dilation_ext.y_dilation_ext + 1
+    r1 = csc.d_weight_size_ext_0.weight_height_ext
+    need = Signal(signed(BAND_BITS + 8))
+    m.d.comb += need.eq((rows - 1) * sy + r1 * dy + 1 - csc.d_zero_padding.pad_top)
+    band = Signal(BAND_BITS)
+    m.d.sync += band.eq(Mux(need < 1, 1, need))
+    return band
 
 
 def sdp_flying_layout(cfg: NvdlaConfig) -> data.ArrayLayout:
@@ -112,6 +135,8 @@ class ConvPipeline(DatapathUnit):
         wiring.connect(m, cbuf.dat_rd_resp, csc.dat_rd_resp)
         wiring.connect(m, csc.wt_rd_req, cbuf.wt_rd_req)
         wiring.connect(m, cbuf.wt_rd_resp, csc.wt_rd_resp)
+        m.d.comb += [cdma.band_lines.eq(first_band_lines(m, rfs["CSC"].cfg, STRIPE_MAX)),
+                     csc.band_end.eq(cdma.band_end), csc.band_cbs.eq(cdma.band_cbs)]
         m.d.comb += [csc.dat_slices.eq(cdma.dat_slices), csc.wt_entries.eq(cdma.wt_entries),
                      cdma.wt_released.eq(csc.wt_released), cdma.wt_read.eq(csc.wt_read)]
 

@@ -4,13 +4,16 @@
 Two fetches run concurrently from ``start``, each a :class:`hdl.dma.ReadDma` on its own MCIF
 read client (``cdma_dat``, ``cdma_wt``; :mod:`hdl.cdma.dma`):
 
-* Feature data (D_DATAIN_FORMAT = FEATURE): line by line (for y: for surface cb: the W atoms of
-  line y of surface cb), atom (x, y, cb) from ``D_DAIN_ADDR_*_0 + cb * SURF_STRIDE + y *
+* Feature data (D_DATAIN_FORMAT = FEATURE): the first ``band_lines`` lines (the *band*)
+  surface by surface (for cb: for y < B: the W atoms of line y of surface cb), then line by line
+  (for y: for surface cb: the W atoms), atom (x, y, cb) from ``D_DAIN_ADDR_*_0 + cb * SURF_STRIDE + y *
   LINE_STRIDE + x * atom_bytes`` to CBUF entry ``(dat_next + y * EPS + cb * W + x) mod DCAP``
   (EPS = D_ENTRY_PER_SLICE.ENTRIES+1, W = DATAIN_WIDTH+1, DCAP = (DATA_BANK+1) x depth, the
   data-bank ring; ``dat_next`` from ``keep``, 0 unless slices of the previous layer are
   reused): the atoms of one slice are consecutive ring entries. ``dat_slices`` counts the
-  kept slices (``keep.dat_kept``) and the slices completely written.
+  kept slices (``keep.dat_kept``) and the slices completely written (the band's all at once,
+  when its last surface is in); ``band_cbs`` counts the band's surfaces written, so CSC can
+  start its first stripe on the first surface (docs/conv.md "CDMA").
 * Reuse across layers (docs/conv.md "Data and weight reuse across layers",
   :mod:`hdl.cbuf.keep`): ``keep.dat_reused`` skips the data fetch, ``keep.wt_reused`` the
   weight fetch (the kept weights are where the fetch would put them).
@@ -43,7 +46,7 @@ from amaranth.lib.wiring import In, Out
 from hdl.axi import DmaReadSignature
 from hdl.cbuf import CbufGeometry, wr_layout
 from hdl.cbuf.keep import keep_layout
-from hdl.cdma.dma import ENTRY_COUNT_BITS, FeatureReadDma, WeightReadDma
+from hdl.cdma.dma import BAND_BITS, ENTRY_COUNT_BITS, FeatureReadDma, WeightReadDma
 from hdl.config import NvdlaConfig
 from hdl.dma import read_dma_params
 from hdl.dma.cube import CUBE_DIM_BITS
@@ -98,6 +101,13 @@ class Cdma(wiring.Component):
       entry per transfer (addresses by :class:`hdl.cbuf.CbufGeometry`, docs/conv.md);
       ``dat_slices`` Out(14): input slices completely written this layer (a slice counts from
       the cycle after its last write transfer, when CBUF reads it back);
+      ``band_lines`` In(14): lines of the layer's first band (sampled at ``start``; clipped to
+      DATAIN_HEIGHT+1; 0: none), fetched surface by surface;
+      ``band_end`` Out(14): ``keep.dat_kept`` + the band's lines (from the cycle after
+      ``start``): slices below it and at or above ``dat_slices`` hold their first
+      ``band_cbs`` channel blocks;
+      ``band_cbs`` Out(14): surfaces of the band completely written (same timing as
+      ``dat_slices``);
       ``wt_entries`` Out(32): weight entries written this layer (counted the same way; keeps
       counting past WCAP);
       ``wt_released`` In(32): weight entries CSC no longer needs, cumulative this layer (0 from
@@ -144,6 +154,9 @@ class Cdma(wiring.Component):
             "dat_wr": Out(wr),
             "wt_wr": Out(wr),
             "dat_slices": Out(SLICE_COUNT_BITS),
+            "band_lines": In(BAND_BITS),
+            "band_end": Out(SLICE_COUNT_BITS),
+            "band_cbs": Out(SLICE_COUNT_BITS),
             "wt_entries": Out(ENTRY_COUNT_BITS),
             "wt_released": In(ENTRY_COUNT_BITS),
             "wt_read": In(ENTRY_COUNT_BITS),
@@ -165,6 +178,7 @@ class Cdma(wiring.Component):
         size0, size1 = regs.d_datain_size_0, regs.d_datain_size_1
         m.d.comb += [
             dma.start.eq(start),
+            dma.band.eq(self.band_lines),
             dma.cube.base.eq(Cat(regs.d_dain_addr_low_0.as_value(),
                                  regs.d_dain_addr_high_0.as_value())[:cfg.mem_address_width]),
             dma.cube.line_stride.eq(regs.d_line_stride.as_value()),
@@ -198,6 +212,12 @@ class Cdma(wiring.Component):
         x, cb = Signal(CUBE_DIM_BITS), Signal(CUBE_DIM_BITS)
         entry = Signal(abits)                   # entry of the next atom
         slice_base = Signal(abits)              # first entry of the current slice
+        # the band (surface by surface): line yb of surface cb starts at run0; cb_base is
+        # (0, cb)'s entry
+        band = Signal()                         # writing the band
+        nband = Signal(BAND_BITS)               # the band's lines
+        yb = Signal(BAND_BITS)
+        run0, cb_base = Signal(abits), Signal(abits)
         dat_active = Signal()                   # slices remain to be written
         fetched = Signal(SLICE_COUNT_BITS)      # slices fetched this layer
         end_slice = Signal()
@@ -209,6 +229,14 @@ class Cdma(wiring.Component):
         m.d.comb += [entry_inc.eq(entry + 1), slice_next.eq(slice_base + eps)]
         entry_inc_w = Mux(entry_inc == dcap, 0, entry_inc)
         slice_next_w = Mux(slice_next >= dcap, slice_next - dcap, slice_next)
+        run_next, cb_next = Signal(abits + 1), Signal(abits + 1)
+        m.d.comb += [run_next.eq(run0 + eps), cb_next.eq(cb_base + w_max + 1)]
+        run_next_w = Mux(run_next >= dcap, run_next - dcap, run_next)
+        cb_next_w = Mux(cb_next >= dcap, cb_next - dcap, cb_next)
+        # the slice after the band (its first entry): run0's walk on the band's first surface
+        # (cb 0: run0 is the slice base of line yb) goes one slice past the band's last line
+        after = Signal(abits)
+        band_after_w = Mux(cb == 0, run_next_w, after)
         m.d.comb += [
             self.dat_wr.valid.eq(atoms.valid),
             atoms.ready.eq(self.dat_wr.ready),
@@ -217,7 +245,30 @@ class Cdma(wiring.Component):
             dat_fire.eq(atoms.valid & self.dat_wr.ready),
             end_slice.eq((x == w_max) & (cb == cb_max)),
         ]
-        with m.If(dat_fire):
+        band_lines = Signal(BAND_BITS)
+        lines = Signal(BAND_BITS)
+        m.d.comb += [lines.eq(h_max + 1),
+                     band_lines.eq(Mux(self.band_lines > lines, lines, self.band_lines))]
+        with m.If(dat_fire & band & (x == w_max) & (cb == 0)):
+            m.d.sync += after.eq(run_next_w)
+        with m.If(dat_fire & band):
+            with m.If(x != w_max):
+                m.d.sync += [x.eq(x + 1), entry.eq(entry_inc_w)]
+            with m.Elif(yb != nband - 1):               # next line of this surface
+                m.d.sync += [x.eq(0), yb.eq(yb + 1), run0.eq(run_next_w), entry.eq(run_next_w)]
+            with m.Elif(cb != cb_max):                  # next surface of the band
+                m.d.sync += [x.eq(0), yb.eq(0), cb.eq(cb + 1), cb_base.eq(cb_next_w),
+                             run0.eq(cb_next_w), entry.eq(cb_next_w),
+                             self.band_cbs.eq(self.band_cbs + 1)]
+            with m.Else():                              # band complete: line by line from here
+                m.d.sync += [x.eq(0), yb.eq(0), cb.eq(0), band.eq(0),
+                             entry.eq(band_after_w), slice_base.eq(band_after_w),
+                             self.band_cbs.eq(self.band_cbs + 1),
+                             self.dat_slices.eq(self.dat_slices + nband),
+                             fetched.eq(fetched + nband)]
+                with m.If(fetched + nband == h_max + 1):
+                    m.d.sync += dat_active.eq(0)
+        with m.Elif(dat_fire):
             with m.If(x != w_max):
                 m.d.sync += [x.eq(x + 1), entry.eq(entry_inc_w)]
             with m.Else():
@@ -230,7 +281,11 @@ class Cdma(wiring.Component):
         with m.If(begin):
             m.d.sync += [x.eq(0), cb.eq(0), entry.eq(keep.dat_next), slice_base.eq(keep.dat_next),
                          fetched.eq(0), self.dat_slices.eq(keep.dat_kept),
-                         dat_active.eq(dat_fetch)]
+                         dat_active.eq(dat_fetch),
+                         band.eq(dat_fetch & (band_lines != 0)), nband.eq(band_lines), yb.eq(0),
+                         run0.eq(keep.dat_next), cb_base.eq(keep.dat_next),
+                         self.band_cbs.eq(0),
+                         self.band_end.eq(keep.dat_kept + Mux(dat_fetch, band_lines, 0))]
 
         # ---------------- weights: a ring of WCAP entries after the data banks ----------------
         m.submodules.wt_fetch = wdma = WeightReadDma(**read_dma_params(cfg))

@@ -1,10 +1,12 @@
 """CDMA's two read DMAs (v1_ias_unit_description.rst "Convolution DMA"): the shared
 :class:`hdl.dma.ReadDma` with CDMA's traversal orders.
 
-* Feature data (DC, DATAIN_FORMAT = FEATURE): line by line, so that CSC can start on the first
-  input lines (docs/conv.md "CDMA"): for line y, for surface cb, the W atoms of line y of surface
-  cb at ``base + cb * surface_stride + y * line_stride + x * atom_bytes``
-  (:class:`FeatureLineWalker`).
+* Feature data (DC, DATAIN_FORMAT = FEATURE): the first ``band`` lines surface by surface, then
+  line by line (docs/conv.md "CDMA"; :class:`FeatureBandWalker`): CSC's loop over channel
+  blocks is outside its loop over kernel rows, so its first stripe needs a few lines of the first
+  surface before anything else; the rest comes line by line so that CSC can go on with the next
+  lines as they arrive. Atom (x, y, cb) is at ``base + cb * surface_stride + y * line_stride +
+  x * atom_bytes``.
 * Weights: ``entries`` consecutive atoms from the weight address, never more than the ring
   allows ahead of CSC's releases (:class:`WeightWalker`: a run never goes past ``limit``).
 
@@ -17,14 +19,17 @@ from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib.wiring import In
 
 from hdl.dma import ReadDma
+from hdl.dma.cube import CUBE_DIM_BITS
 from hdl.dma.walker import CubeWalker, RunWalker, log2
 
-__all__ = ["FeatureLineWalker", "FeatureReadDma", "WeightWalker", "WeightReadDma",
-           "ENTRY_COUNT_BITS"]
+__all__ = ["FeatureLineWalker", "FeatureBandWalker", "FeatureReadDma", "WeightWalker",
+           "WeightReadDma", "ENTRY_COUNT_BITS", "BAND_BITS"]
 
 #: bits of weight entry counts and indices (D_WEIGHT_BYTES is 32 bits: at most 2**32 / 8
 #: entries on nv_small; wt_entries / wt_released are 32 bits, docs/conv.md)
 ENTRY_COUNT_BITS = 32
+#: bits of a band height in lines (0 .. DATAIN_HEIGHT+1 = 8192)
+BAND_BITS = CUBE_DIM_BITS + 1
 
 
 class FeatureLineWalker(RunWalker):
@@ -68,12 +73,105 @@ class FeatureLineWalker(RunWalker):
         return m
 
 
-class FeatureReadDma(ReadDma):
-    """CDMA_DAT feature fetch: :class:`hdl.dma.ReadDma` in :class:`FeatureLineWalker` order
-    (parameters and ports as ReadDma; ``cube`` from CDMA D_DAIN_ADDR_*_0, D_LINE_STRIDE,
-    D_SURF_STRIDE, D_DATAIN_SIZE_*)."""
+class FeatureBandWalker(RunWalker):
+    """Runs of a feature cube in CDMA's DC order: the first ``band`` lines in the shared
+    :class:`hdl.dma.CubeWalker` order (surface, line, atom), then the remaining lines in
+    :class:`FeatureLineWalker` order (line, surface, atom).
 
-    walker_class = FeatureLineWalker
+    Parameters and ports as :class:`hdl.dma.walker.RunWalker`, plus the input signal ``band``
+    (:data:`BAND_BITS` bits, sampled at ``start``): lines of the first part, 0 (line order
+    throughout) to ``cube.height + 1`` (surface order throughout; larger values count as that).
+    ``cube`` must stay stable until ``busy`` falls (the second part starts from it, at
+    ``base + band * line_stride``, computed by adding ``line_stride`` ``band`` times, one per
+    cycle, while the first part runs).
+
+    Why (docs/conv.md "CDMA"): CSC works through channel blocks outermost, so with the first
+    band fetched surface by surface its first stripe can start once the band's first surface
+    is in, instead of after whole lines of every surface.
+    """
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.band = Signal(BAND_BITS, name="band")
+
+    def elaborate(self, platform):
+        m = Module()
+        args = dict(addr_width=self.addr_width, atom_bytes=self.atom_bytes,
+                    atom_elems=self.atom_elems, beat_bytes=self.beat_bytes,
+                    max_burst=self.max_burst)
+        m.submodules.first = first = CubeWalker(**args)
+        m.submodules.rest = rest = FeatureLineWalker(**args)
+        cube = self.cube
+        n_first = Signal(BAND_BITS)             # lines of the first part
+        n_rest = Signal(BAND_BITS)              # lines of the second part
+        steps = Signal(BAND_BITS)               # line_stride additions still to do
+        rest_base = Signal(self.addr_width)
+        phase = Signal()                        # 1: the second part's runs
+        rest_pending = Signal()                 # second part to start
+        walking = Signal()
+        lines = Signal(BAND_BITS)
+        m.d.comb += lines.eq(cube.height + 1)
+        clipped = Mux(self.band > lines, lines, self.band)
+
+        m.d.comb += [
+            first.cube.eq(cube),
+            first.cube.height.eq(n_first - 1),
+            rest.cube.eq(cube),
+            rest.cube.base.eq(rest_base),
+            rest.cube.height.eq(n_rest - 1),
+            self.busy.eq(walking),
+        ]
+        with m.If(phase):
+            m.d.comb += [self.runs.valid.eq(rest.runs.valid),
+                         self.runs.payload.eq(rest.runs.payload),
+                         rest.runs.ready.eq(self.runs.ready)]
+        with m.Else():
+            m.d.comb += [self.runs.valid.eq(first.runs.valid),
+                         self.runs.payload.eq(first.runs.payload),
+                         first.runs.ready.eq(self.runs.ready)]
+        # a run's ``last`` marks the whole walk's last run: the first part's only without a rest
+        m.d.comb += self.runs.payload.last.eq(
+            Mux(phase, rest.runs.payload.last, first.runs.payload.last & (n_rest == 0)))
+
+        first_go = Signal()
+        with m.If(self.start & ~walking):
+            m.d.sync += [walking.eq(1), n_first.eq(clipped), n_rest.eq(lines - clipped),
+                         steps.eq(clipped), rest_base.eq(cube.base), phase.eq(clipped == 0),
+                         rest_pending.eq(1), first_go.eq(clipped != 0)]
+        with m.Else():
+            m.d.sync += first_go.eq(0)
+        m.d.comb += first.start.eq(first_go)
+        with m.If(steps != 0):
+            m.d.sync += [steps.eq(steps - 1), rest_base.eq(rest_base + cube.line_stride)]
+        # the second part starts when the first has finished (or never ran) and its base is known
+        go_rest = Signal()
+        m.d.comb += go_rest.eq(walking & rest_pending & (steps == 0) & ~first_go & ~first.busy)
+        with m.If(go_rest):
+            m.d.sync += [rest_pending.eq(0), phase.eq(1)]
+            with m.If(n_rest == 0):
+                m.d.sync += walking.eq(0)
+        m.d.comb += rest.start.eq(go_rest & (n_rest != 0))
+        with m.If(phase & ~rest_pending & ~rest.busy & walking & (n_rest != 0)
+                  & ~rest.start):
+            m.d.sync += walking.eq(0)
+        return m
+
+
+class FeatureReadDma(ReadDma):
+    """CDMA_DAT feature fetch: :class:`hdl.dma.ReadDma` in :class:`FeatureBandWalker` order
+    (parameters and ports as ReadDma; ``cube`` from CDMA D_DAIN_ADDR_*_0, D_LINE_STRIDE,
+    D_SURF_STRIDE, D_DATAIN_SIZE_*, stable while busy) plus ``band`` In(:data:`BAND_BITS`):
+    lines fetched surface by surface first (sampled at ``start``; 0: line by line)."""
+
+    walker_class = FeatureBandWalker
+
+    def dma_members(self):
+        return {**super().dma_members(), "band": In(BAND_BITS)}
+
+    def add_walker(self, m: Module):
+        walker, *rest = super().add_walker(m)
+        m.d.comb += walker.band.eq(self.band)
+        return (walker, *rest)
 
 
 class WeightWalker(RunWalker):

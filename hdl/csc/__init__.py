@@ -69,6 +69,10 @@ class Csc(wiring.Component):
         dat_rd_req / wt_rd_req: Out(stream of :func:`hdl.cbuf.rd_req_layout`), CBUF read
             requests; dat_rd_resp / wt_rd_resp: In(stream of :func:`hdl.cbuf.rd_resp_layout`).
         dat_slices: In(14) input slices CDMA has completely written this layer.
+        band_end, band_cbs: In(14) CDMA's first band (docs/conv.md "CDMA"): slices
+            ``[dat_slices, band_end)`` hold their first ``band_cbs`` channel blocks already
+            (``band_end <= dat_slices``: no band). An op reads slice y, channel block cb once
+            ``y < dat_slices`` or ``y < band_end and cb < band_cbs``.
         wt_entries: In(32) weight entries CDMA has completely written this layer.
         wt_released: Out(32) weight entries CSC no longer needs (cumulative this layer).
         wt_read: Out(32) one past the furthest weight entry read this layer (CDMA fetches at
@@ -111,6 +115,8 @@ class Csc(wiring.Component):
             "wt_rd_req": Out(stream.Signature(rd_req_layout(g))),
             "wt_rd_resp": In(stream.Signature(rd_resp_layout(g))),
             "dat_slices": In(14),
+            "band_end": In(14),
+            "band_cbs": In(14),
             "wt_entries": In(32),
             "wt_released": Out(32),
             "wt_read": Out(32),
@@ -174,7 +180,7 @@ class Csc(wiring.Component):
         m.d.comb += [opseq.params.eq(p), opseq.start.eq(start_d[1])]
         tag_l = data.StructLayout({"pad": 1, "pos": range(sm), "first": 1, "last": 1,
                                    "set_last": 1, "end": 1})
-        daddr_l = data.StructLayout({"addr": g.addr_bits, "y": DIM, "tag": tag_l})
+        daddr_l = data.StructLayout({"addr": g.addr_bits, "y": DIM, "cb": DIM, "tag": tag_l})
 
         def daddr(mm, d):
             x, y = Signal(signed(21)), Signal(signed(21))
@@ -188,12 +194,14 @@ class Csc(wiring.Component):
             tag = Signal(tag_l)
             mm.d.comb += [tag.pad.eq(pad), tag.pos.eq(d.pos), tag.first.eq(d.first),
                           tag.last.eq(d.last), tag.set_last.eq(d.set_last), tag.end.eq(d.end)]
-            return {"addr": Mux(pad, 0, ring), "y": y[:DIM], "tag": tag}
+            return {"addr": Mux(pad, 0, ring), "y": y[:DIM], "cb": d.cb, "tag": tag}
         dmap = m.submodules.daddr = Map(dop_layout(sm), daddr_l, daddr)
         wiring.connect(m, opseq.o, dmap.i)
         dgated = stream.Signature(daddr_l).create()
+        dq = dmap.o.payload
         _gate(m, "dat", dmap.o, dgated,
-              dmap.o.payload.tag.pad | (dmap.o.payload.y < self.dat_slices))
+              dq.tag.pad | (dq.y < self.dat_slices)
+              | ((dq.y < self.band_end) & (dq.cb < self.band_cbs)))
         dfork = m.submodules.dfork = Fork(daddr_l, 2)
         wiring.connect(m, dgated, dfork.i)
         m.d.comb += [self.dat_rd_req.valid.eq(dfork.o_0.valid),

@@ -42,11 +42,12 @@ def params_layout(geom: CbufGeometry, atomic_c: int, atomic_k: int) -> data.Stru
 def dop_layout(stripe_max: int) -> data.StructLayout:
     """One atomic operation as the op sequencer emits it: pixel bases ``xb`` = xo*sx - pl,
     ``yb`` = yo*sy - pt, ``ye`` = dat_base + yb*eps; kernel offsets ``xs`` = s*dx, ``yr`` = r*dy,
-    ``rs_off`` = r*dy*eps + cb*w + s*dx; the op's ``pos``/``first``/``last``; ``set_last``
-    (last pixel of the weight set: the set is consumed) and ``end`` (the layer's last op)."""
+    ``rs_off`` = r*dy*eps + cb*w + s*dx; the channel block ``cb``; the op's
+    ``pos``/``first``/``last``; ``set_last`` (last pixel of the weight set: the set is
+    consumed) and ``end`` (the layer's last op)."""
     return data.StructLayout({
         "xb": signed(20), "yb": signed(20), "ye": signed(36),
-        "xs": 11, "yr": 11, "rs_off": 32,
+        "xs": 11, "yr": 11, "rs_off": 32, "cb": DIM,
         "pos": range(stripe_max), "first": 1, "last": 1, "set_last": 1, "end": 1,
     })
 
@@ -130,7 +131,8 @@ class OpSeq(wiring.Component):
             o.valid.eq(run), self.busy.eq(run),
             o.payload.xb.eq(xb), o.payload.yb.eq(yb), o.payload.ye.eq(ye),
             o.payload.xs.eq(xs), o.payload.yr.eq(yr), o.payload.rs_off.eq(rs_off),
-            o.payload.pos.eq(i), o.payload.first.eq((cb == 0) & (r == 0) & (s == 0)),
+            o.payload.cb.eq(cb), o.payload.pos.eq(i),
+            o.payload.first.eq((cb == 0) & (r == 0) & (s == 0)),
             o.payload.last.eq(last), o.payload.set_last.eq(pix_end),
             o.payload.end.eq(pix_end & last & cube_end & g_end),
         ]

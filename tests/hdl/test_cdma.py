@@ -6,12 +6,12 @@ in order) and random-stall CBUF write consumers.
 
 Checked against plain-Python formulas of docs/conv.md: every CBUF entry written (feature atom
 (x, y, cb) from ``base + cb*SURF_STRIDE + y*LINE_STRIDE + 8x`` to entry ``y*EPS + cb*W + x``,
-line by line; weight entry n from ``WEIGHT_ADDR + 8n`` to ``(DATA_BANK+1)*depth + n % WCAP``),
+the first ``band_lines`` lines surface by surface, then line by line; weight entry n from ``WEIGHT_ADDR + 8n`` to ``(DATA_BANK+1)*depth + n % WCAP``),
 in order; ``dat_slices`` / ``wt_entries`` at every cycle equal to the slices / entries whose
 writes have been taken (so monotonic, never ahead, final values); weight requests never beyond
 ``wt_released + WCAP`` with a weight ring smaller than the weights and a slow releasing driver
-(so no unreleased entry is overwritten); the feature requests are the maximal runs of the line
-order inside burst windows; the D_PERF_* counters; bursts of 1 and 4 beats. Also the fetch rate
+(so no unreleased entry is overwritten); ``band_cbs`` / ``band_end``; the feature requests are
+the maximal runs of the fetch order inside burst windows; the D_PERF_* counters; bursts of 1 and 4 beats. Also the fetch rate
 of dc_32x26x76's input with an always-ready memory, and the ``keep`` input (reuse across
 layers, hdl/cbuf/keep.py): kept slices counted at once, slices written in the data-bank ring
 from ``dat_next`` (``(dat_next + offset) mod DCAP``), skipped data / weight fetches.
@@ -67,8 +67,9 @@ def random_layer(rng, cfg, *, big_weights=False, reuse=False):
         keep = dict(dat_base=0, dat_kept=rng.randint(0, 5),
                     dat_next=rng.randrange((db + 1) * depth), dat_reused=int(rng.random() < 0.3),
                     wt_reused=int(not big_weights and rng.random() < 0.4))
+    band = rng.choice([0, 0, rng.randint(1, h + 2)])     # first lines surface by surface
     return dict(w=w, h=h, c=c, ls=ls, ss=ss, eps=eps, base=base, db=db, wb=wb, wbytes=wbytes,
-                wts=wts, perf=rng.random() < 0.7, keep=keep)
+                wts=wts, perf=rng.random() < 0.7, keep=keep, band=band)
 
 
 def set_layer(ctx, dut, L):
@@ -90,6 +91,18 @@ def set_layer(ctx, dut, L):
     ctx.set(r.d_perf_enable.dma_en, int(L["perf"]))
     for k, v in L["keep"].items():
         ctx.set(getattr(dut.keep, k), v)
+    ctx.set(dut.band_lines, L.get("band", 0))
+
+
+def fetch_order(L):
+    """(y, cb, x) of every atom in fetch order (docs/conv.md "CDMA"): the band's lines
+    (min(band, H)) surface by surface, then the rest line by line."""
+    if L["keep"]["dat_reused"]:
+        return []
+    ncb, b = -(-L["c"] // ATOM), min(L.get("band", 0), L["h"])
+    first = [(y, cb, x) for cb in range(ncb) for y in range(b) for x in range(L["w"])]
+    rest = [(y, cb, x) for y in range(b, L["h"]) for cb in range(ncb) for x in range(L["w"])]
+    return first + rest
 
 
 def atom(mem, a):
@@ -97,24 +110,28 @@ def atom(mem, a):
 
 
 def expected_dat(mem, L, depth):
-    """[(entry, atom)] in write order: docs/conv.md (line y, surface cb, column x), in the
-    data-bank ring from keep.dat_next; nothing when keep.dat_reused."""
+    """[(entry, atom)] in write order (:func:`fetch_order`), in the data-bank ring from
+    keep.dat_next; nothing when keep.dat_reused."""
     out = []
     dcap = (L["db"] + 1) * depth
-    for y in range(0 if L["keep"]["dat_reused"] else L["h"]):
-        for cb in range(-(-L["c"] // ATOM)):
-            for x in range(L["w"]):
-                a = L["base"] + cb * L["ss"] + y * L["ls"] + x * ATOM
-                e = (L["keep"]["dat_next"] + y * L["eps"] + cb * L["w"] + x) % dcap
-                out.append((e, atom(mem, a)))
+    for y, cb, x in fetch_order(L):
+        a = L["base"] + cb * L["ss"] + y * L["ls"] + x * ATOM
+        e = (L["keep"]["dat_next"] + y * L["eps"] + cb * L["w"] + x) % dcap
+        out.append((e, atom(mem, a)))
     return out
 
 
 def dat_addrs(L):
-    if L["keep"]["dat_reused"]:
-        return []
-    return [L["base"] + cb * L["ss"] + y * L["ls"] + x * ATOM
-            for y in range(L["h"]) for cb in range(-(-L["c"] // ATOM)) for x in range(L["w"])]
+    return [L["base"] + cb * L["ss"] + y * L["ls"] + x * ATOM for y, cb, x in fetch_order(L)]
+
+
+def written_slices(L, n):
+    """(dat_slices, band_cbs) after ``n`` data atoms of the layer have been written."""
+    kept, ncb, w = L["keep"]["dat_kept"], -(-L["c"] // ATOM), L["w"]
+    b = 0 if L["keep"]["dat_reused"] else min(L.get("band", 0), L["h"])
+    if n < b * ncb * w:
+        return kept, n // (b * w)
+    return kept + b + (n - b * ncb * w) // (ncb * w), ncb if b else 0
 
 
 def expected_wt(mem, cfg, L):
@@ -209,7 +226,7 @@ def monitor(dut, log):
                 dut.wt_released, dut.wt_read, dut.dat_dma.req.valid, dut.dat_dma.req.ready,
                 dut.dat_dma.req.payload.len, dut.dat_dma.rsp.valid, dut.dat_dma.rsp.ready,
                 dut.wt_dma.req.valid, dut.wt_dma.req.ready, dut.wt_dma.req.payload.len,
-                dut.wt_dma.rsp.valid, dut.wt_dma.rsp.ready)
+                dut.wt_dma.rsp.valid, dut.wt_dma.rsp.ready, dut.band_cbs, dut.band_end)
         async for _, _, *v in ctx.tick().sample(*sigs):
             log["samples"].append(tuple(v))
     return proc
@@ -221,7 +238,7 @@ def check_layer(cfg, mem, L, samples, reqs, perf_before, perf_after):
     kept = L["keep"]["dat_kept"]
     n_wt = -(-L["wbytes"] // ATOM)
     wt_kept = n_wt if L["keep"]["wt_reused"] else 0
-    per_slice = -(-L["c"] // ATOM) * L["w"]
+    band_end = kept + (0 if L["keep"]["dat_reused"] else min(L.get("band", 0), L["h"]))
     cap = (L["wb"] + 1) * cfg.cbuf_bank_depth
     dat, wt = [], []
     wt_req_entries = 0
@@ -230,9 +247,11 @@ def check_layer(cfg, mem, L, samples, reqs, perf_before, perf_after):
     outs = {"dat": 0, "wt": 0}
     for t, s in enumerate(samples):
         (busy, start, dv, dr, da, dd, wv, wr, wa, wd, slices, entries, released, read,
-         dqv, dqr, dql, dsv, dsr, wqv, wqr, wql, wsv, wsr) = s
+         dqv, dqr, dql, dsv, dsr, wqv, wqr, wql, wsv, wsr, band_cbs, b_end) = s
         if t > 0:       # the counters before this edge reflect the writes taken before it
-            assert slices == kept + len(dat) // per_slice, (t, slices, len(dat))
+            assert (slices, band_cbs) == written_slices(L, len(dat)), (t, slices, band_cbs,
+                                                                        len(dat))
+            assert b_end == band_end, (t, b_end, band_end)
             assert entries == wt_kept + len(wt), (t, entries, len(wt))
         if wqv and wqr:
             wt_req_entries += wql + 1
@@ -339,6 +358,21 @@ def test_cdma_random_layers(spec):
     rng = random.Random(spec)
     layers = [random_layer(rng, cfg) for _ in range(6)]
     run_layers(cfg, layers, seed=len(spec))
+
+
+@pytest.mark.parametrize("spec", CONFIGS)
+def test_cdma_first_band(spec):
+    """The first ``band_lines`` lines surface by surface (band_cbs counts their surfaces,
+    dat_slices jumps by the band at its end), then line by line; bands longer than the cube,
+    with kept slices and a data ring that wraps."""
+    cfg = get_config(spec)
+    rng = random.Random("band" + spec)
+    layers = []
+    for i in range(6):
+        L = random_layer(rng, cfg, reuse=i % 2 == 1)
+        L["band"] = rng.randint(1, L["h"] + 2)
+        layers.append(L)
+    run_layers(cfg, layers, seed=7)
 
 
 def test_cdma_reuse_keep():

@@ -280,12 +280,13 @@ def _accumulate(L: Layer, ops: list, stripe_max: int) -> np.ndarray:
 
 
 def _run(L: Layer, stripe_max: int, seed: int, *, p_stall=0.3, slow=False,
-         ring_limit=False, want_stamps=None, data_gap=0, wt_stall=None):
+         ring_limit=False, want_stamps=None, data_gap=0, wt_stall=None, band=0):
     """Simulate CSC + CBUF on layer ``L``. ``slow``: a fake CDMA writes slices and weight
     entries while CSC runs (``p_stall`` idles between entries), raising dat_slices /
     wt_entries entry by entry and never writing weight entry n before n < wt_released + WCAP
-    (``ring_limit`` asserts the ring is smaller than the weights). Returns (ops, cycles from
-    start to done)."""
+    (``ring_limit`` asserts the ring is smaller than the weights); with ``band`` its first
+    ``band`` slices come surface by surface (band_end / band_cbs, docs/conv.md "CDMA").
+    Returns (ops, cycles from start to done)."""
     rng = random.Random(seed)
     cube, wts, garbage = _make(L, seed)
     dentries = _layout_data(L, cube, garbage)
@@ -335,7 +336,16 @@ def _run(L: Layer, stripe_max: int, seed: int, *, p_stall=0.3, slow=False,
     async def slow_data(ctx):
         while not state["started"]:
             await ctx.tick()
-        for y in range(L.h):
+        b = min(band, L.h)
+        ctx.set(csc.band_end, b)
+        for cb in range(L.ncb if b else 0):
+            items = [{"addr": _dentry(L, y, cb, x), "data": dentries[_dentry(L, y, cb, x)]}
+                     for y in range(b) for x in range(L.w)][::-1]
+            await stream_put(ctx, cbuf.dat_wr, items, rng=rng, p_stall=p_stall)
+            await ctx.tick()
+            ctx.set(csc.band_cbs, cb + 1)
+        ctx.set(csc.dat_slices, b)
+        for y in range(b, L.h):
             # a slice's entries last first: a read before dat_slices covers it finds zeros
             items = [{"addr": _dentry(L, y, cb, x),
                       "data": dentries[_dentry(L, y, cb, x)]}
@@ -459,6 +469,14 @@ def test_slow_counters():
     entries (CBUF starts empty: stale reads would give zeros)."""
     L = Layer(w=5, h=5, c=12, k=10, r=3, s=3, pl=1, pt=1, pr=1, pb=1, pad_value=0x7E)
     _run(L, 8, seed=11, slow=True, p_stall=0.6)
+
+
+@pytest.mark.parametrize("band", [1, 3, 9])
+def test_first_band(band):
+    """CDMA's first band (slices surface by surface, band_cbs): ops of a channel block
+    start once its surface of the band is in; results unchanged."""
+    L = Layer(w=5, h=6, c=20, k=9, r=3, s=2, pl=1, pt=1, pr=1, pb=1, pad_value=0x7F)
+    _run(L, 8, seed=band, slow=True, band=band, data_gap=5)
 
 
 def test_slow_slices():
