@@ -30,16 +30,17 @@ Feature data is stored as it is in memory (no converter in DC mode: the model's
 past DATAIN_CHANNEL in the last surface are whatever memory holds (CSC pairs them with zero
 weights).
 
-Image input (D_DATAIN_FORMAT = PIXEL) is not built yet; :meth:`Cdma.data_fetch` is the seam: it
-returns the stream of atoms in CBUF entry order for the format, and the image issue adds a pixel
-walker and the converter there (its atoms then go through the same slice writer with its own
-entries per slice). Until then a PIXEL layer fetches nothing: ``dat_slices`` stays 0 (the data
-side finishes at once), so the pipeline's CSC waits forever on it and the trace player reports
-the convolution units busy.
+Image input (D_DATAIN_FORMAT = PIXEL): :class:`hdl.cdma.image.PixelFetch` reads the image
+lines (every int8 pixel format, x offset, mean / converter, left/right padding) and delivers
+each line's CBUF entries; :meth:`Cdma.data_fetch` selects it by D_DATAIN_FORMAT, both fetches
+share the ``cdma_dat`` client (layers never overlap, so nothing of the other is in flight).
+The slice writer puts a line's entries consecutively from its slice's first entry (as feature
+atoms) and goes to the next slice after the entry marked ``slice_last``; no band (``band_end``
+= ``keep.dat_kept``).
 """
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -47,6 +48,7 @@ from hdl.axi import DmaReadSignature
 from hdl.cbuf import CbufGeometry, wr_layout
 from hdl.cbuf.keep import keep_layout
 from hdl.cdma.dma import BAND_BITS, ENTRY_COUNT_BITS, FeatureReadDma, WeightReadDma
+from hdl.cdma.image import PixelFetch
 from hdl.config import NvdlaConfig
 from hdl.dma import read_dma_params
 from hdl.dma.cube import CUBE_DIM_BITS
@@ -168,16 +170,21 @@ class Cdma(wiring.Component):
     def data_fetch(self, m: Module, start):
         """The data fetch of the layer's input format, started by ``start``.
 
-        Returns ``(atoms, busy)``: a stream of entry-wide atoms in CBUF entry order (slice after
-        slice, inside a slice consecutive entries) and the fetch's busy signal. Feature data
-        only; the seam for image input (a pixel walker and converter selected by
-        D_DATAIN_FORMAT, with the slice geometry of image lines)."""
+        Returns ``(atoms, busy, slice_end)``: a stream of entry-wide atoms in CBUF entry order
+        (slice after slice, inside a slice consecutive entries), the fetch's busy signal and
+        the end of an image slice (``slice_last`` of the image entry on ``atoms``; feature
+        slices end by their size). D_DATAIN_FORMAT selects the feature fetch or
+        :class:`hdl.cdma.image.PixelFetch`; both share the ``dat_dma`` client."""
         cfg, regs = self.cfg, self.regs
+        pixel = Signal()
+        m.d.comb += pixel.eq(regs.d_datain_format.datain_format == DatainFormat.PIXEL)
         m.submodules.dat_fetch = dma = FeatureReadDma(**read_dma_params(cfg))
-        wiring.connect(m, wiring.flipped(self.dat_dma), dma.dma)
+        m.submodules.img_fetch = img = PixelFetch(cfg)
         size0, size1 = regs.d_datain_size_0, regs.d_datain_size_1
         m.d.comb += [
-            dma.start.eq(start),
+            img.start.eq(start & pixel),
+            img.regs.eq(regs),
+            dma.start.eq(start & ~pixel),
             dma.band.eq(self.band_lines),
             dma.cube.base.eq(Cat(regs.d_dain_addr_low_0.as_value(),
                                  regs.d_dain_addr_high_0.as_value())[:cfg.mem_address_width]),
@@ -187,7 +194,27 @@ class Cdma(wiring.Component):
             dma.cube.height.eq(size0.datain_height[:CUBE_DIM_BITS]),
             dma.cube.channel.eq(size1.datain_channel[:CUBE_DIM_BITS]),
         ]
-        return dma.atoms, dma.busy
+        # one MCIF client for both (the layer's format is stable while either is busy)
+        port, f, i = self.dat_dma, dma.dma, img.dma
+        m.d.comb += [
+            port.req.valid.eq(Mux(pixel, i.req.valid, f.req.valid)),
+            port.req.payload.eq(Mux(pixel, i.req.payload, f.req.payload)),
+            f.req.ready.eq(port.req.ready & ~pixel),
+            i.req.ready.eq(port.req.ready & pixel),
+            f.rsp.valid.eq(port.rsp.valid & ~pixel),
+            i.rsp.valid.eq(port.rsp.valid & pixel),
+            f.rsp.payload.eq(port.rsp.payload),
+            i.rsp.payload.eq(port.rsp.payload),
+            port.rsp.ready.eq(Mux(pixel, i.rsp.ready, f.rsp.ready)),
+        ]
+        atoms = stream.Signature(unsigned(cfg.cbuf_bank_width * 8)).create()
+        m.d.comb += [
+            atoms.valid.eq(Mux(pixel, img.atoms.valid, dma.atoms.valid)),
+            atoms.payload.eq(Mux(pixel, img.atoms.payload.data, dma.atoms.payload)),
+            dma.atoms.ready.eq(atoms.ready & ~pixel),
+            img.atoms.ready.eq(atoms.ready & pixel),
+        ]
+        return atoms, dma.busy | img.busy, img.atoms.payload.slice_last
 
     def elaborate(self, platform):
         m = Module()
@@ -199,12 +226,12 @@ class Cdma(wiring.Component):
         feature = regs.d_datain_format.datain_format == DatainFormat.FEATURE
 
         keep = self.keep
-        dat_fetch = feature & ~keep.dat_reused
+        dat_fetch = ~keep.dat_reused             # feature or image data
         wt_fetch = ~keep.wt_reused
 
         # ---------------- data: atoms to consecutive entries, slice after slice ----------------
         # (a ring over the data banks: the slices start at keep.dat_next, after the kept ones)
-        atoms, dat_busy = self.data_fetch(m, begin & dat_fetch)
+        atoms, dat_busy, img_slice_end = self.data_fetch(m, begin & dat_fetch)
         w_max = regs.d_datain_size_0.datain_width[:CUBE_DIM_BITS]
         h_max = regs.d_datain_size_0.datain_height[:CUBE_DIM_BITS]
         cb_max = regs.d_datain_size_1.datain_channel[:CUBE_DIM_BITS] >> log2(cfg.memory_atomic)
@@ -243,7 +270,7 @@ class Cdma(wiring.Component):
             self.dat_wr.payload.addr.eq(entry),
             self.dat_wr.payload.data.eq(atoms.payload),
             dat_fire.eq(atoms.valid & self.dat_wr.ready),
-            end_slice.eq((x == w_max) & (cb == cb_max)),
+            end_slice.eq(Mux(feature, (x == w_max) & (cb == cb_max), img_slice_end)),
         ]
         band_lines = Signal(BAND_BITS)
         lines = Signal(BAND_BITS)
@@ -282,10 +309,11 @@ class Cdma(wiring.Component):
             m.d.sync += [x.eq(0), cb.eq(0), entry.eq(keep.dat_next), slice_base.eq(keep.dat_next),
                          fetched.eq(0), self.dat_slices.eq(keep.dat_kept),
                          dat_active.eq(dat_fetch),
-                         band.eq(dat_fetch & (band_lines != 0)), nband.eq(band_lines), yb.eq(0),
+                         band.eq(dat_fetch & feature & (band_lines != 0)), nband.eq(band_lines),
+                         yb.eq(0),
                          run0.eq(keep.dat_next), cb_base.eq(keep.dat_next),
                          self.band_cbs.eq(0),
-                         self.band_end.eq(keep.dat_kept + Mux(dat_fetch, band_lines, 0))]
+                         self.band_end.eq(keep.dat_kept + Mux(dat_fetch & feature, band_lines, 0))]
 
         # ---------------- weights: a ring of WCAP entries after the data banks ----------------
         m.submodules.wt_fetch = wdma = WeightReadDma(**read_dma_params(cfg))

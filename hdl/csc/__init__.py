@@ -14,6 +14,12 @@ Structure (every valid/ready stage from ``hdl.lib``)::
                                └────► tag FIFO ────────────────────────┴─ Join ─►     │
         WtCollect ─► WtAlign ─► WtUnpack ─► (current set, consumed by its last op) ───┘
 
+Image input (D_DATAIN_FORMAT = PIXEL; hdl/csc/image.py): the data path is
+:class:`hdl.csc.image.ImgData` instead of OpSeq .. dat_rd_resp (its own op sequence over kernel
+rows / row groups, one or two CBUF entries per line of an op, atom assembly), its atoms join
+the weight sets in place of the CBUF responses; the weight path is shared, ``WtSeq``
+walking the image weight sets (:func:`hdl.csc.image.img_wt_params`).
+
 The weight path runs ahead of the ops: while the ops of one set run, the next sets are read,
 collected, aligned and unpacked in the stage registers behind the current one (the "shadow"),
 so a stripe of at least ceil(kg*cw/entry_bytes)+1 pixels runs at one op per cycle. CBUF read
@@ -41,6 +47,7 @@ from hdl.regfile import unit_layout
 from hdl.regmap import REGMAP
 from hdl.csc.seq import DIM, OpSeq, WtSeq, dop_layout, params_layout, wreq_layout
 from hdl.csc.wtset import WtAlign, WtCollect, WtUnpack, entry_tag_layout
+from hdl.csc.image import ImgData, img_params, img_wt_params, is_image
 
 __all__ = ["Csc"]
 
@@ -54,7 +61,8 @@ def _gate(m: Module, name: str, i, o, ok):
 
 
 class Csc(wiring.Component):
-    """Convolution sequence controller (docs/conv.md "CSC").
+    """Convolution sequence controller (docs/conv.md "CSC"): direct convolution and image
+    input (D_DATAIN_FORMAT = PIXEL, hdl/csc/image.py; same ports and handshakes).
 
     Args:
         cfg: the configuration; needs int8 features, ``cbuf_bank_width == mac_atomic_c ==
@@ -159,6 +167,7 @@ class Csc(wiring.Component):
             p.wcap.eq(g.wt_cap(rg.d_bank.weight_bank)),
             # NVIDIA nv_small RTL NV_NVDLA_CSC_dl: pad_value[7:0], a signed byte
             p.pad.eq(rg.d_zero_padding_value.pad_value[:8]),
+            p.cw_full.eq(ac),
         ]
         return p
 
@@ -166,6 +175,11 @@ class Csc(wiring.Component):
         m = Module()
         g, ac, ak, sm = self.geom, self.ac, self.ak, self.stripe_max
         p = self._params(m)
+        # image mode (D_DATAIN_FORMAT = PIXEL, hdl/csc/image.py): its own data path; the
+        # weight path is shared, with the image parameters of the weight sets
+        img = Signal()
+        m.d.sync += img.eq(is_image(self.regs))
+        q = img_params(m, self.regs, self.keep.dat_base, g, ac, ak)
 
         # layer control: the sequencers start two cycles after `start` (parameters settled)
         start_d = Signal(2)
@@ -177,7 +191,7 @@ class Csc(wiring.Component):
 
         # ---------------------------------------------------------------- data path
         opseq = m.submodules.opseq = OpSeq(g, ac, ak, sm)
-        m.d.comb += [opseq.params.eq(p), opseq.start.eq(start_d[1])]
+        m.d.comb += [opseq.params.eq(p), opseq.start.eq(start_d[1] & ~img)]
         tag_l = data.StructLayout({"pad": 1, "pos": range(sm), "first": 1, "last": 1,
                                    "set_last": 1, "end": 1})
         daddr_l = data.StructLayout({"addr": g.addr_bits, "y": DIM, "cb": DIM, "tag": tag_l})
@@ -204,9 +218,18 @@ class Csc(wiring.Component):
               | ((dq.y < self.band_end) & (dq.cb < self.band_cbs)))
         dfork = m.submodules.dfork = Fork(daddr_l, 2)
         wiring.connect(m, dgated, dfork.i)
-        m.d.comb += [self.dat_rd_req.valid.eq(dfork.o_0.valid),
-                     self.dat_rd_req.payload.addr.eq(dfork.o_0.payload.addr),
-                     dfork.o_0.ready.eq(self.dat_rd_req.ready)]
+        imgd = m.submodules.img = ImgData(g, ac, ak, sm)
+        m.d.comb += [imgd.params.eq(q), imgd.start.eq(start_d[1] & img),
+                     imgd.dat_slices.eq(self.dat_slices)]
+        m.d.comb += [
+            self.dat_rd_req.valid.eq(Mux(img, imgd.dat_rd_req.valid, dfork.o_0.valid)),
+            self.dat_rd_req.payload.addr.eq(Mux(img, imgd.dat_rd_req.payload.addr,
+                                                dfork.o_0.payload.addr)),
+            dfork.o_0.ready.eq(self.dat_rd_req.ready & ~img),
+            imgd.dat_rd_req.ready.eq(self.dat_rd_req.ready & img),
+            imgd.dat_rd_resp.valid.eq(self.dat_rd_resp.valid & img),
+            imgd.dat_rd_resp.payload.eq(self.dat_rd_resp.payload),
+        ]
         dtag = m.submodules.dtag = SyncFIFO(width=tag_l.size, depth=TAG_FIFO_DEPTH)
         m.d.comb += [dtag.w_en.eq(dfork.o_1.valid), dtag.w_data.eq(dfork.o_1.payload.tag),
                      dfork.o_1.ready.eq(dtag.w_rdy)]
@@ -214,7 +237,10 @@ class Csc(wiring.Component):
 
         # ---------------------------------------------------------------- weight path
         wtseq = m.submodules.wtseq = WtSeq(g, ac, ak, sm)
-        m.d.comb += [wtseq.params.eq(p), wtseq.start.eq(start_d[1])]
+        pw = Signal.like(p)
+        iw = img_wt_params(q, ac)
+        m.d.comb += [pw.eq(p), wtseq.start.eq(start_d[1]), wtseq.params.eq(pw)]
+        m.d.comb += [pw[f].eq(Mux(img, iw[f], p[f])) for f in iw]
         wreq_l = wreq_layout(g, ac, ak)
         wgated = stream.Signature(wreq_l).create()
         _gate(m, "wt", wtseq.o, wgated, wtseq.o.payload.e < self.wt_entries)
@@ -260,22 +286,31 @@ class Csc(wiring.Component):
         out = m.submodules.out = PipelineStage(out_l)
         resp = self.dat_rd_resp
         wset = unpack.o
-        jv = Signal()
+        # the data side: CBUF response + tag (direct convolution) or ImgData's atoms (image)
+        itag = imgd.o.payload.tag
+        dv, jv = Signal(), Signal()
+        dsel = Signal(tag_l)
         m.d.comb += [
-            jv.eq(resp.valid & dtag.r_rdy & wset.valid),
+            dv.eq(Mux(img, imgd.o.valid, resp.valid & dtag.r_rdy)),
+            dsel.pad.eq(dtag_v.pad & ~img),
+            *[dsel[f].eq(Mux(img, itag[f], dtag_v[f]))
+              for f in ("pos", "first", "last", "set_last", "end")],
+            jv.eq(dv & wset.valid),
             out.i.valid.eq(jv),
-            resp.ready.eq(out.i.ready & jv),
-            dtag.r_en.eq(out.i.ready & jv),
-            wset.ready.eq(out.i.ready & jv & dtag_v.set_last),
+            resp.ready.eq(Mux(img, imgd.dat_rd_resp.ready, out.i.ready & jv)),
+            dtag.r_en.eq(out.i.ready & jv & ~img),
+            imgd.o.ready.eq(out.i.ready & jv & img),
+            wset.ready.eq(out.i.ready & jv & dsel.set_last),
             out.i.payload.op.wt.eq(wset.payload),
-            out.i.payload.op.pos.eq(dtag_v.pos),
-            out.i.payload.op.first.eq(dtag_v.first),
-            out.i.payload.op.last.eq(dtag_v.last),
-            out.i.payload.end.eq(dtag_v.end),
+            out.i.payload.op.pos.eq(dsel.pos),
+            out.i.payload.op.first.eq(dsel.first),
+            out.i.payload.op.last.eq(dsel.last),
+            out.i.payload.end.eq(dsel.end),
         ]
         for c in range(ac):
             m.d.comb += out.i.payload.op.data[c].eq(
-                Mux(dtag_v.pad, p.pad, resp.payload.data[c * 8:(c + 1) * 8]))
+                Mux(img, imgd.o.payload.data[c * 8:(c + 1) * 8],
+                    Mux(dtag_v.pad, p.pad, resp.payload.data[c * 8:(c + 1) * 8])))
         m.d.comb += [self.op.valid.eq(out.o.valid), self.op.payload.eq(out.o.payload.op),
                      out.o.ready.eq(self.op.ready)]
         fin = out.o.valid & self.op.ready & out.o.payload.end

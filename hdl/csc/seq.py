@@ -28,14 +28,15 @@ def params_layout(geom: CbufGeometry, atomic_c: int, atomic_k: int) -> data.Stru
     kernels of the last one, ``npix`` = wo*ho, the products ``sye`` = sy*eps, ``dye`` = dy*eps,
     ``pte`` = pt*eps, the weight ring ``wt_base``/``wcap`` (entries; ``wt_base`` is also
     the size DCAP of the data-bank ring), the ``pad`` value and ``dat_base``, the entry of
-    slice 0 in the data-bank ring (hdl/cbuf/keep.py)."""
+    slice 0 in the data-bank ring (hdl/cbuf/keep.py); ``cw_full``: channels of a weight set
+    of a channel block other than the last (atomic_c; image mode: hdl/csc/image.py)."""
     return data.StructLayout({
         "w": DIM, "h": DIM, "wo": DIM, "ho": DIM, "r": 6, "s": 6, "eps": 15,
         "sx": 4, "sy": 4, "dx": 6, "dy": 6, "pl": 5, "pt": 5,
         "ncb": DIM, "cw_last": range(atomic_c + 1), "ng": DIM, "kg_last": range(atomic_k + 1),
         "npix": 2 * DIM, "sye": 20, "dye": 22, "pte": 21,
         "wt_base": geom.addr_bits + 1, "wcap": geom.addr_bits + 1,
-        "pad": signed(8), "dat_base": geom.addr_bits,
+        "pad": signed(8), "dat_base": geom.addr_bits, "cw_full": range(atomic_c + 1),
     })
 
 
@@ -182,7 +183,8 @@ class WtSeq(wiring.Component):
     """The weight sequencer: for every weight set (g, stripe, cb, r, s) in op order, one item of
     :func:`wreq_layout` per CBUF entry the set touches, one per cycle.
 
-    Weight set (g, cb, r, s) = ``kg*cw`` bytes at weight-stream byte
+    Weight set (g, cb, r, s) = ``kg*cw`` bytes (cw = ``cw_full``, or ``cw_last`` for the last
+    channel block) at weight-stream byte
     ``g*atomic_k*R*S*C + cb*atomic_c*R*S*kg + (r*S + s)*kg*cw`` (docs/conv.md; format.rst "Basic
     Weight for Direct Convolution": the sets of a group are consecutive in the stream, so the
     byte pointer only advances, and returns to the group's base for each stripe). Weight entry
@@ -223,7 +225,7 @@ class WtSeq(wiring.Component):
         jlast = Signal(len(j))
         m.d.comb += [
             kg.eq(Mux(g_end, p.kg_last, self.ak)),
-            cw.eq(Mux(cb_end, p.cw_last, self.ac)),
+            cw.eq(Mux(cb_end, p.cw_last, p.cw_full)),
             n.eq(kg * cw),
             off.eq(b[:es] if es else 0),
             jlast.eq((off + n - 1) >> es),

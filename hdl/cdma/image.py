@@ -1,0 +1,622 @@
+"""CDMA image input (D_DATAIN_FORMAT = PIXEL): the pixel fetch of the first layer of a network
+(v1_ias_unit_description.rst "Convolution with Image Input"; format.rst "Pixel Format";
+v1_ias_programming_guide.rst CDMA.PIXEL_*, D_MEAN_*, D_CVT_*; v1_ias_precision.rst
+"Convertor").
+
+:class:`PixelFetch` reads the image line by line through one :class:`hdl.dma.ReadDma` master
+port (MCIF client ``cdma_dat``) and produces the CBUF entries of each input line (*slice*):
+
+* A line of the image is ``W = DATAIN_WIDTH+1`` pixels of ``bpp`` bytes in one plane
+  (packed formats: 4 bytes, T_R8: 1 byte) or in two planes (semi-planar N444 formats: a
+  1-byte Y plane at ``D_DAIN_ADDR_*_0`` with ``D_LINE_STRIDE`` and a 2-byte UV plane at
+  ``D_DAIN_ADDR_*_1`` with ``D_LINE_UV_STRIDE``). Line y of plane p starts at
+  ``addr_p + y * stride_p + xo_p * bpp_p``, ``xo_p = PIXEL_X_OFFSET mod (atom_bytes / bpp_p)``:
+  only the pixel offset inside one memory atom is used (fact recorded by the model,
+  ``verif/model/conv.py`` ``ConvCore._fetch_pixels``: NVIDIA's NV_NVDLA_CDMA_IMG_ctrl masks the
+  offset so). The start may be anywhere inside an atom: whole atoms are read and the bytes
+  outside the line dropped.
+* Each pixel's bytes (plane 0, then plane 1) are reordered to the channels R/Y, G/U, B/V, A/X
+  (:data:`PIXEL_FORMATS`), then, with D_CVT_CFG.CVT_EN, converted:
+  ``sat_int8(round_half_away((x - off) * CVT_SCALE >> CVT_TRUNCATE))`` with ``x`` the byte
+  zero-extended (sign-extended with PIXEL_SIGN_OVERRIDE = SIGNED_INT) and ``off`` the channel's
+  mean (D_MEAN_GLOBAL_*, when D_MEAN_FORMAT = ENABLE) or CVT_OFFSET otherwise, never both (the
+  precedence the model records from NVIDIA's cmod and RTL, NV_NVDLA_CDMA_CVT_cell: 18-bit
+  difference, 34-bit product, a shift of 34 or more gives 0); without CVT_EN the byte passes
+  unchanged (no mean).
+* PAD_LEFT pixels before and PAD_RIGHT pixels after each line hold, in every channel, the low
+  byte of D_ZERO_PADDING_VALUE, not converted (model: NVIDIA's cvt_out_pad_mask).
+* The line's ``(PAD_LEFT + W + PAD_RIGHT) * C`` channel bytes (C = 4, 1 or 3 channels) are
+  packed into ``ceil(... / entry_bytes)`` CBUF entries, bytes past the line in the last entry
+  are 0; ``slice_last`` marks the last entry of a line.
+
+Fetch order: line after line; for the two-plane formats the pieces of the two planes of a line
+are interleaved so that neither plane runs ahead of the other by more than one burst of
+pixels (:class:`PixelWalker`), which bounds the per-plane buffers.
+
+Structure: :class:`PixelReadDma` (a ReadDma in :class:`PixelWalker` order) -> per-atom byte
+ranges from a second :class:`PixelWalker` walking the same runs (runs are deterministic, so a
+replica of the walker labels the atoms: plane, first and last valid byte) -> per-plane atom
+FIFO and byte gearbox (:class:`PlaneUnpacker`) -> pixel sequencer (padding, one pixel per
+cycle) -> two :class:`hdl.lib.stream.Map` stages (reorder, converter) -> :class:`EntryPacker`.
+Throughput: one pixel per cycle when memory keeps up.
+"""
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed, unsigned
+from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from hdl.axi import DmaReadSignature
+from hdl.config import NvdlaConfig
+from hdl.dma import ReadDma, read_dma_params
+from hdl.dma.cube import CUBE_DIM_BITS, STRIDE_BITS
+from hdl.dma.walker import RunWalker, log2
+from hdl.lib.fixed import saturate, shift_right_round
+from hdl.lib.stream import Map
+from hdl.regfile import unit_layout
+from hdl.regmap import REGMAP
+from hdl.regmap.types import field_enum
+
+__all__ = ["PIXEL_FORMATS", "PixelFetch", "PixelWalker", "PixelReadDma", "PlaneUnpacker",
+           "EntryPacker", "pixel_geom_layout", "pixel_info_layout", "image_atom_layout",
+           "LINE_BYTES_BITS"]
+
+PixelFormat = field_enum("CDMA", "D_DATAIN_FORMAT", "PIXEL_FORMAT")
+SignOverride = field_enum("CDMA", "D_DATAIN_FORMAT", "PIXEL_SIGN_OVERRIDE")
+MeanFormat = field_enum("CDMA", "D_MEAN_FORMAT", "MEAN_FORMAT")
+CvtEn = field_enum("CDMA", "D_CVT_CFG", "CVT_EN")
+
+#: The int8 pixel formats (format.rst tab_pixel_formats): name -> (bytes per pixel of each
+#: plane, channel order). ``order[i]`` is the byte of the pixel (plane-0 bytes, then plane-1
+#: bytes) that becomes channel i (R/Y, G/U, B/V, A/X; means MEAN_RY, MEAN_GU, MEAN_BV,
+#: MEAN_AX). Facts recorded by the model (verif/model/conv.py PIXEL_FORMATS_INT8, from NVIDIA's
+#: cmod "Store to CBUF in the order of RGBA" and nv_small RTL NV_NVDLA_CDMA_IMG_ctrl
+#: pixel_order, confirmed by NVIDIA's img_* traces): the YUV formats are byte orders only; the
+#: X byte of X8 formats is channel 3 exactly like alpha. Other PIXEL_FORMAT values (10/12/16-bit
+#: formats, which int8 hardware does not run) are read as T_A8B8G8R8.
+PIXEL_FORMATS = {
+    "T_R8": ((1,), (0,)),
+    "T_A8B8G8R8": ((4,), (0, 1, 2, 3)),
+    "T_X8B8G8R8": ((4,), (0, 1, 2, 3)),
+    "T_A8R8G8B8": ((4,), (2, 1, 0, 3)),
+    "T_X8R8G8B8": ((4,), (2, 1, 0, 3)),
+    "T_A8Y8U8V8": ((4,), (2, 1, 0, 3)),
+    "T_B8G8R8A8": ((4,), (1, 2, 3, 0)),
+    "T_B8G8R8X8": ((4,), (1, 2, 3, 0)),
+    "T_V8U8Y8A8": ((4,), (1, 2, 3, 0)),
+    "T_R8G8B8A8": ((4,), (3, 2, 1, 0)),
+    "T_R8G8B8X8": ((4,), (3, 2, 1, 0)),
+    "T_Y8___U8V8_N444": ((1, 2), (0, 2, 1)),
+    "T_Y8___V8U8_N444": ((1, 2), (0, 1, 2)),
+}
+_DEFAULT_FORMAT = "T_A8B8G8R8"
+
+#: bits of a plane line's byte count (W * 4 <= 8192 * 4)
+LINE_BYTES_BITS = 16
+#: most bytes of a pixel (all planes) and most channels
+PIXEL_BYTES = 4
+
+
+def pixel_geom_layout(addr_width: int) -> data.StructLayout:
+    """The image geometry :class:`PixelWalker` walks (sampled at ``start``).
+
+    Fields: ``base`` (2 x ``addr_width`` bits: byte address of the first byte of line 0 of
+    plane 0 / 1, x offset included, any alignment), ``stride`` (2 x 32 bits: line strides,
+    bytes), ``bytes`` (2 x :data:`LINE_BYTES_BITS`: bytes of one line of each plane, W x bytes
+    per pixel, >= 1), ``pix_log2`` (2 x 2 bits: log2 of each plane's bytes per pixel, for the
+    balance between planes), ``planes2`` (1: two planes, else plane 1 is ignored), ``height``
+    (lines minus one, 13 bits).
+    """
+    return data.StructLayout({
+        "base": data.ArrayLayout(unsigned(addr_width), 2),
+        "stride": data.ArrayLayout(unsigned(STRIDE_BITS), 2),
+        "bytes": data.ArrayLayout(unsigned(LINE_BYTES_BITS), 2),
+        "pix_log2": data.ArrayLayout(unsigned(2), 2),
+        "planes2": 1,
+        "height": unsigned(CUBE_DIM_BITS),
+    })
+
+
+def pixel_info_layout(atom_bytes: int) -> data.StructLayout:
+    """What :class:`PixelWalker` tells about its current run (``info``, valid with ``runs``):
+    ``plane`` (0/1), ``skip`` (bytes to drop at the start of the run's first atom: the line's
+    start inside its atom on the first run of a plane line, else 0), ``tail`` (valid bytes of
+    the run's last atom, 1..atom_bytes: less than a whole atom only on the last run of a plane
+    line)."""
+    return data.StructLayout({"plane": 1, "skip": unsigned(log2(atom_bytes)),
+                              "tail": unsigned(log2(atom_bytes) + 1)})
+
+
+def image_atom_layout(entry_bytes: int) -> data.StructLayout:
+    """A CBUF entry of image data: ``data`` (entry_bytes*8 bits, byte i = channel byte i of the
+    entry) and ``slice_last`` (the last entry of an input line)."""
+    return data.StructLayout({"data": unsigned(entry_bytes * 8), "slice_last": 1})
+
+
+class PixelWalker(RunWalker):
+    """Runs of an image in CDMA's image fetch order (a :class:`hdl.dma.walker.RunWalker`).
+
+    Parameters as RunWalker. The ``cube`` port is not used (tie it to 0); the geometry is the
+    extra input signal ``geom`` (:func:`pixel_geom_layout`, sampled at ``start``), and the
+    extra output signal ``info`` (:func:`pixel_info_layout`) describes the run on ``runs``
+    (valid with it, stable while it waits).
+
+    Order: line y = 0..height; in each line the atoms covering the line's bytes of each plane
+    (from the atom holding its first byte to the atom holding its last), as pieces that stay in
+    one burst window (one run each, so at most ``max_burst`` beats). With two planes the next
+    piece is plane 1's when plane 1 has delivered fewer whole pixels of the line than plane 0
+    (or plane 0 is done), else plane 0's: no plane gets ahead by more than one piece. Runs do
+    not continue across lines. One run per cycle, plus one setup cycle per line; the first run
+    two cycles after ``start``. Addresses wrap modulo ``2**addr_width``.
+    """
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.geom = Signal(pixel_geom_layout(self.addr_width), name="geom")
+        self.info = Signal(pixel_info_layout(self.atom_bytes), name="info")
+
+    def elaborate(self, platform):
+        m = Module()
+        A = self.atom_bytes
+        a_sh = log2(A)
+        win_sh = log2(self.max_burst * self.beat_bytes)
+        aw = self.addr_width
+        g = Signal.like(self.geom, name="g")    # latched geometry
+        walking = Signal()
+        setup = Signal()                        # first cycle of a line: atom addresses
+        y = Signal(CUBE_DIM_BITS)
+        line = [Signal(aw, name=f"line{p}") for p in (0, 1)]     # line start (byte address)
+        cur = [Signal(aw, name=f"cur{p}") for p in (0, 1)]       # next atom (aligned)
+        # bytes of the plane line covered by the atoms issued so far (negative: the part of
+        # the first atom before the line)
+        done_b = [Signal(signed(LINE_BYTES_BITS + 2), name=f"done{p}") for p in (0, 1)]
+        first = [Signal(name=f"first{p}") for p in (0, 1)]
+
+        left = [Signal(signed(LINE_BYTES_BITS + 3), name=f"left{p}") for p in (0, 1)]
+        fin = [Signal(name=f"fin{p}") for p in (0, 1)]
+        cov = [Signal(signed(LINE_BYTES_BITS + 2), name=f"cov{p}") for p in (0, 1)]
+        natoms = [Signal(LINE_BYTES_BITS + 1, name=f"natoms{p}") for p in (0, 1)]
+        avail = [Signal(range(self.max_atoms + 1), name=f"avail{p}") for p in (0, 1)]
+        for p in (0, 1):
+            m.d.comb += [
+                left[p].eq(g.bytes[p] - done_b[p]),
+                cov[p].eq(done_b[p] >> g.pix_log2[p]),
+                natoms[p].eq((left[p] + (A - 1)) >> a_sh),
+            ]
+            if win_sh > a_sh:
+                m.d.comb += avail[p].eq(self.max_atoms - cur[p][a_sh:win_sh])
+            else:
+                m.d.comb += avail[p].eq(1)
+        m.d.comb += [fin[0].eq(left[0] <= 0),
+                     fin[1].eq((left[1] <= 0) | ~g.planes2)]
+        sel = Signal()                          # plane of the next piece
+        m.d.comb += sel.eq(~fin[1] & (fin[0] | (cov[1] < cov[0])))
+        s_cur = Mux(sel, cur[1], cur[0])
+        s_left = Mux(sel, left[1], left[0])
+        s_natoms = Mux(sel, natoms[1], natoms[0])
+        s_avail = Mux(sel, avail[1], avail[0])
+        s_first = Mux(sel, first[1], first[0])
+        s_line = Mux(sel, line[1], line[0])
+        count = Signal(range(self.max_atoms + 1))
+        seg_end = Signal()                      # the piece ends the plane's line
+        line_end = Signal()
+        m.d.comb += [
+            seg_end.eq(s_natoms <= s_avail),
+            count.eq(Mux(seg_end, s_natoms, s_avail)),
+            line_end.eq(seg_end & Mux(sel, fin[0], fin[1])),
+            self.runs.valid.eq(walking & ~setup),
+            self.runs.payload.addr.eq(s_cur),
+            self.runs.payload.count.eq(count),
+            self.runs.payload.last.eq(line_end & (y == g.height)),
+            self.info.plane.eq(sel),
+            self.info.skip.eq(Mux(s_first, s_line[:a_sh], 0)),
+            self.info.tail.eq(Mux(seg_end, s_left - ((count - 1) << a_sh), A)),
+            self.busy.eq(walking),
+        ]
+        step = Signal(LINE_BYTES_BITS)
+        m.d.comb += step.eq(count << a_sh)
+        with m.If(self.runs.valid & self.runs.ready):
+            for p in (0, 1):
+                with m.If(sel == p):
+                    m.d.sync += [cur[p].eq(cur[p] + step), done_b[p].eq(done_b[p] + step),
+                                 first[p].eq(0)]
+            with m.If(line_end):
+                with m.If(y == g.height):
+                    m.d.sync += walking.eq(0)
+                with m.Else():
+                    m.d.sync += [y.eq(y + 1), setup.eq(1)]
+                    m.d.sync += [line[p].eq(line[p] + g.stride[p]) for p in (0, 1)]
+        with m.If(setup):
+            m.d.sync += setup.eq(0)
+            for p in (0, 1):
+                m.d.sync += [cur[p].eq(Cat(Const(0, a_sh), line[p][a_sh:])),
+                             done_b[p].eq(-line[p][:a_sh]), first[p].eq(1)]
+        with m.If(self.start & ~walking):
+            m.d.sync += [walking.eq(1), setup.eq(1), y.eq(0), g.eq(self.geom)]
+            m.d.sync += [line[p].eq(self.geom.base[p]) for p in (0, 1)]
+        return m
+
+
+class PixelReadDma(ReadDma):
+    """CDMA_DAT image fetch: :class:`hdl.dma.ReadDma` in :class:`PixelWalker` order.
+    Parameters and ports as ReadDma (``cube`` unused: tie to 0) plus ``geom``
+    In(:func:`pixel_geom_layout`), sampled at ``start``."""
+
+    walker_class = PixelWalker
+
+    def dma_members(self):
+        return {**super().dma_members(), "geom": In(pixel_geom_layout(self.addr_width))}
+
+    def add_walker(self, m: Module):
+        walker, *rest = super().add_walker(m)
+        m.d.comb += walker.geom.eq(self.geom)
+        return (walker, *rest)
+
+
+class PlaneUnpacker(wiring.Component):
+    """The bytes of one plane's lines out of its atoms: a byte gearbox.
+
+    Parameters: ``atom_bytes`` (A), ``out_bytes`` (bytes on ``o``, the most bytes per pixel of
+    a plane).
+
+    Ports:
+      ``i`` In(stream of {data: A*8, lo: log2(A) bits, hi: log2(A)+1 bits}): an atom of which
+      bytes ``[lo, hi)`` (0 <= lo < hi <= A) belong to the plane's byte stream;
+      ``pix_log2`` In(2): log2 of the bytes taken per transfer of ``o`` (b = 1, 2 or 4 <=
+      ``out_bytes``), stable while items flow;
+      ``o`` Out(stream of out_bytes*8 bits): the next b bytes of the stream (byte 0 first) in
+      the low bytes, the bytes above 0.
+
+    Buffer: 2A bytes; an atom is taken when at most A bytes are buffered, so b bytes leave
+    every cycle (at least one atom per A/b cycles enters). Bytes of an atom are never split
+    across two outputs incorrectly: a pixel may span two atoms.
+    """
+
+    def __init__(self, atom_bytes: int, out_bytes: int = PIXEL_BYTES):
+        self.atom_bytes, self.out_bytes = atom_bytes, out_bytes
+        a_sh = log2(atom_bytes)
+        self.in_layout = data.StructLayout({"data": unsigned(atom_bytes * 8),
+                                            "lo": unsigned(a_sh), "hi": unsigned(a_sh + 1)})
+        super().__init__({
+            "i": In(stream.Signature(self.in_layout)),
+            "pix_log2": In(2),
+            "o": Out(stream.Signature(unsigned(out_bytes * 8))),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        A = self.atom_bytes
+        cap = 2 * A
+        buf = Signal(cap * 8)
+        cnt = Signal(range(cap + 1))
+        b = Signal(range(PIXEL_BYTES + 1))
+        m.d.comb += b.eq(1 << self.pix_log2)
+        take = Signal()
+        push = Signal()
+        m.d.comb += [
+            self.o.valid.eq(cnt >= b),
+            self.o.payload.eq(Cat(*[Mux(b > j, buf[8 * j:8 * j + 8], 0)
+                                    for j in range(self.out_bytes)])),
+            take.eq(self.o.valid & self.o.ready),
+            self.i.ready.eq(cnt <= A),
+            push.eq(self.i.valid & self.i.ready),
+        ]
+        cnt_after = Signal(range(cap + 1))
+        buf_after = Signal(cap * 8)
+        m.d.comb += [cnt_after.eq(cnt - Mux(take, b, 0)),
+                     buf_after.eq(Mux(take, buf >> (b << 3), buf))]
+        ip = self.i.payload
+        hi_mask = Signal(A * 8)
+        m.d.comb += hi_mask.eq((Const(1, A * 8 + 1) << (ip.hi << 3)) - 1)   # 2**(8*hi) - 1
+        valid_bytes = Signal(A * 8)
+        m.d.comb += valid_bytes.eq((ip.data & hi_mask) >> (ip.lo << 3))
+        new = Signal(cap * 8)
+        m.d.comb += new.eq(valid_bytes << (cnt_after << 3))
+        with m.If(take | push):
+            m.d.sync += [buf.eq(Mux(push, buf_after | new, buf_after)),
+                         cnt.eq(cnt_after + Mux(push, ip.hi - ip.lo, 0))]
+        return m
+
+
+class EntryPacker(wiring.Component):
+    """Pixels of ``channels`` bytes packed into CBUF entries, line by line.
+
+    Parameters: ``entry_bytes`` (E), ``pixel_bytes`` (P: bytes of the input pixel word, the
+    most channels).
+
+    Ports:
+      ``i`` In(stream of {data: P*8, last: 1}): a pixel (channel i in byte i; only the low
+      ``channels`` bytes are used) and whether it ends its line;
+      ``channels`` In(range(P+1)): bytes per pixel C (1..P), stable while items flow;
+      ``o`` Out(stream of :func:`image_atom_layout` (E)): the line's bytes, E per entry, the
+      last entry of a line zero-filled and marked ``slice_last``.
+
+    Throughput: one pixel per cycle (an entry leaves in the cycle a pixel enters); the last
+    entry of a line and the line's next pixel share a cycle.
+    """
+
+    def __init__(self, entry_bytes: int, pixel_bytes: int = PIXEL_BYTES):
+        if pixel_bytes > entry_bytes:
+            raise ValueError(f"pixel of {pixel_bytes} B wider than the entry ({entry_bytes} B)")
+        self.entry_bytes, self.pixel_bytes = entry_bytes, pixel_bytes
+        super().__init__({
+            "i": In(stream.Signature(data.StructLayout({"data": unsigned(pixel_bytes * 8),
+                                                        "last": 1}))),
+            "channels": In(range(pixel_bytes + 1)),
+            "o": Out(stream.Signature(image_atom_layout(entry_bytes))),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        E, P = self.entry_bytes, self.pixel_bytes
+        cap = E + P
+        buf = Signal(cap * 8)
+        cnt = Signal(range(cap + 1))
+        flush = Signal()                        # the line's last pixel is in the buffer
+        pop = Signal()
+        push = Signal()
+        end = Signal()
+        m.d.comb += [
+            end.eq(flush & (cnt <= E)),
+            self.o.valid.eq((cnt >= E) | (flush & (cnt != 0))),
+            self.o.payload.data.eq(buf[:E * 8]),
+            self.o.payload.slice_last.eq(end),
+            pop.eq(self.o.valid & self.o.ready),
+            self.i.ready.eq((~flush & ((cnt < E) | pop)) | (pop & end)),
+            push.eq(self.i.valid & self.i.ready),
+        ]
+        cnt_after = Signal(range(cap + 1))
+        buf_after = Signal(cap * 8)
+        m.d.comb += [cnt_after.eq(Mux(pop, Mux(end, 0, cnt - E), cnt)),
+                     buf_after.eq(Mux(pop, Mux(end, 0, buf >> (E * 8)), buf))]
+        mask = Signal(P * 8)
+        m.d.comb += mask.eq((Const(1, P * 8 + 1) << (self.channels << 3)) - 1)
+        new = Signal(cap * 8)
+        m.d.comb += new.eq((self.i.payload.data & mask) << (cnt_after << 3))
+        with m.If(push | pop):
+            m.d.sync += [buf.eq(Mux(push, buf_after | new, buf_after)),
+                         cnt.eq(cnt_after + Mux(push, self.channels, 0))]
+        with m.If(push & self.i.payload.last):
+            m.d.sync += flush.eq(1)
+        with m.Elif(pop & end):
+            m.d.sync += flush.eq(0)
+        return m
+
+
+def _format_table():
+    """[(PixelFormat member, planes2, (bpp0, bpp1), channels, order)] of :data:`PIXEL_FORMATS`."""
+    rows = []
+    for name, (bpp, order) in PIXEL_FORMATS.items():
+        rows.append((PixelFormat[name], len(bpp) == 2, (bpp + (1,))[:2], len(order), order))
+    return rows
+
+
+class PixelFetch(wiring.Component):
+    """CDMA's image fetch (module docstring): the CBUF entries of an image layer's lines.
+
+    Parameter: ``cfg`` (:class:`hdl.config.NvdlaConfig`): atom bytes (memory reads), CBUF entry
+    bytes (``cfg.cbuf_bank_width``), memory interface (:func:`hdl.dma.read_dma_params`).
+
+    Ports:
+      ``regs`` In(unit_layout(CDMA, "cfg")): CDMA's registers, stable while ``busy``; used:
+      D_DATAIN_FORMAT (PIXEL_FORMAT, PIXEL_SIGN_OVERRIDE), D_DATAIN_SIZE_0 (width, height),
+      D_PIXEL_OFFSET.PIXEL_X_OFFSET, D_DAIN_ADDR_*_0/1, D_LINE_STRIDE, D_LINE_UV_STRIDE,
+      D_MEAN_FORMAT, D_MEAN_GLOBAL_*, D_CVT_*, D_ZERO_PADDING (PAD_LEFT/RIGHT),
+      D_ZERO_PADDING_VALUE;
+      ``start`` In(1): one-cycle pulse, begins the fetch (ignored while ``busy``);
+      ``busy`` Out(1): from the cycle after ``start`` until the last entry has been taken;
+      ``dma`` Out(DmaReadSignature(mem_address_width, primary_memif_width)): the ``cdma_dat``
+      MCIF read client;
+      ``atoms`` Out(stream of :func:`image_atom_layout` (cbuf_bank_width)): the CBUF entries
+      of lines 0..DATAIN_HEIGHT in order, ``ceil((PAD_LEFT + W + PAD_RIGHT) * C /
+      entry_bytes)`` per line (C = 4, 1 or 3 channels by the format), ``slice_last`` on each
+      line's last entry.
+
+    PIXEL_Y_OFFSET and PIXEL_MAPPING must be 0 (pitch linear; programming guide Limitation:
+    Image); a PIXEL_FORMAT outside :data:`PIXEL_FORMATS` reads as T_A8B8G8R8.
+
+    Raises ValueError: a configuration whose CBUF entry is narrower than a pixel (4 bytes).
+    """
+
+    def __init__(self, cfg: NvdlaConfig):
+        self.cfg = cfg
+        self.dma_params = read_dma_params(cfg)
+        super().__init__({
+            "regs": In(unit_layout(REGMAP.unit("CDMA"), "cfg")),
+            "start": In(1),
+            "busy": Out(1),
+            "dma": Out(DmaReadSignature(cfg.mem_address_width, cfg.primary_memif_width)),
+            "atoms": Out(stream.Signature(image_atom_layout(cfg.cbuf_bank_width))),
+        })
+        if cfg.cbuf_bank_width < PIXEL_BYTES:
+            raise ValueError(f"{cfg.name}: CBUF entry of {cfg.cbuf_bank_width} B")
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg, regs = self.cfg, self.regs
+        A = cfg.atom_bytes
+        aw = cfg.mem_address_width
+        params = self.dma_params
+        begin = Signal()
+        m.d.comb += begin.eq(self.start & ~self.busy)
+
+        # ---------------- format decode ----------------
+        fmt = regs.d_datain_format.pixel_format
+        planes2 = Signal()
+        bpp_log2 = [Signal(2, name=f"bpp{p}_log2") for p in (0, 1)]
+        channels = Signal(range(PIXEL_BYTES + 1))
+        order = [Signal(2, name=f"order{i}") for i in range(PIXEL_BYTES)]
+        table = _format_table()
+        default = next(r for r in table if r[0] == PixelFormat[_DEFAULT_FORMAT])
+
+        def decode(row):
+            _, two, bpp, nch, ordr = row
+            ordr = tuple(ordr) + tuple(range(len(ordr), PIXEL_BYTES))
+            return [planes2.eq(two), bpp_log2[0].eq(log2(bpp[0])), bpp_log2[1].eq(log2(bpp[1])),
+                    channels.eq(nch), *[order[i].eq(ordr[i]) for i in range(PIXEL_BYTES)]]
+        with m.Switch(fmt):
+            for row in table:
+                with m.Case(row[0]):
+                    m.d.comb += decode(row)
+            with m.Default():
+                m.d.comb += decode(default)
+
+        # ---------------- geometry ----------------
+        w = regs.d_datain_size_0.datain_width[:CUBE_DIM_BITS]
+        h = regs.d_datain_size_0.datain_height[:CUBE_DIM_BITS]
+        xoff = regs.d_pixel_offset.pixel_x_offset
+        geom = Signal(pixel_geom_layout(aw))
+        bases = [Cat(regs.d_dain_addr_low_0.as_value(), regs.d_dain_addr_high_0.as_value()),
+                 Cat(regs.d_dain_addr_low_1.as_value(), regs.d_dain_addr_high_1.as_value())]
+        strides = [regs.d_line_stride.as_value(), regs.d_line_uv_stride.as_value()]
+        a_sh = log2(A)
+        for p in (0, 1):
+            # pixel offset inside one atom: the low log2(A / bpp) bits of PIXEL_X_OFFSET
+            xmask = Signal(a_sh, name=f"xmask{p}")
+            m.d.comb += xmask.eq(Const(A - 1, a_sh) >> bpp_log2[p])
+            m.d.comb += [
+                geom.base[p].eq(bases[p][:aw] + ((xoff & xmask) << bpp_log2[p])),
+                geom.stride[p].eq(strides[p]),
+                geom.bytes[p].eq((w + 1) << bpp_log2[p]),
+                geom.pix_log2[p].eq(bpp_log2[p]),
+            ]
+        m.d.comb += [geom.planes2.eq(planes2), geom.height.eq(h)]
+
+        # ---------------- memory: the DMA and a replica walker labelling its atoms ----------------
+        m.submodules.dma = dma = PixelReadDma(**params)
+        wiring.connect(m, wiring.flipped(self.dma), dma.dma)
+        walker_args = {k: params[k] for k in ("addr_width", "atom_bytes", "atom_elems",
+                                              "beat_bytes", "max_burst")}
+        m.submodules.labels = lab = PixelWalker(**walker_args)
+        m.d.comb += [dma.start.eq(begin), dma.geom.eq(geom), dma.cube.eq(0),
+                     lab.start.eq(begin), lab.geom.eq(geom), lab.cube.eq(0)]
+
+        unp = []
+        fifos = []
+        for p in (0, 1):
+            u = PlaneUnpacker(A)
+            m.submodules[f"unpack{p}"] = u
+            q = fifo.SyncFIFOBuffered(width=u.in_layout.size,
+                                      depth=cfg.primary_memif_max_burst + 2)
+            m.submodules[f"plane_fifo{p}"] = q
+            m.d.comb += [u.pix_log2.eq(bpp_log2[p]),
+                         u.i.valid.eq(q.r_rdy), u.i.payload.eq(q.r_data), q.r_en.eq(u.i.ready)]
+            unp.append(u)
+            fifos.append(q)
+
+        idx = Signal(range(max(2, lab.max_atoms)))  # atom of the labelled run
+        run = lab.runs.payload
+        at_first = idx == 0
+        at_last = idx == run.count - 1
+        lo = Mux(at_first, lab.info.skip, 0)
+        hi = Mux(at_last, lab.info.tail, A)
+        plane = lab.info.plane
+        rdy = Mux(plane, fifos[1].w_rdy, fifos[0].w_rdy)
+        tagged = Signal(unp[0].in_layout)
+        fire = Signal()
+        m.d.comb += [tagged.data.eq(dma.atoms.payload), tagged.lo.eq(lo), tagged.hi.eq(hi),
+                     fire.eq(dma.atoms.valid & lab.runs.valid & rdy),
+                     dma.atoms.ready.eq(lab.runs.valid & rdy),
+                     lab.runs.ready.eq(fire & at_last)]
+        for p in (0, 1):
+            m.d.comb += [fifos[p].w_data.eq(tagged),
+                         fifos[p].w_en.eq(dma.atoms.valid & lab.runs.valid & (plane == p))]
+        with m.If(fire):
+            m.d.sync += idx.eq(Mux(at_last, 0, idx + 1))
+        with m.If(begin):
+            m.d.sync += idx.eq(0)
+
+        # ---------------- pixel sequencer: pad, pixels, pad ----------------
+        zp = regs.d_zero_padding
+        pl, pr = zp.pad_left, zp.pad_right
+        x = Signal(CUBE_DIM_BITS + 1)           # padded column
+        y = Signal(CUBE_DIM_BITS)
+        seq_active = Signal()
+        x_last = Signal(CUBE_DIM_BITS + 1)
+        m.d.comb += x_last.eq(pl + w + pr)
+        in_data = Signal()
+        m.d.comb += in_data.eq((x >= pl) & (x <= pl + w))
+        pix_layout = data.StructLayout({"raw": unsigned(PIXEL_BYTES * 8), "pad": 1, "last": 1})
+        pix = stream.Signature(pix_layout).create()
+        both = Signal()
+        m.d.comb += [
+            both.eq(unp[0].o.valid & (unp[1].o.valid | ~planes2)),
+            pix.valid.eq(seq_active & (~in_data | both)),
+            pix.payload.raw.eq(Mux(planes2, Cat(unp[0].o.payload[:8], unp[1].o.payload[:24]),
+                                   unp[0].o.payload)),
+            pix.payload.pad.eq(~in_data),
+            pix.payload.last.eq(x == x_last),
+            unp[0].o.ready.eq(seq_active & in_data & both & pix.ready),
+            unp[1].o.ready.eq(seq_active & in_data & both & pix.ready & planes2),
+        ]
+        with m.If(pix.valid & pix.ready):
+            with m.If(x == x_last):
+                m.d.sync += [x.eq(0), y.eq(y + 1)]
+                with m.If(y == h):
+                    m.d.sync += seq_active.eq(0)
+            with m.Else():
+                m.d.sync += x.eq(x + 1)
+        with m.If(begin):
+            m.d.sync += [x.eq(0), y.eq(0), seq_active.eq(1)]
+
+        # ---------------- reorder and converter: two register stages ----------------
+        df = regs.d_datain_format
+        signed_in = df.pixel_sign_override == SignOverride.SIGNED_INT
+        mean_on = regs.d_mean_format.mean_format == MeanFormat.ENABLE
+        means = [regs.d_mean_global_0.mean_ry, regs.d_mean_global_0.mean_gu,
+                 regs.d_mean_global_1.mean_bv, regs.d_mean_global_1.mean_ax]
+        cvt = regs.d_cvt_cfg
+        cvt_on = cvt.cvt_en == CvtEn.ENABLE
+        mid_layout = data.StructLayout({
+            "byte": data.ArrayLayout(unsigned(8), PIXEL_BYTES),
+            "prod": data.ArrayLayout(signed(34), PIXEL_BYTES),
+            "pad": 1, "last": 1})
+
+        def stage1(mm, p):
+            out = {"pad": p.pad, "last": p.last}
+            byte = []
+            prod = []
+            for i in range(PIXEL_BYTES):
+                b = Signal(8, name=f"ch{i}")
+                mm.d.comb += b.eq(p.raw.word_select(order[i], 8))
+                xv = Mux(signed_in, b.as_signed(), Cat(b, Const(0, 1)).as_signed())
+                off = Mux(mean_on, means[i], regs.d_cvt_offset.cvt_offset)
+                diff = Signal(signed(18), name=f"diff{i}")       # NVIDIA: 18-bit subtract
+                mm.d.comb += diff.eq(xv - off)
+                byte.append(b)
+                prod.append(diff * regs.d_cvt_scale.cvt_scale)   # 34-bit product
+            out["byte"] = Cat(*byte)
+            out["prod"] = Cat(*prod)
+            return out
+
+        pad_byte = regs.d_zero_padding_value.pad_value[:8]
+
+        def stage2(mm, p):
+            lanes = []
+            for i in range(PIXEL_BYTES):
+                conv = saturate(shift_right_round(p.prod[i], cvt.cvt_truncate), 8)
+                v = Mux(p.pad, pad_byte, Mux(cvt_on, conv.as_unsigned(), p.byte[i]))
+                lanes.append(Mux(i < channels, v, 0))
+            return {"data": Cat(*lanes), "last": p.last}
+
+        m.submodules.cvt1 = s1 = Map(pix_layout, mid_layout, stage1)
+        pk_layout = data.StructLayout({"data": unsigned(PIXEL_BYTES * 8), "last": 1})
+        m.submodules.cvt2 = s2 = Map(mid_layout, pk_layout, stage2)
+        m.submodules.packer = pk = EntryPacker(cfg.cbuf_bank_width, PIXEL_BYTES)
+        wiring.connect(m, pix, s1.i)
+        wiring.connect(m, s1.o, s2.i)
+        wiring.connect(m, s2.o, pk.i)
+        wiring.connect(m, pk.o, wiring.flipped(self.atoms))
+        m.d.comb += pk.channels.eq(channels)
+
+        # ---------------- busy: until the last line's last entry is taken ----------------
+        active = Signal()
+        out_y = Signal(CUBE_DIM_BITS)
+        with m.If(self.atoms.valid & self.atoms.ready & self.atoms.payload.slice_last):
+            m.d.sync += out_y.eq(out_y + 1)
+            with m.If(out_y == h):
+                m.d.sync += active.eq(0)
+        with m.If(begin):
+            m.d.sync += [active.eq(1), out_y.eq(0)]
+        m.d.comb += self.busy.eq(active)
+        return m
