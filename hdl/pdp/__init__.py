@@ -22,7 +22,9 @@ of PDP_RDMA; the layer then starts on PDP's group alone and completes only PDP's
 verif/model/nvdla.py sequences a fused SDP->PDP layer.
 
 D_PERF_WRITE_STALL: cycles the WDMA's write request to MCIF was stalled while D_PERF_ENABLE.DMA_EN
-(see ``elaborate``); PDP_RDMA's D_PERF_READ_STALL reads 0.
+(see ``elaborate``). PDP_RDMA's D_PERF_READ_STALL: cycles PDP_RDMA's read request waited for
+MCIF while PDP_RDMA's D_PERF_ENABLE.DMA_EN, on a counter that is never cleared (see
+``elaborate``).
 
 Not implemented: int16/fp16, NaN/Inf counters, output widths per band above
 :data:`MAX_WIDTH` atoms (NVIDIA's 7 KB share line buffer allows up to 512 when
@@ -190,4 +192,31 @@ class Pdp(DatapathUnit):
         with m.If(bus.we & (bus.addr == ptr.offset >> 2)):
             m.d.sync += producer.eq(bus.wdata[ptr.field("PRODUCER").lsb])
         m.d.comb += rf_pdp.hw.d_perf_write_stall.as_value().eq(Mux(producer, grp[1], grp[0]))
+
+        # ---- PDP_RDMA D_PERF_READ_STALL (PDP_RDMA's D_PERF_ENABLE.DMA_EN) ----
+        # nv_small NV_NVDLA_PDP_RDMA_ig.v (facts only): one 32-bit counter, enabled in every
+        # cycle in which DMA_EN of PDP_RDMA's running group is set and the read request to the
+        # DMA interface is valid but not accepted; it adds 1 and wraps at 2**32. Its clear
+        # (the cube's last request accepted) only acts in an enabled, i.e. stalled, cycle, which
+        # never coincides with an accepted request: the count is cumulative from reset. When
+        # the cube's last request is accepted it is copied into the D_PERF_READ_STALL of the
+        # group that ran (a flag toggled per PDP_RDMA layer, equal to its consumer pointer);
+        # the copies are not cleared by OP_EN. Here the copy is taken at the layer's done,
+        # which sees the same value (PDP_RDMA requests nothing after its last request), and
+        # the stall is on the ``pdp_rdma`` request stream to MCIF.
+        rd = self.pdp_rdma
+        rd_stalls = Signal(32)
+        with m.If(_u(rf_rdma.cfg.d_perf_enable.dma_en) & rd.req.valid & ~rd.req.ready):
+            m.d.sync += rd_stalls.eq(rd_stalls + 1)
+        rd_grp = [Signal(32, name=f"perf_read_stall_g{g}") for g in range(2)]
+        for g in range(2):
+            with m.If(rf_rdma.done & (rf_rdma.consumer == g)):
+                m.d.sync += rd_grp[g].eq(rd_stalls)
+        rbus = self.csb_pdp_rdma
+        rptr = next(r for r in REGMAP.unit("PDP_RDMA").registers if r.name == "S_POINTER")
+        rd_producer = Signal()
+        with m.If(rbus.we & (rbus.addr == rptr.offset >> 2)):
+            m.d.sync += rd_producer.eq(rbus.wdata[rptr.field("PRODUCER").lsb])
+        m.d.comb += rf_rdma.hw.d_perf_read_stall.as_value().eq(
+            Mux(rd_producer, rd_grp[1], rd_grp[0]))
         return m

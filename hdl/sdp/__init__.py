@@ -30,9 +30,22 @@ LUT access (S_LUT_ACCESS_CFG / S_LUT_ACCESS_DATA, decoded here beside the regist
 D_PERF_* counters (LUT statistics, output saturation, WDMA stall; per group, NV_NVDLA_SDP_reg.v)
 are described where they are built in :meth:`Sdp.elaborate`.
 
-Not implemented (the registers exist and read back): EW ALU EQL mode's "compare only" behaviour
-(no write, D_STATUS.STATUS_UNEQUAL: the element value x != op is computed but the layer writes
-it), batches, Winograd, int16/fp16, the NaN/Inf counters.
+Compare mode (cfg.sdp_ew, EW on, EW ALU on with EW_ALU_ALGO = EQL; NVIDIA's RTL, facts from
+nv_small / nvdlav1 NV_NVDLA_SDP_core.v, NV_NVDLA_SDP_HLS_C_int.v, NV_NVDLA_SDP_WDMA_DAT_out.v,
+NV_NVDLA_SDP_WDMA_dmaif.v): the Y sub-unit's 0/1 results pass the output converter unchanged
+(:mod:`hdl.sdp.y`; the converter is set to the identity here), WDMA takes the atoms without a
+single memory request (nothing is written) and the layer completes with its interrupt once the
+cube's last atom is taken (no write responses to wait for).
+
+D_STATUS.STATUS_UNEQUAL (same sources and NV_NVDLA_SDP_reg.v): a live flag, cleared at the layer
+start, ORs every byte of every atom WDMA takes: in every layer, not only in compare mode (after
+an ordinary layer it is 1 when any written byte, padding lanes of the last atom included, is
+non-zero); with OUTPUT_DST = PDP WDMA takes zero atoms (flag 0). Each register group holds a
+copy, loaded when its layer is done and cleared when its OP_EN is set, like the D_PERF_*
+registers (below).
+
+Not implemented (the registers exist and read back): batches, Winograd, int16/fp16, the NaN/Inf
+counters.
 """
 from __future__ import annotations
 
@@ -50,6 +63,7 @@ from hdl.lib.stream import Map
 from hdl.sdp.core import SdpCore, wide_atom_layout
 from hdl.sdp.rdma import SdpRdma, atom_layout
 from hdl.sdp.wdma import SdpWdma
+from hdl.sdp.x import ALU_EQL
 from hdl.unit import DatapathUnit
 
 __all__ = ["Sdp", "SdpRdma", "SdpCore", "SdpWdma", "atom_layout"]
@@ -159,13 +173,17 @@ class Sdp(DatapathUnit):
             cacc.ready.eq(flying & core.i.ready),
             ext.o.ready.eq(~flying & core.i.ready),
         ]
-        # converter output: WDMA, or PDP when OUTPUT_DST = PDP
+        # converter output: WDMA, or PDP when OUTPUT_DST = PDP, or nowhere in compare mode
+        # (NVIDIA's WDMA then takes every atom at once and requests nothing:
+        # NV_NVDLA_SDP_WDMA_DAT_out.v dma_wr_rdy / dma_wr_req_vld with cfg_mode_quite)
         to_pdp = Signal()
+        eql = Signal()          # compare mode (module docstring)
         fly = self.pdp_flying
         m.d.comb += [
-            wdma.atoms.valid.eq(core.o.valid & ~to_pdp), wdma.atoms.payload.eq(core.o.payload),
+            wdma.atoms.valid.eq(core.o.valid & ~to_pdp & ~eql),
+            wdma.atoms.payload.eq(core.o.payload),
             fly.valid.eq(core.o.valid & to_pdp), fly.payload.eq(core.o.payload),
-            core.o.ready.eq(Mux(to_pdp, fly.ready, wdma.atoms.ready)),
+            core.o.ready.eq(Mux(to_pdp, fly.ready, eql | wdma.atoms.ready)),
         ]
         wiring.connect(m, rdma.dma, wiring.flipped(self.sdp_mrdma))
         wiring.connect(m, wdma.dma, wiring.flipped(self.sdp_wdma))
@@ -185,22 +203,32 @@ class Sdp(DatapathUnit):
         m.d.comb += [
             rdma.cube.eq(src_cube),
             wdma.cube.eq(dst_cube),
-            # typed fields (hdl/regmap/types.py): offset and scale are signed
-            core.cvt_offset.eq(sc.d_cvt_offset.cvt_offset),
-            core.cvt_scale.eq(sc.d_cvt_scale.cvt_scale),
-            core.cvt_shift.eq(sc.d_cvt_shift.cvt_shift),
+            # typed fields (hdl/regmap/types.py): offset and scale are signed; the identity in
+            # compare mode, where NVIDIA's converter passes its input (Y already kept the low
+            # bits an int8 output keeps: hdl/sdp/y.py)
+            core.cvt_offset.eq(Mux(eql, 0, sc.d_cvt_offset.cvt_offset)),
+            core.cvt_scale.eq(Mux(eql, 1, sc.d_cvt_scale.cvt_scale)),
+            core.cvt_shift.eq(Mux(eql, 0, sc.d_cvt_shift.cvt_shift)),
         ]
 
         m.d.comb += to_pdp.eq(Value.cast(sc.d_feature_mode_cfg.output_dst))
-        # atoms PDP takes: the layer ends with the cube's last one when OUTPUT_DST = PDP
+        if cfg.sdp_ew:
+            # NV_NVDLA_SDP_core.v cfg_mode_eql (tied to 0 without NVDLA_SDP_EW_ENABLE)
+            m.d.comb += eql.eq(~_field(sc, "D_DP_EW_CFG", "EW_BYPASS")
+                               & ~_field(sc, "D_DP_EW_CFG", "EW_ALU_BYPASS")
+                               & (_field(sc, "D_DP_EW_CFG", "EW_ALU_ALGO") == ALU_EQL))
+        # atoms PDP takes (or compare mode drops): the layer ends with the cube's last one when
+        # OUTPUT_DST = PDP or in compare mode
+        sink = Signal()
+        m.d.comb += sink.eq(Mux(to_pdp, fly.valid & fly.ready, eql & core.o.valid))
         dims = [Signal(CUBE_DIM_BITS + 1, name=f"fly_{n}") for n in ("w", "h", "s")]
         cnt = [Signal(CUBE_DIM_BITS + 1, name=f"fly_{n}_cnt") for n in ("w", "h", "s")]
         m.d.comb += [dims[0].eq(data_cube.width), dims[1].eq(data_cube.height),
                      dims[2].eq(data_cube.channel >> log2(cfg.memory_atomic))]
         last = [c == d for c, d in zip(cnt, dims)]
         fly_done = Signal()
-        m.d.comb += fly_done.eq(fly.valid & fly.ready & last[0] & last[1] & last[2])
-        with m.If(fly.valid & fly.ready):
+        m.d.comb += fly_done.eq(sink & last[0] & last[1] & last[2])
+        with m.If(sink):
             m.d.sync += cnt[0].eq(Mux(last[0], 0, cnt[0] + 1))
             with m.If(last[0]):
                 m.d.sync += cnt[1].eq(Mux(last[1], 0, cnt[1] + 1))
@@ -217,12 +245,15 @@ class Sdp(DatapathUnit):
         # verif/model/nvdla.py _sdp_needs_rdma)
         mem_ops = Signal()
         m.d.comb += mem_ops.eq(core.bs_mem_en | core.bn_mem_en | core.ew_mem_en)
+        # (compare mode: with the last atom; NVIDIA's WDMA raises the done interrupt for it
+        # without write responses, NV_NVDLA_SDP_WDMA_dmaif.v intr0_internal)
         start = self.add_layer_control(m, [rf_rdma, rf_sdp],
-                                       Mux(to_pdp, fly_sent & self.pdp_done, wdma.done),
+                                       Mux(to_pdp, fly_sent & self.pdp_done,
+                                           Mux(eql, fly_done, wdma.done)),
                                        uses={"SDP_RDMA": ~flying | mem_ops})
         with m.If(start):
             m.d.sync += fly_sent.eq(0)
-        m.d.comb += [rdma.start.eq(start & ~flying), wdma.start.eq(start & ~to_pdp)]
+        m.d.comb += [rdma.start.eq(start & ~flying), wdma.start.eq(start & ~to_pdp & ~eql)]
 
         # X1 (BS) / X2 (BN): configuration and register operands
         for sub in ("bs", "bn"):
@@ -326,6 +357,18 @@ class Sdp(DatapathUnit):
         # ---- D_PERF_* counters (NV_NVDLA_SDP_reg.v: a group's copy takes the live counter when
         # its layer is done and clears when its OP_EN is set; the register file's status input
         # is not per group, so the CSB producer group's copy is shown, as CDP does) ----
+        def per_group(name, field, live):
+            """Group copies of the live value ``live`` shown in hardware field ``field``: a
+            group's copy takes it when the group's layer is done and clears when its OP_EN is
+            set; CSB reads see the producer group's copy."""
+            grp = [Signal(len(field), name=f"{name}_g{g}") for g in range(2)]
+            for g in range(2):
+                with m.If(rf_sdp.done & (rf_sdp.consumer == g)):
+                    m.d.sync += grp[g].eq(live)
+                with m.If(op_en_write & (producer == g)):
+                    m.d.sync += grp[g].eq(0)
+            m.d.comb += field.eq(Mux(producer, grp[1], grp[0]))
+
         def perf(name, reg, enable, inc):
             """Live counter of one D_PERF_* register: cleared at the layer start and adding
             ``inc`` while ``enable`` (else holding, clear included), saturating at 2**32-1."""
@@ -336,13 +379,22 @@ class Sdp(DatapathUnit):
                 with m.Elif(inc != 0):
                     nxt = cnt + inc
                     m.d.sync += cnt.eq(Mux(nxt > 0xFFFFFFFF, 0xFFFFFFFF, nxt))
-            grp = [Signal(32, name=f"perf_{name}_g{g}") for g in range(2)]
-            for g in range(2):
-                with m.If(rf_sdp.done & (rf_sdp.consumer == g)):
-                    m.d.sync += grp[g].eq(cnt)
-                with m.If(op_en_write & (producer == g)):
-                    m.d.sync += grp[g].eq(0)
-            m.d.comb += getattr(rf_sdp.hw, reg).as_value().eq(Mux(producer, grp[1], grp[0]))
+            per_group(f"perf_{name}", getattr(rf_sdp.hw, reg).as_value(), cnt)
+
+        # D_STATUS.STATUS_UNEQUAL (module docstring; NV_NVDLA_SDP_WDMA_DAT_out.v
+        # dp2reg_status_unequal): OR of every byte of the atoms WDMA takes (written, or dropped
+        # in compare mode), cleared at the layer start; the group copy is loaded with the value
+        # including the atom taken in the done cycle (compare mode ends on its last atom)
+        unequal = Signal()
+        took = Signal()
+        m.d.comb += took.eq(core.o.valid & core.o.ready & ~to_pdp
+                            & (core.o.payload.as_value() != 0))
+        with m.If(start):
+            m.d.sync += unequal.eq(0)
+        with m.Elif(took):
+            m.d.sync += unequal.eq(1)
+        per_group("status_unequal", Value.cast(rf_sdp.hw.d_status.status_unequal),
+                  unequal | took)
 
         # LUT statistics (verif/model/sdp.py _latch_lut_stats; nvdlav1 NV_NVDLA_SDP_CORE_Y_lut.v):
         # every LUT sample of the layer while D_PERF_ENABLE.PERF_LUT_EN

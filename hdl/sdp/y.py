@@ -15,6 +15,11 @@ the 32-bit register operands D_DP_EW_ALU/MUL_SRC_VALUE:
 * ALU (skipped when EW_ALU_BYPASS): MAX, MIN, SUM (saturated to 32 bits), EQL (``x != op``).
 * LUT (skipped when EW_LUT_BYPASS; :mod:`hdl.sdp.lut`, only when built with ``lut=True``).
 * EW_BYPASS: the element passes unchanged.
+* compare mode (EW on, ALU on, EW_ALU_ALGO = EQL): the result's low ``out_bits`` bits,
+  sign-extended. NVIDIA's output converter passes its input's low 16 bits in compare mode, of
+  which an int8 output keeps the low 8 (nv_small NV_NVDLA_SDP_HLS_C_int.v ``cfg_mode_eql``,
+  NV_NVDLA_SDP_HLS_c.v); :class:`hdl.sdp.Sdp` sets its converter to the identity then, which
+  passes these values unchanged and never saturates (NVIDIA flags no saturation either).
 
 Facts from NVIDIA's C model (cmod/hls/sdp/sdp_y.cpp, sdp_y_core.cpp, sdp_y_cvt.cpp, the source of
 the Y RTL), recorded with citations in the bit-exact model's docstring (verif/model/sdp.py
@@ -36,7 +41,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from hdl.lib.fixed import saturate, truncate
+from hdl.lib.fixed import saturate, sign_extend, truncate
 from hdl.lib.stream import Map
 from hdl.sdp import lut
 from hdl.sdp.x import ALU_EQL, ALU_MAX, ALU_MIN, X_DATA_BITS, array_signal, operand_layout
@@ -77,6 +82,8 @@ class YSubUnit(wiring.Component):
             raw memory operands; ignored for a register operand); other fields ride along.
         op_field: name of the operand field.
         lut: build the LUT (cfg.sdp_lut); without it EW_LUT_BYPASS is taken as set.
+        out_bits: element width of the unit's output (cfg.bpe; nv_small 8), kept in compare
+            mode.
 
     Ports: ``i`` In(stream of ``layout``); ``o`` Out(stream of ``layout``) with ``x`` replaced;
     ``cfg`` In(:func:`y_cfg_layout`); ``lut_p`` In(:func:`hdl.sdp.lut.params_layout`), both
@@ -88,13 +95,17 @@ class YSubUnit(wiring.Component):
     LUT is bypassed or the sub-unit is bypassed).
 
     Raises:
-        ValueError: ``lanes`` < 1, or ``layout`` lacks ``x`` / ``op_field`` of the right shapes.
+        ValueError: ``lanes`` < 1, ``out_bits`` not in 1..32, or ``layout`` lacks ``x`` /
+            ``op_field`` of the right shapes.
     """
 
     def __init__(self, lanes: int, layout: data.StructLayout, op_field: str = "ew", *,
-                 lut: bool = True):
+                 lut: bool = True, out_bits: int = 8):
         if lanes < 1:
             raise ValueError(f"lanes must be >= 1, not {lanes}")
+        if not 1 <= out_bits <= 32:
+            raise ValueError(f"out_bits must be in 1..32, not {out_bits}")
+        self.out_bits = out_bits
         fields = dict(layout)
         want = {"x": data.ArrayLayout(signed(X_DATA_BITS), lanes),
                 op_field: data.ArrayLayout(operand_layout(), lanes)}
@@ -238,9 +249,14 @@ class YSubUnit(wiring.Component):
         else:
             stat_src = None
 
+        eql = Signal()          # compare mode (the sub-unit's bypass is applied below)
+        m.d.comb += eql.eq(~c.alu_bypass & (c.alu_algo == ALU_EQL))
+
         def out(m, s):
             fields = {name: s.pay[name] for name, _ in layout if name != "x"}
-            xs = [Mux(c.bypass, s.pay.x[k], s.v[k]) for k in range(n)]
+            xs = [Mux(c.bypass, s.pay.x[k],
+                      Mux(eql, sign_extend(s.v[k], self.out_bits, 32), s.v[k]))
+                  for k in range(n)]
             return {"x": array_signal(m, layout["x"].shape, xs, "y_res"), **fields}
 
         # the output selection is combinational on the last stage's register (no extra latency)

@@ -31,7 +31,7 @@ def _reg(unit: str, reg: str):
 
 
 def run_unit(unit, program, *, mem: SparseMemory, layers: int, reads=(), seed: int = 1,
-             p_ready: float = 0.5, max_cycles: int = 200_000):
+             p_ready: float = 0.5, max_cycles: int = 200_000, read_stalls: list | None = None):
     """Simulate datapath unit ``unit`` (an :class:`hdl.unit.DatapathUnit`) against a fake MCIF.
 
     ``program``: ``(register file, register, value)`` writes on the unit's ``csb_<rf>`` buses,
@@ -41,7 +41,8 @@ def run_unit(unit, program, *, mem: SparseMemory, layers: int, reads=(), seed: i
     Read clients answer from ``mem``; write clients store into it. Every ready/valid of the fake
     MCIF is random (``p_ready``). Returns ``(stalls, values)``: per layer, the cycles in which a
     write client's request or data stream was valid and not ready while the unit was busy; and
-    the read register values in order.
+    the read register values in order. ``read_stalls``, when given, is filled with the same
+    per-layer count for the read clients' request streams.
     """
     rng = random.Random(seed)
     stalls = [0] * layers
@@ -76,14 +77,23 @@ def run_unit(unit, program, *, mem: SparseMemory, layers: int, reads=(), seed: i
             else:
                 values.append(ctx.get(b.rdata))
 
+    if read_stalls is not None:
+        read_stalls[:] = [0] * layers
+    n_wr = 4 * len(wr_ports)
+
     async def monitor(ctx):
         async for _, _, done_grp, busy, *streams in ctx.tick().sample(
                 unit.done_grp, unit.busy,
-                *[s for p in wr_ports for s in (p.req.valid, p.req.ready, p.data.valid, p.data.ready)]):
+                *[s for p in wr_ports for s in (p.req.valid, p.req.ready, p.data.valid, p.data.ready)],
+                *[s for p in rd_ports for s in (p.req.valid, p.req.ready)]):
             state["cycle"] += 1
+            wr, rd = streams[:n_wr], streams[n_wr:]
             if state["layers"] < layers and busy and any(
-                    v and not r for v, r in zip(streams[0::2], streams[1::2])):
+                    v and not r for v, r in zip(wr[0::2], wr[1::2])):
                 stalls[state["layers"]] += 1
+            if read_stalls is not None and state["layers"] < layers and busy and any(
+                    v and not r for v, r in zip(rd[0::2], rd[1::2])):
+                read_stalls[state["layers"]] += 1
             if done_grp:
                 state["layers"] += 1
 

@@ -343,7 +343,6 @@ class SdpCore:
         self.lut_le = np.zeros(LE_ENTRIES, np.int64)   # 16-bit signed entries
         self.lut_lo = np.zeros(LO_ENTRIES, np.int64)
         self.lut_addr = 0
-        self.status_unequal = False
         self.lut_stats = dict.fromkeys(SDP_LUT_PERF_FIELDS, 0)      # samples of the last layer
         self.lut_counters = dict.fromkeys(SDP_LUT_PERF_FIELDS, 0)   # live D_PERF_LUT_* counters
 
@@ -363,13 +362,17 @@ class SdpCore:
             if (regs.single["S_LUT_ACCESS_CFG"] >> 17) & 1 and self.lut_addr < n:   # WRITE
                 table[self.lut_addr] = sign_extend(value & 0xFFFF, 16)
             self.lut_addr += 1
-        elif name == "D_OP_ENABLE" and value & 1 and self.cfg.sdp_lut:
-            # NV_NVDLA_SDP_reg.v (nvdlav1): setting a group's OP_EN clears its D_PERF_LUT_* copy
-            regs.group_hw_fields[regs.producer].update(dict.fromkeys(SDP_LUT_PERF_FIELDS.values(), 0))
+        elif name == "D_OP_ENABLE" and value & 1:
+            # NV_NVDLA_SDP_reg.v (nvdlav1 and nv_small): setting a group's OP_EN clears its
+            # D_STATUS.STATUS_UNEQUAL and D_PERF_LUT_* copies
+            clear = {"STATUS_UNEQUAL": 0}
+            if self.cfg.sdp_lut:
+                clear.update(dict.fromkeys(SDP_LUT_PERF_FIELDS.values(), 0))
+            regs.group_hw_fields[regs.producer].update(clear)
 
     def on_read(self, regs, name: str):
-        """S_LUT_ACCESS_DATA reads the entry at the current address (the address advances);
-        D_STATUS.STATUS_UNEQUAL reports the last EQL-mode comparison."""
+        """S_LUT_ACCESS_DATA reads the entry at the current address (the address advances).
+        (D_STATUS.STATUS_UNEQUAL is a per-group hardware field: see ``_latch_status``.)"""
         if name == "S_LUT_ACCESS_DATA":
             table, n = self._lut_table(regs)
             v = int(table[self.lut_addr]) & 0xFFFF if self.lut_addr < n else 0
@@ -377,8 +380,6 @@ class SdpCore:
             # address, whatever LUT_ACCESS_TYPE is (only the RAM write is gated by WRITE)
             self.lut_addr += 1
             return v
-        if name == "D_STATUS":
-            return int(self.status_unequal)
         return None
 
     # ---- operand sources -------------------------------------------------------------------
@@ -519,6 +520,28 @@ class SdpCore:
                     "programming guide Limitation/SDP ('If PReLU is enabled for one sub-unit, the "
                     "ALU in that unit MUST be bypassed'); computing what NVIDIA's RTL computes: "
                     "PReLU on the 33-bit ALU output", stacklevel=4)
+        for sub, dma in self._subunits():
+            # The converse of _read_operands' checks (issue 11 item 9): an enabled BRDMA/NRDMA/
+            # ERDMA delivers every operand its DATA_USE selects (NV_NVDLA_SDP_RDMA_eg.v
+            # cfg_alu_en / cfg_mul_en), but NV_NVDLA_SDP_core.v accepts an operand only when the
+            # sub-unit's ALU/MUL is on and takes it from MEM (bs_alu_in_prdy = bs_alu_in_en &
+            # ..., bs_alu_in_en = cfg_bs_en & !alu_bypass & alu_src==1; same for MUL, BN, EW):
+            # nothing drains the other operand. Observed on NVIDIA's nv_small RTL through our
+            # player (verif/gen sweep): small single-layer cubes still complete (the operand
+            # FIFOs absorb them) but 8 of 11 generated multi-layer programs with such a fetch
+            # never raised the interrupt (SDP_RDMA busy): not a program the hardware completes.
+            if rdma is None or rdma.f(f"{dma}_DISABLE"):
+                continue
+            use = rdma.f(f"{dma}_DATA_USE")
+            alu_mem, mul_mem = self._uses(sdp, sub)
+            extra = [k for k, fed, taken in (("ALU", use in (1, 2), alu_mem), ("MUL", use in (0, 2), mul_mem))
+                     if fed and not taken]
+            if extra:
+                raise ModelConfigError(
+                    f"SDP_RDMA.D_{dma}_CFG.{dma}_DATA_USE={['MUL', 'ALU', 'BOTH', 3][use]} with "
+                    f"{dma}_DISABLE=NO fetches the {'/'.join(extra)} operand that SDP.D_DP_{sub}_CFG / "
+                    f"D_DP_{sub}_{extra[0]}_CFG do not take from MEM (sub-unit, ALU/MUL bypassed or "
+                    f"*_SRC=REG): nothing consumes it and the layer can hang")
         if sdp.f("OUTPUT_DST") == 1 and not cfg.pdp:
             raise ModelConfigError("SDP.D_FEATURE_MODE_CFG.OUTPUT_DST=PDP but the configuration has no PDP")
 
@@ -552,7 +575,6 @@ class SdpCore:
             x = read_cube(self.mem, base, w, h, cp, rdma.reg("D_SRC_LINE_STRIDE"),
                           rdma.reg("D_SRC_SURFACE_STRIDE"), atom).view(np.int8).astype(np.int64)
 
-        self.status_unequal = False
         self.lut_stats = dict.fromkeys(SDP_LUT_PERF_FIELDS, 0)
         for sub, dma in self._subunits():
             if sdp.f(f"{sub}_BYPASS"):
@@ -571,15 +593,28 @@ class SdpCore:
                 relu_bypass=bool(sdp.f(f"{sub}_RELU_BYPASS")))
 
         self._latch_lut_stats(sdp)
-        if self._eql_mode(sdp):
-            # programming guide "Compare mode": the converter passes data and nothing is
-            # written to memory; software reads D_STATUS.STATUS_UNEQUAL
-            return None
-        out = output_convert(x, sdp.fs("CVT_OFFSET"), sdp.fs("CVT_SCALE"), sdp.f("CVT_SHIFT"), 8)
+        eql = self._eql_mode(sdp)
+        if eql:
+            # compare mode (nv_small NV_NVDLA_SDP_HLS_C_int.v with cfg_mode_eql): the output
+            # converter passes its input's low 16 bits, of which an int8 output keeps the low
+            # 8 (NV_NVDLA_SDP_HLS_c.v), and flags no saturation
+            out = sign_extend(x & 0xFF, 8)
+        else:
+            out = output_convert(x, sdp.fs("CVT_OFFSET"), sdp.fs("CVT_SCALE"), sdp.f("CVT_SHIFT"), 8)
 
         if sdp.f("OUTPUT_DST") == 1:
-            # all lanes of the last atom go to PDP (it writes whole atoms too)
+            # all lanes of the last atom go to PDP (it writes whole atoms too); WDMA gets
+            # zero atoms (NV_NVDLA_SDP_core.v core2wdma_pd), so STATUS_UNEQUAL stays 0
+            self._latch_status(sdp, False)
             return out
+        # WDMA sees every byte of the whole atoms (padding lanes included)
+        self._latch_status(sdp, bool(np.any(out & 0xFF)))
+        if eql:
+            # compare mode: WDMA takes the data without any memory request, and the layer's
+            # done interrupt does not wait for write responses (NV_NVDLA_SDP_WDMA_DAT_out.v
+            # dma_wr_req_vld / dma_wr_rdy with cfg_mode_quite, NV_NVDLA_SDP_WDMA_dmaif.v
+            # intr0_internal); nothing is written to memory
+            return None
         dst = sdp.addr("D_DST_BASE_ADDR_HIGH", "D_DST_BASE_ADDR_LOW")
         # WDMA writes whole atoms (channels c..cp-1 of the last surface carry the pipeline's
         # values for the atom's padding lanes)
@@ -588,7 +623,27 @@ class SdpCore:
         self.mem.scatter(addrs, out & 0xFF)
         return None
 
+    @staticmethod
+    def _latch_status(sdp, unequal: bool) -> None:
+        """D_STATUS.STATUS_UNEQUAL of the group that ran (NVIDIA's RTL, nv_small and nvdlav1
+        alike; facts from NV_NVDLA_SDP_WDMA_DAT_out.v and NV_NVDLA_SDP_reg.v):
+
+        * a live flag in WDMA, cleared when a layer loads (op_load), ORs every byte of every
+          atom WDMA takes from the core: in every layer, not only in compare mode (EW ALU
+          EQL), so after an ordinary layer it reads 1 when any written byte (padding lanes of
+          the last channel atom included) is non-zero; with OUTPUT_DST = PDP WDMA takes zero
+          atoms and the flag stays 0. In compare mode the bytes are the low 8 bits of the Y
+          output, i.e. 1 where the element and the ALU operand differ (LUT bypassed);
+        * NV_NVDLA_SDP_reg.v copies the flag into the running group's D_STATUS when its layer
+          completes and clears a group's copy when its OP_EN is set; a CSB read shows the
+          group S_POINTER selects, as for the D_PERF_* registers.
+        (NVIDIA's C model sets it only in compare mode; the RTL is the reference here.)
+        """
+        sdp.regs.group_hw_fields[sdp.group]["STATUS_UNEQUAL"] = int(unequal)
+
     def _eql_mode(self, sdp) -> bool:
+        """Compare mode: cfg.sdp_ew and the EW ALU on with EW_ALU_ALGO = EQL
+        (NV_NVDLA_SDP_core.v cfg_mode_eql; nv_small ties it to 0 without NVDLA_SDP_EW_ENABLE)."""
         return bool(self.cfg.sdp_ew and not sdp.f("EW_BYPASS") and not sdp.f("EW_ALU_BYPASS")
                     and sdp.f("EW_ALU_ALGO") == ALU_EQL)
 
@@ -633,9 +688,7 @@ class SdpCore:
             elif algo == ALU_MIN:
                 x = np.minimum(x, op)
             elif algo == ALU_EQL:
-                neq = x != op
-                self.status_unequal = bool(np.any(neq))
-                x = neq.astype(np.int64)
+                x = (x != op).astype(np.int64)
             else:
                 x = saturate(x + op, 32)
         if not sdp.f("EW_LUT_BYPASS"):
