@@ -1,7 +1,8 @@
 """CDP: cross-channel data processor (LRN), memory to memory (v1_ias_unit_description.rst "Cross
 Channel Data Processor", v1_ias_programming_guide.rst "CDP", v1_ias_lut-programming.rst).
 
-Hardware layer = CDP_RDMA (:class:`hdl.cdp.dma.CdpReadDma`, line / atom / surface order) ->
+Hardware layer = CDP_RDMA (:class:`hdl.cdp.dma.CdpReadDma`, line / group of positions / surface /
+position order, groups of up to one burst window) ->
 :class:`hdl.cdp.core.CdpCore` (input converter, LRN square sum, two-table LUT, multiplier,
 output converter) -> CDP WDMA (:class:`hdl.cdp.dma.CdpWriteDma`, same order). CDP_RDMA and CDP
 keep separate register files and ping-pong pointers; a layer starts when the consumer groups of
@@ -23,7 +24,9 @@ layer (NV_NVDLA_CDP_DP_intp.v; not gated by D_PERF_ENABLE). The register file's 
 not per group, so the unit keeps both groups' values and shows the one of the CSB producer group
 (S_POINTER.PRODUCER, tracked from the same bus). D_OUT_SATURATION and the NaN/Inf counters read 0
 (NVIDIA's nv_small ties them to 0). D_PERF_WRITE_STALL counts the cycles the WDMA's write request to MCIF
-was stalled while D_PERF_ENABLE.DMA_EN (see ``elaborate``); CDP_RDMA's D_PERF_READ_STALL reads 0.
+was stalled while D_PERF_ENABLE.DMA_EN (see ``elaborate``); CDP_RDMA's D_PERF_READ_STALL counts
+the cycles CDP_RDMA's read request waited for MCIF while CDP_RDMA's D_PERF_ENABLE.DMA_EN, on a
+counter that is never cleared (as PDP_RDMA's: hdl/pdp/__init__.py).
 
 INT8 only (nv_small's data type).
 """
@@ -34,7 +37,7 @@ from amaranth.lib import wiring
 
 from hdl.cdp import lut
 from hdl.cdp.core import CdpCore
-from hdl.cdp.dma import CdpReadDma, CdpWalker, CdpWriteDma
+from hdl.cdp.dma import CdpReadDma, CdpWalker, CdpWriteDma, group_of
 from hdl.dma import atom_layout, cube_from_regs, cube_layout, read_dma_params, write_dma_params
 from hdl.regfile import raw_field, reg_word
 from hdl.regmap import REGMAP
@@ -133,12 +136,16 @@ class Cdp(DatapathUnit):
                 height="d_data_cube_height", channel="d_data_cube_channel", addr_width=aw)),
             # CDP has no cube size registers of its own: CDP_RDMA's D_DATA_CUBE_*
             wdma.cube.eq(dst_cube),
+            # the WDMA and the core cut the read cube's groups of positions (hdl/cdp/dma.py)
+            wdma.group.eq(group_of(rdma.cube)),
         ]
         p = core.p
         f = lambda reg, fld: _field(c, reg, fld)          # noqa: E731
         lp = p.lut
         m.d.comb += [
             p.channel.eq(rc.d_data_cube_channel.as_value()[:13]),
+            p.width.eq(rdma.cube.width), p.height.eq(rdma.cube.height),
+            p.group.eq(group_of(rdma.cube)),
             p.datin_offset.eq(f("D_DATIN_OFFSET", "DATIN_OFFSET")),
             p.datin_scale.eq(f("D_DATIN_SCALE", "DATIN_SCALE")),
             p.datin_shifter.eq(f("D_DATIN_SHIFTER", "DATIN_SHIFTER")),
@@ -208,4 +215,27 @@ class Cdp(DatapathUnit):
             with m.If(self.busy & wdma.done & (rf.consumer == g)):
                 m.d.sync += grp[g].eq(stalls)
         m.d.comb += rf.hw.d_perf_write_stall.as_value().eq(Mux(producer, grp[1], grp[0]))
+
+        # ---- CDP_RDMA D_PERF_READ_STALL (CDP_RDMA's D_PERF_ENABLE.DMA_EN) ----
+        # nv_small NV_NVDLA_CDP_RDMA_ig.v, the same counter as PDP_RDMA's (hdl/pdp/__init__.py):
+        # stalled read-request cycles while DMA_EN of CDP_RDMA's running group, 32 bits,
+        # wrapping, never cleared (its clear only acts in a stalled cycle, which never is the
+        # cycle the cube's last request is accepted), copied into the running group's
+        # D_PERF_READ_STALL at the end of the cube's requests (here: at the layer's done, the
+        # same value); CSB reads see CDP_RDMA's producer group.
+        rd = self.cdp_rdma
+        rd_stalls = Signal(32)
+        with m.If(Value.cast(rc.d_perf_enable.dma_en) & rd.req.valid & ~rd.req.ready):
+            m.d.sync += rd_stalls.eq(rd_stalls + 1)
+        rd_grp = [Signal(32, name=f"perf_read_stall_g{g}") for g in range(2)]
+        for g in range(2):
+            with m.If(rf_rdma.done & (rf_rdma.consumer == g)):
+                m.d.sync += rd_grp[g].eq(rd_stalls)
+        rbus = self.csb_cdp_rdma
+        rptr = next(r for r in REGMAP.unit("CDP_RDMA").registers if r.name == "S_POINTER")
+        rd_producer = Signal()
+        with m.If(rbus.we & (rbus.addr == rptr.offset >> 2)):
+            m.d.sync += rd_producer.eq(rbus.wdata[rptr.field("PRODUCER").lsb])
+        m.d.comb += rf_rdma.hw.d_perf_read_stall.as_value().eq(
+            Mux(rd_producer, rd_grp[1], rd_grp[0]))
         return m

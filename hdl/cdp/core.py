@@ -2,8 +2,11 @@
 v1_ias_precision.rst "CDP convertors", v1_ias_lut-programming.rst and verif/model/cdp.py's
 docstring, settled there from NVIDIA's nv_small RTL).
 
-Input: the cube's atoms in :class:`hdl.cdp.dma.CdpWalker` order (for every (h, w) its surfaces
-s = 0..S-1). Per element:
+Input: the cube's atoms in :class:`hdl.cdp.dma.CdpWalker` order (per line, groups of up to
+``positions`` = atoms per burst window of consecutive positions, each group surface by surface;
+with one atom per burst window: for every (h, w) its surfaces s = 0..S-1). The core cuts the
+groups as the walkers do, from the source cube's width, height, base and line stride
+(``p.width``, ``p.height``, ``p.group``). Per element:
 
 1. input converter ``x = sat9(rnd((d - DATIN_OFFSET[7:0]) * DATIN_SCALE >> DATIN_SHIFTER))``
    (9-bit minus 8-bit offset in 9 bits, 25-bit product, 0 for a shift >= 25); lanes of the last
@@ -28,7 +31,9 @@ from amaranth.lib.wiring import In, Out
 
 from hdl.cdp import lut
 from hdl.config import NvdlaConfig
-from hdl.dma import atom_layout
+from hdl.cdp.dma import GROUP_BITS, group_layout, group_size
+from hdl.dma import CUBE_DIM_BITS, atom_layout, dma_params
+from hdl.dma.walker import check_dma_params
 from hdl.lib.fixed import truncate
 from hdl.lib.stream import Map
 
@@ -43,11 +48,15 @@ TAPS = 2 * MAX_HALF + 1
 
 
 
-def window_in_layout(lanes: int) -> data.StructLayout:
-    """Converted atom: ``x`` (signed 9 per lane), ``sq`` (x**2, 17 bits per lane), ``last``
-    (the last surface of its (w, h) position)."""
+def window_in_layout(lanes: int, positions: int = 1) -> data.StructLayout:
+    """Converted atom: ``x`` (signed 9 per lane), ``sq`` (x**2, 17 bits per lane) and its place
+    in the :class:`hdl.cdp.dma.CdpWalker` order: ``first`` / ``last`` (surface 0 / the last
+    surface), ``slot`` (its position's index in the group, 0..positions-1), ``gend`` (the
+    group's last position)."""
     return data.StructLayout({"x": data.ArrayLayout(signed(X_BITS), lanes),
-                              "sq": data.ArrayLayout(unsigned(SQ_BITS), lanes), "last": 1})
+                              "sq": data.ArrayLayout(unsigned(SQ_BITS), lanes),
+                              "first": 1, "last": 1, "slot": range(max(positions, 2)),
+                              "gend": 1})
 
 
 def window_out_layout(tp: int) -> data.StructLayout:
@@ -59,42 +68,64 @@ def window_out_layout(tp: int) -> data.StructLayout:
 
 
 class LrnWindow(wiring.Component):
-    """Window of three surfaces (previous, current, next) of one (w, h) position, emitting the
-    current surface's elements ``tp`` at a time with the squares of their 9 neighbouring
-    channels.
+    """Windows of three surfaces (previous, current, next) for each position of a group, emitting
+    every atom's elements ``tp`` at a time with the squares of their 9 neighbouring channels, in
+    the input order.
+
+    Input order (:class:`hdl.cdp.dma.CdpWalker`): groups of n <= ``positions`` positions; per
+    group, surface 0 of positions 0..n-1, then surface 1 of them, ... up to the last surface.
+    Each position of the group keeps a slot (its previous surface's squares and its current
+    atom: ``positions`` x 3 atoms of registers). An atom of surface s > 0 emits its slot's atom
+    (surface s-1, the next surface being the input) and replaces it; a surface-0 atom only fills
+    its slot. After the group's last atom (``last`` and ``gend``) the slots drain in order
+    (next surface 0), while the next group's surface-0 atoms refill the drained slots; so the
+    output order is the input order and, at ``tp == lanes``, one atom per cycle with no bubble.
 
     Parameters: ``lanes`` (channels per atom, >= MAX_HALF), ``tp`` (elements per output item,
-    divides ``lanes``).
+    divides ``lanes``), ``positions`` (P, the most positions of a group; 1 = one position at a
+    time). ValueError otherwise.
 
-    Ports: ``i`` In(stream of :func:`window_in_layout`), the surfaces of each position in order,
-    the last one flagged ``last``; ``o`` Out(stream of :func:`window_out_layout`), ``lanes/tp``
-    items per input atom, lane order. The previous surface is 0 at the first surface, the next
-    one 0 at the last; a surface is emitted once the next one is at the input (or at once when
-    it is the last). Throughput: one item per cycle.
+    Ports: ``i`` In(stream of :func:`window_in_layout` ``(lanes, positions)``); ``o``
+    Out(stream of :func:`window_out_layout`), ``lanes/tp`` items per input atom, lane order.
+    The previous surface is 0 at surface 0, the next one 0 at the last surface. Throughput: one
+    item per cycle.
     """
 
-    def __init__(self, lanes: int, tp: int):
-        if lanes < MAX_HALF or lanes % tp:
+    def __init__(self, lanes: int, tp: int, positions: int = 1):
+        if lanes < MAX_HALF or lanes % tp or positions < 1:
             raise ValueError(f"LrnWindow: lanes {lanes} must be >= {MAX_HALF} and a multiple "
-                             f"of tp {tp}")
-        self.lanes, self.tp = lanes, tp
-        super().__init__({"i": In(stream.Signature(window_in_layout(lanes))),
+                             f"of tp {tp}; positions {positions} >= 1")
+        self.lanes, self.tp, self.positions = lanes, tp, positions
+        super().__init__({"i": In(stream.Signature(window_in_layout(lanes, positions))),
                           "o": Out(stream.Signature(window_out_layout(tp)))})
 
     def elaborate(self, platform):
         m = Module()
-        lanes, tp = self.lanes, self.tp
+        lanes, tp, P = self.lanes, self.tp, self.positions
         chunks = lanes // tp
-        il = window_in_layout(lanes)
-        have = Signal()                        # cur holds a surface
-        cur = Signal(il)
-        prev_sq = Signal(data.ArrayLayout(unsigned(SQ_BITS), lanes))
-        k = Signal(range(max(chunks, 2)))      # next chunk of cur to emit (stays 0 if one)
+        sq_arr = data.ArrayLayout(unsigned(SQ_BITS), lanes)
+        slot_layout = data.StructLayout({"prev": sq_arr, "sq": sq_arr, "last": 1,
+                                         "x": data.ArrayLayout(signed(X_BITS), lanes)})
+        slots = [Signal(slot_layout, name=f"slot{j}") for j in range(P)]
+        i = self.i.payload
+        draining = Signal()                    # the group's last surface leaves, slot dk..dn
+        dk, dn = Signal(range(max(P, 2))), Signal(range(max(P, 2)))
+        k = Signal(range(max(chunks, 2)))      # next chunk of the emitted atom (0 if one)
         last_chunk = k == chunks - 1
 
-        nxt_sq = Mux(cur.last, 0, self.i.payload.sq.as_value())
-        row = Cat(prev_sq.as_value(), cur.sq.as_value(), nxt_sq)   # 3 * lanes squares
-        # every chunk's taps as constants slices, then a mux on k
+        # the emitted slot: the one drained, else the input's (its next surface is the input)
+        em = Signal(range(max(P, 2)))
+        sel = Signal(slot_layout)
+        m.d.comb += em.eq(Mux(draining, dk, i.slot))
+        if P == 1:
+            m.d.comb += sel.eq(slots[0])
+        else:
+            with m.Switch(em):
+                for j in range(P):
+                    with (m.Case(j) if j < P - 1 else m.Default()):
+                        m.d.comb += sel.eq(slots[j])
+        nxt_sq = Mux(draining, 0, i.sq.as_value())
+        row = Cat(sel.prev.as_value(), sel.sq.as_value(), nxt_sq)   # 3 * lanes squares
         out = Signal(window_out_layout(tp))
         with m.Switch(k):
             for kk in range(chunks):
@@ -102,24 +133,35 @@ class LrnWindow(wiring.Component):
                 with (m.Case(kk) if kk < chunks - 1 else m.Default()):
                     for ln in range(tp):
                         j = kk * tp + ln
-                        m.d.comb += out.x[ln].eq(cur.x[j])
+                        m.d.comb += out.x[ln].eq(sel.x[j])
                         for t in range(TAPS):
                             pos = lanes + j + t - MAX_HALF
                             m.d.comb += out.taps[ln][t].eq(row.word_select(pos, SQ_BITS))
         fire = self.o.valid & self.o.ready
+        atom_done = fire & last_chunk
+        drain_end = draining & atom_done & (dk == dn)
+        group_end = i.last & i.gend
+        # while draining, a surface-0 atom may refill a slot already drained (or leaving now);
+        # a group's final atom only when the drain ends, so that drains never overlap
+        drain_take = (i.first & ((i.slot < dk) | ((i.slot == dk) & atom_done))
+                      & (~group_end | drain_end))
         m.d.comb += [
-            self.o.valid.eq(have & (cur.last | self.i.valid)),
+            self.o.valid.eq(draining | (self.i.valid & ~i.first)),
             self.o.payload.eq(out),
-            self.i.ready.eq(~have | (~cur.last & last_chunk & self.o.ready)),
+            self.i.ready.eq(Mux(draining, drain_take, i.first | atom_done)),
         ]
         take = self.i.valid & self.i.ready
         with m.If(fire):
             m.d.sync += k.eq(Mux(last_chunk, 0, k + 1))
-            with m.If(last_chunk & cur.last):
-                m.d.sync += have.eq(0)
-        with m.If(take):
-            m.d.sync += [have.eq(1), cur.eq(self.i.payload),
-                         prev_sq.eq(Mux(have, cur.sq.as_value(), 0))]
+        with m.If(draining & atom_done):
+            m.d.sync += [dk.eq(dk + 1), draining.eq(dk != dn)]
+        with m.If(take & group_end):
+            m.d.sync += [draining.eq(1), dk.eq(0), dn.eq(i.slot)]
+        new = {"prev": Mux(i.first, 0, sel.sq.as_value()), "sq": i.sq, "last": i.last,
+               "x": i.x}
+        for j in range(P):
+            with m.If(take & ((i.slot == j) if P > 1 else 1)):
+                m.d.sync += [slots[j][f].eq(v) for f, v in new.items()]
         return m
 
 
@@ -176,6 +218,10 @@ def params_layout() -> data.StructLayout:
     """Layer parameters of :class:`CdpCore` (CDP D_/S_ register values, held for a layer)."""
     return data.StructLayout({
         "channel": unsigned(13),          # CDP_RDMA D_DATA_CUBE_CHANNEL (C - 1)
+        # the CdpWalker groups (used when a burst window holds more than one atom):
+        "width": unsigned(CUBE_DIM_BITS),   # CDP_RDMA D_DATA_CUBE_WIDTH (W - 1)
+        "height": unsigned(CUBE_DIM_BITS),  # CDP_RDMA D_DATA_CUBE_HEIGHT (H - 1)
+        "group": group_layout(),          # hdl.cdp.dma.group_of(the CDP_RDMA cube)
         "datin_offset": signed(16), "datin_scale": signed(16), "datin_shifter": unsigned(5),
         "datout_offset": signed(32), "datout_scale": signed(16), "datout_shifter": unsigned(6),
         "normalz_len": unsigned(2), "sqsum_bypass": 1, "mul_bypass": 1,
@@ -187,8 +233,9 @@ class CdpCore(wiring.Component):
     """CDP datapath from input atoms to output atoms, with the LUT RAMs (see module docstring).
 
     Ports:
-      ``i`` In(stream of :func:`atom_layout`), atoms in CdpWalker order; ``o`` Out(same), the
-      output atoms in the same order;
+      ``i`` In(stream of :func:`atom_layout`), atoms in CdpWalker order (for ``positions``,
+      the atoms per burst window of ``cfg``); ``o`` Out(same), the output atoms in the same
+      order;
       ``p`` In(:func:`params_layout`), stable while atoms are in flight;
       LUT write port (from S_LUT_ACCESS_DATA writes): ``lut_we`` In(1), ``lut_table`` In(1)
       (0 LE, 1 LO), ``lut_addr`` In(10), ``lut_wdata`` In(16) (writes outside the table are
@@ -201,6 +248,9 @@ class CdpCore(wiring.Component):
     def __init__(self, cfg: NvdlaConfig):
         self.cfg = cfg
         self.lanes, self.tp = cfg.memory_atomic, cfg.cdp_throughput
+        dp = dma_params(cfg)
+        #: positions per group of the CdpWalker order: atoms per burst window
+        self.positions = check_dma_params(dp["atom_bytes"], dp["beat_bytes"], dp["max_burst"])
         super().__init__({
             "i": In(stream.Signature(atom_layout(cfg))),
             "o": Out(stream.Signature(atom_layout(cfg))),
@@ -235,6 +285,22 @@ class CdpCore(wiring.Component):
         valid_last = p.channel[:lanes.bit_length() - 1]   # last valid lane of the last surface
         s = Signal(13)
         is_last = s == s_max
+        # the atom's place in the CdpWalker order: slot ``slot`` of a group of n positions, as the
+        # walkers cut the groups (hdl.cdp.dma.group_size on the source's line addresses)
+        P = self.positions
+        slot = Signal(range(max(P, 2)))
+        gend = Signal()
+        if P > 1:
+            w0 = Signal(CUBE_DIM_BITS + 1)     # first position of the group
+            h = Signal(CUBE_DIM_BITS)
+            lacc = Signal(GROUP_BITS)           # h * source line stride, low bits
+            n = Signal(range(P + 1))
+            m.d.comb += [
+                n.eq(group_size((p.group.base + lacc)[:GROUP_BITS], w0, p.width + 1 - w0,
+                                atom_bytes=self.cfg.atom_bytes, positions=P)),
+                gend.eq(slot == n - 1)]
+        else:
+            m.d.comb += gend.eq(1)
 
         def icvt(m, d):
             xs, sqs = [], []
@@ -247,15 +313,28 @@ class CdpCore(wiring.Component):
                 xs.append(x)
                 sqs.append((x * x).as_unsigned()[:SQ_BITS])
             return {"x": _arr(m, xs, signed(X_BITS)), "sq": _arr(m, sqs, unsigned(SQ_BITS)),
-                    "last": is_last}
+                    "first": s == 0, "last": is_last, "slot": slot, "gend": gend}
 
-        m.submodules.icvt = icvt_st = Map(atom_layout(self.cfg), window_in_layout(lanes), icvt)
+        m.submodules.icvt = icvt_st = Map(atom_layout(self.cfg), window_in_layout(lanes, P),
+                                          icvt)
         wiring.connect(m, wiring.flipped(self.i), icvt_st.i)
         with m.If(icvt_st.i.valid & icvt_st.i.ready):
-            m.d.sync += s.eq(Mux(is_last, 0, s + 1))
+            if P > 1:
+                m.d.sync += slot.eq(Mux(gend, 0, slot + 1))
+            with m.If(gend):
+                m.d.sync += s.eq(Mux(is_last, 0, s + 1))
+                if P > 1:
+                    with m.If(is_last):
+                        with m.If(w0 + n <= p.width):
+                            m.d.sync += w0.eq(w0 + n)
+                        with m.Elif(h != p.height):
+                            m.d.sync += [w0.eq(0), h.eq(h + 1),
+                                         lacc.eq(lacc + p.group.line_stride)]
+                        with m.Else():
+                            m.d.sync += [w0.eq(0), h.eq(0), lacc.eq(0)]
 
         # ---- 2. window + square sum ----
-        m.submodules.window = win = LrnWindow(lanes, tp)
+        m.submodules.window = win = LrnWindow(lanes, tp, P)
         wiring.connect(m, icvt_st.o, win.i)
         l1 = data.StructLayout({"x": data.ArrayLayout(signed(X_BITS), tp),
                                 "v": data.ArrayLayout(signed(lut.LUT_IN_BITS), tp)})

@@ -16,10 +16,13 @@ from hdl.cdp.core import CdpCore, Gather, LrnWindow, MAX_HALF
 from hdl.cdp.lut import STAT_NAMES
 from hdl.config import get_config
 from streams import check_stream_stable, simulate_streams, stream_get, stream_put
+from test_cdp_walker import pieces
 from verif.model.cdp import cdp_compute
 from verif.model.lut import LutParams
 
-CONFIGS = ["nv_small", "nv_small+cdp_throughput=8"]
+CONFIGS = ["nv_small", "nv_small+cdp_throughput=8",
+           # groups of 4 positions (CdpWalker order with bursts of 4 atoms)
+           "nv_small+primary_memif_max_burst=4", "nv_small+primary_memif_max_burst=4+cdp_throughput=8"]
 MODEL_STATS = ("UFLOW", "OFLOW", "HYBRID", "LE_HIT", "LO_HIT")
 
 
@@ -88,7 +91,8 @@ def realistic_setting(rng, *, c, normalz_len, le_exp):
     return st
 
 
-def rtl_params(st):
+def rtl_params(st, shape=(1, 1)):
+    """CdpCore params of setting ``st`` for a cube of ``shape`` (h, w)."""
     p = st["p"]
     lut = {k: getattr(p, k) for k in (
         "le_index_offset", "le_start", "le_end", "lo_start", "lo_end", "le_uflow_scale",
@@ -96,7 +100,9 @@ def rtl_params(st):
         "lo_uflow_shift", "lo_oflow_shift", "uflow_priority", "oflow_priority",
         "hybrid_priority", "le_index_select", "lo_index_select")}
     lut["le_exp"] = int(p.le_function == 0)
-    return {"channel": st["c"] - 1,
+    gb, gls = st.get("group", (0, 0))
+    return {"channel": st["c"] - 1, "width": shape[1] - 1, "height": shape[0] - 1,
+            "group": {"base": gb, "line_stride": gls},
             "datin_offset": _s(st["datin"][0], 16), "datin_scale": _s(st["datin"][1], 16),
             "datin_shifter": st["datin"][2],
             "datout_offset": _s(st["datout"][0], 32), "datout_scale": _s(st["datout"][1], 16),
@@ -113,16 +119,22 @@ def run_core(spec, layers, *, p_in, p_out, seed):
     A = cfg.memory_atomic
     results, errors, counts = [], [], [0] * 5
 
-    def atoms_of(d):
+    P = dut.positions
+
+    def atoms_of(d, st):
+        """d's atoms in CdpWalker order, grouped by st["group"] (base, line stride)."""
         cp, h, w = d.shape
+        gb, gls = st.get("group", (0, 0))
+        cube = dict(width=w - 1, height=h - 1, channel=cp - 1)
         return [[int(v) for v in d[s * A:(s + 1) * A, y, x]]
-                for y in range(h) for x in range(w) for s in range(cp // A)]
+                for y, w0, n, s in pieces(cube, dict(base=gb, line_stride=gls), cfg.atom_bytes, P)
+                for x in range(w0, w0 + n)]
 
     async def producer(ctx):
         for k, (st, d) in enumerate(layers):
             while len(results) < k:
                 await ctx.tick()
-            ctx.set(dut.p, rtl_params(st))
+            ctx.set(dut.p, rtl_params(st, d.shape[1:]))
             for tid, table in ((0, st["le"]), (1, st["lo"])):
                 for a, v in enumerate(table):
                     ctx.set(dut.lut_table, tid)
@@ -136,7 +148,7 @@ def run_core(spec, layers, *, p_in, p_out, seed):
                     await ctx.delay(1e-9)
                     want = table[a] if a < len(table) else table[0]
                     assert ctx.get(dut.lut_rdata) == want & 0xFFFF
-            await stream_put(ctx, dut.i, atoms_of(d), rng=rng, p_stall=p_in)
+            await stream_put(ctx, dut.i, atoms_of(d, st), rng=rng, p_stall=p_in)
 
     async def consumer(ctx):
         for st, d in layers:
@@ -185,15 +197,19 @@ def test_core_matches_model(spec, seed):
     # channel edges: one partial surface, one channel, a partial last surface, whole surfaces
     shapes = [(3, 1, 1), (1, 2, 1), (21, 1, 2), (16, 2, 1), (13, 1, 1), (24, 1, 1),
               (17, 2, 2), (32, 1, 2), (5, 2, 1), (30, 1, 2)]
+    if get_config(spec).primary_memif_max_burst > 1:
+        # lines of several groups (burst-window groups of 1..4 positions, any alignment)
+        shapes += [(12, 2, 5), (9, 2, 3), (1, 1, 6)]
     layers = []
     for k, (c, h, w) in enumerate(shapes):
         gen = random_setting if k < 4 else realistic_setting      # edge cases, then trace-like
         st = gen(rng, c=c, normalz_len=k % 4, le_exp=bool(k % 2))
+        st["group"] = (rng.randrange(0, 4096, 8), rng.randrange(0, 4096, 8))
         layers.append((st, random_layer(rng, A, st, h, w)))
     results, atoms_of = run_core(spec, layers, p_in=0.3, p_out=0.3, seed=seed)
     for (st, d), (got, counts) in zip(layers, results):
         want, want_stats = model_out(st, d)
-        assert got == atoms_of(want), st
+        assert got == atoms_of(want, st), st
         assert counts == want_stats, st
 
 
@@ -223,28 +239,31 @@ def test_core_lrn_identity_lut(spec):
         assert [v for a in got for v in a] == want
 
 
-@pytest.mark.parametrize("lanes,tp", [(8, 1), (8, 2), (8, 8), (4, 1)])
-def test_window(lanes, tp):
+@pytest.mark.parametrize("lanes,tp,positions", [(8, 1, 1), (8, 2, 1), (8, 8, 1), (4, 1, 1),
+                                                 (8, 8, 4), (8, 2, 4), (8, 8, 2), (4, 1, 8)])
+def test_window(lanes, tp, positions):
     """LrnWindow vs the formula: taps of channel c are the squares of c-4..c+4 of the same
-    position, 0 outside 0..S*lanes-1."""
-    rng = random.Random(lanes * 10 + tp)
-    dut = LrnWindow(lanes, tp)
-    groups = [rng.randrange(1, 4) for _ in range(12)]        # surfaces per position
+    position, 0 outside 0..S*lanes-1; input and output in CdpWalker order (groups of 1..P
+    positions, surface by surface, then the group's positions), random stalls."""
+    rng = random.Random(lanes * 10 + tp + 100 * positions)
+    dut = LrnWindow(lanes, tp, positions)
     items, expect = [], []
-    for S in groups:
-        xs = [rng.randrange(-256, 256) for _ in range(S * lanes)]
+    for _ in range(14):
+        S, n = rng.randrange(1, 4), rng.randrange(1, positions + 1)   # surfaces, positions
+        xs = [[rng.randrange(-256, 256) for _ in range(S * lanes)] for _ in range(n)]
         for s in range(S):
-            items.append({"x": xs[s * lanes:(s + 1) * lanes],
-                          "sq": [v * v for v in xs[s * lanes:(s + 1) * lanes]],
-                          "last": int(s == S - 1)})
-            for k in range(lanes // tp):
-                chunk_x, chunk_t = [], []
-                for ln in range(tp):
-                    c = s * lanes + k * tp + ln
-                    chunk_x.append(xs[c])
-                    chunk_t.append([xs[c + t] ** 2 if 0 <= c + t < len(xs) else 0
-                                    for t in range(-MAX_HALF, MAX_HALF + 1)])
-                expect.append((chunk_x, chunk_t))
+            for j in range(n):
+                atom = xs[j][s * lanes:(s + 1) * lanes]
+                items.append({"x": atom, "sq": [v * v for v in atom], "first": int(s == 0),
+                              "last": int(s == S - 1), "slot": j, "gend": int(j == n - 1)})
+                for k in range(lanes // tp):
+                    chunk_x, chunk_t = [], []
+                    for ln in range(tp):
+                        c = s * lanes + k * tp + ln
+                        chunk_x.append(xs[j][c])
+                        chunk_t.append([xs[j][c + t] ** 2 if 0 <= c + t < S * lanes else 0
+                                        for t in range(-MAX_HALF, MAX_HALF + 1)])
+                    expect.append((chunk_x, chunk_t))
     got = []
     rng2 = random.Random(5)
 
@@ -256,6 +275,28 @@ def test_window(lanes, tp):
 
     simulate_streams(dut, [prod], [cons], [("o", dut.o)])
     assert [(list(g.x), [list(t) for t in g.taps]) for g in got] == expect
+
+
+@pytest.mark.parametrize("positions", [1, 4])
+def test_window_full_rate(positions):
+    """At tp == lanes with no stalls, one atom per cycle: groups of 4 positions x 3 surfaces
+    back to back (the drain of a group's last surface overlaps the next group's surface 0)."""
+    lanes, S = 8, 3
+    dut = LrnWindow(lanes, lanes, positions)
+    items = [{"x": [1] * lanes, "sq": [1] * lanes, "first": int(s == 0), "last": int(s == S - 1),
+              "slot": j, "gend": int(j == positions - 1)}
+             for _ in range(5) for s in range(S) for j in range(positions)]
+    stamps = []
+    rng = random.Random(1)
+
+    async def prod(ctx):
+        await stream_put(ctx, dut.i, items, rng=rng, p_stall=0)
+
+    async def cons(ctx):
+        await stream_get(ctx, dut.o, len(items), rng=rng, p_stall=0, timestamps=stamps)
+
+    simulate_streams(dut, [prod], [cons], [("o", dut.o)])
+    assert stamps[-1] - stamps[0] == len(items) - 1
 
 
 @pytest.mark.parametrize("lanes,tp", [(8, 1), (8, 4), (8, 8)])

@@ -1,5 +1,6 @@
-"""CDP unit RTL (hdl.cdp): the CDP traversal order of CdpWalker vs the address formula with random
-stalls; and on the whole NvdlaCore in Amaranth's simulator: the LUT access port
+"""CDP unit RTL (hdl.cdp): the CDP traversal order of CdpWalker with one atom per burst window
+(line / position / surface; groups of positions: test_cdp_walker.py) vs the address formula with
+random stalls; and on the whole NvdlaCore in Amaranth's simulator: the LUT access port
 (S_LUT_ACCESS_CFG/DATA through CSB, against the model's LutStorage) and two LRN layers queued in
 both ping-pong groups, output and per-group D_PERF_LUT_* statistics against the numpy model."""
 import random
@@ -10,7 +11,7 @@ import pytest
 from amaranth.sim import Simulator
 
 from hdl.cdp.dma import CdpWalker
-from hdl.config import NV_SMALL
+from hdl.config import NV_SMALL, get_config
 from hdl.regmap import REGMAP
 from streams import stream_get
 from verif.model.cdp import cdp_compute
@@ -25,7 +26,7 @@ def a(name):
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_walker_order(seed):
     rng = random.Random(seed)
-    dut = CdpWalker(addr_width=32, atom_bytes=8, atom_elems=8, beat_bytes=8, max_burst=4)
+    dut = CdpWalker(addr_width=32, atom_bytes=8, atom_elems=8, beat_bytes=8, max_burst=1)
     cubes = []
     for _ in range(4):
         w, h, c = rng.randrange(1, 5), rng.randrange(1, 4), rng.randrange(1, 30)
@@ -101,8 +102,10 @@ SRC, DST = 0x8000_0000, (0x9000_0000, 0x9100_0000)
 W, H, C = 2, 2, 13           # two surfaces, the last one partial
 
 
-def test_two_layers_pingpong_stats():
-    cfg = NV_SMALL
+@pytest.mark.parametrize("spec", ["nv_small", "nv_small+primary_memif_max_burst=4+cdp_throughput=8"])
+def test_two_layers_pingpong_stats(spec):
+    """Also with bursts of 4 atoms: groups of positions in both walkers and the core."""
+    cfg = get_config(spec)
     rng = random.Random(9)
     A = cfg.memory_atomic
     S = -(-C // A)
