@@ -17,12 +17,12 @@ lines); the RTL runs both programs in one simulator process.
 from __future__ import annotations
 
 import random
-import shutil
 
 import pytest
 
 from hdl.config import NV_SMALL
 from hdl.regmap import REGMAP
+from verif.gen.writer import TraceWriter, fill_crcs_from_model
 from verif.shared import nvdla_dir
 from verif.trace.parser import load_trace
 from verif.trace.player import PASS
@@ -48,34 +48,26 @@ def set_field(value: int, unit: str, reg: str, field: str, v: int) -> int:
     return (value & ~mask) | ((v << f.lsb) & mask)
 
 
-def _dat(data: bytes) -> str:
-    return ",\n".join(f"{{offset:{o:#x}, size:{len(data[o:o + 32])}, payload:"
-                      + " ".join(f"0x{b:02X}" for b in data[o:o + 32]) + "}"
-                      for o in range(0, len(data), 32)) + "\n"
-
-
 def write_program(d, layers, crcs=None):
     """Two layers of NVIDIA's SRC trace in register groups 0 and 1 (``layers``: two dicts
     ``(unit, reg) -> fn(value) -> value`` editing the trace's register writes), kicked off
-    back to back; check_crc of both outputs (``crcs``: the two CRCs, placeholders when None)."""
+    back to back; check_crc of both outputs (``crcs``: the two CRCs, placeholders when None).
+    Written by the shared trace writer (verif/gen/writer.py); returns (source trace, its CRC,
+    the writer)."""
     src = load_trace(nvdla_dir() / "traces" / "nv_small" / SRC)
-    d.mkdir(parents=True, exist_ok=True)
-    lines = []
+    w = TraceWriter(d.name)
     checks = [c for c in src.commands if c.kind == "check_crc"]
     assert len(checks) == 1
     dst1, size = checks[0].args["base"], checks[0].args["size"]
     for c in src.commands:
         if c.kind == "mem_init":
-            lines.append(f"mem_init(pri_mem, {c.args['base']:#x}, {c.args['size']:#x}, ALL_ZERO);")
+            w.mem_init(c.args["base"], c.args["size"])
         elif c.kind == "mem_load":
-            shutil.copy(src.directory / c.args["file"], d / c.args["file"])
-            lines.append(f"mem_load(pri_mem, {c.args['base']:#x}, \"{c.args['file']}\");")
+            w.mem_load(c.args["base"], src.directory / c.args["file"])
     rng = random.Random(8)
     for name, base, n in (("junk_dt.dat", JUNK_DT, JUNK_DT_SIZE), ("junk_wt.dat", JUNK_WT, JUNK_WT_SIZE)):
-        (d / name).write_text(_dat(bytes(rng.getrandbits(8) for _ in range(n))))
-        lines += [f"mem_init(pri_mem, {base:#x}, {n:#x}, ALL_ZERO);",
-                  f"mem_load(pri_mem, {base:#x}, \"{name}\");"]
-    lines.append(f"mem_init(pri_mem, {DST2:#x}, {size:#x}, ALL_ZERO);")
+        w.mem_load(base, bytes(rng.getrandbits(8) for _ in range(n)), file=name, init=True)
+    w.mem_init(DST2, size)
     for g, edits in enumerate(layers):
         kick = []
         for c in src.commands:
@@ -90,15 +82,20 @@ def write_program(d, layers, crcs=None):
             fn = edits.get((unit, reg))
             if fn is not None and c.kind == "reg_write":
                 v = fn(v)
-            line = f"{c.kind}({ref.trace_name}, {v:#x});"
-            (kick if c.is_kickoff else lines).append(line)
-        lines += kick
-    lines += ["intr_notify(SDP_0, sync_id_0);", "intr_notify(SDP_1, sync_id_1);"]
-    crcs = crcs or (0, 0)
-    lines += [f"check_crc(sync_id_0, 1, {dst1:#x}, {size:#x}, {crcs[0]:#x});",
-              f"check_crc(sync_id_1, 1, {DST2:#x}, {size:#x}, {crcs[1]:#x});"]
-    (d / f"{d.name}.cfg").write_text("\n".join(lines) + "\n")
-    return src, checks[0].args["crc"]
+            if c.is_kickoff:
+                kick.append((ref.trace_name, v))
+            elif c.kind == "reg_write":
+                w.reg_write(ref.trace_name, v)
+            else:
+                w.poll(ref.trace_name, v)
+        for name, v in kick:
+            w.reg_write(name, v)
+    w.intr_notify("SDP_0", "sync_id_0")
+    w.intr_notify("SDP_1", "sync_id_1")
+    w.check_crc("sync_id_0", dst1, size)
+    w.check_crc("sync_id_1", DST2, size)
+    w.write(d, list(crcs) if crcs else None)
+    return src, checks[0].args["crc"], w
 
 
 def _misc(v):
@@ -148,10 +145,9 @@ def programs(tmp_path_factory):
     out = {}
     for name, layers in PROGRAMS.items():
         d = root / name
-        write_program(d, layers)
-        (res,) = run_model([d], NV_SMALL)          # placeholder CRCs: the checks fail
+        src, src_crc, w = write_program(d, layers)
+        res = fill_crcs_from_model(w, d, NV_SMALL)   # the model's CRCs into check_crc
         assert len(res.checks) == 2, res.message
-        src, src_crc = write_program(d, layers, [c.actual for c in res.checks])
         (res2,) = run_model([d], NV_SMALL)
         assert res2.status == PASS, res2.message
         out[name] = (d, [c.data for c in res.checks], src_crc, [c.actual for c in res.checks])

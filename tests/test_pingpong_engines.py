@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 from hdl.config import NV_SMALL
+from verif.gen.writer import TraceWriter
 from verif.model.sdp import output_convert
 from verif.trace.player import PASS
 
@@ -39,75 +40,70 @@ def _expected(off, scale, shift) -> bytes:
     return (output_convert(x, off, scale, shift) & 0xFF).astype(np.uint8).tobytes()
 
 
-def _dat(data: bytes) -> str:
-    return ",\n".join(f"{{offset:{o:#x}, size:{len(data[o:o + 32])}, payload:"
-                      + " ".join(f"0x{b:02X}" for b in data[o:o + 32]) + "}"
-                      for o in range(0, len(data), 32)) + "\n"
-
-
 def write_program(d, src_base: int = SRC, *, back_to_back: bool = False) -> None:
-    """The test's trace directory: ``pingpong.cfg`` and its memory images; the input cube at
-    ``src_base`` (a cube running past 4 GiB is loaded as two images, its end at address 0).
+    """The test's trace directory: ``pingpong.cfg`` and its memory images (written by the shared
+    trace writer, verif/gen/writer.py); the input cube at ``src_base`` (a cube running past
+    4 GiB is loaded as two images, its end at address 0).
 
     ``back_to_back``: nothing masked, and the player waits for ``SDP_1`` right after servicing
     ``SDP_0`` (two ``intr_notify`` lines in a row): its posted clear of ``S_INTR_STATUS`` is still
     on its way (GLB registers ``dla_intr``) when it starts waiting for the next interrupt."""
-    d.mkdir(parents=True, exist_ok=True)
     src = _src()
     top = (1 << NV_SMALL.mem_address_width) - src_base      # bytes below the top of memory
     parts = [(src_base, src)] if top >= len(src) else [(src_base, src[:top]), (0, src[top:])]
-    lines = []
+    w = TraceWriter("pingpong")
     for i, (base, data) in enumerate(parts):
-        (d / f"src{i}.dat").write_text(_dat(data))
-        lines.append(f'mem_load(pri_mem, {base:#x}, "src{i}.dat");')
+        w.mem_load(base, data, file=f"src{i}.dat")
     atom = NV_SMALL.atom_bytes
     line, surf = W * atom, W * H * atom
-    lines += [f"reg_write(NVDLA_GLB.S_INTR_MASK_0, {0 if back_to_back else 2:#x});    // SDP_DONE_MASK1"]
+    w.reg_write("NVDLA_GLB.S_INTR_MASK_0", 0 if back_to_back else 2, "SDP_DONE_MASK1")
     for g, (dst, off, scale, shift) in enumerate(GROUPS):
-        lines += [f"reg_write(NVDLA_SDP.S_POINTER_0, {g});", f"reg_write(NVDLA_SDP_RDMA.S_POINTER_0, {g});"]
+        w.reg_write("NVDLA_SDP.S_POINTER_0", g)
+        w.reg_write("NVDLA_SDP_RDMA.S_POINTER_0", g)
         for unit in ("SDP_RDMA", "SDP"):
-            lines += [f"reg_write(NVDLA_{unit}.D_DATA_CUBE_WIDTH_0, {W - 1});",
-                      f"reg_write(NVDLA_{unit}.D_DATA_CUBE_HEIGHT_0, {H - 1});",
-                      f"reg_write(NVDLA_{unit}.D_DATA_CUBE_CHANNEL_0, {C - 1});"]
-        lines += [f"reg_write(NVDLA_SDP_RDMA.D_SRC_BASE_ADDR_LOW_0, {src_base:#x});",
-                  f"reg_write(NVDLA_SDP_RDMA.D_SRC_LINE_STRIDE_0, {line:#x});",
-                  f"reg_write(NVDLA_SDP_RDMA.D_SRC_SURFACE_STRIDE_0, {surf:#x});",
-                  "reg_write(NVDLA_SDP_RDMA.D_SRC_DMA_CFG_0, 0x1);",
-                  "reg_write(NVDLA_SDP_RDMA.D_BRDMA_CFG_0, 0x1);",
-                  "reg_write(NVDLA_SDP_RDMA.D_NRDMA_CFG_0, 0x1);",
-                  "reg_write(NVDLA_SDP_RDMA.D_ERDMA_CFG_0, 0x1);",
-                  "reg_write(NVDLA_SDP_RDMA.D_FEATURE_MODE_CFG_0, 0x0);   // INT8, flying off",
-                  "reg_write(NVDLA_SDP.D_FEATURE_MODE_CFG_0, 0x0);",
-                  "reg_write(NVDLA_SDP.D_DATA_FORMAT_0, 0x0);",
-                  "reg_write(NVDLA_SDP.D_DP_BS_CFG_0, 0x1);",
-                  "reg_write(NVDLA_SDP.D_DP_BN_CFG_0, 0x1);",
-                  "reg_write(NVDLA_SDP.D_DP_EW_CFG_0, 0x1);",
-                  "reg_write(NVDLA_SDP.D_DST_DMA_CFG_0, 0x1);",
-                  f"reg_write(NVDLA_SDP.D_DST_BASE_ADDR_LOW_0, {dst:#x});",
-                  f"reg_write(NVDLA_SDP.D_DST_LINE_STRIDE_0, {line:#x});",
-                  f"reg_write(NVDLA_SDP.D_DST_SURFACE_STRIDE_0, {surf:#x});",
-                  f"reg_write(NVDLA_SDP.D_CVT_OFFSET_0, {off & 0xFFFFFFFF:#x});",
-                  f"reg_write(NVDLA_SDP.D_CVT_SCALE_0, {scale});",
-                  f"reg_write(NVDLA_SDP.D_CVT_SHIFT_0, {shift});"]
+            w.reg_write(f"NVDLA_{unit}.D_DATA_CUBE_WIDTH_0", W - 1)
+            w.reg_write(f"NVDLA_{unit}.D_DATA_CUBE_HEIGHT_0", H - 1)
+            w.reg_write(f"NVDLA_{unit}.D_DATA_CUBE_CHANNEL_0", C - 1)
+        for name, v, note in (
+                ("SDP_RDMA.D_SRC_BASE_ADDR_LOW", src_base, None),
+                ("SDP_RDMA.D_SRC_LINE_STRIDE", line, None),
+                ("SDP_RDMA.D_SRC_SURFACE_STRIDE", surf, None),
+                ("SDP_RDMA.D_SRC_DMA_CFG", 1, None),
+                ("SDP_RDMA.D_BRDMA_CFG", 1, None),
+                ("SDP_RDMA.D_NRDMA_CFG", 1, None),
+                ("SDP_RDMA.D_ERDMA_CFG", 1, None),
+                ("SDP_RDMA.D_FEATURE_MODE_CFG", 0, "INT8, flying off"),
+                ("SDP.D_FEATURE_MODE_CFG", 0, None),
+                ("SDP.D_DATA_FORMAT", 0, None),
+                ("SDP.D_DP_BS_CFG", 1, None),
+                ("SDP.D_DP_BN_CFG", 1, None),
+                ("SDP.D_DP_EW_CFG", 1, None),
+                ("SDP.D_DST_DMA_CFG", 1, None),
+                ("SDP.D_DST_BASE_ADDR_LOW", dst, None),
+                ("SDP.D_DST_LINE_STRIDE", line, None),
+                ("SDP.D_DST_SURFACE_STRIDE", surf, None),
+                ("SDP.D_CVT_OFFSET", off & 0xFFFFFFFF, None),
+                ("SDP.D_CVT_SCALE", scale, None),
+                ("SDP.D_CVT_SHIFT", shift, None)):
+            w.reg_write(f"NVDLA_{name}_0", v, note)
     for g in range(2):
-        lines += [f"reg_write(NVDLA_SDP.S_POINTER_0, {g});", f"reg_write(NVDLA_SDP_RDMA.S_POINTER_0, {g});",
-                  "reg_write(NVDLA_SDP_RDMA.D_OP_ENABLE_0, 0x1);", "reg_write(NVDLA_SDP.D_OP_ENABLE_0, 0x1);"]
+        w.reg_write("NVDLA_SDP.S_POINTER_0", g)
+        w.reg_write("NVDLA_SDP_RDMA.S_POINTER_0", g)
+        w.reg_write("NVDLA_SDP_RDMA.D_OP_ENABLE_0", 1)
+        w.reg_write("NVDLA_SDP.D_OP_ENABLE_0", 1)
     size = len(_src())
-    if back_to_back:
-        lines += ["intr_notify(SDP_0, layer0);", "intr_notify(SDP_1, layer1);"]
-    else:
-        lines += ["intr_notify(SDP_0, layer0);",
-                  "poll_reg_equal(NVDLA_GLB.S_INTR_STATUS_0, 0x2);   // group 1 done, masked: recorded",
-                  "poll_reg_equal(NVDLA_SDP.S_STATUS_0, 0x0);",
-                  "poll_reg_equal(NVDLA_SDP_RDMA.S_STATUS_0, 0x0);",
-                  "poll_reg_equal(NVDLA_SDP.S_POINTER_0, 0x1);       // producer 1, consumer back to 0",
-                  "poll_reg_equal(NVDLA_SDP.D_OP_ENABLE_0, 0x0);",
-                  "reg_write(NVDLA_GLB.S_INTR_MASK_0, 0x0);          // unmask: dla_intr rises",
-                  "intr_notify(SDP_1, layer1);"]
+    w.intr_notify("SDP_0", "layer0")
+    if not back_to_back:
+        w.poll("NVDLA_GLB.S_INTR_STATUS_0", 0x2, "group 1 done, masked: recorded")
+        w.poll("NVDLA_SDP.S_STATUS_0", 0)
+        w.poll("NVDLA_SDP_RDMA.S_STATUS_0", 0)
+        w.poll("NVDLA_SDP.S_POINTER_0", 1, "producer 1, consumer back to 0")
+        w.poll("NVDLA_SDP.D_OP_ENABLE_0", 0)
+        w.reg_write("NVDLA_GLB.S_INTR_MASK_0", 0, "unmask: dla_intr rises")
+    w.intr_notify("SDP_1", "layer1")
     for dst, off, scale, shift in GROUPS:
-        crc = zlib.crc32(_expected(off, scale, shift)) & 0xFFFFFFFF
-        lines.append(f"check_crc(layer1, pri_mem, {dst:#x}, {size:#x}, {crc:#010x});")
-    (d / "pingpong.cfg").write_text("\n".join(lines) + "\n")
+        w.check_crc("layer1", dst, size, zlib.crc32(_expected(off, scale, shift)) & 0xFFFFFFFF)
+    w.write(d, cfg_name="pingpong")
 
 
 def _check(res) -> None:

@@ -1,0 +1,136 @@
+"""What the per-unit generators share: the generated program, address allocation, feature-cube
+geometry (format.rst "Feature Data Format": ``base + (c // atom) * surface_stride + h *
+line_stride + w * atom_bytes + c % atom``), random draws, and the emission of layers into both
+ping-pong register groups back to back (v1_hwarch.rst "Ping-pong synchronization").
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+from verif.gen.writer import TraceWriter, reg_value
+
+MEM_BASE = 0x8000_0000       # generated regions live above this address (as NVIDIA's traces)
+
+
+@dataclass
+class Layer:
+    """One hardware layer of a program.
+
+    ``units``: the register files it arms, the one raising the interrupt first (``("SDP",
+    "SDP_RDMA")``); ``writes``: ``(unit, reg, value)`` register writes of its group (D_
+    registers); ``out``: ``(base, size)`` byte regions the layer writes (zeroed before, checked
+    after); ``desc``: a one-line description of the drawn settings."""
+    units: tuple[str, ...]
+    writes: list[tuple[str, str, int]]
+    out: list[tuple[int, int]]
+    desc: str = ""
+
+
+@dataclass
+class Program:
+    """A generated register program: its trace writer, layer type (``sdp``, ``pdp``, ``cdp``,
+    ``sdp_illegal``), seed, layers, and whether NVIDIA's hardware completes it (``legal``)."""
+    kind: str
+    seed: int
+    writer: TraceWriter
+    layers: list[Layer] = field(default_factory=list)
+    legal: bool = True
+
+    @property
+    def name(self) -> str:
+        return self.writer.name
+
+    def describe(self) -> str:
+        return "; ".join(f"L{i}(g{i % 2}) {lay.desc}" for i, lay in enumerate(self.layers))
+
+
+class Alloc:
+    """Byte regions above ``MEM_BASE``, each aligned to ``align`` bytes with a random gap."""
+
+    def __init__(self, rng: random.Random, base: int = MEM_BASE):
+        self.rng, self.next = rng, base + rng.randrange(0, 64) * 32
+
+    def take(self, size: int, align: int = 32) -> int:
+        base = -(-self.next // align) * align
+        self.next = base + max(size, 1) + self.rng.choice((0, 0, 32, 96, 4096 - 64))
+        return base
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def cube_strides(rng: random.Random, w: int, h: int, atom_bytes: int, bpe: int = 1) -> tuple[int, int]:
+    """(line stride, surface stride) in bytes of a ``w`` x ``h`` cube of ``bpe``-byte elements:
+    packed most of the time, else with gaps of whole atoms."""
+    line = w * atom_bytes * bpe
+    if rng.random() < 0.35:
+        line += atom_bytes * rng.randint(1, 4)
+    surf = line * h
+    if rng.random() < 0.35:
+        surf += atom_bytes * rng.randint(1, 6)
+    return line, surf
+
+
+def cube_extent(w: int, h: int, c: int, line: int, surf: int, atom: int, atom_bytes: int,
+                bpe: int = 1) -> int:
+    """Bytes from the base of a ``w`` x ``h`` x ``c`` cube to the end of its last atom."""
+    return (ceil_div(c, atom) - 1) * surf + (h - 1) * line + w * atom_bytes * bpe
+
+
+def rand_bytes(rng: random.Random, n: int) -> bytes:
+    return rng.randbytes(n)
+
+
+def small_biased(rng: random.Random, hi: int, small: int = 8) -> int:
+    """0..hi, drawn from 0..small half of the time."""
+    return rng.randint(0, min(small, hi)) if rng.random() < 0.5 else rng.randint(0, hi)
+
+
+def signed(rng: random.Random, bits: int) -> int:
+    """A signed ``bits``-bit value: full range, or small magnitudes, or the extremes."""
+    r = rng.random()
+    if r < 0.15:
+        return rng.choice((-(1 << (bits - 1)), (1 << (bits - 1)) - 1, -1, 0, 1))
+    if r < 0.55:
+        return rng.randint(-(1 << min(bits - 1, 8)), (1 << min(bits - 1, 8)) - 1)
+    return rng.randint(-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
+
+
+def regs(unit: str, reg: str, **fields) -> tuple[str, str, int]:
+    """A ``(unit, reg, value)`` register write built from field values."""
+    return (unit, reg, reg_value(unit, reg, **fields))
+
+
+def emit(prog: Program, prologue: list[tuple[str, str, int]] = ()) -> None:
+    """Write ``prog.layers`` into ``prog.writer``: ``prologue`` (single registers, e.g. a LUT)
+    first; layer ``i`` in register group ``i % 2`` (``S_POINTER``), its units armed
+    (``D_OP_ENABLE``) right after its registers, so the second layer is programmed and armed
+    while the first runs; before layer ``i >= 2`` reuses a group, wait for layer ``i - 2``'s
+    interrupt. Every output region is zeroed before and checked (CRC) after the last layer."""
+    w = prog.writer
+    for lay in prog.layers:
+        for base, size in lay.out:
+            w.mem_init(base, size)
+    for unit, reg, value in prologue:
+        w.reg_write((unit, reg), value)
+    waited = set()
+    for i, lay in enumerate(prog.layers):
+        g = i % 2
+        if i >= 2:
+            w.intr_notify(f"{prog.layers[i - 2].units[0]}_{g}", f"layer{i - 2}")
+            waited.add(i - 2)
+        w.comment(f"layer {i} (group {g}): {lay.desc}")
+        for unit in lay.units:
+            w.reg_write((unit, "S_POINTER"), g)
+        for unit, reg, value in lay.writes:
+            w.reg_write((unit, reg), value)
+        for unit in lay.units:
+            w.reg_write((unit, "D_OP_ENABLE"), 1)
+    for i, lay in enumerate(prog.layers):
+        if i not in waited:
+            w.intr_notify(f"{lay.units[0]}_{i % 2}", f"layer{i}")
+    for i, lay in enumerate(prog.layers):
+        for base, size in lay.out:
+            w.check_crc(f"layer{i}", base, size)

@@ -1,0 +1,140 @@
+"""Random PDP register programs, offline (PDP_RDMA reads the input cube; v1_ias_programming_guide.rst
+"PDP programming", "Limitation / PDP").
+
+Drawn per layer: pooling method (AVE/MAX/MIN), kernel 1..8 x 1..8, strides 1..16 (mostly
+small), padding left/right < kernel width and top/bottom < kernel height (3-bit fields), the
+seven pad values of AVE (``PAD_VALUE_nX = n * pad`` as the guide programs them, or a random
+19-bit value), RECIP_KERNEL_WIDTH/HEIGHT (2**16 / kernel rounded, or random), channels 1..40,
+output size 1..12 (the input width and height follow from ``in + pads == (out-1)*stride +
+kernel``), strides with gaps; split width (SPLIT_NUM 1..4: first/mid/last bands whose
+widths satisfy the guide's split rules) for wide outputs. PDP_RDMA's registers mirror PDP's.
+Random values in the registers nv_small ignores (D_CYA, NaN counters' enables).
+"""
+from __future__ import annotations
+
+import random
+
+from verif.gen.common import Alloc, Layer, Program, cube_extent, cube_strides, emit, rand_bytes, regs
+from verif.gen.writer import TraceWriter
+
+METHODS = ("ave", "max", "min")
+
+
+def _bands(rng, ow: int, kw: int, sx: int, pl: int, pr: int):
+    """Split-width bands (SPLIT_NUM, first/mid/last input and output widths) of an output of
+    ``ow`` columns, or None when ``ow`` is too small to split or a band is narrower than the kernel. Band output widths: first,
+    ``n - 2`` mids, last (sum ``ow``); input widths: first ``(out-1)*sx + kw - pl``, mid
+    ``out*sx``, last ``out*sx - pr`` (they tile the input width: ``(ow-1)*sx + kw - pl - pr``)."""
+    if ow < 2:
+        return None
+    n = rng.randint(2, min(5, ow))
+    mid = rng.randint(1, max(1, (ow - 2) // max(1, n - 2))) if n > 2 else 0
+    rest = ow - mid * (n - 2)
+    if rest < 2:
+        return None
+    first = rng.randint(1, rest - 1)
+    last = rest - first
+    ins = [(first - 1) * sx + kw - pl, mid * sx, last * sx - pr]
+    if min(ins[0], ins[2]) < kw or (n > 2 and ins[1] < kw) or max(ins) > 1024:
+        # bands narrower than the kernel are not generated: the model accepts them but NVIDIA's
+        # nv_small RTL writes other values (first band of 2 columns for a 6-wide kernel with
+        # PAD_LEFT=4: model, NVIDIA's RTL and ours all differ; /tmp/gen_fails/pdp_1103, _1120)
+        return None
+    return n - 1, ins, [first, mid, last]
+
+
+def pdp_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter) -> Layer:
+    """One random offline PDP layer (module docstring)."""
+    atom, ab = cfg.memory_atomic, cfg.atom_bytes
+    for _ in range(1000):
+        method = rng.randrange(3)
+        kw, kh = rng.randint(1, 8), rng.randint(1, 8)
+        sx = rng.randint(1, 16) if rng.random() < 0.15 else rng.randint(1, min(4, kw + 1))
+        sy = rng.randint(1, 16) if rng.random() < 0.15 else rng.randint(1, min(4, kh + 1))
+        pl, pr = (rng.randint(0, min(kw - 1, 7)) for _ in range(2))
+        pt, pb = (rng.randint(0, min(kh - 1, 7)) for _ in range(2))
+        split = rng.random() < 0.3
+        ow = rng.randint(2, 24) if split else rng.randint(1, 12)
+        oh = rng.randint(1, 8)
+        W = (ow - 1) * sx + kw - pl - pr
+        H = (oh - 1) * sy + kh - pt - pb
+        if not (1 <= W <= 200 and 1 <= H <= 64):
+            continue
+        bands = _bands(rng, ow, kw, sx, pl, pr) if split else None
+        if split and bands is None:
+            continue
+        break
+    else:
+        raise RuntimeError("no PDP geometry found")
+    C = rng.randint(1, 40) if W * H < 400 else rng.randint(1, 8)
+    line, surf = cube_strides(rng, W, H, ab)
+    n = cube_extent(W, H, C, line, surf, atom, ab)
+    src = alloc.take(n)
+    w.mem_load(src, rand_bytes(rng, n))
+    dline, dsurf = cube_strides(rng, ow, oh, ab)
+    dn = cube_extent(ow, oh, C, dline, dsurf, atom, ab)
+    dst = alloc.take(dn)
+    pad = rng.randint(-128, 127)
+    pads = [(k * pad) if rng.random() < 0.8 else rng.randint(-(1 << 18), (1 << 18) - 1) for k in range(1, 8)]
+    rw = round(65536 / kw) if rng.random() < 0.85 else rng.getrandbits(17)
+    rh = round(65536 / kh) if rng.random() < 0.85 else rng.getrandbits(17)
+    split_num, ins, outs = bands if bands else (0, [W, 0, 0], [ow, 0, 0])
+    wr = [regs("PDP", "D_DATA_CUBE_IN_WIDTH", CUBE_IN_WIDTH=W - 1),
+          regs("PDP", "D_DATA_CUBE_IN_HEIGHT", CUBE_IN_HEIGHT=H - 1),
+          regs("PDP", "D_DATA_CUBE_IN_CHANNEL", CUBE_IN_CHANNEL=C - 1),
+          regs("PDP", "D_DATA_CUBE_OUT_WIDTH", CUBE_OUT_WIDTH=ow - 1),
+          regs("PDP", "D_DATA_CUBE_OUT_HEIGHT", CUBE_OUT_HEIGHT=oh - 1),
+          regs("PDP", "D_DATA_CUBE_OUT_CHANNEL", CUBE_OUT_CHANNEL=C - 1),
+          regs("PDP", "D_OPERATION_MODE_CFG", POOLING_METHOD=method, FLYING_MODE=1, SPLIT_NUM=split_num),
+          regs("PDP", "D_PARTIAL_WIDTH_IN", PARTIAL_WIDTH_IN_FIRST=ins[0] - 1,
+               PARTIAL_WIDTH_IN_MID=max(ins[1] - 1, 0), PARTIAL_WIDTH_IN_LAST=max(ins[2] - 1, 0)),
+          regs("PDP", "D_PARTIAL_WIDTH_OUT", PARTIAL_WIDTH_OUT_FIRST=outs[0] - 1,
+               PARTIAL_WIDTH_OUT_MID=max(outs[1] - 1, 0), PARTIAL_WIDTH_OUT_LAST=max(outs[2] - 1, 0)),
+          regs("PDP", "D_POOLING_KERNEL_CFG", KERNEL_WIDTH=kw - 1, KERNEL_HEIGHT=kh - 1,
+               KERNEL_STRIDE_WIDTH=sx - 1, KERNEL_STRIDE_HEIGHT=sy - 1),
+          regs("PDP", "D_RECIP_KERNEL_WIDTH", RECIP_KERNEL_WIDTH=rw),
+          regs("PDP", "D_RECIP_KERNEL_HEIGHT", RECIP_KERNEL_HEIGHT=rh),
+          regs("PDP", "D_POOLING_PADDING_CFG", PAD_LEFT=pl, PAD_TOP=pt, PAD_RIGHT=pr, PAD_BOTTOM=pb),
+          regs("PDP", "D_SRC_BASE_ADDR_LOW", SRC_BASE_ADDR_LOW=src),
+          regs("PDP", "D_SRC_LINE_STRIDE", SRC_LINE_STRIDE=line),
+          regs("PDP", "D_SRC_SURFACE_STRIDE", SRC_SURFACE_STRIDE=surf),
+          regs("PDP", "D_DST_BASE_ADDR_LOW", DST_BASE_ADDR_LOW=dst),
+          regs("PDP", "D_DST_BASE_ADDR_HIGH", DST_BASE_ADDR_HIGH=0),
+          regs("PDP", "D_DST_LINE_STRIDE", DST_LINE_STRIDE=dline),
+          regs("PDP", "D_DST_SURFACE_STRIDE", DST_SURFACE_STRIDE=dsurf),
+          regs("PDP", "D_DST_RAM_CFG", DST_RAM_TYPE=1),
+          regs("PDP", "D_DATA_FORMAT", INPUT_DATA=0),
+          ("PDP", "D_CYA", rng.getrandbits(32))]
+    wr += [regs("PDP", f"D_POOLING_PADDING_VALUE_{k}_CFG", **{f"PAD_VALUE_{k}X": v & 0x7FFFF})
+           for k, v in enumerate(pads, 1)]
+    wr += [regs("PDP_RDMA", "D_DATA_CUBE_IN_WIDTH", CUBE_IN_WIDTH=W - 1),
+           regs("PDP_RDMA", "D_DATA_CUBE_IN_HEIGHT", CUBE_IN_HEIGHT=H - 1),
+           regs("PDP_RDMA", "D_DATA_CUBE_IN_CHANNEL", CUBE_IN_CHANNEL=C - 1),
+           regs("PDP_RDMA", "D_FLYING_MODE", FLYING_MODE=1),
+           regs("PDP_RDMA", "D_SRC_BASE_ADDR_LOW", SRC_BASE_ADDR_LOW=src),
+           regs("PDP_RDMA", "D_SRC_BASE_ADDR_HIGH", SRC_BASE_ADDR_HIGH=0),
+           regs("PDP_RDMA", "D_SRC_LINE_STRIDE", SRC_LINE_STRIDE=line),
+           regs("PDP_RDMA", "D_SRC_SURFACE_STRIDE", SRC_SURFACE_STRIDE=surf),
+           regs("PDP_RDMA", "D_SRC_RAM_CFG", SRC_RAM_TYPE=1),
+           regs("PDP_RDMA", "D_DATA_FORMAT", INPUT_DATA=0),
+           regs("PDP_RDMA", "D_OPERATION_MODE_CFG", SPLIT_NUM=split_num),
+           regs("PDP_RDMA", "D_POOLING_KERNEL_CFG", KERNEL_WIDTH=kw - 1, KERNEL_STRIDE_WIDTH=sx - 1),
+           regs("PDP_RDMA", "D_POOLING_PADDING_CFG", PAD_WIDTH=pl),
+           regs("PDP_RDMA", "D_PARTIAL_WIDTH_IN", PARTIAL_WIDTH_IN_FIRST=ins[0] - 1,
+                PARTIAL_WIDTH_IN_MID=max(ins[1] - 1, 0), PARTIAL_WIDTH_IN_LAST=max(ins[2] - 1, 0)),
+           ("PDP_RDMA", "D_CYA", rng.getrandbits(32))]
+    rng.shuffle(wr)
+    desc = (f"{W}x{H}x{C} {METHODS[method]} k{kw}x{kh} s{sx}x{sy} pad(l{pl},t{pt},r{pr},b{pb})={pad}"
+            f" out {ow}x{oh}" + (f" split {split_num + 1} in{ins} out{outs}" if split_num else ""))
+    return Layer(("PDP", "PDP_RDMA"), wr, [(dst, dn)], desc)
+
+
+def generate(seed: int, cfg, *, layers: int | None = None) -> Program:
+    """A random offline PDP program from ``seed``: 1..3 layers in alternating register groups."""
+    rng = random.Random(f"pdp-{seed}")
+    prog = Program("pdp", seed, TraceWriter(f"pdp_{seed}"))
+    alloc = Alloc(rng)
+    n = layers or rng.choice((1, 1, 2, 2, 3))
+    prog.layers = [pdp_layer(rng, cfg, alloc, prog.writer) for _ in range(n)]
+    emit(prog)
+    return prog

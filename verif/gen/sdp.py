@@ -1,0 +1,204 @@
+"""Random SDP register programs (v1_ias_programming_guide.rst "SDP programming" and
+"Limitation / SDP"; unit description "Single Data Point Processor").
+
+Drawn per layer: cube size (1..24 x 1..8 x 1..40, or one long line), input/output strides with
+gaps, and for each of the BS (X1) and BN (X2) sub-units: bypass, ALU (bypass, MAX/MIN/SUM,
+operand from register or memory, shift 0..63), multiplier (bypass, operand from register or
+memory, shift 0..63 or any 8-bit value, PReLU with the ALU bypassed as the guide requires), ReLU;
+operands from memory per channel (PER_KERNEL) or per element (PER_ELEMENT, own strides), 1 or 2
+bytes per operand; the output converter (offset, scale, shift). Registers with no effect on
+nv_small (EW sub-unit fields behind EW_BYPASS, batch strides, NAN_TO_ZERO, perf enables) get
+random values, as NVIDIA's traces do. The BRDMA/NRDMA configuration is derived from what the
+sub-units take from memory: disabled when nothing, DATA_USE = MUL / ALU / BOTH exactly.
+
+``illegal=True`` (issue 11 item 9) breaks that rule in one sub-unit, giving a program NVIDIA's
+RTL cannot complete: an operand taken from memory that the DMA does not fetch (DMA disabled,
+or DATA_USE=ALU for a MUL operand / MUL for an ALU operand: observed on NVIDIA's nv_small RTL,
+its interrupt never comes), or an operand the DMA fetches that the sub-unit does not take
+(sub-unit, ALU or MUL bypassed, or ``*_SRC = REG``: NVIDIA's RTL completes small cubes but
+hung on 8 of 11 generated multi-layer programs with such a fetch).
+"""
+from __future__ import annotations
+
+import random
+
+from verif.gen.common import (Alloc, Layer, Program, cube_extent, cube_strides, emit, rand_bytes,
+                              regs, signed, small_biased)
+from verif.gen.writer import TraceWriter
+
+USE_MUL, USE_ALU, USE_BOTH = 0, 1, 2
+SUBS = (("BS", "BRDMA"), ("BN", "NRDMA"))
+
+
+def _size(rng: random.Random) -> tuple[int, int, int]:
+    r = rng.random()
+    if r < 0.1:
+        return rng.randint(1, 96), 1, rng.randint(1, 8)           # one long line
+    if r < 0.2:
+        return 1, rng.randint(1, 40), rng.randint(1, 8)           # one tall column
+    return rng.randint(1, 12), rng.randint(1, 8), rng.randint(1, 40)
+
+
+def _subunit(rng: random.Random, sub: str, need_mem: bool = False) -> tuple[dict, bool, bool]:
+    """Random fields of D_DP_<sub>_CFG/_ALU_CFG/_MUL_CFG/_SRC_VALUE; returns (fields per
+    register, ALU operand from MEM, MUL operand from MEM). ``need_mem``: at least one operand
+    from memory."""
+    bypass = rng.random() < 0.25
+    alu_bypass = rng.random() < 0.35
+    mul_bypass = rng.random() < 0.35
+    prelu = rng.random() < 0.25
+    if prelu and not mul_bypass:
+        alu_bypass = True       # Limitation/SDP: PReLU needs the ALU bypassed
+    alu_src = rng.random() < 0.5
+    mul_src = rng.random() < 0.5
+    if need_mem:
+        bypass = False
+        if not (not alu_bypass and alu_src or not mul_bypass and mul_src):
+            if mul_bypass or rng.random() < 0.5:
+                alu_bypass, alu_src, prelu = False, True, prelu and mul_bypass
+            else:
+                mul_src = True
+    mul_shift = small_biased(rng, 63, 12) if rng.random() < 0.9 else rng.randint(0, 255)
+    f = {
+        "D_DP_{s}_CFG": dict(BYPASS=int(bypass), ALU_BYPASS=int(alu_bypass),
+                             ALU_ALGO=rng.randint(0, 2), MUL_BYPASS=int(mul_bypass),
+                             MUL_PRELU=int(prelu), RELU_BYPASS=int(rng.random() < 0.6)),
+        "D_DP_{s}_ALU_CFG": dict(ALU_SRC=int(alu_src), ALU_SHIFT_VALUE=small_biased(rng, 63, 10)),
+        "D_DP_{s}_ALU_SRC_VALUE": dict(ALU_OPERAND=signed(rng, 16)),
+        "D_DP_{s}_MUL_CFG": dict(MUL_SRC=int(mul_src), MUL_SHIFT_VALUE=mul_shift),
+        "D_DP_{s}_MUL_SRC_VALUE": dict(MUL_OPERAND=signed(rng, 16)),
+    }
+    on = not bypass
+    return f, on and not alu_bypass and alu_src, on and not mul_bypass and mul_src
+
+
+def _illegal_use(rng: random.Random, alu_mem: bool, mul_mem: bool):
+    """(DISABLE, DATA_USE, description) that does not match what the sub-unit takes from MEM."""
+    if not (alu_mem or mul_mem):
+        return 0, rng.randint(0, 2), "the DMA fetches an operand the sub-unit does not take from MEM"
+    choices = ["disable"] + (["use_mul"] if alu_mem else []) + (["use_alu"] if mul_mem else [])
+    if not (alu_mem and mul_mem):
+        choices.append("use_both")
+    c = rng.choice(choices)
+    if c == "use_both":
+        return 0, USE_BOTH, "DATA_USE=BOTH fetches an operand the sub-unit does not take from MEM"
+    if c == "disable":
+        return 1, rng.randint(0, 2), "operand from MEM but the DMA is disabled"
+    if c == "use_mul":
+        return 0, USE_MUL, "ALU operand from MEM, DATA_USE=MUL"
+    return 0, USE_ALU, "MUL operand from MEM, DATA_USE=ALU"
+
+
+def sdp_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, *,
+              illegal: bool = False) -> Layer:
+    """One random SDP layer (module docstring): its input and operand images are loaded into
+    ``w``; returns the Layer (writes of SDP_RDMA and SDP, output region)."""
+    atom, ab = cfg.memory_atomic, cfg.atom_bytes
+    W, H, C = _size(rng)
+    cp = -(-C // atom) * atom
+    writes = []
+    # input cube
+    line, surf = cube_strides(rng, W, H, ab)
+    n = cube_extent(W, H, C, line, surf, atom, ab)
+    src = alloc.take(n)
+    w.mem_load(src, rand_bytes(rng, n))
+    # output cube
+    dline, dsurf = cube_strides(rng, W, H, ab)
+    dn = cube_extent(W, H, C, dline, dsurf, atom, ab)
+    dst = alloc.take(dn)
+    for unit in ("SDP_RDMA", "SDP"):
+        writes += [regs(unit, "D_DATA_CUBE_WIDTH", WIDTH=W - 1),
+                   regs(unit, "D_DATA_CUBE_HEIGHT", HEIGHT=H - 1),
+                   regs(unit, "D_DATA_CUBE_CHANNEL", CHANNEL=C - 1)]
+    writes += [regs("SDP_RDMA", "D_SRC_BASE_ADDR_LOW", SRC_BASE_ADDR_LOW=src),
+               regs("SDP_RDMA", "D_SRC_BASE_ADDR_HIGH", SRC_BASE_ADDR_HIGH=0),
+               regs("SDP_RDMA", "D_SRC_LINE_STRIDE", SRC_LINE_STRIDE=line),
+               regs("SDP_RDMA", "D_SRC_SURFACE_STRIDE", SRC_SURFACE_STRIDE=surf),
+               regs("SDP_RDMA", "D_SRC_DMA_CFG", SRC_RAM_TYPE=1),
+               regs("SDP_RDMA", "D_FEATURE_MODE_CFG", FLYING_MODE=0, WINOGRAD=0, IN_PRECISION=0,
+                    PROC_PRECISION=0, OUT_PRECISION=0, BATCH_NUMBER=0),
+               regs("SDP_RDMA", "D_ERDMA_CFG", ERDMA_DISABLE=1, ERDMA_DATA_USE=rng.randint(0, 2),
+                    ERDMA_DATA_SIZE=rng.randint(0, 1), ERDMA_DATA_MODE=rng.randint(0, 1),
+                    ERDMA_RAM_TYPE=1)]
+    for r in ("D_BS_BATCH_STRIDE", "D_BN_BATCH_STRIDE", "D_EW_BATCH_STRIDE", "D_EW_BASE_ADDR_LOW",
+              "D_EW_LINE_STRIDE", "D_EW_SURFACE_STRIDE"):
+        writes.append(("SDP_RDMA", r, rng.getrandbits(32) & ~31))
+    desc = [f"{W}x{H}x{C}"]
+    bad = rng.choice(SUBS)[0] if illegal else None
+    for sub, dma in SUBS:
+        fields, alu_mem, mul_mem = _subunit(rng, sub, need_mem=sub == bad and rng.random() < 0.6)
+        for reg, fl in fields.items():
+            writes.append(regs("SDP", reg.format(s=sub), **{f"{sub}_{k}": v for k, v in fl.items()}))
+        cfgf = fields["D_DP_{s}_CFG"]
+        desc.append(f"{sub}:" + ("bypass" if cfgf["BYPASS"] else
+                    f"alu={'-' if cfgf['ALU_BYPASS'] else ['max', 'min', 'sum'][cfgf['ALU_ALGO']]}"
+                    f"{'(mem)' if alu_mem else ''},mul={'-' if cfgf['MUL_BYPASS'] else 'prelu' if cfgf['MUL_PRELU'] else 'mul'}"
+                    f"{'(mem)' if mul_mem else ''},relu={0 if cfgf['RELU_BYPASS'] else 1}"))
+        size, mode = rng.randint(0, 1), rng.randint(0, 1)
+        if sub == bad:
+            disable, use, why = _illegal_use(rng, alu_mem, mul_mem)
+            desc.append(f"ILLEGAL {dma}: {why}")
+        else:
+            disable = int(not (alu_mem or mul_mem))
+            use = USE_BOTH if alu_mem and mul_mem else USE_ALU if alu_mem else USE_MUL
+            if disable:
+                use = rng.randint(0, 2)
+        writes.append(regs("SDP_RDMA", f"D_{dma}_CFG", **{f"{dma}_DISABLE": disable,
+                      f"{dma}_DATA_USE": use, f"{dma}_DATA_SIZE": size, f"{dma}_DATA_MODE": mode,
+                      f"{dma}_RAM_TYPE": 1}))
+        bpe = (2 if size else 1) * (2 if use == USE_BOTH else 1)
+        if mode:        # PER_ELEMENT: a feature cube of bpe-byte elements
+            oline, osurf = cube_strides(rng, W, H, ab, bpe)
+            on = cube_extent(W, H, C, oline, osurf, atom, ab, bpe)
+        else:           # PER_KERNEL: one element per channel, contiguous
+            oline, osurf = rng.getrandbits(32) & ~31, rng.getrandbits(32) & ~31
+            on = cp * bpe
+        if not disable:
+            ob = alloc.take(on)
+            w.mem_load(ob, rand_bytes(rng, on))
+            desc.append(f"{dma}:{['mul', 'alu', 'both'][use]},{bpe}B,{'elem' if mode else 'chan'}")
+        else:
+            ob = rng.getrandbits(32) & ~31
+        writes += [(("SDP_RDMA", f"D_{sub}_BASE_ADDR_LOW", ob)),
+                   regs("SDP_RDMA", f"D_{sub}_BASE_ADDR_HIGH", **{f"{sub}_BASE_ADDR_HIGH": 0}),
+                   ("SDP_RDMA", f"D_{sub}_LINE_STRIDE", oline),
+                   ("SDP_RDMA", f"D_{sub}_SURFACE_STRIDE", osurf)]
+    # EW: not on nv_small (bypassed; its fields are don't-cares there)
+    writes.append(regs("SDP", "D_DP_EW_CFG", EW_BYPASS=1, EW_ALU_BYPASS=rng.randint(0, 1),
+                       EW_ALU_ALGO=rng.randint(0, 3), EW_MUL_BYPASS=rng.randint(0, 1),
+                       EW_MUL_PRELU=rng.randint(0, 1), EW_LUT_BYPASS=1))
+    for r in ("D_DP_EW_ALU_SRC_VALUE", "D_DP_EW_MUL_SRC_VALUE", "D_DP_EW_ALU_CVT_OFFSET_VALUE",
+              "D_DP_EW_MUL_CVT_OFFSET_VALUE", "D_DST_BATCH_STRIDE"):
+        writes.append(("SDP", r, rng.getrandbits(32)))
+    off = signed(rng, 32) if rng.random() < 0.3 else rng.randint(-300, 300)
+    scale = signed(rng, 16)
+    shift = small_biased(rng, 63, 16)
+    writes += [regs("SDP", "D_DST_BASE_ADDR_LOW", DST_BASE_ADDR_LOW=dst),
+               regs("SDP", "D_DST_BASE_ADDR_HIGH", DST_BASE_ADDR_HIGH=0),
+               regs("SDP", "D_DST_LINE_STRIDE", DST_LINE_STRIDE=dline),
+               regs("SDP", "D_DST_SURFACE_STRIDE", DST_SURFACE_STRIDE=dsurf),
+               regs("SDP", "D_DST_DMA_CFG", DST_RAM_TYPE=1),
+               regs("SDP", "D_FEATURE_MODE_CFG", FLYING_MODE=0, OUTPUT_DST=0, WINOGRAD=0,
+                    NAN_TO_ZERO=rng.randint(0, 1), BATCH_NUMBER=0),
+               regs("SDP", "D_DATA_FORMAT", PROC_PRECISION=0, OUT_PRECISION=0),
+               regs("SDP", "D_CVT_OFFSET", CVT_OFFSET=off),
+               regs("SDP", "D_CVT_SCALE", CVT_SCALE=scale),
+               regs("SDP", "D_CVT_SHIFT", CVT_SHIFT=shift),
+               regs("SDP", "D_PERF_ENABLE", PERF_DMA_EN=rng.randint(0, 1), PERF_LUT_EN=0,
+                    PERF_SAT_EN=rng.randint(0, 1), PERF_NAN_INF_COUNT_EN=rng.randint(0, 1))]
+    desc.append(f"cvt({off},{scale},>>{shift})")
+    rng.shuffle(writes)      # the order of a group's register writes does not matter
+    return Layer(("SDP", "SDP_RDMA"), writes, [(dst, dn)], " ".join(desc))
+
+
+def generate(seed: int, cfg, *, illegal: bool = False, layers: int | None = None) -> Program:
+    """A random SDP program from ``seed``: 1..3 layers in alternating register groups (one when
+    ``illegal``: see the module docstring)."""
+    rng = random.Random(f"sdp-{seed}-{illegal}")
+    kind = "sdp_illegal" if illegal else "sdp"
+    prog = Program(kind, seed, TraceWriter(f"{kind}_{seed}"), legal=not illegal)
+    alloc = Alloc(rng)
+    n = 1 if illegal else (layers or rng.choice((1, 1, 2, 2, 3)))
+    prog.layers = [sdp_layer(rng, cfg, alloc, prog.writer, illegal=illegal) for _ in range(n)]
+    emit(prog)
+    return prog
