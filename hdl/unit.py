@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from functools import reduce
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module, Mux, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -42,6 +42,29 @@ def unit_members(cfg: NvdlaConfig, register_files, read_clients, write_clients) 
     members.update({c: Out(DmaWriteSignature(aw, dw)) for c in write_clients})
     members.update(done_grp=Out(2), busy=Out(1))
     return members
+
+
+def rdma_read_stall(m: Module, unit: str, rf: UnitRegFile, bus, req) -> None:
+    """D_PERF_READ_STALL of a post-processing read DMA's register file ``rf`` (unit ``unit``:
+    PDP_RDMA or CDP_RDMA), as nv_small's NV_NVDLA_PDP_RDMA_ig.v / NV_NVDLA_CDP_RDMA_ig.v count
+    it: cycles in which the read request stream ``req`` (to MCIF) is valid and not ready while
+    the running group's D_PERF_ENABLE.DMA_EN is set, on one 32-bit wrapping counter that is
+    never cleared (its clear only acts in a stalled cycle, never the cycle the cube's last
+    request is accepted); copied into the group that ran when its layer is done (``rf.done``),
+    not cleared by OP_EN. CSB reads see the producer group's copy (S_POINTER.PRODUCER, tracked
+    from the register bus ``bus``: the register file's status input is not per group)."""
+    stalls = Signal(32, name=f"{unit.lower()}_read_stalls")
+    with m.If(Value.cast(rf.cfg.d_perf_enable.dma_en) & req.valid & ~req.ready):
+        m.d.sync += stalls.eq(stalls + 1)
+    grp = [Signal(32, name=f"{unit.lower()}_read_stall_g{g}") for g in range(2)]
+    for g in range(2):
+        with m.If(rf.done & (rf.consumer == g)):
+            m.d.sync += grp[g].eq(stalls)
+    ptr = next(r for r in REGMAP.unit(unit).registers if r.name == "S_POINTER")
+    producer = Signal(name=f"{unit.lower()}_producer")
+    with m.If(bus.we & (bus.addr == ptr.offset >> 2)):
+        m.d.sync += producer.eq(bus.wdata[ptr.field("PRODUCER").lsb])
+    m.d.comb += rf.hw.d_perf_read_stall.as_value().eq(Mux(producer, grp[1], grp[0]))
 
 
 class DatapathUnit(wiring.Component):

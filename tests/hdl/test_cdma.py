@@ -26,6 +26,7 @@ from streams import check_stream_stable
 from hdl.cdma import WT_AHEAD, Cdma
 from hdl.cdma.dma import WeightWalker
 from hdl.config import get_config
+from verif.mem import SparseMemory
 
 MEM_BYTES = 1 << 16
 ATOM = 8
@@ -157,9 +158,19 @@ def maximal_runs(addrs, window):
 
 
 # ------------------------------------------------------------------------------------ bench
-def memory_port(port, mem, rng, log, name, *, p_ready, max_latency, p_gap):
-    """Background testbench: MCIF's side of one DmaReadSignature port (in-order responses
-    after 0..max_latency cycles, random gaps); logs requests (cycle, addr, len)."""
+def memory_port(port, mem, rng, log, *, beat, p_ready, max_latency, p_gap, key="reqs"):
+    """Background testbench: MCIF's side of one DmaReadSignature port (in-order responses after
+    0..max_latency cycles, random gaps); logs requests (cycle, addr, len) in ``log[key]`` and
+    protocol errors in ``log["errors"]``. ``mem``: bytes (wrapping at their length) or a
+    SparseMemory; ``beat``: bytes per beat."""
+    if isinstance(mem, SparseMemory):
+        def word(a):
+            return mem.read_word(a, beat)
+    else:
+        def word(a):
+            a %= len(mem)
+            return int.from_bytes(mem[a:a + beat], "little")
+
     async def proc(ctx):
         q = deque()
         cycle = 0
@@ -175,16 +186,16 @@ def memory_port(port, mem, rng, log, name, *, p_ready, max_latency, p_gap):
                 port.rsp.ready)
             holding = rv and not rs_r
             if rv and not rs_r:
-                log["errors"].append(f"{name}: cycle {cycle}: read data refused (credit rule)")
+                log["errors"].append(f"cycle {cycle}: read data refused (credit rule)")
             if rv and rs_r:
                 q.popleft()
             if rq_v and rq_r:
-                log[name + "_reqs"].append((cycle, addr, length))
+                log[key].append((cycle, addr, length))
                 due = cycle + 1 + rng.randrange(0, max_latency + 1)
                 if q:
                     due = max(due, q[-1][0])
                 for i in range(length + 1):
-                    q.append((due + i, atom(mem, addr + i * ATOM)))
+                    q.append((due + i, word(addr + i * beat)))
             cycle += 1
     return proc
 
@@ -333,7 +344,8 @@ def run_layers(cfg, layers, *, seed, p_ready=0.7, max_latency=20, p_gap=0.2, p_w
     sim = Simulator(dut)
     sim.add_clock(1e-8)
     for name, port in (("dat", dut.dat_dma), ("wt", dut.wt_dma)):
-        sim.add_testbench(memory_port(port, mem, rng, log, name, p_ready=p_ready,
+        sim.add_testbench(memory_port(port, mem, rng, log, key=name + "_reqs", beat=ATOM,
+                                      p_ready=p_ready,
                                       max_latency=max_latency, p_gap=p_gap), background=True)
     sim.add_testbench(consumer(dut.dat_wr, rng, p_wr_stall), background=True)
     sim.add_testbench(consumer(dut.wt_wr, rng, p_wr_stall), background=True)
@@ -483,7 +495,8 @@ def test_cdma_input_fetch_rate_dc_32x26x76():
 
     sim = Simulator(dut)
     sim.add_clock(1e-8)
-    sim.add_testbench(memory_port(dut.dat_dma, mem, rng, log, "dat", p_ready=1.0,
+    sim.add_testbench(memory_port(dut.dat_dma, mem, rng, log, key="dat_reqs", beat=ATOM,
+                                  p_ready=1.0,
                                   max_latency=0, p_gap=0.0), background=True)
     sim.add_testbench(bench)
     sim.run()

@@ -12,12 +12,12 @@ any start alignment, paddings, converter on/off, mean on/off, sign override, tru
 A failure names its seed: ``pytest tests/hdl/test_cdma_image.py -k "seed"`` reruns it.
 """
 import random
-from collections import deque
 
 import numpy as np
 import pytest
 from amaranth.sim import Simulator
 from streams import check_stream_stable, stream_get, stream_put
+from test_cdma import memory_port
 
 from hdl.cdma.image import PIXEL_FORMATS, EntryPacker, PixelFetch, PixelFormat, PlaneUnpacker
 from hdl.config import get_config
@@ -102,47 +102,6 @@ def expected_entries(cfg, mem_bytes, fields, regs=None):
 
 
 # ------------------------------------------------------------------------------------ bench
-def memory_port(port, mem, rng, log, *, beat, p_ready, max_latency, p_gap):
-    """Background testbench: MCIF's side of one DmaReadSignature port (in-order responses after
-    0..max_latency cycles, random gaps); logs requests (cycle, addr, len). ``mem``: bytes
-    (wrapping at their length) or a SparseMemory."""
-    if isinstance(mem, SparseMemory):
-        def word(a):
-            return mem.read_word(a, beat)
-    else:
-        def word(a):
-            a %= len(mem)
-            return int.from_bytes(mem[a:a + beat], "little")
-
-    async def proc(ctx):
-        q = deque()
-        cycle = 0
-        holding = False
-        while True:
-            ctx.set(port.req.ready, rng.random() < p_ready)
-            rv = holding or (bool(q) and q[0][0] <= cycle and rng.random() >= p_gap)
-            ctx.set(port.rsp.valid, rv)
-            if rv:
-                ctx.set(port.rsp.payload, q[0][1])
-            _, _, rq_v, rq_r, addr, length, rs_r = await ctx.tick().sample(
-                port.req.valid, port.req.ready, port.req.payload.addr, port.req.payload.len,
-                port.rsp.ready)
-            holding = rv and not rs_r
-            if rv and not rs_r:
-                log["errors"].append(f"cycle {cycle}: read data refused (credit rule)")
-            if rv and rs_r:
-                q.popleft()
-            if rq_v and rq_r:
-                log["reqs"].append((cycle, addr, length))
-                due = cycle + 1 + rng.randrange(0, max_latency + 1)
-                if q:
-                    due = max(due, q[-1][0])
-                for i in range(length + 1):
-                    q.append((due + i, word(addr + i * beat)))
-            cycle += 1
-    return proc
-
-
 def set_regs(ctx, dut, fields, regs=None):
     values = regs if regs is not None else reg_values(fields)
     for r in UNIT.registers:
@@ -406,7 +365,7 @@ def test_cdma_image_layers():
     mem = bytes(rng.randrange(256) for _ in range(MEM_BYTES))
     dut = Cdma(cfg)
     log = {"errors": [], "reqs": [], "wt": []}
-    E, depth = cfg.cbuf_bank_width, cfg.cbuf_bank_depth
+    depth = cfg.cbuf_bank_depth
 
     async def bench(ctx):
         for n in range(6):

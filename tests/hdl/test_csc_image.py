@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from amaranth.hdl import ClockDomain, Module, Signal, Value
+from amaranth.hdl import ClockDomain, Module, Value
 from amaranth.lib import wiring
 from amaranth.sim import Simulator
 

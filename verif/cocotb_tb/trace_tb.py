@@ -171,8 +171,8 @@ async def _reset_mid(eng: RtlEngine, abort_dir, clean_dir, load, run_one, after_
                   for c in clean.commands if c.kind in ("mem_init", "check_crc"))
     if not overlap and snap != after and res.status == PASS:
         res.status = FAIL
-        res.message = (f"the aborted layer's output region changed after the reset "
-                       f"(memory written by a beat of the aborted layer)")
+        res.message = ("the aborted layer's output region changed after the reset "
+                       "(memory written by a beat of the aborted layer)")
     note = (f"reset at cycle {abort_cycle} after {wb} W beats of {aborted.name} "
             f"(busy: {', '.join(busy) or 'none'})")
     res.message = f"{res.message}; {note}" if res.message else note

