@@ -102,6 +102,28 @@ def expected_entries(cfg, mem_bytes, fields, regs=None):
 
 
 # ------------------------------------------------------------------------------------ bench
+def _through(dut, items, n, rng, setup):
+    """Items through a stream component ``dut`` (``i`` -> ``o``) with random stalls on both
+    sides and the output checked for stability; ``setup(ctx)`` sets its inputs first. Returns
+    the ``n`` output payloads."""
+    got = []
+
+    async def prod(ctx):
+        setup(ctx)
+        await stream_put(ctx, dut.i, items, rng=rng)
+
+    async def cons(ctx):
+        got.extend(await stream_get(ctx, dut.o, n, rng=rng))
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(prod)
+    sim.add_testbench(cons)
+    sim.add_process(check_stream_stable(dut.o))
+    sim.run()
+    return got
+
+
 def set_regs(ctx, dut, fields, regs=None):
     values = regs if regs is not None else reg_values(fields)
     for r in UNIT.registers:
@@ -274,21 +296,7 @@ def test_plane_unpacker(pix_log2):
         stream_bytes += list(d.to_bytes(8, "little")[lo:hi])
     want = [int.from_bytes(bytes(stream_bytes[i:i + b]), "little")
             for i in range(0, len(stream_bytes), b)]
-    got = []
-
-    async def prod(ctx):
-        ctx.set(dut.pix_log2, pix_log2)
-        await stream_put(ctx, dut.i, atoms, rng=rng)
-
-    async def cons(ctx):
-        got.extend(await stream_get(ctx, dut.o, len(want), rng=rng))
-
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(prod)
-    sim.add_testbench(cons)
-    sim.add_process(check_stream_stable(dut.o))
-    sim.run()
+    got = _through(dut, atoms, len(want), rng, lambda ctx: ctx.set(dut.pix_log2, pix_log2))
     assert [g & ((1 << 8 * b) - 1) for g in got] == want
 
 
@@ -310,21 +318,7 @@ def test_entry_packer(channels):
         k = len(line) // 8
         want += [(int.from_bytes(line[8 * i:8 * i + 8], "little"), int(i == k - 1))
                  for i in range(k)]
-    got = []
-
-    async def prod(ctx):
-        ctx.set(dut.channels, channels)
-        await stream_put(ctx, dut.i, pixels, rng=rng)
-
-    async def cons(ctx):
-        got.extend(await stream_get(ctx, dut.o, len(want), rng=rng))
-
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(prod)
-    sim.add_testbench(cons)
-    sim.add_process(check_stream_stable(dut.o))
-    sim.run()
+    got = _through(dut, pixels, len(want), rng, lambda ctx: ctx.set(dut.channels, channels))
     assert [(g.data, g.slice_last) for g in got] == want
 
 
