@@ -29,7 +29,8 @@ from hdl.config import NvdlaConfig
 from hdl.regfile import RegBusSignature, UnitRegFile
 from hdl.regmap import REGMAP
 
-__all__ = ["unit_members", "DatapathUnit"]
+__all__ = ["unit_members", "DatapathUnit", "perf_stall_counter", "rdma_read_stall",
+           "wdma_write_stall"]
 
 
 def unit_members(cfg: NvdlaConfig, register_files, read_clients, write_clients) -> dict:
@@ -44,27 +45,58 @@ def unit_members(cfg: NvdlaConfig, register_files, read_clients, write_clients) 
     return members
 
 
-def rdma_read_stall(m: Module, unit: str, rf: UnitRegFile, bus, req) -> None:
-    """D_PERF_READ_STALL of a post-processing read DMA's register file ``rf`` (unit ``unit``:
-    PDP_RDMA or CDP_RDMA), as nv_small's NV_NVDLA_PDP_RDMA_ig.v / NV_NVDLA_CDP_RDMA_ig.v count
-    it: cycles in which the read request stream ``req`` (to MCIF) is valid and not ready while
-    the running group's D_PERF_ENABLE.DMA_EN is set, on one 32-bit wrapping counter that is
-    never cleared (its clear only acts in a stalled cycle, never the cycle the cube's last
-    request is accepted); copied into the group that ran when its layer is done (``rf.done``),
-    not cleared by OP_EN. CSB reads see the producer group's copy (S_POINTER.PRODUCER, tracked
-    from the register bus ``bus``: the register file's status input is not per group)."""
-    stalls = Signal(32, name=f"{unit.lower()}_read_stalls")
-    with m.If(Value.cast(rf.cfg.d_perf_enable.dma_en) & req.valid & ~req.ready):
+def perf_stall_counter(m: Module, name: str, unit: str, rf: UnitRegFile, bus, stall,
+                       reg: str) -> None:
+    """A DMA stall performance counter of nv_small's post-processing units, as their DMA engines
+    count it (NV_NVDLA_PDP_RDMA_ig.v, NV_NVDLA_CDP_RDMA_ig.v, NV_NVDLA_PDP_wdma.v,
+    NV_NVDLA_CDP_wdma.v; facts only): one 32-bit counter per engine that adds 1 in every cycle
+    in which ``stall`` (1 bit: the engine's memory request valid and not accepted) is high while
+    the running (consumer) group's D_PERF_ENABLE.DMA_EN of ``rf`` is set, and wraps at 2**32.
+    NVIDIA's engines clear it at the end of a cube, but the clear only takes effect in a cycle
+    in which the counter is enabled, i.e. a stalled one, and the end of a cube is the cycle its
+    last request (read) or data beat (write) is accepted: the count is cumulative from reset,
+    no layer or OP_EN clears it. At the end of a layer the count is copied into ``reg`` (the
+    register-file ``hw`` field name, e.g. ``d_perf_write_stall``) of the group that ran (NVIDIA:
+    a flag toggled per cube, equal to the consumer pointer); here at the layer's done
+    (``rf.done``), which sees the same value since the engine requests nothing after its last
+    request/beat. CSB reads see the producer group's copy (S_POINTER.PRODUCER, tracked from the
+    register bus ``bus`` of register-map unit ``unit``: the register file's status input is not
+    per group). ``name`` prefixes the signal names."""
+    stalls = Signal(32, name=f"{name}_stalls")
+    with m.If(Value.cast(rf.cfg.d_perf_enable.dma_en) & stall):
         m.d.sync += stalls.eq(stalls + 1)
-    grp = [Signal(32, name=f"{unit.lower()}_read_stall_g{g}") for g in range(2)]
+    grp = [Signal(32, name=f"{name}_g{g}") for g in range(2)]
     for g in range(2):
         with m.If(rf.done & (rf.consumer == g)):
             m.d.sync += grp[g].eq(stalls)
     ptr = next(r for r in REGMAP.unit(unit).registers if r.name == "S_POINTER")
-    producer = Signal(name=f"{unit.lower()}_producer")
+    producer = Signal(name=f"{name}_producer")
     with m.If(bus.we & (bus.addr == ptr.offset >> 2)):
         m.d.sync += producer.eq(bus.wdata[ptr.field("PRODUCER").lsb])
-    m.d.comb += rf.hw.d_perf_read_stall.as_value().eq(Mux(producer, grp[1], grp[0]))
+    m.d.comb += getattr(rf.hw, reg).as_value().eq(Mux(producer, grp[1], grp[0]))
+
+
+def rdma_read_stall(m: Module, unit: str, rf: UnitRegFile, bus, req) -> None:
+    """D_PERF_READ_STALL of a post-processing read DMA's register file ``rf`` (unit ``unit``:
+    PDP_RDMA or CDP_RDMA), as nv_small's NV_NVDLA_PDP_RDMA_ig.v / NV_NVDLA_CDP_RDMA_ig.v count
+    it: :func:`perf_stall_counter` of the cycles in which the read request stream ``req`` (to
+    MCIF) is valid and not ready; ``bus`` is the unit's CSB register bus."""
+    perf_stall_counter(m, f"{unit.lower()}_read_stall", unit, rf, bus,
+                       req.valid & ~req.ready, "d_perf_read_stall")
+
+
+def wdma_write_stall(m: Module, unit: str, rf: UnitRegFile, bus, port) -> None:
+    """D_PERF_WRITE_STALL of a post-processing unit's register file ``rf`` (unit ``unit``: PDP or
+    CDP), as nv_small's NV_NVDLA_PDP_wdma.v / NV_NVDLA_CDP_wdma.v count it:
+    :func:`perf_stall_counter` (cumulative from reset, 32-bit wrapping, copied into the group
+    that ran, gated by the running group's DMA_EN) of the cycles in which the write DMA's memory
+    request is valid and not accepted. NVIDIA's WDMA has one request port carrying both burst
+    commands and data beats; ``port`` (a DmaWriteSignature client port to MCIF) has two
+    streams, so a cycle counts when either ``port.req`` or ``port.data`` is valid and not
+    ready. ``bus`` is the unit's CSB register bus."""
+    perf_stall_counter(m, f"{unit.lower()}_write_stall", unit, rf, bus,
+                       (port.req.valid & ~port.req.ready) | (port.data.valid & ~port.data.ready),
+                       "d_perf_write_stall")
 
 
 class DatapathUnit(wiring.Component):

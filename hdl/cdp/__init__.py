@@ -23,10 +23,10 @@ LUT statistics (D_PERF_LUT_UFLOW/OFLOW/HYBRID/LE_HIT/LO_HIT) count every element
 layer (NV_NVDLA_CDP_DP_intp.v; not gated by D_PERF_ENABLE). The register file's status input is
 not per group, so the unit keeps both groups' values and shows the one of the CSB producer group
 (S_POINTER.PRODUCER, tracked from the same bus). D_OUT_SATURATION and the NaN/Inf counters read 0
-(NVIDIA's nv_small ties them to 0). D_PERF_WRITE_STALL counts the cycles the WDMA's write request to MCIF
-was stalled while D_PERF_ENABLE.DMA_EN (see ``elaborate``); CDP_RDMA's D_PERF_READ_STALL counts
-the cycles CDP_RDMA's read request waited for MCIF while CDP_RDMA's D_PERF_ENABLE.DMA_EN, on a
-counter that is never cleared (as PDP_RDMA's: hdl/pdp/__init__.py).
+(NVIDIA's nv_small ties them to 0). D_PERF_WRITE_STALL counts the cycles the WDMA's write
+request to MCIF was stalled while D_PERF_ENABLE.DMA_EN; CDP_RDMA's D_PERF_READ_STALL counts the
+cycles CDP_RDMA's read request waited for MCIF while CDP_RDMA's D_PERF_ENABLE.DMA_EN; both on
+32-bit wrapping counters that are never cleared (:func:`hdl.unit.perf_stall_counter`, as PDP's).
 
 INT8 only (nv_small's data type).
 """
@@ -41,7 +41,7 @@ from hdl.cdp.dma import CdpReadDma, CdpWalker, CdpWriteDma, group_of
 from hdl.dma import atom_layout, cube_from_regs, cube_layout, read_dma_params, write_dma_params
 from hdl.regfile import raw_field, reg_word
 from hdl.regmap import REGMAP
-from hdl.unit import DatapathUnit, rdma_read_stall
+from hdl.unit import DatapathUnit, rdma_read_stall, wdma_write_stall
 
 __all__ = ["Cdp", "CdpCore", "CdpReadDma", "CdpWriteDma", "CdpWalker"]
 
@@ -197,24 +197,12 @@ class Cdp(DatapathUnit):
             m.d.comb += getattr(rf.hw, reg).as_value().eq(Mux(producer, grp[1], grp[0]))
 
         # ---- D_PERF_WRITE_STALL (D_PERF_ENABLE.DMA_EN), as PDP's (hdl/pdp/__init__.py) ----
-        # nv_small NV_NVDLA_CDP_wdma.v: cycles in which DMA_EN is set and the WDMA's memory
-        # write request (command or data) is valid but not accepted, saturating, copied into
-        # the completed group at the end of the layer; here restarted at every layer.
-        port = self.cdp_wdma
-        stall = Signal()
-        m.d.comb += stall.eq((port.req.valid & ~port.req.ready)
-                             | (port.data.valid & ~port.data.ready))
-        stalls = Signal(32)
-        with m.If(start):
-            m.d.sync += stalls.eq(0)
-        with m.Elif(self.busy & stall & _field(rf.cfg, "D_PERF_ENABLE", "DMA_EN")
-                    & (stalls != 0xFFFF_FFFF)):
-            m.d.sync += stalls.eq(stalls + 1)
-        grp = [Signal(32, name=f"perf_write_stall_g{g}") for g in range(2)]
-        for g in range(2):
-            with m.If(self.busy & wdma.done & (rf.consumer == g)):
-                m.d.sync += grp[g].eq(stalls)
-        m.d.comb += rf.hw.d_perf_write_stall.as_value().eq(Mux(producer, grp[1], grp[0]))
+        # nv_small NV_NVDLA_CDP_wdma.v (facts only): cycles in which the consumer group's
+        # DMA_EN is set and the WDMA's one DMA write request (command or data) is valid but not
+        # accepted, on a 32-bit wrapping counter whose clear (the last data beat accepted) never
+        # acts (it only acts in a stalled cycle): cumulative from reset; copied at the last data
+        # beat into the group that ran (a per-layer toggle, equal to the consumer pointer).
+        wdma_write_stall(m, "CDP", rf, bus, self.cdp_wdma)
 
         # ---- CDP_RDMA D_PERF_READ_STALL (CDP_RDMA's D_PERF_ENABLE.DMA_EN) ----
         # nv_small NV_NVDLA_CDP_RDMA_ig.v, the same counter as PDP_RDMA's (hdl/pdp/__init__.py):

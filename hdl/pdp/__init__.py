@@ -21,14 +21,17 @@ atoms come from SDP's output (port ``pdp_flying``, in the same surface/line/colu
 of PDP_RDMA; the layer then starts on PDP's group alone and completes only PDP's group, as
 verif/model/nvdla.py sequences a fused SDP->PDP layer.
 
-D_PERF_WRITE_STALL: cycles the WDMA's write request to MCIF was stalled while D_PERF_ENABLE.DMA_EN
-(see ``elaborate``). PDP_RDMA's D_PERF_READ_STALL: cycles PDP_RDMA's read request waited for
-MCIF while PDP_RDMA's D_PERF_ENABLE.DMA_EN, on a counter that is never cleared (see
-``elaborate``).
+D_PERF_WRITE_STALL: cycles the WDMA's write request to MCIF was stalled while D_PERF_ENABLE.DMA_EN;
+PDP_RDMA's D_PERF_READ_STALL: cycles PDP_RDMA's read request waited for MCIF while PDP_RDMA's
+D_PERF_ENABLE.DMA_EN; both on 32-bit wrapping counters that no layer clears, copied into the
+group that ran (:func:`hdl.unit.perf_stall_counter`, see ``elaborate``).
 
 Not implemented: int16/fp16, NaN/Inf counters, output widths per band above
-:data:`MAX_WIDTH` atoms (NVIDIA's 7 KB share line buffer allows up to 512 when
-ceil(kernel_height / stride_height) = 1).
+:data:`MAX_WIDTH` atoms. On nv_small NVIDIA's share line buffer holds at most 128, 64, 32 or 16
+output columns per band depending on kernel height and vertical stride
+(NV_NVDLA_PDP_CORE_cal2d.v, observed on its RTL: wider bands hang or write values that follow no
+window); the model rejects such programs (``verif.model.pdp.line_buffer_width``), and this design
+computes them correctly up to :data:`MAX_WIDTH`.
 """
 from __future__ import annotations
 
@@ -42,7 +45,7 @@ from hdl.pdp.bands import Bands, band_regs_layout
 from hdl.pdp.core import PdpCore
 from hdl.pdp.dma import PdpReadDma, PdpWriteDma
 from hdl.regmap import REGMAP
-from hdl.unit import DatapathUnit, rdma_read_stall
+from hdl.unit import DatapathUnit, rdma_read_stall, wdma_write_stall
 
 __all__ = ["Pdp", "PdpCore", "MAX_WIDTH"]
 
@@ -163,35 +166,17 @@ class Pdp(DatapathUnit):
                      cb.restart.eq(start)]
 
         # ---- D_PERF_WRITE_STALL (D_PERF_ENABLE.DMA_EN) ----
-        # NVIDIA's meaning (nv_small NV_NVDLA_PDP_wdma.v): a counter advances in every cycle
-        # in which DMA_EN of the running group is set and the WDMA's memory write request (a
-        # command or a data beat on its one dma_wr_req port) is valid but not accepted,
-        # saturating at 2**32-1; when the layer is done its value is copied into the
-        # D_PERF_WRITE_STALL of the group that ran, and CSB reads of D_ registers see the
-        # producer group's copy. Here the count restarts at every layer (NVIDIA's clear at
-        # op_done only takes effect in a stalled cycle, so its count can carry over between
-        # layers), and the stall is on the request or data stream to MCIF.
-        port = self.pdp_wdma
-        stall = Signal()
-        m.d.comb += stall.eq((port.req.valid & ~port.req.ready)
-                             | (port.data.valid & ~port.data.ready))
-        dma_en = _u(pc.d_perf_enable.dma_en)
-        stalls = Signal(32)
-        with m.If(start):
-            m.d.sync += stalls.eq(0)
-        with m.Elif(self.busy & stall & dma_en & (stalls != 0xFFFF_FFFF)):
-            m.d.sync += stalls.eq(stalls + 1)
-        grp = [Signal(32, name=f"perf_write_stall_g{g}") for g in range(2)]
-        for g in range(2):
-            with m.If(self.busy & wdma.done & (rf_pdp.consumer == g)):
-                m.d.sync += grp[g].eq(stalls)
-        # the register file's status input is not per group: follow S_POINTER.PRODUCER on CSB
-        bus = self.csb_pdp
-        ptr = next(r for r in _PDP.registers if r.name == "S_POINTER")
-        producer = Signal()
-        with m.If(bus.we & (bus.addr == ptr.offset >> 2)):
-            m.d.sync += producer.eq(bus.wdata[ptr.field("PRODUCER").lsb])
-        m.d.comb += rf_pdp.hw.d_perf_write_stall.as_value().eq(Mux(producer, grp[1], grp[0]))
+        # nv_small NV_NVDLA_PDP_wdma.v (facts only): the write-stall counter advances in every
+        # cycle in which DMA_EN of the consumer group (NV_NVDLA_PDP_reg.v muxes the field by
+        # the consumer pointer) is set and the WDMA's one DMA write request (a command or a
+        # data beat) is valid but not accepted; it is 32 bits and wraps (no saturation). Its
+        # clear (the cube's last data beat accepted) only acts in an enabled, i.e. stalled,
+        # cycle, which never is that cycle: the count is cumulative from reset, as PDP_RDMA's.
+        # At the last data beat it is copied into the D_PERF_WRITE_STALL of the group that ran
+        # (a flag toggled per layer, equal to the consumer pointer); CSB reads see the producer
+        # group's copy. Here: hdl.unit.wdma_write_stall, the copy at the layer's done (the
+        # last write response; nothing is requested after the last beat, same value).
+        wdma_write_stall(m, "PDP", rf_pdp, self.csb_pdp, self.pdp_wdma)
 
         # ---- PDP_RDMA D_PERF_READ_STALL (PDP_RDMA's D_PERF_ENABLE.DMA_EN) ----
         # nv_small NV_NVDLA_PDP_RDMA_ig.v (facts only): one 32-bit counter, enabled in every

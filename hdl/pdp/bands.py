@@ -7,10 +7,16 @@ Band ``b`` (``first`` = b == 0, ``last`` = b == SPLIT_NUM; widths from D_PARTIAL
 FIRST/MID/LAST, plus one; without split the cube widths): its input columns tile the cube
 (``in_start`` = sum of the previous bands' input widths); every band but the first also reads
 the ``overlap = kernel_width - stride_x`` columns before its start (a negative overlap skips
-columns), so it reads ``in_width + overlap`` columns from ``in_start - overlap``. The first band
-has PAD_LEFT, the last PAD_RIGHT, the others no padding; its outputs start at the sum of the
-previous bands' output widths. The split rules make the bands' outputs the columns of the
-unsplit pooling.
+columns), so it reads ``in_width + overlap`` columns from ``in_start - overlap``. A band
+narrower than the overlap (kernel_width - stride_x > first/mid input width, which the
+programming guide's "Limitation / PDP" forbids) makes a later band start left of column 0:
+NVIDIA's nv_small PDP_RDMA (NV_NVDLA_PDP_RDMA_ig.v: the next band's base address is the
+previous one plus its width minus the overlap, in full-width address arithmetic) then reads the
+memory left of the cube's base as data, and so does this one (``col`` is signed; the DMA adds
+``col * atom`` to the base modulo the address width); verif/model/pdp.py computes the same.
+The first band has PAD_LEFT, the last PAD_RIGHT, the others no padding; its outputs start at
+the sum of the previous bands' output widths. The split rules make the bands' outputs the
+columns of the unsplit pooling.
 """
 from __future__ import annotations
 
@@ -41,15 +47,17 @@ class Bands(wiring.Component):
 
     Ports: ``restart`` In(1) pulse: back to band 0; ``next`` In(1) pulse: advance one band;
     ``regs`` In(:func:`band_regs_layout`) (stable during a layer).
-    Outputs of the current band: ``col`` Out(14) first input column read; ``width`` Out(14)
-    columns read; ``pad_left_b`` Out(3); ``out_col`` Out(14) first output column;
-    ``out_width`` Out(14); ``last`` Out(1).
+    Outputs of the current band: ``col`` Out(signed(15)) first input column read, negative
+    when an earlier band is narrower than the overlap (the read then starts left of the cube's
+    base, as NVIDIA's PDP_RDMA does: module docstring); ``width`` Out(14) columns read;
+    ``pad_left_b`` Out(3); ``out_col`` Out(14) first output column; ``out_width`` Out(14);
+    ``last`` Out(1).
     """
 
     def __init__(self):
         super().__init__({
             "restart": In(1), "next": In(1), "regs": In(band_regs_layout()),
-            "col": Out(DIM_BITS), "width": Out(DIM_BITS), "pad_left_b": Out(3),
+            "col": Out(signed(DIM_BITS + 1)), "width": Out(DIM_BITS), "pad_left_b": Out(3),
             "out_col": Out(DIM_BITS), "out_width": Out(DIM_BITS), "last": Out(1),
         })
 

@@ -1,8 +1,8 @@
 """PDP D_PERF_ENABLE / D_PERF_WRITE_STALL (hdl/pdp/__init__.py; NVIDIA's meaning from nv_small
-NV_NVDLA_PDP_wdma.v): the number of cycles of a layer in which the write DMA's request to MCIF (a
-burst request or a data beat) was valid and not accepted, counted only while D_PERF_ENABLE.DMA_EN
-of the running group is set, latched into the register group that ran and read through the CSB
-producer group (S_POINTER.PRODUCER).
+NV_NVDLA_PDP_wdma.v): the number of cycles, cumulative over layers (never cleared), in which
+the write DMA's request to MCIF (a burst request or a data beat) was valid and not accepted,
+counted only while D_PERF_ENABLE.DMA_EN of the running group is set, latched into the register
+group that ran and read through the CSB producer group (S_POINTER.PRODUCER).
 
 The unit runs alone in Amaranth's simulator against a fake MCIF written here (random ready on
 every request/data/response stream, B responses a few cycles after a burst's last beat), which
@@ -197,7 +197,9 @@ def test_write_stall_per_group(seed, dma_en):
              ("PDP", "S_POINTER", 1), ("PDP", "D_PERF_WRITE_STALL")]
     stalls, got = run_unit(Pdp(NV_SMALL), program, mem=mem, layers=2, reads=reads, seed=seed)
     assert all(s > 0 for s in stalls)                 # random ready: the WDMA did wait
-    assert got == [s if en else 0 for s, en in zip(stalls, dma_en)]
+    # cumulative (never cleared, nv_small NV_NVDLA_PDP_wdma.v; tests/hdl/test_wdma_perf.py):
+    # the second group shows the first layer's count plus its own
+    assert got == [stalls[0] * dma_en[0], stalls[0] * dma_en[0] + stalls[1] * dma_en[1]]
     ow, oh = W // 2, H // 2
     for g in range(2):
         for ci in range(S * A):

@@ -7,7 +7,10 @@ seven pad values of AVE (``PAD_VALUE_nX = n * pad`` as the guide programs them, 
 19-bit value), RECIP_KERNEL_WIDTH/HEIGHT (2**16 / kernel rounded, or random), channels 1..40,
 output size 1..12 (the input width and height follow from ``in + pads == (out-1)*stride +
 kernel``), strides with gaps; split width (SPLIT_NUM 1..4: first/mid/last bands whose
-widths satisfy the guide's split rules) for wide outputs. PDP_RDMA's registers mirror PDP's.
+widths satisfy the guide's split rules, including bands narrower than the kernel or, against
+"Limitation / PDP", than the overlap: see ``_bands``) for wide outputs; every band's output width
+within the share line buffer (``verif.model.pdp.line_buffer_width``: 16 to 128 columns by
+kernel height and vertical stride). PDP_RDMA's registers mirror PDP's.
 Random values in the registers nv_small ignores (D_CYA, NaN counters' enables).
 """
 from __future__ import annotations
@@ -16,15 +19,23 @@ import random
 
 from verif.gen.common import Alloc, Layer, Program, cube_extent, cube_strides, emit, rand_bytes, regs
 from verif.gen.writer import TraceWriter
+from verif.model.pdp import line_buffer_width
 
 METHODS = ("ave", "max", "min")
 
 
 def _bands(rng, ow: int, kw: int, sx: int, pl: int, pr: int):
     """Split-width bands (SPLIT_NUM, first/mid/last input and output widths) of an output of
-    ``ow`` columns, or None when ``ow`` is too small to split or a band is narrower than the kernel. Band output widths: first,
+    ``ow`` columns, or None when ``ow`` is too small to split or a band would have no input
+    column or more than 1024 (the 10-bit D_PARTIAL_WIDTH_IN fields). Band output widths: first,
     ``n - 2`` mids, last (sum ``ow``); input widths: first ``(out-1)*sx + kw - pl``, mid
-    ``out*sx``, last ``out*sx - pr`` (they tile the input width: ``(ow-1)*sx + kw - pl - pr``)."""
+    ``out*sx``, last ``out*sx - pr`` (they tile the input width: ``(ow-1)*sx + kw - pl - pr``).
+
+    Bands narrower than the kernel are drawn: the split rules hold for them. A first or mid
+    band narrower than the overlap ``kw - sx`` breaks the programming guide's "Limitation /
+    PDP" (``kernel_w - stride_x <= first|mid_in_width``), but NVIDIA's nv_small RTL computes a
+    defined result (a later band pools the memory left of the cube's base; verif/model/pdp.py
+    ``_check_split``, hdl/pdp/bands.py), so such programs stay legal (the model warns)."""
     if ow < 2:
         return None
     n = rng.randint(2, min(5, ow))
@@ -35,17 +46,30 @@ def _bands(rng, ow: int, kw: int, sx: int, pl: int, pr: int):
     first = rng.randint(1, rest - 1)
     last = rest - first
     ins = [(first - 1) * sx + kw - pl, mid * sx, last * sx - pr]
-    if min(ins[0], ins[2]) < kw or (n > 2 and ins[1] < kw) or max(ins) > 1024:
-        # bands narrower than the kernel are not generated: the model accepts them but NVIDIA's
-        # nv_small RTL writes other values (first band of 2 columns for a 6-wide kernel with
-        # PAD_LEFT=4: model, NVIDIA's RTL and ours all differ; /tmp/gen_fails/pdp_1103, _1120)
+    if min(ins[0], ins[2]) < 1 or max(ins) > 1024:
         return None
     return n - 1, ins, [first, mid, last]
 
 
-def pdp_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter) -> Layer:
-    """One random offline PDP layer (module docstring)."""
-    atom, ab = cfg.memory_atomic, cfg.atom_bytes
+def left_margin(kw: int, sx: int, bands) -> int:
+    """Columns left of the cube's first column that the split ``bands`` (as :func:`_bands`
+    returns, or None) read: a band after one narrower than the overlap ``kw - sx`` starts
+    there (see :func:`_bands`); 0 for legal bands."""
+    if not bands:
+        return 0
+    split_num, ins, _ = bands
+    widths = [ins[0]] + [ins[1]] * (split_num - 1) + [ins[2]]
+    start, lowest = 0, 0
+    for wi in widths[:-1]:
+        start += wi
+        lowest = min(lowest, start - (kw - sx))
+    return -lowest
+
+
+def draw_geometry(rng: random.Random) -> dict:
+    """A random PDP layer geometry (module docstring): ``method``, ``kw``, ``kh``, ``sx``, ``sy``,
+    ``pl``, ``pr``, ``pt``, ``pb``, ``ow``, ``oh``, ``W``, ``H`` and ``bands`` (see
+    :func:`_bands`, or None without split)."""
     for _ in range(1000):
         method = rng.randrange(3)
         kw, kh = rng.randint(1, 8), rng.randint(1, 8)
@@ -63,14 +87,30 @@ def pdp_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter) -> Layer:
         bands = _bands(rng, ow, kw, sx, pl, pr) if split else None
         if split and bands is None:
             continue
-        break
-    else:
-        raise RuntimeError("no PDP geometry found")
-    C = rng.randint(1, 40) if W * H < 400 else rng.randint(1, 8)
+        if max(bands[2] if bands else [ow]) > line_buffer_width(kh, sy):
+            continue            # wider than the share line buffer: NVIDIA's RTL hangs or errs
+        return dict(method=method, kw=kw, kh=kh, sx=sx, sy=sy, pl=pl, pr=pr, pt=pt, pb=pb,
+                    ow=ow, oh=oh, W=W, H=H, bands=bands)
+    raise RuntimeError("no PDP geometry found")
+
+
+def pdp_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, geom: dict | None = None,
+              C: int | None = None) -> Layer:
+    """One random offline PDP layer (module docstring); ``geom`` (as :func:`draw_geometry`
+    returns) and ``C`` fix the geometry and channels instead of drawing them."""
+    atom, ab = cfg.memory_atomic, cfg.atom_bytes
+    g = geom or draw_geometry(rng)
+    method, kw, kh, sx, sy = g["method"], g["kw"], g["kh"], g["sx"], g["sy"]
+    pl, pr, pt, pb, ow, oh, W, H = (g[k] for k in ("pl", "pr", "pt", "pb", "ow", "oh", "W", "H"))
+    bands = g["bands"]
+    if C is None:
+        C = rng.randint(1, 40) if W * H < 400 else rng.randint(1, 8)
     line, surf = cube_strides(rng, W, H, ab)
     n = cube_extent(W, H, C, line, surf, atom, ab)
-    src = alloc.take(n)
-    w.mem_load(src, rand_bytes(rng, n))
+    # random bytes in the columns left of the cube that narrow bands read (see _bands)
+    margin = -(-left_margin(kw, sx, bands) * ab // 32) * 32
+    src = alloc.take(n + margin) + margin
+    w.mem_load(src - margin, rand_bytes(rng, n + margin))
     dline, dsurf = cube_strides(rng, ow, oh, ab)
     dn = cube_extent(ow, oh, C, dline, dsurf, atom, ab)
     dst = alloc.take(dn)

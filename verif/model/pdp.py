@@ -110,6 +110,33 @@ def pool_plane(x: np.ndarray, method: int, kw: int, kh: int, sx: int, sy: int,
     return out
 
 
+def line_buffer_width(kh: int, sy: int) -> int:
+    """The widest output (per split band, in columns) PDP's share line buffer holds for kernel
+    height ``kh`` and vertical stride ``sy`` ("Limitation / PDP": first/mid/last_out_width
+    within the maximum flying width; unit description "Buffer Size Estimation").
+
+    Facts from NVIDIA's nv_small RTL (NV_NVDLA_PDP_CORE_cal2d.v): 8 line-buffer banks of
+    16 * atom / throughput entries, one output column of a throughput-wide element group per
+    entry, i.e. 16 columns per bank; the layer keeps ``lines`` output lines in flight: 1 when
+    the stride is at least the kernel, else kh for stride 1, ceil(kh / 2) for stride 2, 2 (kh up
+    to 6) or 3 for stride 3, 2 for larger strides; banks are merged 8 / 4 / 2 / 1 per line for
+    1 / 2 / 3-4 / 5-8 lines, so the width limit is 128 / 64 / 32 / 16 columns (its assertions
+    "cube_out_width setting out of range"). Wider outputs hang the layer or write values that
+    follow no window (observed on NVIDIA's RTL through our player)."""
+    if sy >= kh:
+        lines = 1
+    elif sy == 1:
+        lines = kh
+    elif sy == 2:
+        lines = -(-kh // 2)
+    elif sy == 3:
+        lines = 2 if kh <= 6 else 3
+    else:
+        lines = 2
+    merge = 8 if lines == 1 else 4 if lines == 2 else 2 if lines <= 4 else 1
+    return 16 * merge
+
+
 class PdpCore:
     """PDP of one NVDLA (``cfg``: NvdlaConfig, ``mem``: Memory).
 
@@ -154,6 +181,11 @@ class PdpCore:
             split widths that do not tile it: the line-buffer and counter logic of
             NV_NVDLA_PDP_CORE_cal1d.v / _cal2d.v is sized and sequenced for the documented
             ranges; what it writes outside them was not settled.
+          * an output (split band) wider than the share line buffer holds
+            (:func:`line_buffer_width`): NVIDIA's RTL hangs or writes values that follow no
+            window.
+          * a split band narrower than the overlap kernel_w - stride_x only warns: NVIDIA's RTL
+            pools the memory left of the cube for the next band (see ``_check_split``, ``run``).
         """
         R = "PDP"
         if g["method"] == 3:
@@ -214,6 +246,17 @@ class PdpCore:
                 f"{R}.D_DATA_CUBE_OUT_{reg}={o - 1}: input {dim} {n} + padding {p0}+{p1} must equal "
                 f"(out-1)*stride + kernel = ({o}-1)*{s}+{k} with (pad+in+pad-kernel) % stride == 0, "
                 f"or the output size be ({p0}+{n}+{p1}-{k})//{s}+1 (Limitation/PDP)")
+        limit = line_buffer_width(g["kh"], g["sy"])
+        outs = self._split_widths(pdp, g, "PARTIAL_WIDTH_OUT") if g["split"] else [g["ow"]]
+        if max(outs) > limit:
+            # NVIDIA's nv_small RTL hangs (AVE 3x5 stride 4x1, 20 outputs) or writes values that
+            # follow no window (MAX 8x5 stride 4x1, 18 outputs: the second output line of the
+            # first columns) beyond it (observed through our player); see line_buffer_width.
+            reg = "D_PARTIAL_WIDTH_OUT" if g["split"] else "D_DATA_CUBE_OUT_WIDTH"
+            raise ModelConfigError(
+                f"{R}.{reg}: output width {max(outs)} (per split band) exceeds the share line "
+                f"buffer's {limit} columns for kernel height {g['kh']} / stride {g['sy']} "
+                "(Limitation/PDP: out widths must fit the maximum flying width)")
         if g["split"] and flying:
             raise ModelConfigError(f"{R}.D_OPERATION_MODE_CFG: SPLIT_NUM must be 0 on the fly "
                                    "(programming guide 'On-the-fly processing')")
@@ -227,6 +270,19 @@ class PdpCore:
         mid = view.f(f"{prefix}_MID") + 1
         last = view.f(f"{prefix}_LAST") + 1
         return [first] + [mid] * (n - 2) + [last]
+
+    def _band_reads(self, pdp, g):
+        """Per split band: (first column read, columns read, left padding, right padding,
+        output columns); see ``run``."""
+        ins = self._split_widths(pdp, g, "PARTIAL_WIDTH_IN")
+        outs = self._split_widths(pdp, g, "PARTIAL_WIDTH_OUT")
+        overlap = g["kw"] - g["sx"]
+        start, bands = 0, []
+        for i, (wi, wo) in enumerate(zip(ins, outs)):
+            c0, n = (0, wi) if i == 0 else (start - overlap, wi + overlap)
+            bands.append((c0, n, g["pl"] if i == 0 else 0, g["pr"] if i == len(ins) - 1 else 0, wo))
+            start += wi
+        return bands
 
     def _check_split(self, pdp, g) -> None:
         """Split-width rules of "Limitation / PDP" (split_num = SPLIT_NUM + 1 bands)."""
@@ -257,6 +313,23 @@ class PdpCore:
         if sum(ins) != g["w"]:
             raise ModelConfigError(
                 f"PDP.D_PARTIAL_WIDTH_IN: band input widths add up to {sum(ins)}, not CUBE_IN_WIDTH+1 = {g['w']}")
+        # "if kernel_w >= kernel_stride, kernel_w - stride_x should be <= <first|mid>_in_width"
+        # (the other half, stride_x - kernel_w < <last|mid>_in_width, follows from the width
+        # equations above). NVIDIA's nv_small RTL runs a band narrower than the overlap: the
+        # next band's read starts left of its own first column by the overlap
+        # (NV_NVDLA_PDP_RDMA_ig.v), so a band after a narrow one starts left of column 0 and
+        # pools the memory there (base + column * atom, column < 0) as data where the unsplit
+        # pooling would pad (``run``; confirmed on NVIDIA's RTL through our player: MAX 6-wide
+        # kernel stride 3 PAD_LEFT 4 with a 2-column first band, MIN and AVE 7-wide stride 1
+        # PAD_LEFT 5 with 3-column first and mid bands, several surfaces and line gaps).
+        names = ["FIRST"] + ["MID"] * (len(ins) - 2) + ["LAST"]
+        narrow = [f"{nm}={wi}" for nm, wi in zip(names[:-1], ins[:-1]) if wi < overlap]
+        if narrow:
+            warn_limitation(
+                f"PDP.D_PARTIAL_WIDTH_IN {', '.join(dict.fromkeys(narrow))} narrower than the "
+                f"overlap kernel_w - stride_x = {kw}-{sx} = {overlap} breaks Limitation/PDP split "
+                "mode; computing what NVIDIA's RTL writes: a later band reads the memory left of "
+                "D_SRC_BASE_ADDR as data where the unsplit pooling pads", stacklevel=5)
 
     # ---- main -----------------------------------------------------------------------------
     def run(self, rdma, pdp, flying_input):
@@ -293,16 +366,34 @@ class PdpCore:
             if rdma.f("SPLIT_NUM") != g["split"]:
                 raise ModelConfigError("PDP_RDMA.D_OPERATION_MODE_CFG.SPLIT_NUM differs from PDP's SPLIT_NUM")
             base = rdma.addr("D_SRC_BASE_ADDR_HIGH", "D_SRC_BASE_ADDR_LOW")
-            x = read_cube(self.mem, base, w, h, cp, rdma.reg("D_SRC_LINE_STRIDE"),
-                          rdma.reg("D_SRC_SURFACE_STRIDE"), atom).view(np.int8).astype(np.int64)
+            ls, ss = rdma.reg("D_SRC_LINE_STRIDE"), rdma.reg("D_SRC_SURFACE_STRIDE")
+            x = read_cube(self.mem, base, w, h, cp, ls, ss, atom).view(np.int8).astype(np.int64)
         pads = [pdp.reg(f"D_POOLING_PADDING_VALUE_{i}_CFG") & 0x7FFFF for i in range(1, 8)]
         method = g["method"]
+
+        def pool(xx, pl, pr, ow):
+            return pool_plane(xx, POOL_MAX if method == 3 else method, g["kw"], g["kh"], g["sx"],
+                              g["sy"], pl, g["pt"], pr, g["pb"], ow, g["oh"], pads,
+                              pdp.f("RECIP_KERNEL_WIDTH"), pdp.f("RECIP_KERNEL_HEIGHT"))
+
         if method == 3 and g["kw"] * g["kh"] > 1:      # see _check: NVIDIA's RTL writes 0
             out = np.zeros((cp, g["oh"], g["ow"]), np.int64)
+        elif g["split"]:
+            # Split width, as NVIDIA's nv_small RTL runs it (NV_NVDLA_PDP_RDMA_ig.v: band b > 0
+            # is read from (its first column - overlap) for (its width + overlap) columns,
+            # overlap = kernel_width - stride_x, negative for a stride above the kernel; the
+            # core pools each band on its own, PAD_LEFT on the first band only, PAD_RIGHT on
+            # the last). With the split rules this is the unsplit pooling, except when a band
+            # is narrower than the overlap ("Limitation / PDP": kernel_w - stride_x <=
+            # first|mid_in_width): then a later band's first windows start left of column 0
+            # and NVIDIA's RDMA reads the memory there (base + column * atom, column < 0) as
+            # data where the unsplit pooling has padding (checked by _check_split).
+            out = np.concatenate([pool(read_cube(self.mem, (base + c0 * atom) % (1 << 64), n, h,
+                                                 cp, ls, ss, atom).view(np.int8).astype(np.int64),
+                                       pl, pr, ow)
+                                  for c0, n, pl, pr, ow in self._band_reads(pdp, g)], axis=2)
         else:                                           # method 3 with a 1x1 kernel: the sample
-            out = pool_plane(x, POOL_MAX if method == 3 else method, g["kw"], g["kh"], g["sx"],
-                             g["sy"], g["pl"], g["pt"], g["pr"], g["pb"], g["ow"], g["oh"], pads,
-                             pdp.f("RECIP_KERNEL_WIDTH"), pdp.f("RECIP_KERNEL_HEIGHT"))
+            out = pool(x, g["pl"], g["pr"], g["ow"])
         dst = pdp.addr("D_DST_BASE_ADDR_HIGH", "D_DST_BASE_ADDR_LOW")
         addrs = cube_addresses(dst, g["ow"], g["oh"], cp, pdp.reg("D_DST_LINE_STRIDE"),
                                pdp.reg("D_DST_SURFACE_STRIDE"), atom)
