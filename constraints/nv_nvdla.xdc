@@ -4,14 +4,32 @@
 
 create_clock -name dla_core_clk -period 10.000 [get_ports dla_core_clk]
 create_clock -name dla_csb_clk  -period 10.000 [get_ports dla_csb_clk]
-# The two clocks are unrelated (NVIDIA's port list). Until the CSB port is crossed into the core
-# domain (issue 10 item 5) the design samples CSB in dla_core_clk and dla_csb_clk drives nothing.
-set_clock_groups -asynchronous -group [get_clocks dla_core_clk] -group [get_clocks dla_csb_clk]
 
-# Resets: dla_reset_rstn asserts asynchronously and is released through a 2-flop synchroniser
-# on dla_core_clk (NV_nvdla.sync_ff); direct_reset_/test_mode select the test-mode reset.
+# The two clocks are unrelated (NVIDIA's port list). Only the CSB port runs on dla_csb_clk; it
+# crosses into dla_core_clk through two asynchronous FIFOs (hdl/csb_cdc.py, instance
+# core/csb_cdc: req_fifo csb -> core, resp_fifo core -> csb; Amaranth's AsyncFIFO with Gray-code
+# pointers through 2-flop synchronisers). These are the only paths between the two clocks: the
+# FIFO pointers (Gray code), the FIFO storage read in the other clock (stable for at least two
+# cycles before the synchronised pointer lets it be read) and the FIFOs' reset synchronisers.
+# They are bounded (not cut: set_clock_groups would override these max delays) to the shorter of
+# the two periods, datapath only, so that the Gray-code bits of a pointer arrive within one cycle
+# of each other.
+set cdc_delay [expr {min([get_property PERIOD [get_clocks dla_core_clk]], [get_property PERIOD [get_clocks dla_csb_clk]])}]
+set_max_delay -datapath_only -from [get_clocks dla_csb_clk] -to [get_clocks dla_core_clk] $cdc_delay
+set_max_delay -datapath_only -from [get_clocks dla_core_clk] -to [get_clocks dla_csb_clk] $cdc_delay
+set_bus_skew -from [get_cells -hierarchical -filter {NAME =~ *csb_cdc/*_fifo/*_gry_reg*}] \
+             -to [get_cells -hierarchical -filter {NAME =~ *csb_cdc/*_fifo/*_cdc/stage0_reg*}] $cdc_delay
+
+# Synchroniser flops (keep them together, no SRL): the FIFO pointer synchronisers
+# (produce_cdc/consume_cdc) and the FIFOs' read-side reset synchronisers (rst_cdc), stage0/stage1.
+set_property ASYNC_REG TRUE [get_cells -hierarchical -filter {NAME =~ *csb_cdc/*_fifo/*_cdc/stage*_reg*}]
+
+# Resets: dla_reset_rstn asserts asynchronously in both domains and is released through a 2-flop
+# synchroniser on each clock (dla_core_clk: NV_nvdla.sync_ff; dla_csb_clk: csb_rst_sync/stage0,
+# stage1); direct_reset_/test_mode select the test-mode reset.
 set_false_path -from [get_ports {dla_reset_rstn direct_reset_ test_mode}]
 set_property ASYNC_REG TRUE [get_cells -hierarchical -regexp {.*sync_ff.*}]
+set_property ASYNC_REG TRUE [get_cells -hierarchical -filter {NAME =~ *csb_rst_sync/stage*_reg*}]
 
 # Static inputs: clock-gating controls and power-bus straps (unused by this design).
 set_false_path -from [get_ports {global_clk_ovr_on tmc2slcg_disable_clock_gating}]

@@ -14,6 +14,11 @@ t+1) and its response is on the outputs in cycle t+2. ``csb2nvdla_ready`` is alw
 response per request, at most one request per cycle). ``nvdla2csb_data`` holds its value until the
 next read response.
 
+In ``NV_nvdla`` this slave runs in ``dla_core_clk`` behind :class:`hdl.csb_cdc.CsbCdc`, which
+takes NVIDIA's port in ``dla_csb_clk`` and adds the clock-domain crossing's latency (3 cycles
+for a request, 4 for a response with equal clocks); the timing above is the slave's own
+(``NvdlaCore(cfg)`` without ``csb_clock``).
+
 Decode: byte address bits [17:12] select the unit (4 KiB per unit, bases from REGMAP), bits [11:2]
 the register. Addresses with no unit: writes are ignored, reads return 0.
 """

@@ -3,27 +3,38 @@
 Two components:
 
 * :class:`NvdlaCore`: everything in the ``sync`` clock domain (CSB slave, GLB, all register
-  files, MCIF, the datapath units of ``DATAPATH_UNITS``: the convolution pipeline, SDP, CDP, PDP). Its ports are NVIDIA's CSB, DBB (``nvdla_core2dbb_*``), CV SRAM
+  files, MCIF, the datapath units of ``DATAPATH_UNITS``: the convolution pipeline, SDP, CDP, PDP)
+  but, with ``csb_clock=True``, the CSB port in the ``csb`` domain crossed by
+  :class:`hdl.csb_cdc.CsbCdc`. Its ports are NVIDIA's CSB, DBB (``nvdla_core2dbb_*``), CV SRAM
   (``nvdla_core2cvsram_*``, only when cfg.secondary_memif) and ``dla_intr`` ports with NVIDIA's
   names. Used directly by the Amaranth-simulator tests.
 * :class:`NV_nvdla`: the chip-level wrapper with NVIDIA's full port list: clocks, resets,
   test/clock-gating controls and the ``nvdla_pwrbus_ram_*_pd`` power-bus inputs (accepted,
   unused: there are no power-gated RAM macros here).
 
-Clocking: a single clock domain clocked by ``dla_core_clk``. ``dla_csb_clk`` is assumed to be the
-same clock (NVIDIA's nv_small testbenches drive both from one clock: verif/verilator/nvdla.cpp
-toggles ``dla_core_clk`` and ``dla_csb_clk`` together); it is not used.
+Clocking: two clock domains, as NVIDIA's port list implies. ``sync`` (clocked by ``dla_core_clk``)
+holds all the logic: CSB slave, GLB, register files, MCIF, the datapath units. ``csb`` (clocked
+by ``dla_csb_clk``) holds only the CSB port side of :class:`hdl.csb_cdc.CsbCdc`, which carries
+requests into ``sync`` and responses back through two ``amaranth.lib.fifo.AsyncFIFO`` (NVIDIA's
+csb_master also crosses its port from the CSB clock into the core clock). The two clocks may be
+unrelated or the same (NVIDIA's nv_small testbench toggles both together); the crossing costs
+3 cycles of CSB latency for a request and 4 for a response (equal clocks). :class:`NvdlaCore` puts its CSB port in the ``csb`` domain
+only when built with ``csb_clock=True`` (``NV_nvdla`` does; the Amaranth-simulator unit tests use
+the default, one ``sync`` domain, with the slave's exact 2-cycle CSB timing).
 ``global_clk_ovr_on`` and ``tmc2slcg_disable_clock_gating`` only control clock gating, which this
 design does not have; they are unused.
 
-Reset (NVIDIA's NV_NVDLA_reset / sync_reset): active-low ``dla_reset_rstn`` asserts the core
-reset asynchronously and is released through a 2-flop synchroniser on ``dla_core_clk``; when
-``test_mode`` is 1, ``direct_reset_`` (active low) is used instead, bypassing the synchroniser.
+Reset (NVIDIA's NV_NVDLA_reset / sync_reset): active-low ``dla_reset_rstn`` asserts the reset of
+both domains asynchronously and is released through a 2-flop synchroniser on each clock
+(``sync_ff`` on ``dla_core_clk``, ``csb_rst_sync`` - Amaranth's ``AsyncFFSynchronizer`` - on
+``dla_csb_clk``); when ``test_mode`` is 1, ``direct_reset_`` (active low) is used instead,
+bypassing the synchronisers.
 """
 from __future__ import annotations
 
 from amaranth.hdl import Cat, ClockDomain, Module, Mux, Signal
 from amaranth.lib import wiring
+from amaranth.lib.cdc import AsyncFFSynchronizer
 from amaranth.lib.wiring import In, Out
 
 from hdl.axi import AxiMasterSignature
@@ -31,6 +42,7 @@ from hdl.cdp import Cdp
 from hdl.config import NvdlaConfig
 from hdl.conv import ConvPipeline
 from hdl.csb import CsbSignature, CsbSlave
+from hdl.csb_cdc import CsbCdc
 from hdl.dma import read_client, write_client
 from hdl.glb import Glb
 from hdl.mcif import Mcif
@@ -43,7 +55,11 @@ from hdl.sdp import Sdp
 #: clients, GLB interrupt); a unit whose register files are not in cfg.units() is left out
 DATAPATH_UNITS = (ConvPipeline, Sdp, Cdp, Pdp)
 
-__all__ = ["NvdlaCore", "DATAPATH_UNITS", "NV_nvdla", "DBB_PREFIX", "CVSRAM_PREFIX", "PWRBUS_PORTS"]
+__all__ = ["NvdlaCore", "DATAPATH_UNITS", "NV_nvdla", "DBB_PREFIX", "CVSRAM_PREFIX", "PWRBUS_PORTS",
+           "CSB_DOMAIN"]
+
+#: clock domain of the CSB port when it has its own clock (``dla_csb_clk``)
+CSB_DOMAIN = "csb"
 
 DBB_PREFIX = "nvdla_core2dbb_"
 CVSRAM_PREFIX = "nvdla_core2cvsram_"
@@ -80,14 +96,18 @@ def _core_members(cfg: NvdlaConfig) -> dict:
 class NvdlaCore(wiring.Component):
     """NVDLA core logic in the ``sync`` domain with NVIDIA's CSB / DBB / CV SRAM / dla_intr ports.
 
-    ``cfg``: :class:`hdl.config.NvdlaConfig`. Register files exist for every unit of
+    ``cfg``: :class:`hdl.config.NvdlaConfig`. ``csb_clock``: the CSB port (``csb2nvdla_*``,
+    ``nvdla2csb_*``) is in the ``csb`` clock domain (``CSB_DOMAIN``, to be defined or clocked
+    by the user) and crosses into ``sync`` through :class:`hdl.csb_cdc.CsbCdc` (default False:
+    the port is in ``sync``, no crossing). Register files exist for every unit of
     ``cfg.units()`` (functional or not); the working datapaths are the ``DATAPATH_UNITS`` (SDP
     X1/X2 and converter from and to memory, CDP, PDP from memory). DBB data width cfg.primary_memif_width, address width
     cfg.mem_address_width.
     """
 
-    def __init__(self, cfg: NvdlaConfig):
+    def __init__(self, cfg: NvdlaConfig, *, csb_clock: bool = False):
         self.cfg = cfg
+        self.csb_clock = csb_clock
         super().__init__(_core_members(cfg))
 
     def elaborate(self, platform):
@@ -95,11 +115,17 @@ class NvdlaCore(wiring.Component):
         cfg = self.cfg
         units = {u: REGMAP.unit(u).base for u in cfg.units()}
         m.submodules.csb = csb = CsbSlave(units)
+        port = csb.csb
+        if self.csb_clock:
+            # the CSB port in the ``csb`` domain, crossed into ``sync`` (hdl/csb_cdc.py)
+            m.submodules.csb_cdc = cdc = CsbCdc(host_domain=CSB_DOMAIN, core_domain="sync")
+            wiring.connect(m, cdc.core, csb.csb)
+            port = cdc.host
         for name in CsbSignature().members:
             if CsbSignature().members[name].flow == wiring.In:
-                m.d.comb += getattr(csb.csb, name).eq(getattr(self, name))
+                m.d.comb += getattr(port, name).eq(getattr(self, name))
             else:
-                m.d.comb += getattr(self, name).eq(getattr(csb.csb, name))
+                m.d.comb += getattr(self, name).eq(getattr(port, name))
 
         m.submodules.glb = glb = Glb()
         wiring.connect(m, csb.glb, glb.bus)
@@ -193,7 +219,15 @@ class NV_nvdla(wiring.Component):
         m.domains.sync = cd = ClockDomain("sync", async_reset=True, local=True)
         m.d.comb += [cd.clk.eq(self.dla_core_clk), cd.rst.eq(~synced_rstn)]
 
-        m.submodules.core = core = NvdlaCore(self.cfg)
+        # the CSB port's domain: dla_csb_clk, the same reset released synchronously to that
+        # clock (Amaranth's async-assert / sync-release synchroniser, 2 flops: csb_rst_sync)
+        m.domains.csb = csb_cd = ClockDomain(CSB_DOMAIN, async_reset=True, local=True)
+        csb_rst_synced = Signal()
+        m.submodules.csb_rst_sync = AsyncFFSynchronizer(~raw_rstn, csb_rst_synced, o_domain=CSB_DOMAIN)
+        m.d.comb += [csb_cd.clk.eq(self.dla_csb_clk),
+                     csb_cd.rst.eq(Mux(self.test_mode, ~self.direct_reset_, csb_rst_synced))]
+
+        m.submodules.core = core = NvdlaCore(self.cfg, csb_clock=True)
         for name, member in core.signature.members.items():
             if member.flow == wiring.In:
                 m.d.comb += getattr(core, name).eq(getattr(self, name))

@@ -1,15 +1,24 @@
-"""Benchmark: Verilator build time, simulated cycles per wall second, and the cycles of
+"""Benchmark: Verilator build time, simulated cycles per wall second with memory traffic per
+design, start-up time, optionally the wall time of the whole rtl suite, and the cycles of
 sdp_8192x1x1_pass_through_int8_0 with AXI bursts (prints figures only, asserts nothing).
 
-Usage: ``python scripts/bench_rtl.py [--cold] [--config SPEC] [--set NAME=VALUE] [TRACE ...]``
-(default trace: sdp_8192x1x1_pass_through_int8_0). ``--cold`` rebuilds the simulator (ignores
-the cache). Then, under the ``nvidia`` memory profile, the cycles of
-sdp_8192x1x1_pass_through_int8_0 with ``primary_memif_max_burst`` 1 and 4, against the bus limit
-(8,192 cycles: 8,192 atoms of 8 bytes, one 8-byte beat per cycle each way), the goal
-(1.1 x 8,192 cycles) and NVIDIA's RTL (verif/trace/reference.py): first with SDP's datapath at
-NVIDIA's one element per cycle (the nv_small preset: the datapath, 8 cycles per atom, is the
-limit), then with the wide variant (``sdp_bs_throughput=8``, ``sdp_bn_throughput=8``: one atom
-per cycle, so the bus is the limit).
+Usage: ``python scripts/bench_rtl.py [--cold] [--config SPEC] [--set NAME=VALUE]
+[--rtl-filelist F ...] [--memory sim|python|both] [--suite] [--no-bursts] [TRACE ...]``
+(default traces: dc_32x26x76_6x3x76x16_int8_0 and sdp_8192x1x1_pass_through_int8_0).
+
+* per design - ours (``--config``) and each ``--rtl-filelist`` (e.g. NVIDIA's RTL) - and per
+  AXI memory (``--memory``: ``sim``, the in-simulation memory, default; ``python``, the
+  reference responder; ``both``): simulated cycles per wall second and per CPU second of the
+  simulator process for each trace, and the start-up time (process launch to the end of the
+  first reset);
+* ``--suite``: the wall time of the whole rtl manifest (``verif/manifest.toml`` [rtl]) with
+  ``-j 2`` on our design (long: the heavy traces are included);
+* unless ``--no-bursts``: under the ``nvidia`` memory profile, the cycles of
+  sdp_8192x1x1_pass_through_int8_0 with ``primary_memif_max_burst`` 1 and 4, against the bus
+  limit (8,192 cycles: 8,192 atoms of 8 bytes, one 8-byte beat per cycle each way), the goal
+  (1.1 x 8,192 cycles) and NVIDIA's RTL (verif/trace/reference.py): first with SDP's datapath
+  at NVIDIA's one element per cycle, then with the wide variant (``sdp_bs_throughput=8``,
+  ``sdp_bn_throughput=8``: one atom per cycle, so the bus is the limit).
 """
 from __future__ import annotations
 
@@ -28,29 +37,62 @@ from verif.trace.reference import nvidia_cycles  # noqa: E402
 from verif.trace.rtl_runner import run_rtl  # noqa: E402
 
 BURST_TRACE = "sdp_8192x1x1_pass_through_int8_0"
+RATE_TRACE = "dc_32x26x76_6x3x76x16_int8_0"
 BUS_LIMIT = 8192          # cycles: 8192 atoms, one 8-byte beat per cycle on R and on W
 GOAL = 1.1 * BUS_LIMIT
 
 
+def _rates(dirs, memory: str, **kw) -> None:
+    """One simulator process over ``dirs``: a line per trace with cycles/s (wall and CPU)."""
+    startup = None
+    for r in run_rtl(dirs, memory=memory, traces_per_process=len(dirs), **kw):
+        rtl = getattr(r, "rtl", {}) or {}
+        cyc, wall, cpu = rtl.get("sim_cycles"), rtl.get("sim_wall"), rtl.get("sim_cpu")
+        startup = rtl.get("startup", startup)
+        rate = (f"{cyc / wall:,.0f} simulated cycles per wall second, {cyc / cpu:,.0f} per CPU "
+                f"second" if cyc and wall and cpu else "n/a")
+        ref = nvidia_cycles().get(r.name)
+        print(f"  [{memory}] {r.status} {r.name}: {r.cycles} cycles kick-to-interrupt (NVIDIA RTL "
+              f"{ref}), {cyc} cycles simulated in {wall or 0:.2f} s: {rate}; AXI beats "
+              f"rd {rtl.get('rd_beats')} wr {rtl.get('wr_beats')}", flush=True)
+    if startup is not None:
+        print(f"  [{memory}] start-up (process launch to the end of the first reset): {startup:.2f} s")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("traces", nargs="*", default=[BURST_TRACE])
+    ap.add_argument("traces", nargs="*", default=[RATE_TRACE, BURST_TRACE])
     add_config_arguments(ap)
     ap.add_argument("--cold", action="store_true", help="force a fresh Verilator build")
+    ap.add_argument("--rtl-filelist", type=Path, action="append", default=[],
+                    help="also measure this port-compatible NV_nvdla (e.g. NVIDIA's RTL); repeatable")
+    ap.add_argument("--memory", choices=("sim", "python", "both"), default="sim",
+                    help="the AXI memory: sim (in the simulation, default), python (reference) or both")
+    ap.add_argument("--suite", action="store_true",
+                    help="also time the whole rtl manifest with -j 2 (long)")
     ap.add_argument("--no-bursts", action="store_true", help="skip the max-burst 1 vs 4 comparison")
     args = ap.parse_args()
     cfg = config_from_args(args, ap)
-    t0 = time.monotonic()
-    build_sim(cfg.name, force=args.cold)
-    print(f"verilator build of {cfg.name} ({'cold' if args.cold else 'cached'}): {time.monotonic() - t0:.1f} s")
+    mems = ("sim", "python") if args.memory == "both" else (args.memory,)
     dirs = [nvdla_dir() / "traces" / "nv_small" / t for t in args.traces]
-    for r in run_rtl(dirs, config=cfg.name):
-        rtl = getattr(r, "rtl", {}) or {}
-        cyc, wall = rtl.get("sim_cycles"), rtl.get("sim_wall")
-        rate = f"{cyc / wall:,.0f} simulated cycles/s" if cyc and wall else "n/a"
-        ref = nvidia_cycles().get(r.name)
-        print(f"{r.status} {r.name}: {r.cycles} cycles kick-to-interrupt (NVIDIA RTL {ref}), "
-              f"{cyc} cycles simulated in {wall or 0:.2f} s wall: {rate}")
+    for fl in [None] + list(args.rtl_filelist):
+        t0 = time.monotonic()
+        b = build_sim(cfg.name, rtl_filelist=fl, force=args.cold)
+        what = f"our RTL ({cfg.name})" if fl is None else f"{fl}"
+        print(f"{what}: verilator build {'cold' if args.cold else 'cached' if b.cached else 'built'} "
+              f"in {time.monotonic() - t0:.1f} s ({b.directory})", flush=True)
+        for mem in mems:
+            _rates(dirs, mem, config=cfg.name, rtl_filelist=fl)
+    if args.suite:
+        from verif import manifest
+        names = sorted(manifest.load()["rtl"])
+        sdirs = [nvdla_dir() / "traces" / n for n in names]
+        for mem in mems:
+            t0 = time.monotonic()
+            res = list(run_rtl(sdirs, config=cfg.name, jobs=2, memory=mem))
+            ok = sum(r.status == "PASS" for r in res)
+            print(f"rtl suite ({len(sdirs)} traces of verif/manifest.toml [rtl], -j 2, memory {mem}): "
+                  f"{time.monotonic() - t0:.1f} s wall, {ok} passed", flush=True)
     if args.no_bursts:
         return 0
     ref = nvidia_cycles().get(BURST_TRACE)

@@ -6,10 +6,17 @@ first (``python -m hdl.build --config <config> -o build/<config>``, redone only 
 ``hdl/`` changed) and ``build/<config>/NV_nvdla.f`` is used; with ``rtl_filelist`` any Verilator
 file list (e.g. NVIDIA's RTL) is built instead.
 
+The simulator's top module is the testbench top ``nvdla_tb`` (``sim/tb/top.py``, generated per
+build from the ``NV_nvdla`` ports of the file list: every port re-exported under its name, plus
+``tb_mem_internal`` selecting the in-simulation AXI memory ``sim/tb/axi_mem.cpp``, compiled in
+and linked with ``--export-dynamic`` so Python reaches it through ``ctypes``: ``sim/tb/simmem.py``).
+
 Cache: ``build/sim/<config>-<key>[-fst]/`` where ``key`` hashes the configuration name, the file
 list (normalised), the content of every source it names (files, ``-v`` libraries and every
-Verilog file under ``-I``/``+incdir+``/``-y`` directories), the Verilator version, the cocotb
-version and the build flags. A finished build leaves ``build.ok``; a second call with the same
+Verilog file under ``-I``/``+incdir+``/``-y`` directories; the content hash is kept in
+``build/sim/.stamps`` under a stamp of paths, sizes and mtimes, so an unchanged file list is
+not read again), the testbench sources, the Verilator version, the cocotb version and the
+build flags. A finished build leaves ``build.ok``; a second call with the same
 key returns at once. Concurrent callers (pytest-xdist workers) serialise on ``<dir>.lock``.
 Waves (``waves=True``) are a separate build variant compiled with ``--trace-fst``.
 
@@ -39,11 +46,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hdl.config import add_config_arguments, config_from_args
+from sim.tb import top as tbtop
 from sim.verilator import activate
 
 REPO = Path(__file__).resolve().parents[1]
 BUILD_ROOT = REPO / "build"
+#: the design's top module (what a file list must define)
 TOPLEVEL = "NV_nvdla"
+#: the simulator's top module: the testbench top of sim/tb/top.py around NV_nvdla (same ports
+#: plus ``tb_mem_internal``; the in-simulation AXI memory sim/tb/axi_mem.cpp through DPI-C)
+SIM_TOP = tbtop.TB_TOP
 TIMESCALE = ("1ns", "1ps")
 
 #: Verilator options of every build (part of the cache key).
@@ -63,7 +75,10 @@ def xrand_plusargs(seed: int) -> list[str]:
 #: C++ optimisation for the verilated model (the runner's default is -Os).
 OPT_FAST = "-O2"
 #: Bump when the build recipe in this file changes (invalidates every cached build).
-RECIPE = 3
+RECIPE = 4
+#: linker flags of every build: the simulator exports its symbols so that Python reaches the
+#: in-simulation memory's ``simmem_*`` API with ``ctypes.CDLL(None)`` (sim/tb/simmem.py)
+EXPORT_LDFLAGS = ("-LDFLAGS", "-Wl,--export-dynamic")
 
 _VERILOG_EXT = (".v", ".sv", ".vh", ".svh", ".vlib", ".inc", ".h")
 
@@ -218,6 +233,48 @@ def _hash_filelist(fl: FileList, h) -> None:
                 h.update(f.read_bytes())
 
 
+def _stat_stamp(fl: FileList) -> str:
+    """Hash of the file list's arguments and the path, size and mtime of every file it names
+    (and of the Verilog files in its directories): equal stamps mean unchanged sources."""
+    h = hashlib.sha256("\0".join(fl.args).encode())
+    for f in fl.files:
+        st = f.stat()
+        h.update(f"\0F{f}\0{st.st_size}\0{st.st_mtime_ns}".encode())
+    for d in fl.dirs:
+        if not d.is_dir():
+            continue
+        for f in sorted(d.iterdir()):
+            if f.suffix in _VERILOG_EXT and f.is_file():
+                st = f.stat()
+                h.update(f"\0D{f}\0{st.st_size}\0{st.st_mtime_ns}".encode())
+    return h.hexdigest()
+
+
+def filelist_digest(fl: FileList) -> str:
+    """Content hash of a file list's sources (``_hash_filelist``), not recomputed while the
+    paths, sizes and mtimes are unchanged (a stamp file under ``build/sim/.stamps``)."""
+    stamp = _stat_stamp(fl)
+    sdir = BUILD_ROOT / "sim" / ".stamps"
+    sf = sdir / stamp[:32]
+    try:
+        got = sf.read_text().strip()
+        if re.fullmatch(r"[0-9a-f]{64}", got):
+            return got
+    except OSError:
+        pass
+    h = hashlib.sha256()
+    _hash_filelist(fl, h)
+    digest = h.hexdigest()
+    try:
+        sdir.mkdir(parents=True, exist_ok=True)
+        tmp = sf.with_suffix(f".{time.monotonic_ns()}.tmp")
+        tmp.write_text(digest)
+        tmp.replace(sf)
+    except OSError:
+        pass
+    return digest
+
+
 def _tree_hash(root: Path) -> str:
     h = hashlib.sha256()
     for f in sorted(root.rglob("*.py")):
@@ -308,7 +365,7 @@ def generate_rtl(config: str = "nv_small", out: Path | None = None) -> Path:
 
 @dataclass(frozen=True)
 class SimBuild:
-    """A finished simulator build: ``directory`` holds the executable ``NV_nvdla``."""
+    """A finished simulator build: ``directory`` holds the executable ``nvdla_tb`` (``SIM_TOP``)."""
     config: str
     key: str
     directory: Path
@@ -319,7 +376,7 @@ class SimBuild:
 
     @property
     def executable(self) -> Path:
-        return self.directory / TOPLEVEL
+        return self.directory / SIM_TOP
 
 
 def _runner_class():
@@ -379,14 +436,17 @@ def build_sim(config: str = "nv_small", *, rtl_filelist: str | Path | None = Non
     h = hashlib.sha256()
     h.update(json.dumps({"config": config, "verilator": inst.version, "cocotb": cocotb.__version__,
                          "flags": flags, "waves": bool(waves), "public": bool(public),
-                         "opt_fast": OPT_FAST, "recipe": RECIPE, "timescale": TIMESCALE, "top": TOPLEVEL}).encode())
-    _hash_filelist(fl, h)
+                         "opt_fast": OPT_FAST, "recipe": RECIPE, "timescale": TIMESCALE, "top": TOPLEVEL,
+                         "sim_top": SIM_TOP, "ldflags": EXPORT_LDFLAGS}).encode())
+    h.update(filelist_digest(fl).encode())
+    for f in (tbtop.CPP, Path(tbtop.__file__)):      # the testbench top and its memory
+        h.update(f.read_bytes())
     key = h.hexdigest()[:16]
     name = f"{config}-{key}" + ("-xrand" if xrand else "") + ("-fst" if waves else "")
     bdir = BUILD_ROOT / "sim" / name
     ok = bdir / "build.ok"
     with _locked(BUILD_ROOT / "sim" / f"{name}.lock"):
-        if ok.is_file() and (bdir / TOPLEVEL).is_file() and not force:
+        if ok.is_file() and (bdir / SIM_TOP).is_file() and not force:
             return SimBuild(config, key, bdir, waves, fl.path, 0.0, True)
         if bdir.exists():
             import shutil
@@ -396,10 +456,16 @@ def build_sim(config: str = "nv_small", *, rtl_filelist: str | Path | None = Non
         vlt = bdir / "public_ports.vlt"
         # without --public-flat-rw only the top module's signals (its ports) are made visible to
         # VPI, so Verilator keeps optimising the rest of the design
-        vlt.write_text(f'`verilator_config\npublic_flat_rw -module "{TOPLEVEL}" -var "*"\n')
-        norm.write_text("\n".join(map(_quote, fl.args + ([] if public else [str(vlt)]))) + "\n")
+        vlt.write_text(f'`verilator_config\npublic_flat_rw -module "{SIM_TOP}" -var "*"\n')
+        tb = bdir / f"{SIM_TOP}.sv"
+        try:
+            tb.write_text(tbtop.tb_source(tbtop.ports_of(fl.files, fl.dirs)))
+        except ValueError as e:
+            raise SimBuildError(f"testbench top for {fl.path}: {e}") from None
+        norm.write_text("\n".join(map(_quote, fl.args + [str(tb), str(tbtop.CPP)]
+                                       + ([] if public else [str(vlt)]))) + "\n")
         log = bdir / "build.log"
-        bflags = list(flags)
+        bflags = list(flags) + list(EXPORT_LDFLAGS)
         if waves:
             bflags += _lz4_shim(bdir / "lz4shim")
         R = _runner_class()
@@ -407,14 +473,14 @@ def build_sim(config: str = "nv_small", *, rtl_filelist: str | Path | None = Non
         runner.fst, runner.public = bool(waves), bool(public)
         t0 = time.monotonic()
         try:
-            runner.build(sources=[], build_args=bflags + ["-f", str(norm)], hdl_toplevel=TOPLEVEL,
+            runner.build(sources=[], build_args=bflags + ["-f", str(norm)], hdl_toplevel=SIM_TOP,
                          build_dir=bdir, timescale=TIMESCALE, waves=False, log_file=log,
                          verbose=verbose, always=True)
         except (RuntimeError, SystemExit) as e:
             tail = "\n".join(log.read_text(errors="replace").splitlines()[-25:]) if log.is_file() else ""
             raise SimBuildError(f"Verilator build of {fl.path} failed ({e}); log: {log}\n{tail}",
                                 log) from None
-        if not (bdir / TOPLEVEL).is_file():
+        if not (bdir / SIM_TOP).is_file():
             raise SimBuildError(f"Verilator build produced no executable; log: {log}", log)
         dt = time.monotonic() - t0
         for f in list(bdir.glob("*.gch")) + list(bdir.glob("*.o")):  # ~140 MB of intermediates

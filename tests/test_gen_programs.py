@@ -17,9 +17,14 @@ from verif.trace.parser import load_dat, load_trace
 from verif.trace.runner import run_model
 from needs import needs_verilator
 
+#: direct-convolution seeds played on the RTL in CI: small layers (a few hundred to 2,000 atomic
+#: operations per layer, one to three layers) covering data reuse (all, partial, none kept),
+#: weight reuse, dilation, strides, padding
+DC_CI_SEEDS = (0, 4, 11)
 #: seeds per layer type played on the RTL in CI (a few programs each, one to three layers in
 #: both ping-pong groups)
-CI_SEEDS = {"sdp": (0, 1, 2), "pdp": (0, 1, 2), "cdp": (0, 1, 2), "sdp_illegal": (0, 1)}
+CI_SEEDS = {"sdp": (0, 1, 2), "pdp": (0, 1, 2), "cdp": (0, 1, 2), "sdp_illegal": (0, 1),
+            "dc": DC_CI_SEEDS}
 MODEL_SEEDS = range(40)
 
 
@@ -77,7 +82,7 @@ def test_first_difference_names_unit_and_element(tmp_path):
     assert rep.startswith("first wrong byte: PDP layer 0 at w=0 h=0 c=0") and "1 of" in rep
 
 
-@pytest.mark.parametrize("kind", ["sdp", "pdp", "cdp"])
+@pytest.mark.parametrize("kind", ["sdp", "pdp", "cdp", "dc"])
 def test_generated_programs_are_legal(kind, tmp_path):
     """Every generated program runs to its end on the model (``prepare`` raises GenError when
     the model rejects one with ModelConfigError), with output to check, and the generators
@@ -91,6 +96,38 @@ def test_generated_programs_are_legal(kind, tmp_path):
             (res,) = run_model([p.dir], NV_SMALL)
             assert res.status == "PASS", res.message
     assert {1, 2, 3} <= set(layers)
+
+
+def test_dc_programs_cover_the_pipeline(tmp_path):
+    """The DC generator draws what the programming guide lets vary (verif/gen/dc.py), each
+    legal on the model: data reuse of all kept slices, partial reuse (kept + new lines, and
+    nothing kept), weight reuse, strides, dilation, all four paddings, weights streaming
+    through weight banks smaller than them, channel and kernel counts that are not whole atoms,
+    exact and rounded D_WEIGHT_BYTES; and its outputs are not mostly saturated constants (the
+    SDP's shifts follow the data's magnitude)."""
+    from verif.gen.dc import generate as dc_generate
+    infos, varied = [], 0
+    for seed in MODEL_SEEDS:
+        prog = dc_generate(seed, NV_SMALL)
+        p = prepare(prog, tmp_path, NV_SMALL)
+        for lay, c in zip(prog.layers, p.model.checks):
+            infos.append(lay.info)
+            varied += len(set(c.data)) >= 8
+    got = {
+        "data reuse (all)": any(i["data"] == "full" for i in infos),
+        "partial reuse": any(i["data"] == "partial" and i["kept"] > 0 for i in infos),
+        "reuse, nothing kept": any(i["data"] == "partial" and i["kept"] == 0 for i in infos),
+        "weight reuse": any(i["wt_reuse"] for i in infos),
+        "stride x, y": any(i["sx"] > 1 for i in infos) and any(i["sy"] > 1 for i in infos),
+        "dilation x, y": any(i["dx"] > 1 for i in infos) and any(i["dy"] > 1 for i in infos),
+        "padding": all(any(i[k] > 0 for i in infos) for k in ("pl", "pr", "pt", "pb")),
+        "weights > weight banks": any(i["wbytes"] > i["wb"] * NV_SMALL.cbuf_bank_depth
+                                      * NV_SMALL.cbuf_bank_width for i in infos),
+        "partial atoms": any(i["C"] % 8 for i in infos) and any(i["K"] % 8 for i in infos),
+        "weight bytes exact and rounded": {i["wbytes"] % 128 == 0 for i in infos} == {True, False},
+    }
+    assert all(got.values()), [k for k, v in got.items() if not v]
+    assert varied >= len(infos) // 2, f"only {varied} of {len(infos)} outputs have 8+ distinct bytes"
 
 
 def test_illegal_sdp_programs_are_rejected_by_the_model(tmp_path):
@@ -122,6 +159,29 @@ def test_rtl_fixed_seeds(kind, tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         preps = [prepare(generate(kind, s, NV_SMALL), tmp_path, NV_SMALL) for s in CI_SEEDS[kind]]
+    outs = list(run_programs(preps, NV_SMALL, mem_profile="random", mem_seed=1, jobs=1,
+                             per_process=len(preps)))
+    assert len(outs) == len(preps)
+    bad = [o.message for o in outs if not o.ok]
+    assert not bad, "\n".join(bad)
+
+
+#: DC programs whose second layer SDP takes partly with the first layer's registers (random
+#: memory, seed 1): SDP accepts CACC's atoms on the fly whenever its consumer group is on the
+#: fly, also after the layer's last atom while its last write responses are outstanding, so
+#: CACC's first atoms of the next layer go through the previous group's BS/BN/converter
+#: (hdl/sdp/__init__.py cacc_flying; first wrong byte: SDP layer 1 at w=0 h=0 c=0)
+DC_SDP_HANDOVER_SEEDS = (9, 13, 16)
+
+
+@pytest.mark.rtl
+@needs_verilator
+@pytest.mark.xfail(reason="SDP takes the next layer's on-the-fly atoms before its group flips "
+                          "(hdl/sdp/__init__.py cacc_flying ready; fix reported, issue 11)")
+def test_rtl_dc_layer_handover(tmp_path):
+    """Back-to-back DC layers whose first layer's last SDP writes are slow (random memory):
+    every layer writes exactly the model's bytes."""
+    preps = [prepare(generate("dc", s, NV_SMALL), tmp_path, NV_SMALL) for s in DC_SDP_HANDOVER_SEEDS]
     outs = list(run_programs(preps, NV_SMALL, mem_profile="random", mem_seed=1, jobs=1,
                              per_process=len(preps)))
     assert len(outs) == len(preps)

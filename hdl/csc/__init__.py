@@ -67,7 +67,9 @@ class Csc(wiring.Component):
     Args:
         cfg: the configuration; needs int8 features, ``cbuf_bank_width == mac_atomic_c ==
             memory_atomic`` and ``mac_atomic_k == memory_atomic`` (docs/conv.md).
-        stripe_max: most output pixels of a stripe (CACC's assembly buffer entries), >= 1.
+        stripe_max: most output pixels of a stripe (CACC's assembly buffer entries), >= 1;
+            default the pipeline's :data:`hdl.conv.STRIPE_MAX` (so that ``python -m hdl.synth
+            --unit hdl.csc.Csc`` builds the unit as the pipeline does).
 
     Ports:
         regs: In(CSC register file ``cfg`` view), stable for the whole layer.
@@ -98,7 +100,10 @@ class Csc(wiring.Component):
         ValueError: stripe_max < 1.
     """
 
-    def __init__(self, cfg: NvdlaConfig, stripe_max: int):
+    def __init__(self, cfg: NvdlaConfig, stripe_max: int | None = None):
+        if stripe_max is None:
+            from hdl.conv import STRIPE_MAX     # hdl.conv imports this module
+            stripe_max = STRIPE_MAX
         if cfg.feature_data_type != "int8" or cfg.weight_data_type != "int8":
             raise NotImplementedError("CSC: int8 only (docs/conv.md)")
         if not (cfg.cbuf_bank_width == cfg.mac_atomic_c == cfg.memory_atomic

@@ -6,7 +6,8 @@ per finished trace, appended and flushed as each trace ends, so a crash loses on
 that was running), ``timing`` (the fields of ``verif.axi_slave.MemTiming``: read_latency,
 accept_every, profile, seed), ``player`` (Player keyword arguments: intr_budget - an override of
 the per-trace budget of ``verif.trace.budget.trace_budget`` -, poll_budget), ``engine``
-(RtlEngine keyword arguments, e.g. ``axi_ids``), ``config`` (the configuration spec, for the
+(RtlEngine keyword arguments, e.g. ``axi_ids``, ``csb_period_ns`` - the ``dla_csb_clk``
+period -, ``memory`` - ``sim``, the in-simulation AXI memory, or ``python``), ``config`` (the configuration spec, for the
 cycle budget), ``waves`` (the FST path, for failure messages, or null), and ``mode``:
 
 * ``traces`` (default): the DUT is reset and the memory cleared between traces;
@@ -24,7 +25,8 @@ Each result: name, status, message, cycles, wall, checks (where, base, size, exp
 ``data`` base64 only for failing checks), plus ``sim_cycles`` (clock cycles simulated for the
 trace, from reset release), ``rd_beats``/``wr_beats`` (AXI beats), ``rd_reqs``/``wr_reqs``,
 ``budget`` (the interrupt budget used), ``sim_cpu`` (CPU seconds of the simulator process
-for the trace). A protocol violation seen by the AXI or CSB monitor
+for the trace), ``t_ready`` (``time.time()`` once the engine had started: clocks running, first
+reset done; the runner turns it into the start-up time of the process). A protocol violation seen by the AXI or CSB monitor
 (:mod:`verif.monitors`) fails the trace even when its CRCs match.
 """
 from __future__ import annotations
@@ -83,6 +85,7 @@ async def play_traces(dut):
     override = player.pop("intr_budget", None)
     mode = cfg.get("mode", "traces")
     await eng.start()
+    t_ready = time.time()
 
     def load(tdir):
         try:
@@ -105,7 +108,7 @@ async def play_traces(dut):
         rec = result_to_json(res, sim_cycles=eng.cycle - c0, sim_wall=time.monotonic() - t0,
                              sim_cpu=cpu,
                              rd_beats=ax.rd_beats, wr_beats=ax.wr_beats,
-                             rd_reqs=ax.rd_reqs, wr_reqs=ax.wr_reqs, **extra)
+                             rd_reqs=ax.rd_reqs, wr_reqs=ax.wr_reqs, t_ready=t_ready, **extra)
         out.write(json.dumps(rec) + "\n")
         out.flush()
         dut._log.info("%s: %s %s (cycles %s, %d simulated in %.1f s)", res.name, res.status,

@@ -20,11 +20,13 @@ class Layer:
     ``units``: the register files it arms, the one raising the interrupt first (``("SDP",
     "SDP_RDMA")``); ``writes``: ``(unit, reg, value)`` register writes of its group (D_
     registers); ``out``: ``(base, size)`` byte regions the layer writes (zeroed before, checked
-    after); ``desc``: a one-line description of the drawn settings."""
+    after); ``desc``: a one-line description of the drawn settings; ``info``: the drawn
+    settings by name, for tests (generator-specific; may be empty)."""
     units: tuple[str, ...]
     writes: list[tuple[str, str, int]]
     out: list[tuple[int, int]]
     desc: str = ""
+    info: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -103,23 +105,36 @@ def regs(unit: str, reg: str, **fields) -> tuple[str, str, int]:
     return (unit, reg, reg_value(unit, reg, **fields))
 
 
-def emit(prog: Program, prologue: list[tuple[str, str, int]] = ()) -> None:
+def emit(prog: Program, prologue: list[tuple[str, str, int]] = (),
+         intrs: tuple[str, ...] | None = None) -> None:
     """Write ``prog.layers`` into ``prog.writer``: ``prologue`` (single registers, e.g. a LUT)
     first; layer ``i`` in register group ``i % 2`` (``S_POINTER``), its units armed
     (``D_OP_ENABLE``) right after its registers, so the second layer is programmed and armed
     while the first runs; before layer ``i >= 2`` reuses a group, wait for layer ``i - 2``'s
-    interrupt. Every output region is zeroed before and checked (CRC) after the last layer."""
+    interrupts. Every output region is zeroed before and checked (CRC) after the last layer.
+
+    ``intrs``: the done interrupts (GLB names: ``SDP``, ``CDMA_DAT``, ``CDMA_WT``, ``CACC``...)
+    each layer raises, all waited for (sync ids ``layer<i>`` for the first, ``layer<i>_<name>``
+    for the others; the GLB mask must leave them unmasked) before its group is programmed
+    again: a group is reused only when every unit of the layer is done with it. Default: the
+    first unit's (``lay.units[0]``) alone."""
     w = prog.writer
     for lay in prog.layers:
         for base, size in lay.out:
             w.mem_init(base, size)
     for unit, reg, value in prologue:
         w.reg_write((unit, reg), value)
+
+    def notify(i: int) -> None:
+        names = intrs or (prog.layers[i].units[0],)
+        for k, name in enumerate(names):
+            w.intr_notify(f"{name}_{i % 2}", f"layer{i}" if k == 0 else f"layer{i}_{name.lower()}")
+
     waited = set()
     for i, lay in enumerate(prog.layers):
         g = i % 2
         if i >= 2:
-            w.intr_notify(f"{prog.layers[i - 2].units[0]}_{g}", f"layer{i - 2}")
+            notify(i - 2)
             waited.add(i - 2)
         w.comment(f"layer {i} (group {g}): {lay.desc}")
         for unit in lay.units:
@@ -130,7 +145,36 @@ def emit(prog: Program, prologue: list[tuple[str, str, int]] = ()) -> None:
             w.reg_write((unit, "D_OP_ENABLE"), 1)
     for i, lay in enumerate(prog.layers):
         if i not in waited:
-            w.intr_notify(f"{lay.units[0]}_{i % 2}", f"layer{i}")
+            notify(i)
     for i, lay in enumerate(prog.layers):
         for base, size in lay.out:
             w.check_crc(f"layer{i}", base, size)
+
+
+def field_writes(unit: str, fields: dict[str, int]) -> list[tuple[str, str, int]]:
+    """Register writes ``(unit, reg, value)`` setting ``fields`` by field name alone (names
+    unique in ``unit``; the other fields of a touched register are 0), in register-map order.
+    Raises KeyError for an unknown or ambiguous name, ValueError for a value that does not fit
+    its field (negative values: two's complement; an unsigned field takes no negative value)."""
+    from hdl.regmap import REGMAP
+    index, seen = {}, set()
+    for r in REGMAP.unit(unit).registers:
+        for f in r.fields:
+            if f.name in seen:
+                index.pop(f.name, None)
+            else:
+                index[f.name] = (r, f)
+            seen.add(f.name)
+    words: dict[str, int] = {}
+    for name, val in fields.items():
+        if name not in index:
+            raise KeyError(f"{unit} has no field {name} (or the name is ambiguous)")
+        r, f = index[name]
+        width = f.msb - f.lsb + 1
+        if not -(1 << (width - 1)) <= val < (1 << width) or (val < 0 and not f.signed):
+            raise ValueError(f"{unit}.{r.name}.{name}={val} does not fit {width} bits"
+                             f"{' (signed)' if f.signed else ''}")
+        mask = ((1 << width) - 1) << f.lsb
+        words[r.name] = (words.get(r.name, 0) & ~mask) | ((val << f.lsb) & mask)
+    order = [r.name for r in REGMAP.unit(unit).registers]
+    return [(unit, reg, words[reg]) for reg in order if reg in words]

@@ -22,7 +22,7 @@ import numpy as np
 
 from verif.gen.common import Program
 
-KINDS = ("sdp", "pdp", "cdp", "sdp_illegal")
+KINDS = ("sdp", "pdp", "cdp", "sdp_illegal", "dc")
 
 
 class GenError(AssertionError):
@@ -38,6 +38,8 @@ def generate(kind: str, seed: int, cfg) -> Program:
         from verif.gen.pdp import generate as g
     elif kind == "cdp":
         from verif.gen.cdp import generate as g
+    elif kind == "dc":
+        from verif.gen.dc import generate as g
     else:
         raise ValueError(f"unknown layer type {kind!r} (one of {', '.join(KINDS)})")
     return g(seed, cfg)

@@ -32,6 +32,27 @@ def format_result(r) -> str:
     return line
 
 
+#: dla_core_clk of the simulated engines (RtlEngine's default period_ns = 10)
+CORE_CLOCK_MHZ = 100.0
+
+
+def _csb_clock(mhz: float | None, engine: str) -> dict:
+    """``run`` keywords for ``--csb-clock-mhz`` (empty when not given). Raises MemTimingError
+    (an option error) for a frequency out of range or an engine that cannot run it."""
+    if mhz is None:
+        return {}
+    if not 0.1 <= mhz <= 1000:
+        raise MemTimingError(f"--csb-clock-mhz {mhz:g}: must be within 0.1..1000")
+    if engine == "rtl":
+        return {"csb_period_ns": 1000.0 / mhz}
+    if engine == "amaranth" and mhz == CORE_CLOCK_MHZ:
+        return {}                      # the amaranth engine runs equal clocks
+    raise MemTimingError(f"--csb-clock-mhz {mhz:g}: the {engine} engine "
+                         + ("runs the CSB clock equal to the core clock "
+                            f"({CORE_CLOCK_MHZ:g} MHz) only" if engine == "amaranth"
+                            else "has no clocks"))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m verif.trace", description="Play NVIDIA NVDLA trace tests.")
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -65,6 +86,14 @@ def main(argv=None) -> int:
                          "(default: derived from the trace's work - bytes each DMA moves, atomic "
                          "operations - times a margin, and at least 4x NVIDIA's cycles where "
                          "its table lists the trace); the failure names the busy units")
+    rp.add_argument("--memory", choices=("sim", "python"), default="sim",
+                    help="rtl: the AXI memory model: sim (default: inside the simulation, C++ through "
+                         "DPI-C, no Python per cycle) or python (the reference responder in cocotb)")
+    rp.add_argument("--csb-clock-mhz", type=float, default=None, metavar="MHZ",
+                    help=f"rtl: frequency of dla_csb_clk (default: the core clock's "
+                         f"{CORE_CLOCK_MHZ:g} MHz), e.g. 37 for a CSB clock unrelated to the core "
+                         "clock; cycles are counted in dla_core_clk. amaranth: only "
+                         f"{CORE_CLOCK_MHZ:g} (equal clocks)")
     rp.add_argument("--allow-not-runnable", action="store_true",
                     help="exit status 0 even if some traces are not runnable (missing memory images)")
     args = ap.parse_args(argv)
@@ -76,6 +105,7 @@ def main(argv=None) -> int:
             raise MemTimingError(f"--jobs {args.jobs}: must be >= 1")
         if args.max_cycles is not None and args.max_cycles < 1:
             raise MemTimingError(f"--max-cycles {args.max_cycles}: must be >= 1")
+        csb_kw = _csb_clock(args.csb_clock_mhz, args.engine)
         dirs = find_traces(args.paths)
     except (ConfigError, MemTimingError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
@@ -83,10 +113,13 @@ def main(argv=None) -> int:
     counts = {PASS: 0, FAIL: 0, NOT_RUNNABLE: 0}
     t0 = time.monotonic()
     for r in run(dirs, args.engine, cfg, waves=args.waves, rtl_filelist=args.rtl_filelist,
-                 jobs=args.jobs, timing=timing, max_cycles=args.max_cycles):
+                 jobs=args.jobs, timing=timing, max_cycles=args.max_cycles,
+                 **({"memory": args.memory} if args.engine == "rtl" else {}), **csb_kw):
         counts[r.status] += 1
         print(format_result(r), flush=True)
     mem = f", memory {timing}" if args.engine != "model" else ""
+    if args.csb_clock_mhz is not None:
+        mem += f", dla_csb_clk {args.csb_clock_mhz:g} MHz, dla_core_clk {CORE_CLOCK_MHZ:g} MHz"
     print(f"# {len(dirs)} traces on {args.engine} ({cfg.name}{mem}) in {time.monotonic() - t0:.1f} s",
           flush=True)
     print(f"{counts[PASS]} passed, {counts[FAIL]} failed, {counts[NOT_RUNNABLE]} not runnable")

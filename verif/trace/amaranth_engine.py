@@ -12,7 +12,11 @@ about a thousand cycles per second; for small traces and unit-level semantics te
   engine's falling-edge evaluation, so both engines count the same cycles.
 * CSB driver (NVIDIA's player timing, as the rtl engine, cycle for cycle): one request per
   cycle when ``csb2nvdla_ready``, posted writes, reads wait for ``nvdla2csb_valid`` and the next
-  request follows one cycle after the response.
+  request follows one cycle after the response. Clocks: :func:`play_on_amaranth` simulates the
+  CSB port in its own ``csb`` clock domain, through the clock-domain crossing
+  (``hdl.csb_cdc.CsbCdc``) as ``NV_nvdla``, clocked like the core (equal clocks, the same
+  edges: the driver acts on the core clock's edges); :func:`simulate` does so with
+  ``csb_period=PERIOD`` and by default keeps the CSB port in the core clock (no crossing).
 * protocol monitors (:mod:`verif.monitors`): the AXI monitor inside the slave core (IDs of
   the client table, ``hdl/dma/clients.py``) and the CSB monitor (requests as driven, responses
   sampled after every tick); a violation fails the trace.
@@ -28,7 +32,7 @@ from __future__ import annotations
 from amaranth.sim import Simulator
 
 from hdl.config import NvdlaConfig
-from hdl.top import NvdlaCore
+from hdl.top import CSB_DOMAIN, NvdlaCore
 from verif.axi_slave import MASTER_OUTPUTS, SLAVE_INPUTS, AxiSlaveCore, MemTiming, port_name
 from verif.mem import SparseMemory
 from verif.monitors import CsbMonitor, our_ids
@@ -202,15 +206,26 @@ class AmaranthEngine(SimEngineBase):
 
 
 def simulate(cfg: NvdlaConfig, bench, *, timing: MemTiming = MemTiming(), vcd: str | None = None,
-             **engine_kw) -> AmaranthEngine:
+             csb_period: float | None = None, **engine_kw) -> AmaranthEngine:
     """Run ``await bench(engine)`` on a fresh ``NvdlaCore(cfg)`` in Amaranth's simulator (the
     memory and AXI core of ``engine`` serve the DUT); returns the engine when ``bench`` returns
     (its memory and counters remain readable). ``vcd``: write a VCD waveform to that path.
-    Exceptions raised by ``bench`` propagate."""
-    dut = NvdlaCore(cfg)
+    ``csb_period`` (seconds): None (default) simulates ``NvdlaCore(cfg)`` with its CSB port in
+    the core clock (the CSB slave's exact timing); a period builds ``NvdlaCore(cfg,
+    csb_clock=True)`` as ``NV_nvdla`` does (the CSB port in the ``csb`` domain, crossed into the
+    core clock by ``hdl.csb_cdc.CsbCdc``) and clocks the ``csb`` domain with it. Only
+    ``csb_period == PERIOD`` (equal clocks, the same edges) is supported: this engine counts and
+    drives everything on the core clock's edges (the rtl engine runs unrelated clocks).
+    Exceptions raised by ``bench`` propagate; ValueError for another ``csb_period``."""
+    if csb_period is not None and csb_period != PERIOD:
+        raise ValueError(f"amaranth engine: csb_period {csb_period} s: only the core clock's "
+                         f"period {PERIOD} s (equal clocks) is supported")
+    dut = NvdlaCore(cfg, csb_clock=csb_period is not None)
     eng = AmaranthEngine(dut, timing=timing, **engine_kw)
     sim = Simulator(dut)
     sim.add_clock(PERIOD)
+    if csb_period is not None:
+        sim.add_clock(csb_period, domain=CSB_DOMAIN)
     sim.add_testbench(eng.axi_testbench, background=True)
 
     async def main(ctx):
@@ -227,15 +242,19 @@ def simulate(cfg: NvdlaConfig, bench, *, timing: MemTiming = MemTiming(), vcd: s
     return eng
 
 
-def play_on_amaranth(trace, cfg: NvdlaConfig, *, timing: MemTiming = MemTiming(), **player_kw) -> TraceResult:
+def play_on_amaranth(trace, cfg: NvdlaConfig, *, timing: MemTiming = MemTiming(),
+                     csb_period: float | None = PERIOD, **player_kw) -> TraceResult:
     """Play ``trace`` (a parsed ``verif.trace.parser.Trace``) on a fresh simulation; the
-    TraceResult carries ``.axi`` = dict of the AXI counters (rd_beats, wr_beats, rd_reqs, wr_reqs)."""
+    TraceResult carries ``.axi`` = dict of the AXI counters (rd_beats, wr_beats, rd_reqs, wr_reqs).
+    ``csb_period``: see :func:`simulate`; by default the CSB port has its own clock, equal to
+    the core's, through the clock-domain crossing, as ``NV_nvdla`` on the rtl engine (the two
+    engines count the same cycles); None: the CSB port in the core clock, no crossing."""
     out = {}
 
     async def bench(eng):
         out["res"] = await play(trace, eng, **player_kw)
 
-    eng = simulate(cfg, bench, timing=timing)
+    eng = simulate(cfg, bench, timing=timing, csb_period=csb_period)
     res = out["res"]
     eng.csb_mon.check_idle(eng.cycle)
     if eng.axi.monitor is not None:

@@ -2,10 +2,16 @@
 
 Pieces (all on NVIDIA's NV_nvdla ports):
 
-* memory: the environment's one sparse memory (:class:`verif.mem.SparseMemory`, addresses
-  wrapped at the width of ``nvdla_core2dbb_ar_araddr``); ``mem_write``/``mem_fill``/``mem_read``
-  of the player go straight into it (no AXI traffic, no simulated time).
-* :class:`AxiResponder` - the cocotb adapter of the shared AXI4 slave core
+* memory (``memory=``): ``sim`` (default) - the in-simulation AXI memory of the testbench top
+  (``sim/tb``: C++ through DPI-C, evaluated at every falling edge of ``dla_core_clk`` exactly
+  where the Python adapter evaluates its core, same timing profiles and protocol monitor, so
+  ``nvidia``/``fast`` give the same cycles as ``python``; ``random`` has its own RNG); no Python
+  runs per cycle, ``mem`` is its backdoor (:class:`sim.tb.simmem.SimMemory`) and ``axi`` its
+  counters/error (:class:`sim.tb.simmem.SimAxi`). ``python`` - the reference: the sparse
+  memory :class:`verif.mem.SparseMemory` served by :class:`AxiResponder`. Addresses wrap at the
+  width of ``nvdla_core2dbb_ar_araddr`` in both; ``mem_write``/``mem_fill``/``mem_read`` of the
+  player go straight into the memory (no AXI traffic, no simulated time).
+* :class:`AxiResponder` (``memory="python"``) - the cocotb adapter of the shared AXI4 slave core
   (:class:`verif.axi_slave.AxiSlaveCore`, timing profiles :class:`verif.axi_slave.MemTiming`:
   ``nvidia`` by default, i.e. read data 32 cycles after the request is taken, one request
   every other cycle) on ``nvdla_core2dbb_*``. The core is evaluated once per cycle at the
@@ -14,9 +20,10 @@ Pieces (all on NVIDIA's NV_nvdla ports):
   Speed: raw GPI handle access (no LogicArray conversions), only changed inputs are written,
   and while nothing is in flight the adapter sleeps until ``arvalid``/``awvalid``/``wvalid``
   rise or ``rready`` changes (the skipped cycles are reported to the core).
-* the CSB master (timing as NVIDIA's player drives CSB): one request per cycle when
-  ``csb2nvdla_ready``, posted writes (``nposted=0``), reads wait for ``nvdla2csb_valid``
-  (``csb_timeout`` cycles at most).
+* the CSB master (timing as NVIDIA's player drives CSB) in ``dla_csb_clk`` (period
+  ``csb_period_ns``, default the core's; the two clocks may be unrelated, the DUT crosses CSB
+  into its core clock): one request per CSB cycle when ``csb2nvdla_ready``, posted writes
+  (``nposted=0``), reads wait for ``nvdla2csb_valid`` (``csb_timeout`` CSB cycles at most).
 * protocol monitors (:mod:`verif.monitors`): the AXI monitor inside the slave core sees every
   cycle the core evaluates (IDs allowed: ``axi_ids``); the CSB monitor counts the engine's own
   requests and every cycle ``nvdla2csb_valid``/``nvdla2csb_wr_complete`` is high (a coroutine
@@ -40,7 +47,11 @@ from verif.monitors import CsbMonitor
 from verif.trace.engine_common import SimEngineBase, kickoff_addrs
 from verif.trace.player import TraceFailure
 
-__all__ = ["AxiResponder", "MemTiming", "RtlEngine", "SparseMemory"]
+__all__ = ["AxiResponder", "MEMORIES", "MemTiming", "RtlEngine", "SparseMemory"]
+
+#: memory models of the rtl engine: ``sim`` (in the simulation, C++ through DPI-C: sim/tb) and
+#: ``python`` (:class:`AxiResponder`, the reference)
+MEMORIES = ("sim", "python")
 
 _DEPOSIT = 0  # cocotb _GPISetAction.DEPOSIT (inertial write)
 
@@ -139,14 +150,24 @@ class AxiResponder:
 
 class RtlEngine(SimEngineBase):
     """``Engine`` on an NV_nvdla DUT under cocotb. Call ``await start()`` once (clocks, reset,
-    memory model); ``await reset()`` between traces. ``period_ns``: clock period."""
+    memory model); ``await reset()`` between traces. ``period_ns``: ``dla_core_clk`` period
+    (``cycle`` counts it); ``csb_period_ns``: ``dla_csb_clk`` period (default ``period_ns``),
+    rounded to an even number of picoseconds."""
 
     name = "rtl"
 
     def __init__(self, dut, *, timing: MemTiming = MemTiming(), period_ns: int = 10,
                  reset_cycles: int = 20, post_reset_cycles: int = 8192, csb_timeout: int = 10_000,
-                 axi_ids: dict | None = None, monitors: bool = True):
+                 axi_ids: dict | None = None, monitors: bool = True, memory: str = "sim",
+                 csb_period_ns: float | None = None):
+        if memory not in MEMORIES:
+            raise ValueError(f"memory={memory!r}: one of {', '.join(MEMORIES)}")
+        if memory == "sim" and not hasattr(dut, "tb_mem_internal"):
+            raise ValueError("memory='sim' needs the testbench top of sim.build (no tb_mem_internal "
+                             "port on this DUT)")
         self.dut = dut
+        #: ``sim``: the in-simulation AXI memory (C++, sim/tb); ``python``: AxiResponder
+        self.memory = memory
         #: AXI protocol monitor on (False only to measure its cost)
         self.monitors = monitors
         #: allowed ARID/AWID values ({"read": [...], "write": [...]}; None: any)
@@ -157,10 +178,23 @@ class RtlEngine(SimEngineBase):
         self.period_ns = period_ns
         self.reset_cycles, self.post_reset_cycles = reset_cycles, post_reset_cycles
         self.csb_timeout = csb_timeout
+        #: dla_csb_clk period in ns (default: the core period): the CSB master and monitor act
+        #: on its falling edges; rounded to an even number of ps in start()
+        self.csb_period_ns = period_ns if csb_period_ns is None else csb_period_ns
+        if not self.csb_period_ns > 0:
+            raise ValueError(f"csb_period_ns={csb_period_ns}: must be > 0")
+        self.csb_clk = dut.dla_csb_clk
+        self._csb_fall = FallingEdge(self.csb_clk)
         self.clk = dut.dla_core_clk
         #: AXI address width in bits (the memory wraps addresses there, as the RTL's adders do)
         self.address_width = len(dut.nvdla_core2dbb_ar_araddr)
-        self.mem = SparseMemory(self.address_width)
+        self._simlib = None
+        if memory == "sim":
+            from sim.tb.simmem import SimMemLib, SimMemory
+            self._simlib = SimMemLib()
+            self.mem = SimMemory(self._simlib, self.address_width)
+        else:
+            self.mem = SparseMemory(self.address_width)
         self._t0_step: int | None = None
         self._started = False
         # CSB
@@ -212,8 +246,10 @@ class RtlEngine(SimEngineBase):
     async def start(self) -> None:
         """Start clocks, tie off static inputs, create the memory model, reset."""
         dut = self.dut
-        for name in ("dla_core_clk", "dla_csb_clk"):
-            cocotb.start_soon(Clock(getattr(dut, name), self.period_ns, "ns").start(start_high=False))
+        cocotb.start_soon(Clock(dut.dla_core_clk, self.period_ns, "ns").start(start_high=False))
+        csb_ps = 2 * max(1, round(self.csb_period_ns * 500))     # even: whole ps half periods
+        self.csb_period_ns = csb_ps / 1000
+        cocotb.start_soon(Clock(dut.dla_csb_clk, csb_ps, "ps").start(start_high=False))
         for name in ("global_clk_ovr_on", "tmc2slcg_disable_clock_gating", "test_mode"):
             if hasattr(dut, name):
                 getattr(dut, name).value = 0
@@ -233,9 +269,20 @@ class RtlEngine(SimEngineBase):
         self.c_nposted.set(0)
         await Timer(1, "ns")
         self._period_steps = int(round(self.period_ns * 1e-9 / self._step_seconds()))
-        self.axi = AxiResponder(dut, "nvdla_core2dbb", self.clk, self.mem, self.timing,
-                                self._period_steps, ids=self.axi_ids, monitor=self.monitors)
-        self.axi.drive_idle()
+        self._csb_period_steps = int(round(self.csb_period_ns * 1e-9 / self._step_seconds()))
+        if self.memory == "sim":
+            from sim.tb.simmem import MODE_IDLE, SimAxi
+            self._simlib.configure(self.timing, len(dut.nvdla_core2dbb_r_rdata) // 8,
+                                   self.address_width, self.axi_ids, self.monitors)
+            self.axi = SimAxi(self._simlib)
+            self.axi.set_mode(MODE_IDLE)
+            dut.tb_mem_internal.value = 1
+        else:
+            if hasattr(dut, "tb_mem_internal"):
+                dut.tb_mem_internal.value = 0
+            self.axi = AxiResponder(dut, "nvdla_core2dbb", self.clk, self.mem, self.timing,
+                                    self._period_steps, ids=self.axi_ids, monitor=self.monitors)
+            self.axi.drive_idle()
         self._started = True
         cocotb.start_soon(self._csb_watch())
         await self.reset()
@@ -255,32 +302,52 @@ class RtlEngine(SimEngineBase):
         errors are forgotten. ``mid_layer`` (a reset while a layer runs, issue 11 item 3): the
         memory and any protocol error recorded so far are kept, and until the next layer is
         enabled (a ``D_OP_ENABLE`` write with bit 0 set) any AXI request or W beat is a
-        protocol error (a beat of the aborted layer after the reset)."""
+        protocol error (a beat of the aborted layer after the reset).
+
+        The in-simulation memory (``memory="sim"``) follows the same steps with one difference:
+        its outputs change at falling edges only, so the readies drop at the falling edge where
+        the reset is asserted (the Python responder drops them when ``reset`` is called)."""
         dut = self.dut
+        sim = self.memory == "sim"
         self.in_reset = True
-        self.axi.stop()
-        if not mid_layer:
-            self.mem = SparseMemory(self.address_width)
-        self.axi.core.reset(self.mem, keep_error=mid_layer)
-        self.axi.drive_quiet()
+        if sim:
+            from sim.tb.simmem import MODE_IDLE, MODE_QUIET, MODE_RUN
+            self.axi.set_mode(MODE_QUIET)
+            if not mid_layer:
+                self.mem.clear()
+            self.axi.reset(keep_error=mid_layer)
+        else:
+            self.axi.stop()
+            if not mid_layer:
+                self.mem = SparseMemory(self.address_width)
+            self.axi.core.reset(self.mem, keep_error=mid_layer)
+            self.axi.drive_quiet()
         await self._fall
         dut.dla_reset_rstn.value = 0
         dut.direct_reset_.value = 0
         self.c_valid.set(0)
         await Timer(self.reset_cycles * self.period_ns, "ns")
+        if sim:
+            self.axi.set_mode(MODE_IDLE)       # idle outputs from the next falling edge on
         await self._fall
         mon = self.axi.core.monitor
-        still = self.axi.valids()
+        still = [n for n in ("arvalid", "awvalid", "wvalid")
+                 if _Sig(getattr(dut, f"nvdla_core2dbb_{port_name(n)}")).get()]
         if still and mon is not None and mon.error is None:
             mon.error = (f"AXI at the end of a {self.reset_cycles}-cycle reset: the DUT still "
                          f"drives {', '.join(still)}")
-        self.axi.drive_idle()
+        if not sim:
+            self.axi.drive_idle()
         dut.dla_reset_rstn.value = 1
         dut.direct_reset_.value = 1
         await RisingEdge(self.clk)
         self._t0_step = get_sim_time("step")
         self.in_reset = False
-        self.axi.start(self.mem, keep_error=mid_layer)
+        if sim:
+            self.axi.reset(keep_error=mid_layer)
+            self.axi.set_mode(MODE_RUN)
+        else:
+            self.axi.start(self.mem, keep_error=mid_layer)
         if mon is not None:
             mon.quiet = mid_layer
         self.csb_mon.reset(keep_error=mid_layer)
@@ -298,14 +365,15 @@ class RtlEngine(SimEngineBase):
 
     # ---- CSB --------------------------------------------------------------------------------
     async def _csb_watch(self) -> None:
-        """CSB monitor feed: every cycle a response output is high is one response (sampled at
-        the falling edge; sleeps on their rising edges otherwise)."""
+        """CSB monitor feed: every ``dla_csb_clk`` cycle a response output is high is one
+        response (sampled at the CSB clock's falling edge; sleeps on their rising edges
+        otherwise). Cycle numbers given to the monitor are core cycles."""
         v, w, mon = self.r_valid, self.r_wrc, self.csb_mon
         hv, hw = self.dut.nvdla2csb_valid, self.dut.nvdla2csb_wr_complete
         while True:
             await First(RisingEdge(hv), RisingEdge(hw))
             while True:
-                await self._fall
+                await self._csb_fall
                 a, b = v.get(), w.get()
                 if not (a or b):
                     break
@@ -317,18 +385,19 @@ class RtlEngine(SimEngineBase):
                     mon.response("write", self.cycle + 1)
 
     async def _csb_release(self, seq: int) -> None:
-        await self._fall
+        await self._csb_fall
         if self._csb_seq == seq:
             self.c_valid.set(0)
 
     async def _csb_issue(self, addr: int, wdat: int, write: int) -> None:
-        """CSB request with the timing of NVIDIA's player: at a falling edge where csb2nvdla_ready is 1, drive one request
-        for the next rising edge; valid drops one cycle later unless another request follows."""
+        """CSB request with the timing of NVIDIA's player, in ``dla_csb_clk``: at a falling edge
+        where csb2nvdla_ready is 1, drive one request for the next rising edge; valid drops one
+        cycle later unless another request follows. ``csb_timeout`` counts CSB cycles."""
         if addr & 3 or not 0 <= addr >> 2 < 1 << self.c_addr.width:
             raise TraceFailure(f"CSB address {addr:#x} is not a word address the port can carry")
         waited = 0
         while True:
-            await self._fall
+            await self._csb_fall
             if self.c_ready.get():
                 break
             waited += 1
@@ -351,15 +420,21 @@ class RtlEngine(SimEngineBase):
         if mon is not None and mon.quiet and value & 1 and addr in kickoff_addrs():
             mon.quiet = False                       # a layer is enabled: its traffic may start
         self.csb_writes += 1
-        # the request was driven after a falling edge; the DUT samples it at the next rising edge
-        self.write_accept_cycle = self.cycle + 1
+        # the request was driven after a falling edge of dla_csb_clk; the DUT samples it at the
+        # next rising edge of that clock, half a CSB period later (in core cycles)
+        self.write_accept_cycle = self._core_cycle_at(
+            get_sim_time("step") + self._csb_period_steps // 2)
+
+    def _core_cycle_at(self, step: int) -> int:
+        """``cycle`` at simulation time ``step``."""
+        return 0 if self._t0_step is None else (step - self._t0_step) // self._period_steps
 
     async def reg_read(self, addr: int) -> int:
         self._check_error()
         await self._csb_issue(addr, 0, 0)
         self.csb_reads += 1
         for _ in range(self.csb_timeout):
-            await self._fall
+            await self._csb_fall
             if self.r_valid.get():
                 return self.r_data.get()
         raise TraceFailure(f"CSB read of {addr:#x} got no nvdla2csb_valid within "

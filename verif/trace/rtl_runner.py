@@ -9,13 +9,16 @@ the trace it was running (FAIL, message names the simulator log); the rest of it
 Extra information is attached to every yielded result as the attribute ``rtl`` (a dict):
 ``sim_cycles`` (cycles simulated for the trace), ``sim_wall`` (its wall seconds inside the
 simulator), ``rd_beats``/``wr_beats``/``rd_reqs``/``wr_reqs`` (AXI traffic), ``log`` (simulator
-log), ``waves`` (FST path or None), ``build`` (build directory).
+log), ``waves`` (FST path or None), ``build`` (build directory), ``startup`` (seconds from the
+launch of the trace's simulator process to the end of its first reset; the same for every trace
+of a batch).
 
 With ``waves=True`` each trace runs alone in its own process and its waveform is written to
 ``build/waves/<trace>.fst``; FAIL messages name that file.
 
 CLI: ``python -m verif.trace.rtl_runner [--config nv_small] [--set NAME=VALUE] [--rtl-filelist F]
-[--waves] [-j N] [--mem-profile nvidia|fast|random] [--seed N] [--max-cycles N] TRACE_OR_DIR...``.
+[--waves] [-j N] [--mem-profile nvidia|fast|random] [--seed N] [--max-cycles N]
+[--memory sim|python] [--csb-clock-mhz MHZ] TRACE_OR_DIR...``.
 """
 from __future__ import annotations
 
@@ -31,7 +34,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from sim.build import REPO, TIMESCALE, TOPLEVEL, SimBuild, build_sim
+from sim.build import REPO, SIM_TOP, TIMESCALE, SimBuild, build_sim
 from verif.trace.parser import Trace, TraceSyntaxError, find_traces, load_trace
 from verif.trace.player import FAIL, NOT_RUNNABLE, CheckResult, TraceResult
 from verif.axi_slave import MemTiming
@@ -49,6 +52,8 @@ def _result_from_json(d: dict, extra: dict) -> TraceResult:
                       d.get("wall", 0.0), checks)
     res.rtl = {k: d.get(k) for k in ("sim_cycles", "sim_wall", "sim_cpu", "rd_beats", "wr_beats",
                                      "rd_reqs", "wr_reqs", "budget")} | extra
+    if d.get("t_ready") and extra.get("t_launch"):
+        res.rtl["startup"] = d["t_ready"] - extra["t_launch"]
     return res
 
 
@@ -72,8 +77,9 @@ def _run_batch(build: SimBuild, dirs: list[Path], run_dir: Path, cfg: dict,
     runner = get_runner("verilator")
     test_args = ["--trace-file", str(waves_path)] if waves_path else []
     err = ""
+    t_launch = time.time()
     try:
-        runner.test(test_module=TB_MODULE, hdl_toplevel=TOPLEVEL, hdl_toplevel_lang="verilog",
+        runner.test(test_module=TB_MODULE, hdl_toplevel=SIM_TOP, hdl_toplevel_lang="verilog",
                     build_dir=build.directory, test_dir=run_dir, extra_env={TB_ENV: json.dumps(tb)},
                     waves=bool(waves_path), test_args=test_args, plusargs=list(plusargs),
                     log_file=log,
@@ -87,6 +93,8 @@ def _run_batch(build: SimBuild, dirs: list[Path], run_dir: Path, cfg: dict,
         for line in results.read_text().splitlines():
             if line.strip():
                 out.append(json.loads(line))
+    for d in out:
+        d["_t_launch"] = t_launch
     return out, log, err
 
 
@@ -105,7 +113,8 @@ def run_rtl(traces: Iterable, config: str = "nv_small", waves: bool = False,
             intr_budget: int | None = None, poll_budget: int | None = None,
             engine: dict | None = None, run_root: Path | None = None, mode: str = "traces",
             xrand_seed: int | None = None, axi_ids: dict | str | None = "auto",
-            abort_after_wbeats: int | None = None) -> Iterator[TraceResult]:
+            abort_after_wbeats: int | None = None, memory: str | None = None,
+            csb_period_ns: float | None = None) -> Iterator[TraceResult]:
     """Play ``traces`` (trace directories or parsed ``Trace`` objects) on the RTL.
 
     ``config``: hardware configuration name (selects the project's RTL, part of the build cache
@@ -116,7 +125,7 @@ def run_rtl(traces: Iterable, config: str = "nv_small", waves: bool = False,
     ``jobs``, at most 32; always 1 with waves). ``intr_budget``/``poll_budget``: Player cycle
     budgets (``intr_budget`` overrides the per-trace budget of ``verif.trace.budget``, i.e.
     ``--max-cycles``). ``engine``: extra RtlEngine keyword arguments (period_ns, reset_cycles,
-    post_reset_cycles, csb_timeout).
+    post_reset_cycles, csb_timeout, csb_period_ns: the ``dla_csb_clk`` period).
 
     ``mode`` (see ``verif.cocotb_tb.trace_tb``): ``traces`` (reset between traces), ``soak``
     (all traces in ONE process without a reset between them), ``reset_mid`` (pairs of
@@ -125,6 +134,10 @@ def run_rtl(traces: Iterable, config: str = "nv_small", waves: bool = False,
     ``axi_ids``: the ARID/AWID values the AXI monitor allows: ``"auto"`` (our client table
     for ``config``, NVIDIA's nv_small IDs with ``rtl_filelist``), a dict
     ``{"read": [...], "write": [...]}``, or None (any).
+    ``memory``: the AXI memory model, ``sim`` (default: in the simulation, C++ through DPI-C,
+    ``sim/tb``) or ``python`` (the reference ``AxiResponder``); see ``RtlEngine``.
+    ``csb_period_ns``: the ``dla_csb_clk`` period (default: the core clock's; cycles are
+    counted in ``dla_core_clk``), the same as ``engine={"csb_period_ns": ...}``.
 
     The build happens before the first result (SimBuildError names the Verilator log).
     Yields TraceResult (with ``.rtl`` extras) as traces finish.
@@ -158,6 +171,13 @@ def run_rtl(traces: Iterable, config: str = "nv_small", waves: bool = False,
               if v is not None}
     eng = dict(engine or {})
     eng.setdefault("axi_ids", _axi_ids(axi_ids, config, rtl_filelist))
+    if csb_period_ns is not None:
+        eng["csb_period_ns"] = float(csb_period_ns)
+    if memory is not None:
+        from verif.trace.rtl_engine import MEMORIES
+        if memory not in MEMORIES:
+            raise ValueError(f"memory={memory!r}: one of {', '.join(MEMORIES)}")
+        eng["memory"] = memory
     cfg = {"timing": asdict(timing), "player": player, "engine": eng, "config": config,
            "mode": mode}
     if abort_after_wbeats is not None:
@@ -205,7 +225,7 @@ def run_rtl(traces: Iterable, config: str = "nv_small", waves: bool = False,
                 extra = {"log": str(log), "waves": str(wpath) if wpath else None,
                          "build": str(build.directory)}
                 for d in got:
-                    yield _result_from_json(d, extra)
+                    yield _result_from_json(d, dict(extra, t_launch=d.pop("_t_launch", None)))
                 if mode in ("soak", "reset_mid"):       # no per-trace rerun of a sequence
                     if err or not got:
                         res = TraceResult(f"{mode}:{batch[0].name}", FAIL,
@@ -262,7 +282,14 @@ def main(argv=None) -> int:
     ap.add_argument("--accept-every", type=int, default=None)
     ap.add_argument("--max-cycles", type=int, default=None,
                     help="cycles to wait for each interrupt (default: verif.trace.budget)")
+    ap.add_argument("--memory", choices=("sim", "python"), default="sim",
+                    help="AXI memory: sim (in the simulation, C++; default) or python (reference)")
+    ap.add_argument("--csb-clock-mhz", type=float, default=None,
+                    help="dla_csb_clk frequency (default: equal to dla_core_clk, 100 MHz)")
     a = ap.parse_args(argv)
+    if a.csb_clock_mhz is not None and not 0.1 <= a.csb_clock_mhz <= 1000:
+        print(f"error: --csb-clock-mhz {a.csb_clock_mhz:g}: must be within 0.1..1000", file=sys.stderr)
+        return 2
     try:
         cfg = config_from_args(a)
         timing = MemTiming.named(a.mem_profile, seed=a.seed, read_latency=a.read_latency,
@@ -273,7 +300,8 @@ def main(argv=None) -> int:
     dirs = find_traces(a.paths)
     bad = 0
     for r in run_rtl(dirs, cfg.name, a.waves, a.rtl_filelist, a.jobs, timing=timing,
-                     intr_budget=a.max_cycles):
+                     intr_budget=a.max_cycles, memory=a.memory,
+                     csb_period_ns=1000.0 / a.csb_clock_mhz if a.csb_clock_mhz else None):
         x = getattr(r, "rtl", {})
         print(f"{r.status:12s} {r.name:45s} cycles={r.cycles} sim_cycles={x.get('sim_cycles')} "
               f"wall={x.get('sim_wall') or 0:.1f}s rd={x.get('rd_beats')} wr={x.get('wr_beats')}"

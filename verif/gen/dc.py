@@ -1,0 +1,430 @@
+"""Random direct-convolution register programs (issue 11 item 1): one to three int8 DC hardware
+layers CDMA -> CBUF -> CSC -> CMAC -> CACC -> SDP (on the fly) -> memory, in alternating ping-pong
+groups, queued back to back (v1_ias_programming_guide.rst "Convolution pipeline programming",
+"Limitation / Convolution"; docs/conv.md is our RTL's contract).
+
+Drawn per layer, within nv_small's limits (``cfg``: atomic C/K, CBUF banks x depth x width):
+
+* input W x H x C from 1 up (mostly small; one long line, one tall column, or an occasional
+  larger layer), memory line/surface strides with gaps (packed for a 1x1xC cube, as the guide's
+  Data Format limitation requires; D_DAIN_MAP's LINE/SURF_PACKED say which);
+* kernel R x S (1..7, sometimes a long 1xN / Nx1 one), K kernels (1..48, more in larger layers),
+  strides 1..8, dilation 1..8 per axis (dilated kernel at most 64 wide), padding left/right/top/
+  bottom below the dilated kernel (CSC's 5-bit PAD_LEFT/PAD_TOP), an output window of at most the
+  padded input (usually exactly ``(out-1)*stride + S' == PL + W + PR`` as the guide asks, else
+  the largest output or a smaller one), CSC's pad value (16-bit, the low byte is used);
+* D_ENTRY_PER_SLICE = W x ceil(C / atomic C) entries; DATA_BANK / WEIGHT_BANK: at least the
+  slices (full-input mode: the only one the model and the RTL run; a multi-band input taller
+  than the data banks is rejected by the model, so it is not generated) and at least one kernel
+  group of weights plus 128 bytes (guide: "WEIGHT_BANK should be allocated large enough to store
+  one kernel group weight plus 128Bytes"), spare banks spread at random, the two at most the
+  CBUF's banks; weights larger than the weight banks stream through them ("full input, partial
+  weight"); D_WEIGHT_BYTES exact or rounded up to 128 (as NVIDIA's traces); FETCH_GRAIN with
+  (GRAINS+1) x ENTRY_PER_SLICE within the data banks;
+* CACC CLIP_TRUNCATE around the accumulator's magnitude (sometimes any 0..31), D_DATAOUT_MAP
+  packed only for a 1x1 output (guide table);
+* SDP on the fly: the BS and BN sub-units (bypass, ALU MAX/MIN/SUM with a register operand and
+  shift, multiplier or PReLU with a register operand and shift, the ALU bypassed with PReLU as
+  the SDP limitation asks, ReLU), the output converter (offset, scale, shift), output strides
+  with gaps; EW bypassed (nv_small has none);
+* CBUF reuse across consecutive layers (same CONV_MODE, DATAIN_FORMAT and D_BANK): after a
+  SKIP_DATA_RLS layer, DATA_REUSE of all its slices (CDMA fetches nothing; D_DAIN_ADDR points
+  at other bytes); after a layer that releases RLS_SLICES+1 of its slices, DATA_REUSE of the
+  rest followed by new lines (partial reuse, CSC DATAIN_HEIGHT_EXT = kept + CDMA DATAIN_HEIGHT;
+  or nothing kept when it released all); after a SKIP_WEIGHT_RLS layer whose weights fit the
+  weight banks, WEIGHT_REUSE (same K x R x S x C; D_WEIGHT_ADDR points at other bytes).
+  SKIP_WEIGHT_RLS is only set when the whole weights (plus 128 bytes) fit the weight banks.
+* registers a DC layer does not use get random values, as NVIDIA's dc_* traces give them:
+  CDMA's pixel format/mapping/sign/offsets, mean and input converter (NVIDIA's dc_1x1x8 trace
+  enables the converter; it does not apply to feature data), WMB/WGS addresses, the second
+  plane, CYA, NaN/perf enables, CSC D_PRA_CFG; CDMA's pad value is CSC's.
+
+The first layer of a program never sets a reuse flag. CDMA's S_CBUF_FLUSH_STATUS is polled
+first. A register group is programmed again only after every done interrupt of the layer that
+used it (SDP, CDMA_DAT, CDMA_WT, CACC, unmasked in GLB): SDP's alone is not enough, CDMA may still
+fetch input lines no output uses (a cropped output window, a stride leaving bottom lines) or
+weight bytes past the last kernel after SDP wrote the layer's last byte, and programming the
+group it still runs on changes its registers under it (a hang, found by this generator with
+SDP's interrupt alone; NVIDIA's firmware waits for every unit's event too).
+
+:func:`generate` returns a :class:`verif.gen.common.Program` of kind ``dc``.
+"""
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+
+from verif.gen.common import (Alloc, Layer, Program, ceil_div, cube_extent, cube_strides, emit,
+                              field_writes, rand_bytes, signed, small_biased)
+from verif.gen.writer import TraceWriter
+
+__all__ = ["generate", "DcKept", "dc_layer", "UNITS", "INTRS", "INTR_MASK_CONV"]
+
+#: the pipeline's register files, in D_OP_ENABLE order (guide Limitation / Convolution /
+#: General: reverse pipeline order; SDP first, it raises the interrupt waited for)
+UNITS = ("SDP", "CACC", "CMAC_A", "CMAC_B", "CSC", "CDMA")
+#: the done interrupts of a DC layer, all waited for before its register group is programmed
+#: again (GLB S_INTR_STATUS field prefixes; SDP's first: the output checks wait for it)
+INTRS = ("SDP", "CDMA_DAT", "CDMA_WT", "CACC")
+#: GLB S_INTR_MASK: every done interrupt masked except those (NVIDIA's dc_* traces, single
+#: layers, keep SDP's alone: 0x3F03FC)
+INTR_MASK_CONV = 0x3F03FC & ~(0x3F << 16)   # 0x3FC
+
+SMALL_OPS = 6000          # atomic operations of a normal layer (a few seconds of simulation)
+BIG_OPS = 40000           # of an occasional larger layer
+
+
+@dataclass
+class DcKept:
+    """What a finished DC layer leaves in CBUF for the next layer (docs/conv.md "Data and
+    weight reuse across layers"): input width ``W``, channels ``C``, entries per slice ``eps``,
+    ``H`` slices of CSC (DATAIN_HEIGHT_EXT+1), ``kept`` slices left (all with ``skip_data``),
+    banks ``db``/``wb`` (DATA_BANK+1, WEIGHT_BANK+1), the weights' shape ``(K, R, S, C)``,
+    their D_WEIGHT_BYTES ``wbytes`` and whether they stay (``skip_wt``)."""
+    W: int
+    C: int
+    eps: int
+    H: int
+    kept: int
+    skip_data: bool
+    db: int
+    wb: int
+    wshape: tuple[int, int, int, int]
+    wbytes: int
+    skip_wt: bool
+
+
+def _biased(rng: random.Random, lo: int, hi: int) -> int:
+    """lo..hi, towards lo half of the time."""
+    if hi <= lo:
+        return lo
+    return lo + small_biased(rng, hi - lo, max(1, (hi - lo) // 4))
+
+
+def _kernel_1d(rng: random.Random, long: bool) -> int:
+    if long:
+        return rng.randint(8, 16)
+    return rng.choice((1, 1, 2, 3, 3)) if rng.random() < 0.8 else rng.randint(1, 7)
+
+
+def _dilation(rng: random.Random, k: int) -> int:
+    if k == 1 or rng.random() < 0.75:
+        return 1
+    d = rng.randint(2, 3) if rng.random() < 0.8 else rng.randint(4, 8)
+    while (k - 1) * d + 1 > 64:
+        d -= 1
+    return d
+
+
+def _stride(rng: random.Random) -> int:
+    r = rng.random()
+    return 1 if r < 0.6 else 2 if r < 0.85 else rng.randint(3, 8)
+
+
+def _pads_and_out(rng: random.Random, n: int, kd: int, st: int, pmax_lo: int, pmax_hi: int):
+    """(pad before, pad after, output size) along one axis of ``n`` input elements, dilated
+    kernel ``kd``, stride ``st``: pads below ``kd`` (and their fields' maxima), output window
+    within the padded input; None when impossible."""
+    lo_max, hi_max = min(kd - 1, pmax_lo), min(kd - 1, pmax_hi)
+    for _ in range(20):
+        r = rng.random()
+        pb = 0 if r < 0.35 else rng.randint(0, lo_max)
+        need = max(0, kd - pb - n)                      # the padded input holds one window
+        if need > hi_max:
+            continue
+        pa = need if rng.random() < 0.35 else rng.randint(need, hi_max)
+        omax = (pb + n + pa - kd) // st + 1
+        # the guide's rule: (out-1)*stride + S' == PB + N + PA, when a pad after makes it exact
+        exact = (omax - 1) * st + kd - pb - n
+        if need <= exact <= hi_max and rng.random() < 0.5:
+            pa = exact
+        out = omax if rng.random() < 0.85 else rng.randint(1, omax)
+        return pb, pa, out
+    return None
+
+
+def _size(rng: random.Random, big: bool) -> tuple[int, int, int]:
+    """Input W, H, C of a freshly fetched cube."""
+    r = rng.random()
+    if big:
+        return rng.randint(4, 40), rng.randint(4, 32), rng.randint(8, 130)
+    if r < 0.08:
+        return rng.randint(20, 200), rng.randint(1, 3), rng.randint(1, 8)      # a long line
+    if r < 0.16:
+        return rng.randint(1, 3), rng.randint(10, 60), rng.randint(1, 16)      # a tall column
+    c = rng.randint(1, 16) if rng.random() < 0.6 else rng.randint(17, 48)
+    return rng.randint(1, 12), rng.randint(1, 10), c
+
+
+def _bits(v: int) -> float:
+    return math.log2(abs(v) + 1)
+
+
+def _sdp_fields(rng: random.Random, bits: float) -> tuple[dict, str]:
+    """SDP BS/BN sub-units (register operands) and output converter; (fields, description).
+    ``bits``: rough log2 magnitude of CACC's output; the converter's shift usually brings the
+    result near the int8 range (tracking the sub-units' rough effect), else it is any 0..63."""
+    f, desc = {}, []
+    plain = rng.random() < 0.3             # BS/BN bypassed
+    for sub in ("BS", "BN"):
+        bypass = plain or rng.random() < 0.3
+        alu_bypass = rng.random() < 0.35
+        mul_bypass = rng.random() < 0.35
+        prelu = rng.random() < 0.25
+        if prelu and not mul_bypass:
+            alu_bypass = True              # Limitation / SDP: PReLU needs the ALU bypassed
+        algo = rng.randint(0, 2)
+        relu_bypass = rng.random() < 0.6
+        mul_op = signed(rng, 16)
+        if rng.random() < 0.1:
+            alu_op, alu_shift = signed(rng, 16), small_biased(rng, 63, 10)
+        else:                              # an operand of the data's magnitude
+            alu_shift = max(0, int(bits) - 14)
+            m = min(1 << 15, 1 << max(1, int(bits) + 1 - alu_shift))
+            alu_op = rng.randint(-m, m - 1)
+        # the truncation after the multiplier shifts by MUL_SHIFT_VALUE[5:0] even when the
+        # multiplier is bypassed (model x_subunit, from NVIDIA's RTL)
+        if rng.random() < 0.05:
+            mul_shift = rng.randint(0, 255)
+        elif mul_bypass or prelu:
+            mul_shift = rng.choice((0, 0, 0, 1, 2, 3))
+        else:
+            mul_shift = max(0, int(_bits(mul_op)) + rng.randint(-3, 3))
+        if not bypass:
+            if not alu_bypass:
+                bits = max(bits, _bits(alu_op) + alu_shift)
+            bits += (0 if mul_bypass or prelu else _bits(mul_op)) - (mul_shift & 63)
+            bits = max(bits, 0.0)
+        f.update({f"{sub}_BYPASS": int(bypass), f"{sub}_ALU_BYPASS": int(alu_bypass),
+                  f"{sub}_ALU_ALGO": algo, f"{sub}_MUL_BYPASS": int(mul_bypass),
+                  f"{sub}_MUL_PRELU": int(prelu), f"{sub}_RELU_BYPASS": int(relu_bypass),
+                  f"{sub}_ALU_SRC": 0, f"{sub}_ALU_SHIFT_VALUE": alu_shift,
+                  f"{sub}_ALU_OPERAND": alu_op, f"{sub}_MUL_SRC": 0,
+                  f"{sub}_MUL_SHIFT_VALUE": mul_shift, f"{sub}_MUL_OPERAND": mul_op})
+        desc.append(f"{sub}:" + ("bypass" if bypass else
+                    f"alu={'-' if alu_bypass else ['max', 'min', 'sum'][algo]}"
+                    f"{'' if alu_bypass else f'({alu_op}<<{alu_shift})'},"
+                    f"mul={'-' if mul_bypass else 'prelu' if prelu else 'mul'}"
+                    f"{'' if mul_bypass else f'({mul_op}>>{mul_shift})'},"
+                    f"relu={int(not relu_bypass)}"))
+    if rng.random() < 0.15:
+        off, scale, shift = 0, 1, 0
+    else:
+        m = 1 << min(31, int(bits) + 1)
+        off = signed(rng, 32) if rng.random() < 0.1 else rng.randint(-m, m - 1)
+        bits = _bits((1 << int(bits)) + abs(off))
+        scale = signed(rng, 16) if rng.random() < 0.6 else rng.randint(-4, 4)
+        shift = small_biased(rng, 63, 16) if rng.random() < 0.05 else \
+            max(0, min(63, int(bits + _bits(scale)) - 5 + rng.randint(-2, 2)))
+    f.update(CVT_OFFSET=off, CVT_SCALE=scale, CVT_SHIFT=shift)
+    desc.append(f"cvt({off},{scale},>>{shift})")
+    return f, " ".join(desc)
+
+
+def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept | None,
+             allow_reuse: bool = True, max_ops: int | None = None,
+             big_rate: float = 0.08) -> tuple[Layer, DcKept]:
+    """One random DC layer (module docstring) after ``prev`` (what the previous layer of the
+    program leaves in CBUF; None for the first layer). Its memory images are loaded into ``w``.
+    ``big_rate``: probability of a larger layer (up to BIG_OPS atomic operations, C up to 130,
+    K up to 80); ``max_ops``: the cap on atomic operations instead.
+    Returns the Layer (register writes of the six units, output region) and what it leaves."""
+    ac, ak = cfg.mac_atomic_c, cfg.mac_atomic_k
+    ab, atom = cfg.atom_bytes, cfg.memory_atomic
+    depth, nbanks, ebytes = cfg.cbuf_bank_depth, cfg.cbuf_bank_number, cfg.cbuf_bank_width
+    bank_bytes = depth * ebytes
+    big = rng.random() < big_rate
+    budget = max_ops or (BIG_OPS if big else SMALL_OPS)
+
+    data_mode, wt_reuse = "fetch", False
+    if prev is not None and allow_reuse:
+        if prev.skip_data and rng.random() < 0.7:
+            data_mode = "full"
+        elif not prev.skip_data and rng.random() < 0.6:
+            data_mode = "partial"            # kept slices (possibly none) + new lines
+        wt_reuse = prev.skip_wt and rng.random() < 0.7
+
+    for attempt in range(400):
+        if attempt == 200:                   # no geometry fits the kept CBUF contents
+            data_mode, wt_reuse = "fetch", False
+        fixed_banks = data_mode != "fetch" or wt_reuse
+        # ---- input cube (CSC's view: H slices, of which ``kept`` are reused)
+        if data_mode == "fetch":
+            W, H, C = _size(rng, big)
+            if wt_reuse:
+                C = prev.wshape[3]
+            kept, cdma_h = 0, H
+        else:
+            W, C = prev.W, prev.C
+            if data_mode == "full":
+                kept = H = cdma_h = prev.H
+            else:
+                kept = prev.kept
+                cdma_h = rng.randint(1, 10) if rng.random() < 0.8 else rng.randint(1, 30)
+                H = kept + cdma_h
+        cb = ceil_div(C, ac)
+        eps = W * cb
+        # ---- kernel
+        if wt_reuse:
+            K, R, S, _ = prev.wshape
+        else:
+            long = rng.random() < 0.1
+            R, S = _kernel_1d(rng, long and rng.random() < 0.5), _kernel_1d(rng, long)
+            if big:
+                K = rng.randint(1, 80)
+            else:
+                K = rng.randint(1, 16) if rng.random() < 0.6 else rng.randint(17, 48)
+        dx, dy = _dilation(rng, S), _dilation(rng, R)
+        sx, sy = _stride(rng), _stride(rng)
+        sd, rd = (S - 1) * dx + 1, (R - 1) * dy + 1
+        hx = _pads_and_out(rng, W, sd, sx, 31, 63)
+        vy = _pads_and_out(rng, H, rd, sy, 31, 63)
+        if hx is None or vy is None:
+            continue
+        pl, pr, wo = hx
+        pt, pb, ho = vy
+        ops = wo * ho * ceil_div(K, ak) * cb * R * S
+        if ops > budget or wo * ho * ceil_div(K, ak) * atom > 4 * budget:
+            continue
+        # ---- CBUF banks
+        wbytes = R * S * C * K
+        wreg = wbytes if rng.random() < 0.5 else ceil_div(wbytes, 128) * 128
+        db_need = ceil_div(eps * H, depth)
+        wb_need = ceil_div(R * S * C * min(K, ak) + 128, bank_bytes)
+        skip_wt = rng.random() < 0.35 and ceil_div(wreg + 128, bank_bytes) <= nbanks - db_need
+        if skip_wt:
+            wb_need = max(wb_need, ceil_div(wreg + 128, bank_bytes))
+        if fixed_banks:
+            db, wb = prev.db, prev.wb
+            if db < db_need or wb < wb_need:
+                continue
+        else:
+            if db_need + wb_need > nbanks:
+                continue
+            db = db_need if rng.random() < 0.4 else rng.randint(db_need, nbanks - wb_need)
+            wb = wb_need if rng.random() < 0.4 else rng.randint(wb_need, nbanks - db)
+        if wt_reuse:
+            wreg = prev.wbytes
+        break
+    else:
+        raise RuntimeError("no DC geometry found")
+
+    # ---- what this layer leaves in CBUF
+    skip_data = rng.random() < 0.3
+    r = rng.random()
+    rls = H - 1 if r < 0.15 else 0 if r < 0.3 else rng.randint(0, H - 1)
+    if skip_wt and ceil_div(wreg + 128, bank_bytes) > wb:
+        skip_wt = False
+    kept_next = H if skip_data else H - (rls + 1)
+    leaves = DcKept(W, C, eps, H, kept_next, skip_data, db, wb, (K, R, S, C), wreg, skip_wt)
+
+    # ---- memory: input (CDMA's lines), weights, output
+    line, surf = cube_strides(rng, W, cdma_h, ab)
+    if W == 1 and cdma_h == 1:
+        line, surf = W * ab, W * ab * cdma_h     # Limitation / Data Format: 1x1xC is packed
+    n = cube_extent(W, cdma_h, C, line, surf, atom, ab)
+    src = alloc.take(n)
+    w.mem_load(src, rand_bytes(rng, n))         # other bytes when everything is reused
+    wsrc = alloc.take(wreg, 128)
+    w.mem_load(wsrc, rand_bytes(rng, wreg))     # other bytes when the weights are reused
+    dline, dsurf = cube_strides(rng, wo, ho, ab)
+    if wo == 1 and ho == 1:
+        dline, dsurf = ab, ab
+    dn = cube_extent(wo, ho, K, dline, dsurf, atom, ab)
+    dst = alloc.take(dn)
+
+    # ---- registers
+    n_all = R * S * C
+    acc_bits = math.log2(5500 * math.sqrt(n_all) + 1)
+    clip = (rng.randint(0, 31) if rng.random() < 0.05
+            else max(0, min(31, int(acc_bits) - rng.randint(0, 9))))
+    pad_value = signed(rng, 16)
+    misc = dict(CONV_MODE=0, IN_PRECISION=0, PROC_PRECISION=0,
+                DATA_REUSE=int(data_mode != "fetch"), WEIGHT_REUSE=int(wt_reuse),
+                SKIP_DATA_RLS=int(skip_data), SKIP_WEIGHT_RLS=int(skip_wt))
+    common = dict(misc, DATAIN_FORMAT=0, ENTRIES=eps - 1, WEIGHT_BYTES=wreg, DATA_BANK=db - 1,
+                  WEIGHT_BANK=wb - 1, WEIGHT_FORMAT=0, BATCHES=0, WMB_BYTES=rng.getrandbits(28))
+    grain_max = max(0, min(4095, db * depth // eps - 1))
+    cdma = dict(common, PIXEL_FORMAT=rng.randint(0, 35), PIXEL_MAPPING=rng.randint(0, 1),
+                PIXEL_SIGN_OVERRIDE=rng.randint(0, 1),
+                DATAIN_WIDTH=W - 1, DATAIN_HEIGHT=cdma_h - 1, DATAIN_CHANNEL=C - 1,
+                DATAIN_WIDTH_EXT=W - 1, DATAIN_HEIGHT_EXT=cdma_h - 1,
+                PIXEL_X_OFFSET=rng.randint(0, 31), PIXEL_Y_OFFSET=rng.randint(0, 7),
+                DATAIN_RAM_TYPE=1, DATAIN_ADDR_HIGH_0=0, DATAIN_ADDR_LOW_0=src,
+                DATAIN_ADDR_HIGH_1=rng.getrandbits(8), DATAIN_ADDR_LOW_1=rng.getrandbits(32) & ~31,
+                LINE_STRIDE=line, UV_LINE_STRIDE=rng.getrandbits(32) & ~31, SURF_STRIDE=surf,
+                LINE_PACKED=int(line == W * ab), SURF_PACKED=int(surf == line * cdma_h),
+                GRAINS=_biased(rng, 0, grain_max), WEIGHT_RAM_TYPE=1,
+                BYTE_PER_KERNEL=R * S * C - 1, WEIGHT_KERNEL=K - 1, WEIGHT_ADDR_HIGH=0,
+                WEIGHT_ADDR_LOW=wsrc, WGS_ADDR_HIGH=rng.getrandbits(8),
+                WGS_ADDR_LOW=rng.getrandbits(32) & ~31, WMB_ADDR_HIGH=rng.getrandbits(8),
+                WMB_ADDR_LOW=rng.getrandbits(32) & ~31, BATCH_STRIDE=rng.getrandbits(32) & ~31,
+                MEAN_FORMAT=rng.randint(0, 1), MEAN_RY=signed(rng, 16), MEAN_GU=signed(rng, 16),
+                MEAN_BV=signed(rng, 16), MEAN_AX=signed(rng, 16),
+                CVT_EN=int(rng.random() < 0.2), CVT_TRUNCATE=rng.randint(0, 63),
+                CVT_OFFSET=signed(rng, 16), CVT_SCALE=signed(rng, 16),
+                CONV_X_STRIDE=sx - 1, CONV_Y_STRIDE=sy - 1,
+                PAD_LEFT=pl, PAD_RIGHT=pr, PAD_TOP=pt, PAD_BOTTOM=pb, PAD_VALUE=pad_value,
+                NAN_TO_ZERO=rng.randint(0, 1), DMA_EN=rng.randint(0, 1),
+                CYA=rng.getrandbits(32))
+    csc = dict(common, DATAIN_WIDTH_EXT=W - 1, DATAIN_HEIGHT_EXT=H - 1, DATAIN_CHANNEL_EXT=C - 1,
+               Y_EXTENSION=0, WEIGHT_WIDTH_EXT=S - 1, WEIGHT_HEIGHT_EXT=R - 1,
+               WEIGHT_CHANNEL_EXT=C - 1, WEIGHT_KERNEL=K - 1, DATAOUT_WIDTH=wo - 1,
+               DATAOUT_HEIGHT=ho - 1, DATAOUT_CHANNEL=K - 1, ATOMICS=wo * ho - 1,
+               RLS_SLICES=rls, CONV_X_STRIDE_EXT=sx - 1, CONV_Y_STRIDE_EXT=sy - 1,
+               X_DILATION_EXT=dx - 1, Y_DILATION_EXT=dy - 1, PAD_LEFT=pl, PAD_TOP=pt,
+               PAD_VALUE=pad_value, PRA_TRUNCATE=rng.randint(0, 3), CYA=rng.getrandbits(32))
+    cmac = dict(CONV_MODE=0, PROC_PRECISION=0)
+    one = int(wo == 1 and ho == 1)
+    cacc = dict(CONV_MODE=0, PROC_PRECISION=0, DATAOUT_WIDTH=wo - 1, DATAOUT_HEIGHT=ho - 1,
+                DATAOUT_CHANNEL=K - 1, DATAOUT_ADDR=dst, BATCHES=0,
+                LINE_STRIDE=dline & 0xFFFFFF, SURF_STRIDE=dsurf & 0xFFFFFF,
+                LINE_PACKED=one, SURF_PACKED=one, CLIP_TRUNCATE=clip, CYA=rng.getrandbits(32))
+    sdp_f, sdp_desc = _sdp_fields(rng, max(0.0, acc_bits - clip))
+    sdp = dict(sdp_f, WIDTH=wo - 1, HEIGHT=ho - 1, CHANNEL=K - 1, DST_BASE_ADDR_HIGH=0,
+               DST_BASE_ADDR_LOW=dst, DST_LINE_STRIDE=dline, DST_SURFACE_STRIDE=dsurf,
+               PROC_PRECISION=0, OUT_PRECISION=0, FLYING_MODE=1, OUTPUT_DST=0, WINOGRAD=0,
+               NAN_TO_ZERO=rng.randint(0, 1), BATCH_NUMBER=0, DST_RAM_TYPE=1,
+               DST_BATCH_STRIDE=rng.getrandbits(32) & ~31,
+               EW_BYPASS=1, EW_ALU_BYPASS=rng.randint(0, 1), EW_ALU_ALGO=rng.randint(0, 3),
+               EW_MUL_BYPASS=rng.randint(0, 1), EW_MUL_PRELU=rng.randint(0, 1), EW_LUT_BYPASS=1,
+               PERF_DMA_EN=rng.randint(0, 1), PERF_LUT_EN=0, PERF_SAT_EN=rng.randint(0, 1),
+               PERF_NAN_INF_COUNT_EN=rng.randint(0, 1))
+    writes = []
+    for unit, fields in (("SDP", sdp), ("CDMA", cdma), ("CSC", csc), ("CMAC_A", cmac),
+                         ("CMAC_B", cmac), ("CACC", cacc)):
+        writes += field_writes(unit, fields)
+    rng.shuffle(writes)     # the order of a group's register writes does not matter
+
+    reuse = {"fetch": "", "full": " DATA_REUSE(all)",
+             "partial": f" DATA_REUSE({kept} kept+{cdma_h} new)"}[data_mode]
+    desc = (f"{W}x{H}x{C} k{R}x{S}x{K} s{sx},{sy} d{dx},{dy} pad(l{pl},r{pr},t{pt},b{pb})"
+            f"={pad_value & 0xFF:#04x} out {wo}x{ho} banks {db}+{wb} eps {eps} wbytes {wreg}"
+            f" clip {clip}{reuse}{' WEIGHT_REUSE' if wt_reuse else ''}"
+            f"{' SKIP_DATA_RLS' if skip_data else f' rls {rls + 1}'}"
+            f"{' SKIP_WEIGHT_RLS' if skip_wt else ''} ops {ops}; {sdp_desc}")
+    info = dict(W=W, H=H, C=C, K=K, R=R, S=S, sx=sx, sy=sy, dx=dx, dy=dy, pl=pl, pr=pr, pt=pt,
+                pb=pb, wo=wo, ho=ho, db=db, wb=wb, eps=eps, wbytes=wreg, data=data_mode,
+                kept=kept, cdma_h=cdma_h, wt_reuse=wt_reuse, skip_data=skip_data,
+                skip_wt=skip_wt, rls=rls, clip=clip, ops=ops)
+    return Layer(UNITS, writes, [(dst, dn)], desc, info), leaves
+
+
+def generate(seed: int, cfg, *, layers: int | None = None, max_ops: int | None = None,
+             big_rate: float = 0.08) -> Program:
+    """A random DC program from ``seed``: 1..3 layers in alternating register groups (module
+    docstring); ``max_ops``: cap on each layer's atomic operations (default: a few thousand,
+    an occasional larger layer); ``big_rate``: probability of a larger layer."""
+    rng = random.Random(f"dc-{seed}")
+    prog = Program("dc", seed, TraceWriter(f"dc_{seed}"))
+    alloc = Alloc(rng)
+    n = layers or rng.choice((1, 1, 2, 2, 3))
+    prev = None
+    w = prog.writer
+    for _ in range(n):
+        lay, prev = dc_layer(rng, cfg, alloc, w, prev, max_ops=max_ops, big_rate=big_rate)
+        prog.layers.append(lay)
+    w.poll(("CDMA", "S_CBUF_FLUSH_STATUS"), 1)
+    emit(prog, prologue=[("GLB", "S_INTR_MASK", INTR_MASK_CONV)], intrs=INTRS)
+    return prog
