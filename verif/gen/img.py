@@ -20,8 +20,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from hdl.regmap import REGMAP
-from verif.gen.common import Alloc, Layer, Program, ceil_div
+from verif.gen.common import Alloc, Layer, Program, ceil_div, field_writes
 from verif.gen.writer import TraceWriter
 
 __all__ = ["ImgCase", "PIXEL_FORMATS", "generate"]
@@ -50,30 +49,6 @@ class ImgCase:
     xoff: int | None = None
     mode: str | None = None
     pad: bool = True
-
-
-def _field_writes(unit: str, fields: dict[str, int]) -> list[tuple[str, str, int]]:
-    """Register writes ``(unit, reg, value)`` setting ``fields`` (names unique in ``unit``;
-    other fields of a touched register 0). Raises KeyError for an unknown or ambiguous name,
-    ValueError for a value that does not fit (negative values: two's complement)."""
-    index, seen = {}, set()
-    u = REGMAP.unit(unit)
-    for r in u.registers:
-        for f in r.fields:
-            if f.name in seen:
-                index.pop(f.name, None)
-            else:
-                index[f.name] = (r, f)
-            seen.add(f.name)
-    words: dict[str, int] = {}
-    for name, val in fields.items():
-        r, f = index[name]
-        width = f.msb - f.lsb + 1
-        if not -(1 << (width - 1)) <= val < (1 << width):
-            raise ValueError(f"{unit}.{r.name}.{name}={val} does not fit {width} bits")
-        mask = ((1 << width) - 1) << f.lsb
-        words[r.name] = (words.get(r.name, 0) & ~mask) | ((val << f.lsb) & mask)
-    return [(unit, reg, v) for reg, v in words.items()]
 
 
 def generate(seed: int, cfg, case: ImgCase) -> Program:
@@ -169,7 +144,7 @@ def generate(seed: int, cfg, case: ImgCase) -> Program:
     writes = []
     for unit, fields in (("SDP", sdp), ("CDMA", cdma), ("CSC", csc), ("CMAC_A", cmac),
                          ("CMAC_B", cmac), ("CACC", cacc)):
-        writes += _field_writes(unit, fields)
+        writes += field_writes(unit, fields)
     desc = (f"{name} ext={ext} W{W} H{H} K{K} R{r} S{s} stride {sx},{sy} pad l{pl} r{pr} t{pt} "
             f"b{pb} xoff={xoff} {mode} sign={int(sign)} cvt(off {cvt_offset}, scale {cvt_scale}, "
             f"trunc {trunc}) means {means} pad {pad_cdma}/{pad_csc} clip {clip}")
