@@ -166,18 +166,16 @@ def test_rtl_fixed_seeds(kind, tmp_path):
     assert not bad, "\n".join(bad)
 
 
-#: DC programs whose second layer SDP takes partly with the first layer's registers (random
-#: memory, seed 1): SDP accepts CACC's atoms on the fly whenever its consumer group is on the
-#: fly, also after the layer's last atom while its last write responses are outstanding, so
-#: CACC's first atoms of the next layer go through the previous group's BS/BN/converter
-#: (hdl/sdp/__init__.py cacc_flying; first wrong byte: SDP layer 1 at w=0 h=0 c=0)
+#: DC programs whose second layer SDP once took partly with the first layer's registers
+#: (random memory, seed 1): SDP accepted CACC's atoms on the fly after its layer's last atom
+#: while its last write responses were outstanding, so CACC's first atoms of the next layer went
+#: through the previous group's BS/BN/converter (fixed: hdl/sdp/__init__.py counts the layer's
+#: atoms on the fly; the first wrong byte was SDP layer 1 at w=0 h=0 c=0)
 DC_SDP_HANDOVER_SEEDS = (9, 13, 16)
 
 
 @pytest.mark.rtl
 @needs_verilator
-@pytest.mark.xfail(reason="SDP takes the next layer's on-the-fly atoms before its group flips "
-                          "(hdl/sdp/__init__.py cacc_flying ready; fix reported, issue 11)")
 def test_rtl_dc_layer_handover(tmp_path):
     """Back-to-back DC layers whose first layer's last SDP writes are slow (random memory):
     every layer writes exactly the model's bytes."""

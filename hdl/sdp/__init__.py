@@ -94,6 +94,21 @@ def _field(regs, reg: str, field: str) -> Value:
     return raw_field(regs, _SDP, reg, field)
 
 
+def _atom_counter(m: Module, dims: list[Value], step: Value, name: str) -> Value:
+    """Count ``step`` pulses over a cube of ``dims`` = (width, height, surfaces), each a
+    register value (size - 1), width fastest; return a 1-bit value high on the step that takes
+    the cube's last atom (the count then restarts at 0)."""
+    cnt = [Signal(len(d), name=f"{name}_{n}_cnt") for d, n in zip(dims, "whs")]
+    last = [c == d for c, d in zip(cnt, dims)]
+    with m.If(step):
+        m.d.sync += cnt[0].eq(Mux(last[0], 0, cnt[0] + 1))
+        with m.If(last[0]):
+            m.d.sync += cnt[1].eq(Mux(last[1], 0, cnt[1] + 1))
+            with m.If(last[1]):
+                m.d.sync += cnt[2].eq(Mux(last[2], 0, cnt[2] + 1))
+    return step & last[0] & last[1] & last[2]
+
+
 class Sdp(DatapathUnit):
     """SDP unit with its SDP_RDMA and SDP register files (port convention: :mod:`hdl.unit`).
 
@@ -176,10 +191,15 @@ class Sdp(DatapathUnit):
             lambda m, a: [sign_extend(a[k], cfg.bpe, 32) for k in range(cfg.memory_atomic)])
         wiring.connect(m, rdma.atoms, ext.i)
         cacc = self.cacc_flying
+        # on the fly, SDP takes exactly its layer's atoms, and only while its layer runs: CACC
+        # may offer the next layer's first atoms while this layer's last writes are in flight,
+        # and those must wait for this group's completion and the next group's registers
+        # (found by verif/gen/dc.py programs that reuse a group over layers)
+        fly_open = Signal()
         m.d.comb += [
-            core.i.valid.eq(Mux(flying, cacc.valid, ext.o.valid)),
+            core.i.valid.eq(Mux(flying, cacc.valid & fly_open, ext.o.valid)),
             core.i.payload.eq(Mux(flying, cacc.payload.as_value(), ext.o.payload.as_value())),
-            cacc.ready.eq(flying & core.i.ready),
+            cacc.ready.eq(flying & fly_open & core.i.ready),
             ext.o.ready.eq(~flying & core.i.ready),
         ]
         # converter output: WDMA, or PDP when OUTPUT_DST = PDP, or nowhere in compare mode
@@ -231,18 +251,10 @@ class Sdp(DatapathUnit):
         sink = Signal()
         m.d.comb += sink.eq(Mux(to_pdp, fly.valid & fly.ready, eql & core.o.valid))
         dims = [Signal(CUBE_DIM_BITS + 1, name=f"fly_{n}") for n in ("w", "h", "s")]
-        cnt = [Signal(CUBE_DIM_BITS + 1, name=f"fly_{n}_cnt") for n in ("w", "h", "s")]
         m.d.comb += [dims[0].eq(data_cube.width), dims[1].eq(data_cube.height),
                      dims[2].eq(data_cube.channel >> log2(cfg.memory_atomic))]
-        last = [c == d for c, d in zip(cnt, dims)]
-        fly_done = Signal()
-        m.d.comb += fly_done.eq(sink & last[0] & last[1] & last[2])
-        with m.If(sink):
-            m.d.sync += cnt[0].eq(Mux(last[0], 0, cnt[0] + 1))
-            with m.If(last[0]):
-                m.d.sync += cnt[1].eq(Mux(last[1], 0, cnt[1] + 1))
-                with m.If(last[1]):
-                    m.d.sync += cnt[2].eq(Mux(last[2], 0, cnt[2] + 1))
+        fly_done = _atom_counter(m, dims, sink, "fly_out")
+        fly_in_last = _atom_counter(m, dims, cacc.valid & cacc.ready, "fly_in")
 
         fly_sent = Signal()     # PDP took the last atom of this layer
         with m.If(fly_done):
@@ -283,6 +295,10 @@ class Sdp(DatapathUnit):
         m.d.comb += start.eq(armed & ~stuck)
         with m.If(start):
             m.d.sync += fly_sent.eq(0)
+        with m.If(start & flying):
+            m.d.sync += fly_open.eq(1)
+        with m.Elif(fly_in_last):
+            m.d.sync += fly_open.eq(0)
         m.d.comb += [rdma.start.eq(start & ~flying), wdma.start.eq(start & ~to_pdp & ~eql)]
 
         # X1 (BS) / X2 (BN): configuration and register operands
