@@ -12,7 +12,7 @@ Structure (every valid/ready stage from ``hdl.lib``)::
                                             └────► tag FIFO ──────────────────────────┤
   WtSeq ─► wait wt_entries ─► Fork ─► wt_rd_req ─► CBUF ─► wt_rd_resp ─┐              ├─► op
                                └────► tag FIFO ────────────────────────┴─ Join ─►     │
-        WtCollect ─► WtAlign ─► WtUnpack ─► (current set, consumed by its last op) ───┘
+        WtCollect ─► stage ─► WtUnpack ─► (current set, consumed by its last op) ─────┘
 
 Image input (D_DATAIN_FORMAT = PIXEL; hdl/csc/image.py): the data path is
 :class:`hdl.csc.image.ImgData` instead of OpSeq .. dat_rd_resp (its own op sequence over kernel
@@ -21,9 +21,11 @@ the weight sets in place of the CBUF responses; the weight path is shared, ``WtS
 walking the image weight sets (:func:`hdl.csc.image.img_wt_params`).
 
 The weight path runs ahead of the ops: while the ops of one set run, the next sets are read,
-collected, aligned and unpacked in the stage registers behind the current one (the "shadow"),
-so a stripe of at least ceil(kg*cw/entry_bytes)+1 pixels runs at one op per cycle. CBUF read
-latency is covered by the tag FIFOs (4 deep).
+collected (aligned as they are written, straight into WtCollect's output register), staged and
+unpacked in the registers behind the current one (the "shadow": the set in WtCollect, complete
+or being collected, and one in the stage), so a stripe of at least
+ceil(kg*cw/entry_bytes)+1 pixels runs at one op per cycle. CBUF read latency is covered by the
+tag FIFOs (4 deep).
 
 Facts from NVIDIA (cited, not copied): CSC's own PAD_LEFT/PAD_TOP, strides and dilations drive
 the positions (nv_small RTL NV_NVDLA_CSC_dl: datain_w_cnt_st = -pad_left); the pad value is the
@@ -46,7 +48,7 @@ from hdl.lib.stream import Map, PipelineStage
 from hdl.regfile import unit_layout
 from hdl.regmap import REGMAP
 from hdl.csc.seq import DIM, OpSeq, WtSeq, dop_layout, params_layout, wreq_layout
-from hdl.csc.wtset import WtAlign, WtCollect, WtUnpack, entry_tag_layout
+from hdl.csc.wtset import WtCollect, WtUnpack, aligned_set_layout, entry_tag_layout
 from hdl.csc.image import ImgData, img_params, img_wt_params, is_image
 
 __all__ = ["Csc"]
@@ -203,7 +205,7 @@ class Csc(wiring.Component):
 
         def daddr(mm, d):
             x, y = Signal(signed(21)), Signal(signed(21))
-            addr = Signal(signed(40))
+            addr = Signal(g.addr_bits + 1)      # modulo 2**(addr_bits+1): seq.dop_layout
             pad = Signal()
             # d.ye includes dat_base: addr < 2 * DCAP inside the input (hdl/cbuf/keep.py)
             ring = Signal(g.addr_bits)
@@ -214,7 +216,7 @@ class Csc(wiring.Component):
             mm.d.comb += [tag.pad.eq(pad), tag.pos.eq(d.pos), tag.first.eq(d.first),
                           tag.last.eq(d.last), tag.set_last.eq(d.set_last), tag.end.eq(d.end)]
             return {"addr": Mux(pad, 0, ring), "y": y[:DIM], "cb": d.cb, "tag": tag}
-        dmap = m.submodules.daddr = Map(dop_layout(sm), daddr_l, daddr)
+        dmap = m.submodules.daddr = Map(dop_layout(sm, g.addr_bits + 1), daddr_l, daddr)
         wiring.connect(m, opseq.o, dmap.i)
         dgated = stream.Signature(daddr_l).create()
         dq = dmap.o.payload
@@ -281,10 +283,13 @@ class Csc(wiring.Component):
                      wtag.r_en.eq(wjoin.i_tag.ready)]
         coll = m.submodules.wcollect = WtCollect(ac, ak, g.entry_bytes)
         wiring.connect(m, wjoin.o, coll.i)
-        align = m.submodules.walign = WtAlign(ac, ak, g.entry_bytes)
-        wiring.connect(m, coll.o, align.i)
-        unpack = m.submodules.wunpack = WtUnpack(ac, ak, align.o_layout)
-        wiring.connect(m, align.o, unpack.i)
+        # WtCollect aligns the sets as it writes them into its output register (it takes the
+        # next set's entries once its set has moved on); this stage keeps one more set in
+        # flight, so that collecting goes on while the next set waits for the current one
+        wstage = m.submodules.wstage = PipelineStage(aligned_set_layout(ac, ak))
+        wiring.connect(m, coll.o, wstage.i)
+        unpack = m.submodules.wunpack = WtUnpack(ac, ak, aligned_set_layout(ac, ak))
+        wiring.connect(m, wstage.o, unpack.i)
 
         # ---------------------------------------------------------------- op join
         out_l = data.StructLayout({"op": op_layout(ac, ak, sm), "end": 1})

@@ -80,14 +80,17 @@ def img_params_layout(geom: CbufGeometry, atomic_c: int, atomic_k: int) -> data.
     output pixels), ``ng``/``kg_last`` kernel groups, ``ncb``/``nr`` the two set dimensions
     (cb, r), ``ext`` 1 when post-extension is on, ``cw`` bytes per kernel line (WEIGHT_CHANNEL
     _EXT+1), ``cw_last`` channels of the last channel block (no post-extension), ``nl_full`` /
-    ``nl_last`` lines of a row group / of the last one (post-extension), ``ext_e`` = ext*eps,
+    ``nl_last`` lines of a row group / of the last one (post-extension), ``ext_e`` = ext*eps
+    (``sye``, ``pte``, ``ext_e`` modulo 2**(addr_bits+1), as entry addresses: see
+    :func:`img_op_layout`),
     ``wt_base`` (= DCAP), ``dat_base``, ``pad``."""
     return data.StructLayout({
         "h": DIM, "wo": DIM, "ho": DIM, "npix": 2 * DIM, "eps": 15,
-        "sy": 4, "sye": 20, "pt": 5, "pte": 21, "sxc": 7,
+        "sy": 4, "sye": geom.addr_bits + 1, "pt": 5, "pte": geom.addr_bits + 1, "sxc": 7,
         "ng": DIM, "kg_last": range(atomic_k + 1), "ncb": DIM, "nr": 6,
         "ext": 1, "cw": DIM, "cw_last": range(atomic_c + 1),
-        "nl_full": range(MAX_EXT + 1), "nl_last": range(MAX_EXT + 1), "ext_e": 18,
+        "nl_full": range(MAX_EXT + 1), "nl_last": range(MAX_EXT + 1),
+        "ext_e": geom.addr_bits + 1,
         "wt_base": geom.addr_bits + 1, "dat_base": geom.addr_bits, "pad": signed(8),
     })
 
@@ -153,13 +156,16 @@ def op_tag_layout(stripe_max: int) -> data.StructLayout:
                               "set_last": 1, "end": 1})
 
 
-def img_op_layout(atomic_c: int, stripe_max: int) -> data.StructLayout:
+def img_op_layout(atomic_c: int, stripe_max: int, addr_w: int) -> data.StructLayout:
     """One image-mode op: first line ``line`` (signed, may be outside [0, h)), ``ye`` =
-    dat_base + line*eps (its slice's entry, unwrapped), byte offset ``bo`` in the line,
+    dat_base + line*eps (its slice's entry, unwrapped, modulo ``2**addr_w``, ``addr_w`` = CBUF
+    addr_bits + 1: a read inside the input is at entry < 2*DCAP <= ``2**addr_w`` (the input
+    fits the data banks), so the truncated sums are exact there; pad lines read no address),
+    byte offset ``bo`` in the line,
     ``nl`` lines (1 without post-extension), ``seg`` bytes per line (lanes ``[j*seg,
     (j+1)*seg)`` from line ``line + j``) and the op tag."""
     return data.StructLayout({
-        "line": signed(20), "ye": signed(36), "bo": 20,
+        "line": signed(20), "ye": addr_w, "bo": 20,
         "nl": range(MAX_EXT + 1), "seg": range(atomic_c + 1), "tag": op_tag_layout(stripe_max),
     })
 
@@ -192,7 +198,7 @@ class ImgOpSeq(wiring.Component):
         super().__init__({
             "params": In(img_params_layout(geom, atomic_c, atomic_k)),
             "start": In(1),
-            "o": Out(stream.Signature(img_op_layout(atomic_c, stripe_max))),
+            "o": Out(stream.Signature(img_op_layout(atomic_c, stripe_max, geom.addr_bits + 1))),
             "busy": Out(1),
         })
 
@@ -205,15 +211,16 @@ class ImgOpSeq(wiring.Component):
         i = Signal(range(self.stripe_max))
         # current pixel: xo, yo, xbyte = xo*sx*C, yb = yo*sy - pt, ye = dat_base + yb*eps
         xo, yo, xby = Signal(DIM), Signal(DIM), Signal(20)
-        yb, ye = Signal(signed(20)), Signal(signed(36))
+        aw = len(o.payload.ye)                      # entry addresses modulo 2**aw
+        yb, ye = Signal(signed(20)), Signal(aw)
         xo0, yo0, xby0 = Signal(DIM), Signal(DIM), Signal(20)
-        yb0, ye0 = Signal(signed(20)), Signal(signed(36))
+        yb0, ye0 = Signal(signed(20)), Signal(aw)
         # set offsets: lines (r + cb*ext with post-extension), lines*eps, bytes (cb*atomic_c)
-        lo, loe, bof = Signal(8), Signal(24), Signal(20)
-        cbl, cble = Signal(8), Signal(24)           # the cb part of lo, loe
+        lo, loe, bof = Signal(8), Signal(aw), Signal(20)
+        cbl, cble = Signal(8), Signal(aw)           # the cb part of lo, loe
 
         nxo, nyo, nxby = Signal(DIM), Signal(DIM), Signal(20)
-        nyb, nye = Signal(signed(20)), Signal(signed(36))
+        nyb, nye = Signal(signed(20)), Signal(aw)
         row_end = xo == p.wo - 1
         m.d.comb += [
             nxo.eq(Mux(row_end, 0, xo + 1)), nyo.eq(Mux(row_end, yo + 1, yo)),
@@ -292,7 +299,7 @@ class ImgReads(wiring.Component):
                                            "tag": img_tag_layout(geom, atomic_c, stripe_max)})
         super().__init__({
             "params": In(img_params_layout(geom, atomic_c, atomic_k)),
-            "i": In(stream.Signature(img_op_layout(atomic_c, stripe_max))),
+            "i": In(stream.Signature(img_op_layout(atomic_c, stripe_max, geom.addr_bits + 1))),
             "o": Out(stream.Signature(self.o_layout)),
         })
 
@@ -303,8 +310,8 @@ class ImgReads(wiring.Component):
         j = Signal(range(MAX_EXT))
         second = Signal()
         line = Signal(signed(21))
-        ye = Signal(signed(40))
-        addr = Signal(signed(40))
+        ye = Signal(geom.addr_bits + 1)        # modulo 2**(addr_bits+1): img_op_layout
+        addr = Signal(geom.addr_bits + 1)
         ring = Signal(geom.addr_bits)
         pad, two, seg_done, op_done = Signal(), Signal(), Signal(), Signal()
         off = Signal(max(1, es))

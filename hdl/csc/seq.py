@@ -26,29 +26,37 @@ def params_layout(geom: CbufGeometry, atomic_c: int, atomic_k: int) -> data.Stru
     strides ``sx``/``sy``, dilations ``dx``/``dy``, paddings ``pl``/``pt``, ``ncb`` channel
     blocks and ``cw_last`` channels of the last one, ``ng`` kernel groups and ``kg_last``
     kernels of the last one, ``npix`` = wo*ho, the products ``sye`` = sy*eps, ``dye`` = dy*eps,
-    ``pte`` = pt*eps, the weight ring ``wt_base``/``wcap`` (entries; ``wt_base`` is also
-    the size DCAP of the data-bank ring), the ``pad`` value and ``dat_base``, the entry of
-    slice 0 in the data-bank ring (hdl/cbuf/keep.py); ``cw_full``: channels of a weight set
-    of a channel block other than the last (atomic_c; image mode: hdl/csc/image.py)."""
+    ``pte`` = pt*eps (the three products modulo 2**(addr_bits+1): entry addresses are
+    computed modulo that, see :func:`dop_layout`), the weight ring ``wt_base``/``wcap``
+    (entries; ``wt_base`` is also the size DCAP of the data-bank ring), the ``pad`` value and
+    ``dat_base``, the entry of slice 0 in the data-bank ring (hdl/cbuf/keep.py); ``cw_full``:
+    channels of a weight set of a channel block other than the last (atomic_c; image mode:
+    hdl/csc/image.py)."""
     return data.StructLayout({
         "w": DIM, "h": DIM, "wo": DIM, "ho": DIM, "r": 6, "s": 6, "eps": 15,
         "sx": 4, "sy": 4, "dx": 6, "dy": 6, "pl": 5, "pt": 5,
         "ncb": DIM, "cw_last": range(atomic_c + 1), "ng": DIM, "kg_last": range(atomic_k + 1),
-        "npix": 2 * DIM, "sye": 20, "dye": 22, "pte": 21,
+        "npix": 2 * DIM, "sye": geom.addr_bits + 1, "dye": geom.addr_bits + 1,
+        "pte": geom.addr_bits + 1,
         "wt_base": geom.addr_bits + 1, "wcap": geom.addr_bits + 1,
         "pad": signed(8), "dat_base": geom.addr_bits, "cw_full": range(atomic_c + 1),
     })
 
 
-def dop_layout(stripe_max: int) -> data.StructLayout:
+def dop_layout(stripe_max: int, addr_w: int) -> data.StructLayout:
     """One atomic operation as the op sequencer emits it: pixel bases ``xb`` = xo*sx - pl,
     ``yb`` = yo*sy - pt, ``ye`` = dat_base + yb*eps; kernel offsets ``xs`` = s*dx, ``yr`` = r*dy,
     ``rs_off`` = r*dy*eps + cb*w + s*dx; the channel block ``cb``; the op's
     ``pos``/``first``/``last``; ``set_last`` (last pixel of the weight set: the set is
-    consumed) and ``end`` (the layer's last op)."""
+    consumed) and ``end`` (the layer's last op).
+
+    ``ye`` and ``rs_off`` are kept modulo ``2**addr_w`` (``addr_w`` = CBUF ``addr_bits`` + 1):
+    an op inside the input reads entry ``dat_base + y*eps + cb*w + x`` < 2*DCAP <=
+    ``2**addr_w`` (the whole input fits the data banks, docs/conv.md "CBUF"), so the sum of
+    the truncated terms is exact there; outside the input the address is not used."""
     return data.StructLayout({
-        "xb": signed(20), "yb": signed(20), "ye": signed(36),
-        "xs": 11, "yr": 11, "rs_off": 32, "cb": DIM,
+        "xb": signed(20), "yb": signed(20), "ye": addr_w,
+        "xs": 11, "yr": 11, "rs_off": addr_w, "cb": DIM,
         "pos": range(stripe_max), "first": 1, "last": 1, "set_last": 1, "end": 1,
     })
 
@@ -89,10 +97,11 @@ class OpSeq(wiring.Component):
 
     def __init__(self, geom: CbufGeometry, atomic_c: int, atomic_k: int, stripe_max: int):
         self.stripe_max = stripe_max
+        self.aw = geom.addr_bits + 1
         super().__init__({
             "params": In(params_layout(geom, atomic_c, atomic_k)),
             "start": In(1),
-            "o": Out(stream.Signature(dop_layout(stripe_max))),
+            "o": Out(stream.Signature(dop_layout(stripe_max, self.aw))),
             "busy": Out(1),
         })
 
@@ -104,16 +113,17 @@ class OpSeq(wiring.Component):
         r, s = Signal(6), Signal(6)
         i = Signal(range(self.stripe_max))
         xo, yo = Signal(DIM), Signal(DIM)
-        xb, yb, ye = Signal(signed(20)), Signal(signed(20)), Signal(signed(36))
+        aw = self.aw                                # entry addresses modulo 2**aw
+        xb, yb, ye = Signal(signed(20)), Signal(signed(20)), Signal(aw)
         # the stripe's first pixel
         xo0, yo0 = Signal(DIM), Signal(DIM)
-        xb0, yb0, ye0 = Signal(signed(20)), Signal(signed(20)), Signal(signed(36))
-        xs, yr, rs_off = Signal(11), Signal(11), Signal(32)
-        rye, cbw = Signal(32), Signal(32)           # r*dy*eps, cb*w
+        xb0, yb0, ye0 = Signal(signed(20)), Signal(signed(20)), Signal(aw)
+        xs, yr, rs_off = Signal(11), Signal(11), Signal(aw)
+        rye, cbw = Signal(aw), Signal(aw)           # r*dy*eps, cb*w
 
         # the raster pixel after (xo, yo)
         nxo, nyo = Signal(DIM), Signal(DIM)
-        nxb, nyb, nye = Signal(signed(20)), Signal(signed(20)), Signal(signed(36))
+        nxb, nyb, nye = Signal(signed(20)), Signal(signed(20)), Signal(aw)
         row_end = xo == p.wo - 1
         m.d.comb += [
             nxo.eq(Mux(row_end, 0, xo + 1)), nyo.eq(Mux(row_end, yo + 1, yo)),

@@ -1,7 +1,8 @@
 """Weight sets from CBUF entries (docs/conv.md "CSC"): collect the entries of one weight set,
-align the set's first byte, and unpack the ``kg*cw`` bytes (kernel-major, format.rst "Basic
-Weight for Direct Convolution") into ``wt[k][c]`` with zeros for kernels and channels past the
-end (the last channel block is shorter and not zero-filled in memory).
+each entry written to its place with the set's first byte at byte 0 (aligned), and unpack the
+``kg*cw`` bytes (kernel-major, format.rst "Basic Weight for Direct Convolution") into
+``wt[k][c]`` with zeros for kernels and channels past the end (the last channel block is shorter
+and not zero-filled in memory).
 """
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from amaranth.lib.wiring import In, Out
 
 from hdl.lib.stream import Map
 
-__all__ = ["set_entries", "entry_tag_layout", "raw_set_layout", "wt_layout", "WtCollect",
-           "WtAlign", "WtUnpack"]
+__all__ = ["set_entries", "entry_tag_layout", "aligned_set_layout", "wt_layout", "WtCollect",
+           "WtUnpack"]
 
 
 def set_entries(atomic_c: int, atomic_k: int, entry_bytes: int) -> int:
@@ -30,15 +31,11 @@ def entry_tag_layout(atomic_c: int, atomic_k: int, entry_bytes: int) -> data.Str
     })
 
 
-def raw_set_layout(atomic_c: int, atomic_k: int, entry_bytes: int) -> data.StructLayout:
-    """A collected weight set: the bytes of its entries (entry j in bytes j*entry_bytes..),
-    its offset, ``kg`` and ``cw``."""
-    return data.StructLayout({
-        "bytes": data.ArrayLayout(unsigned(8), set_entries(atomic_c, atomic_k, entry_bytes)
-                                  * entry_bytes),
-        "off": max(1, (entry_bytes - 1).bit_length()),
-        "kg": range(atomic_k + 1), "cw": range(atomic_c + 1),
-    })
+def aligned_set_layout(atomic_c: int, atomic_k: int) -> data.StructLayout:
+    """A collected weight set, aligned: its ``atomic_k*atomic_c`` first bytes from byte 0 (the
+    set's byte 0 first; bytes past the set are unspecified), ``kg`` kernels and ``cw`` channels."""
+    return data.StructLayout({"bytes": data.ArrayLayout(unsigned(8), atomic_k * atomic_c),
+                              "kg": range(atomic_k + 1), "cw": range(atomic_c + 1)})
 
 
 def wt_layout(atomic_c: int, atomic_k: int):
@@ -47,72 +44,70 @@ def wt_layout(atomic_c: int, atomic_k: int):
 
 
 class WtCollect(wiring.Component):
-    """Collect the entries of each weight set into one item of :func:`raw_set_layout`.
+    """Collect the entries of each weight set into one aligned item of
+    :func:`aligned_set_layout`.
 
     Input items: ``{data: entry, tag: entry_tag_layout}`` in order; an item with
-    ``tag.set_first`` goes to slot 0, the next ones to the following slots; the item with
-    ``tag.set_last`` completes the set. Timing: one entry per cycle; the set is registered;
-    ``i.ready`` is low only when an entry would complete a set while the previous one waits.
+    ``tag.set_first`` is the set's entry 0, the next ones its entries 1, 2, ...; the item with
+    ``tag.set_last`` completes the set. The set starts at byte ``tag.off`` of its entry 0, so
+    byte ``b`` of entry ``j`` is byte ``j*entry_bytes + b - off`` of the set: each entry is
+    rotated down by ``off`` bytes once (one ``entry_bytes``-wide rotator) and its bytes written
+    to their aligned places, those below ``entry_bytes - off`` into aligned slot ``j``, the
+    others into slot ``j - 1`` (bytes before the set or past ``atomic_k*atomic_c`` are
+    dropped). The bytes are written straight into the output register (one 8-bit write enable
+    per byte, no second buffer): ``i.ready = ~o.valid | o.ready``, so the next set's entries
+    are taken from the cycle its predecessor leaves. Timing: one entry per cycle; the set is
+    registered (valid the cycle after its last entry).
     """
 
     def __init__(self, atomic_c: int, atomic_k: int, entry_bytes: int):
+        if (atomic_k * atomic_c) % entry_bytes:
+            raise NotImplementedError("WtCollect: atomic_k*atomic_c must be a multiple of "
+                                      "entry_bytes")
         self.eb = entry_bytes
-        self.slots = set_entries(atomic_c, atomic_k, entry_bytes)
+        self.slots = atomic_k * atomic_c // entry_bytes
         self.tag = entry_tag_layout(atomic_c, atomic_k, entry_bytes)
-        self.raw = raw_set_layout(atomic_c, atomic_k, entry_bytes)
+        self.aligned = aligned_set_layout(atomic_c, atomic_k)
         super().__init__({
             "i": In(stream.Signature(data.StructLayout({"data": entry_bytes * 8,
                                                          "tag": self.tag}))),
-            "o": Out(stream.Signature(self.raw)),
+            "o": Out(stream.Signature(self.aligned)),
         })
 
     def elaborate(self, platform):
         m = Module()
-        eb8 = self.eb * 8
-        idx = Signal(range(self.slots + 1))
-        slot = Signal(range(self.slots + 1))
-        buf = Signal(self.slots * eb8)
+        eb, eb8 = self.eb, self.eb * 8
+        nraw = set_entries(1, self.slots * eb, eb)        # entries a set touches, at most
+        idx = Signal(range(nraw + 1))
+        slot = Signal(range(nraw + 1))
+        buf = Value.cast(self.o.payload.bytes)
         tag = self.i.payload.tag
         m.d.comb += [
-            slot.eq(idx),
-            self.i.ready.eq(~self.o.valid | self.o.ready | ~tag.set_last),
+            slot.eq(Mux(tag.set_first, 0, idx)),
+            self.i.ready.eq(~self.o.valid | self.o.ready),
         ]
-        with m.If(tag.set_first):
-            m.d.comb += slot.eq(0)
+        # the entry rotated down by off bytes: rot byte p = entry byte (p + off) mod eb
+        rot = Signal(eb8)
+        d = self.i.payload.data
+        m.d.comb += rot.eq((Cat(d, d) >> Cat(Const(0, 3), tag.off))[:eb8])
         accept = self.i.valid & self.i.ready
-        newbuf = Signal(self.slots * eb8)
-        for k in range(self.slots):
-            m.d.comb += newbuf[k * eb8:(k + 1) * eb8].eq(
-                Mux(slot == k, self.i.payload.data, buf[k * eb8:(k + 1) * eb8]))
         with m.If(self.o.valid & self.o.ready):
             m.d.sync += self.o.valid.eq(0)
         with m.If(accept):
-            m.d.sync += [buf.eq(newbuf), idx.eq(slot + 1)]
+            m.d.sync += idx.eq(slot + 1)
+            for k in range(self.slots):
+                for b in range(eb):
+                    high = tag.off > eb - 1 - b if b < eb - 1 else tag.off != 0  # b >= eb - off
+                    with m.If(Mux(high, slot == k + 1, slot == k)):
+                        m.d.sync += buf[(k * eb + b) * 8:(k * eb + b + 1) * 8].eq(
+                            rot[b * 8:(b + 1) * 8])
             with m.If(tag.set_last):
                 m.d.sync += [
                     self.o.valid.eq(1),
-                    Value.cast(self.o.payload.bytes).eq(newbuf),
-                    self.o.payload.off.eq(tag.off),
                     self.o.payload.kg.eq(tag.kg),
                     self.o.payload.cw.eq(tag.cw),
                 ]
         return m
-
-
-class WtAlign(Map):
-    """Register stage: the set's bytes shifted down by ``off`` (its first byte to byte 0),
-    ``atomic_k*atomic_c`` bytes kept, with ``kg`` and ``cw``."""
-
-    def __init__(self, atomic_c: int, atomic_k: int, entry_bytes: int):
-        nbytes = atomic_k * atomic_c
-        o_layout = data.StructLayout({"bytes": data.ArrayLayout(unsigned(8), nbytes),
-                                      "kg": range(atomic_k + 1), "cw": range(atomic_c + 1)})
-
-        def fn(m, p):
-            shifted = Value.cast(p.bytes) >> Cat(Const(0, 3), p.off)
-            return {"bytes": shifted[:nbytes * 8], "kg": p.kg, "cw": p.cw}
-        self.o_layout = o_layout
-        super().__init__(raw_set_layout(atomic_c, atomic_k, entry_bytes), o_layout, fn)
 
 
 class WtUnpack(Map):
