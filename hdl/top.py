@@ -127,7 +127,7 @@ class NvdlaCore(wiring.Component):
             else:
                 m.d.comb += getattr(self, name).eq(getattr(port, name))
 
-        m.submodules.glb = glb = Glb()
+        m.submodules.glb = glb = Glb(cfg)
         wiring.connect(m, csb.glb, glb.bus)
         m.d.comb += self.dla_intr.eq(glb.intr)
 

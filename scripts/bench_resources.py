@@ -29,6 +29,9 @@ def main(argv=None) -> int:
     ap.add_argument("--units", help="comma-separated units (default: every unit)")
     ap.add_argument("--pnr", action="store_true", help="also place and route each unit on ECP5-85F")
     ap.add_argument("--freq", type=float, default=100.0, help="place-and-route target MHz")
+    ap.add_argument("--router", choices=("router1", "router2"), default="router1",
+                    help="nextpnr router (neither routed the convolution pipeline within an "
+                         "hour on nv_small: congestion)")
     ap.add_argument("-o", "--out", default="build/bench_resources")
     args = ap.parse_args(argv)
     cfg = config_from_args(args, ap)
@@ -40,7 +43,8 @@ def main(argv=None) -> int:
     for u in units:
         print(f"== {u}", file=sys.stderr, flush=True)
         try:
-            res = synth.synthesize(cfg, out / u, u, pnr=args.pnr, freq=args.freq)
+            res = synth.synthesize(cfg, out / u, u, pnr=args.pnr, freq=args.freq,
+                                   router=args.router)
         except (synth.SynthError, synth.UnitError) as e:
             print(f"error: {u}: {e}", file=sys.stderr)
             rows.append(f"| {u} | failed: {e} |")
@@ -56,16 +60,17 @@ def main(argv=None) -> int:
                f"{r.lutram:,} |{ratio} {checks} | {res.seconds:.0f} |")
         if t:
             row += (f" {t.fmax:.1f} | `{t.start}` | `{t.end}` | {t.lut4:,} | {t.mult18} | "
-                    f"{t.seconds:.0f} |")
+                    f"{t.dp16k} | {t.seconds:.0f} |")
         rows.append(row)
     head = ("| unit | LUT | FF | DSP48E2 | RAMB36 | RAMB18 | LUTRAM | LUT / NVIDIA | FF / NVIDIA "
             "| checks | synth s |")
     sep = "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"
     if args.pnr:
-        head += " ECP5 Fmax MHz | critical path start | end | LUT4 | MULT18 | pnr s |"
-        sep += "---:|---|---|---:|---:|---:|"
+        head += " ECP5 Fmax MHz | critical path start | end | LUT4 | MULT18 | EBR | pnr s |"
+        sep += "---:|---|---|---:|---:|---:|---:|"
     text = (f"# Units synthesized alone ({cfg.name})\n\nXilinx: `synth_xilinx -family xcup`; "
-            "ECP5: LFE5U-85F-8 CABGA381, out of context.\n\n" + "\n".join([head, sep] + rows) + "\n")
+            f"ECP5: LFE5U-85F-8 CABGA381, out of context, nextpnr {args.router}.\n\n"
+            + "\n".join([head, sep] + rows) + "\n")
     out.mkdir(parents=True, exist_ok=True)
     (out / "units.md").write_text(text)
     print(text)

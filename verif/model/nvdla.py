@@ -37,6 +37,13 @@ CONV_UNITS = ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC")
 # GLB S_INTR_STATUS field prefix of each unit that raises a done interrupt
 INTR_NAME = {"SDP": "SDP", "CDP": "CDP", "PDP": "PDP", "BDMA": "BDMA", "RBK": "RUBIK",
              "CACC": "CACC"}
+# GLB interrupt field prefixes of each unit of the configuration (CDMA raises two); NVIDIA's GLB
+# (nv_small branch, vmod/nvdla/glb) has status flops only for the units compiled in, mask flops
+# for those and for CDP and PDP in any case (only BDMA's and RUBIK's mask flops are under their
+# NVDLA_*_ENABLE), and S_INTR_SET reads 0
+INTR_PREFIXES = {"SDP": ("SDP",), "CDP": ("CDP",), "PDP": ("PDP",), "BDMA": ("BDMA",),
+                 "RBK": ("RUBIK",), "CDMA": ("CDMA_DAT", "CDMA_WT"), "CACC": ("CACC",)}
+INTR_MASK_ALWAYS = ("CDP", "PDP")
 
 
 class RegisterAccessError(ValueError):
@@ -74,6 +81,7 @@ class Nvdla:
         self.pdp = pdp.PdpCore(cfg, self.mem) if cfg.pdp else None
         self.cdp = cdp.CdpCore(cfg, self.mem) if cfg.cdp else None
         self._intr_reg = REGMAP.lookup("NVDLA_GLB.S_INTR_STATUS_0").reg
+        self._intr_bits, self._intr_mask_bits = self._glb_intr_bits()
 
     # ---- CSB ----
     def _resolve(self, reg) -> tuple[UnitRegs, int]:
@@ -119,7 +127,10 @@ class Nvdla:
                 self.intr_status &= ~value
                 return
             if name == "S_INTR_SET":
-                self.intr_status |= value & self._intr_reg.write_mask
+                self.intr_status |= value & self._intr_bits
+                return
+            if name == "S_INTR_MASK":
+                self.glb.single[name] = value & self._intr_mask_bits
                 return
         name = ur.write(off, value)
         core = {"SDP": self.sdp, "CDP": self.cdp, "PDP": self.pdp}.get(unit)
@@ -141,6 +152,21 @@ class Nvdla:
             if v is not None:
                 return v
         return ur.read(off)
+
+    def _glb_intr_bits(self) -> tuple[int, int]:
+        """(S_INTR_STATUS bits, S_INTR_MASK bits) that exist in this configuration: the fields
+        of the units it has (INTR_PREFIXES), the mask also those of INTR_MASK_ALWAYS."""
+        glb = REGMAP.unit("GLB")
+        regs = {r.name: r for r in glb.registers}
+        status = mask = 0
+        for unit, prefixes in INTR_PREFIXES.items():
+            for p in prefixes:
+                for g in (0, 1):
+                    if unit in self.units:
+                        status |= 1 << regs["S_INTR_STATUS"].field(f"{p}_DONE_STATUS{g}").lsb
+                    if unit in self.units or unit in INTR_MASK_ALWAYS:
+                        mask |= 1 << regs["S_INTR_MASK"].field(f"{p}_DONE_MASK{g}").lsb
+        return status, mask
 
     @staticmethod
     def _name(ur: UnitRegs, off: int) -> str:
