@@ -184,6 +184,20 @@ def test_stub_copy_trace_passes_and_latency_parameter(stub_filelist):
 
 
 @needs_sim
+def test_clock_sources_give_the_same_cycles(stub_filelist):
+    """Issue 12: clocks generated in the testbench top (``tb``, default) and cocotb ``Clock``s
+    (``gpi``) give the same cycles and beats, with either AXI memory."""
+    t = TRACES / "sdp_8x8x32_bypass_int8_0"
+    got = {}
+    for clocks in ("tb", "gpi"):
+        for memory in ("sim", "python"):
+            r = _run([t], stub_filelist, engine={"clocks": clocks}, memory=memory)[t.name]
+            assert r.status == "PASS", (clocks, memory, r.message)
+            got[clocks, memory] = (r.cycles, r.rtl["rd_beats"], r.rtl["wr_beats"])
+    assert len(set(got.values())) == 1, got
+
+
+@needs_sim
 def test_missing_dat_not_runnable_and_batches(stub_filelist, tmp_path):
     bad = tmp_path / "no_dat"
     bad.mkdir()

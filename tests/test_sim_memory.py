@@ -70,6 +70,16 @@ def test_parse_ports_ansi_and_tb_source():
             in sv)
     with pytest.raises(ValueError, match="no port nvdla_core2dbb_b_bid"):
         tb_source([p for p in ports if p.name != "nvdla_core2dbb_b_bid"])
+    # clocks (issue 12): the DUT's clock ports come from the top's clock wires, generated there
+    # under tb_clk_gen, dla_csb_clk being dla_core_clk under tb_csb_same
+    assert ".dla_core_clk(tb_core_clk)" in sv and ".dla_csb_clk(tb_csb_clk)" in sv
+    for name in ("tb_clk_gen", "tb_csb_same", "[31:0] tb_core_half_ps", "[31:0] tb_csb_half_ps"):
+        assert f"input wire {name}" in sv
+    assert "forever #(tb_core_half_ps) gen_core_clk = ~gen_core_clk;" in sv
+    assert "wire tb_csb_clk = tb_csb_same ? tb_core_clk :" in sv
+    assert "always @(negedge tb_core_clk)" in sv
+    with pytest.raises(ValueError, match="no port dla_csb_clk"):
+        tb_source([p for p in ports if p.name != "dla_csb_clk"])
 
 
 def test_filelist_digest_not_rehashed_while_unchanged(tmp_path, monkeypatch):

@@ -13,6 +13,19 @@ using ``dut.<port>`` works unchanged) and adds one input, ``tb_mem_internal``:
 
 The master outputs stay visible as top outputs in both modes.
 
+Clocks (issue 12: no GPI callback per clock edge, one clock when the periods are equal): the
+DUT's ``dla_core_clk`` and ``dla_csb_clk`` are the top's wires ``tb_core_clk``/``tb_csb_clk``,
+which the engine awaits instead of the ports. Inputs (set before the clocks start; all 0 is the
+plain port mode):
+
+* ``tb_clk_gen`` - 0: the clocks are the top's ports ``dla_core_clk``/``dla_csb_clk`` (driven by
+  cocotb ``Clock``s); 1: generated here (``always``-style delay loops, Verilator ``--timing``),
+  starting low when ``tb_clk_gen`` rises, first rising edge half a period later (as cocotb's
+  ``Clock(...).start(start_high=False)``);
+* ``tb_core_half_ps``/``tb_csb_half_ps`` [31:0] - generated half periods in ps (> 0);
+* ``tb_csb_same`` - 1: ``dla_csb_clk`` is ``dla_core_clk`` itself (equal periods, equal phase:
+  one clock, so each edge is one event; no CSB generator runs, ``dla_csb_clk`` port unused).
+
 ``ports_of(files, dirs)`` finds ``module NV_nvdla`` in the given sources (or ``NV_nvdla.v``/
 ``.sv`` in a library directory) and returns its ports (ANSI or non-ANSI declarations; range
 expressions are copied verbatim, widths evaluated when they are plain arithmetic).
@@ -30,6 +43,8 @@ TB_TOP = "nvdla_tb"
 PREFIX = "nvdla_core2dbb"
 #: the C++ memory model compiled into every simulator
 CPP = Path(__file__).with_name("axi_mem.cpp")
+#: the DUT's clock ports and the top's wires that drive them (module docstring: Clocks)
+CLOCKS = {"dla_core_clk": "tb_core_clk", "dla_csb_clk": "tb_csb_clk"}
 
 _SLAVE = ("ar_arready", "aw_awready", "w_wready", "r_rvalid", "r_rid", "r_rdata", "r_rlast",
           "b_bvalid", "b_bid")
@@ -172,12 +187,21 @@ def tb_source(ports: list[Port]) -> str:
     for p in ports:
         rng = f" {p.range}" if p.range else ""
         decl.append(f"  {p.direction} wire{rng} {p.name},")
-    decl.append("  input wire tb_mem_internal")
+    decl.append("  input wire tb_mem_internal,")
+    decl.append("  input wire tb_clk_gen,")
+    decl.append("  input wire tb_csb_same,")
+    decl.append("  input wire [31:0] tb_core_half_ps,")
+    decl.append("  input wire [31:0] tb_csb_half_ps")
+    for c in CLOCKS:
+        if c not in by:
+            raise ValueError(f"{DUT} has no port {c}")
     conns = []
     for p in ports:
         s = p.name[len(P) + 1:] if p.name.startswith(P + "_") else None
         if s in _SLAVE:
             conns.append(f"    .{p.name}(tb_mem_internal ? m_{s} : {p.name})")
+        elif p.name in CLOCKS:
+            conns.append(f"    .{p.name}({CLOCKS[p.name]})")
         else:
             conns.append(f"    .{p.name}({p.name})")
     args = (f"{P}_ar_arvalid, int'({P}_ar_arid), longint'({P}_ar_araddr), int'({P}_ar_arlen), "
@@ -194,6 +218,23 @@ def tb_source(ports: list[Port]) -> str:
 module {TB_TOP} (
 {chr(10).join(decl)}
 );
+  timeunit 1ps;
+  timeprecision 1ps;
+
+  // clocks (module docstring of sim/tb/top.py): generated (tb_clk_gen) or from the ports;
+  // dla_csb_clk is dla_core_clk itself when tb_csb_same
+  bit gen_core_clk = 1'b0, gen_csb_clk = 1'b0;
+  initial begin
+    wait (tb_clk_gen);
+    forever #(tb_core_half_ps) gen_core_clk = ~gen_core_clk;
+  end
+  initial begin
+    wait (tb_clk_gen && !tb_csb_same);
+    forever #(tb_csb_half_ps) gen_csb_clk = ~gen_csb_clk;
+  end
+  wire tb_core_clk = tb_clk_gen ? gen_core_clk : dla_core_clk;
+  wire tb_csb_clk = tb_csb_same ? tb_core_clk : tb_clk_gen ? gen_csb_clk : dla_csb_clk;
+
   import "DPI-C" function void tb_axi_eval({sig},
     output bit arready, output bit awready, output bit wready, output bit rvalid, output int rid,
     output bit [{dw - 1}:0] rdata, output bit rlast, output bit bvalid, output int bid);
@@ -206,13 +247,13 @@ module {TB_TOP} (
   wire [{w['b_bid'] - 1}:0] m_b_bid = m_bid_i[{w['b_bid'] - 1}:0];
 
   // at the falling edge: the master's outputs in, the slave inputs of the next rising edge out
-  always @(negedge dla_core_clk)
+  always @(negedge tb_core_clk)
     if (tb_mem_internal)
       tb_axi_eval({args},
                   m_ar_arready, m_aw_awready, m_w_wready, m_r_rvalid, m_rid_i, m_r_rdata,
                   m_r_rlast, m_b_bvalid, m_bid_i);
   // at the rising edge: rready/bready as that edge samples them (random profile)
-  always @(posedge dla_core_clk)
+  always @(posedge tb_core_clk)
     if (tb_mem_internal)
       tb_axi_settle({args});
 

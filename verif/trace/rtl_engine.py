@@ -29,6 +29,12 @@ Pieces (all on NVIDIA's NV_nvdla ports):
   requests and every cycle ``nvdla2csb_valid``/``nvdla2csb_wr_complete`` is high (a coroutine
   woken by their rising edges, so no per-cycle cost while they are low). A violation fails the
   trace at the engine's next call (``_check_error``) or at :meth:`RtlEngine.final_check`.
+* clocks (``clocks=``): ``tb`` (default with the testbench top of ``sim.build``) - generated
+  inside the simulation (``sim/tb/top.py``: Verilog delay loops, no GPI callback per edge) and,
+  when the two periods are equal, ``dla_csb_clk`` is ``dla_core_clk`` itself (one event per
+  edge); ``gpi`` - cocotb ``Clock``s on the top's clock ports (one when the periods are equal).
+  The engine awaits edges of the clocks the DUT gets (``tb_core_clk``/``tb_csb_clk`` of the
+  testbench top, else the ports), so every mode sees the same edges.
 * :class:`RtlEngine` - the ``verif.trace.player.Engine``: ``cycle`` counts ``dla_core_clk``
   rising edges since reset release (computed from simulation time, no per-cycle Python),
   ``wait_intr`` waits for an edge of ``dla_intr`` or a Timer, ``busy_units`` reads every unit's
@@ -47,11 +53,14 @@ from verif.monitors import CsbMonitor
 from verif.trace.engine_common import SimEngineBase, kickoff_addrs
 from verif.trace.player import TraceFailure
 
-__all__ = ["AxiResponder", "MEMORIES", "MemTiming", "RtlEngine", "SparseMemory"]
+__all__ = ["AxiResponder", "CLOCKS", "MEMORIES", "MemTiming", "RtlEngine", "SparseMemory"]
 
 #: memory models of the rtl engine: ``sim`` (in the simulation, C++ through DPI-C: sim/tb) and
 #: ``python`` (:class:`AxiResponder`, the reference)
 MEMORIES = ("sim", "python")
+#: clock sources of the rtl engine (module docstring): ``tb`` (generated in the testbench top)
+#: and ``gpi`` (cocotb ``Clock`` on the ports)
+CLOCKS = ("tb", "gpi")
 
 _DEPOSIT = 0  # cocotb _GPISetAction.DEPOSIT (inertial write)
 
@@ -152,16 +161,19 @@ class RtlEngine(SimEngineBase):
     """``Engine`` on an NV_nvdla DUT under cocotb. Call ``await start()`` once (clocks, reset,
     memory model); ``await reset()`` between traces. ``period_ns``: ``dla_core_clk`` period
     (``cycle`` counts it); ``csb_period_ns``: ``dla_csb_clk`` period (default ``period_ns``),
-    rounded to an even number of picoseconds."""
+    rounded to an even number of picoseconds. ``clocks``: ``tb`` or ``gpi`` (module docstring;
+    a DUT without the testbench top always gets ``gpi``)."""
 
     name = "rtl"
 
     def __init__(self, dut, *, timing: MemTiming = MemTiming(), period_ns: int = 10,
                  reset_cycles: int = 20, post_reset_cycles: int = 8192, csb_timeout: int = 10_000,
                  axi_ids: dict | None = None, monitors: bool = True, memory: str = "sim",
-                 csb_period_ns: float | None = None):
+                 csb_period_ns: float | None = None, clocks: str = "tb"):
         if memory not in MEMORIES:
             raise ValueError(f"memory={memory!r}: one of {', '.join(MEMORIES)}")
+        if clocks not in CLOCKS:
+            raise ValueError(f"clocks={clocks!r}: one of {', '.join(CLOCKS)}")
         if memory == "sim" and not hasattr(dut, "tb_mem_internal"):
             raise ValueError("memory='sim' needs the testbench top of sim.build (no tb_mem_internal "
                              "port on this DUT)")
@@ -183,9 +195,13 @@ class RtlEngine(SimEngineBase):
         self.csb_period_ns = period_ns if csb_period_ns is None else csb_period_ns
         if not self.csb_period_ns > 0:
             raise ValueError(f"csb_period_ns={csb_period_ns}: must be > 0")
-        self.csb_clk = dut.dla_csb_clk
+        #: the testbench top's clock wires exist (sim/tb/top.py): edges are awaited there
+        self._tb_clocks = hasattr(dut, "tb_clk_gen")
+        #: ``tb`` or ``gpi`` (module docstring)
+        self.clocks = clocks if self._tb_clocks else "gpi"
+        self.csb_clk = dut.tb_csb_clk if self._tb_clocks else dut.dla_csb_clk
         self._csb_fall = FallingEdge(self.csb_clk)
-        self.clk = dut.dla_core_clk
+        self.clk = dut.tb_core_clk if self._tb_clocks else dut.dla_core_clk
         #: AXI address width in bits (the memory wraps addresses there, as the RTL's adders do)
         self.address_width = len(dut.nvdla_core2dbb_ar_araddr)
         self._simlib = None
@@ -246,10 +262,24 @@ class RtlEngine(SimEngineBase):
     async def start(self) -> None:
         """Start clocks, tie off static inputs, create the memory model, reset."""
         dut = self.dut
-        cocotb.start_soon(Clock(dut.dla_core_clk, self.period_ns, "ns").start(start_high=False))
+        core_ps = 2 * max(1, round(self.period_ns * 500))
         csb_ps = 2 * max(1, round(self.csb_period_ns * 500))     # even: whole ps half periods
         self.csb_period_ns = csb_ps / 1000
-        cocotb.start_soon(Clock(dut.dla_csb_clk, csb_ps, "ps").start(start_high=False))
+        # equal periods: one clock for both domains (both start low at the same time, so their
+        # edges coincide anyway; one source makes each edge one event)
+        same = csb_ps == core_ps
+        if self._tb_clocks:
+            dut.tb_csb_same.value = int(same)
+        if self.clocks == "tb":
+            dut.tb_core_half_ps.value = core_ps // 2
+            dut.tb_csb_half_ps.value = csb_ps // 2
+            dut.tb_clk_gen.value = 1
+        else:
+            if self._tb_clocks:
+                dut.tb_clk_gen.value = 0
+            cocotb.start_soon(Clock(dut.dla_core_clk, self.period_ns, "ns").start(start_high=False))
+            if not (same and self._tb_clocks):
+                cocotb.start_soon(Clock(dut.dla_csb_clk, csb_ps, "ps").start(start_high=False))
         for name in ("global_clk_ovr_on", "tmc2slcg_disable_clock_gating", "test_mode"):
             if hasattr(dut, name):
                 getattr(dut, name).value = 0
