@@ -97,8 +97,9 @@ class WtCollect(wiring.Component):
             m.d.sync += idx.eq(slot + 1)
             for k in range(self.slots):
                 for b in range(eb):
-                    high = tag.off > eb - 1 - b if b < eb - 1 else tag.off != 0  # b >= eb - off
-                    with m.If(Mux(high, slot == k + 1, slot == k)):
+                    # byte b goes to the next slot when b >= eb - off (never for b = 0: off < eb)
+                    sel = slot == k if b == 0 else Mux(tag.off >= eb - b, slot == k + 1, slot == k)
+                    with m.If(sel):
                         m.d.sync += buf[(k * eb + b) * 8:(k * eb + b + 1) * 8].eq(
                             rot[b * 8:(b + 1) * 8])
             with m.If(tag.set_last):
