@@ -447,6 +447,12 @@ def build_threads() -> int:
     return int(v)
 
 
+def _variant_suffix(threads: int, xrand: bool, waves: bool) -> str:
+    """Build directory suffix of a variant: ``[-t<N>][-xrand][-fst]``."""
+    return ((f"-t{threads}" if threads > 1 else "") + ("-xrand" if xrand else "")
+            + ("-fst" if waves else ""))
+
+
 def build_sim(config: str = "nv_small", *, rtl_filelist: str | Path | None = None,
               waves: bool = False, public: bool = False, extra_flags=(), force: bool = False,
               verbose: bool = False, xrand: bool = False, threads: int | None = None) -> SimBuild:
@@ -484,8 +490,7 @@ def build_sim(config: str = "nv_small", *, rtl_filelist: str | Path | None = Non
     for f in (tbtop.CPP, Path(tbtop.__file__)):      # the testbench top and its memory
         h.update(f.read_bytes())
     key = h.hexdigest()[:16]
-    name = (f"{config}-{key}" + (f"-t{threads}" if threads > 1 else "") + ("-xrand" if xrand else "")
-            + ("-fst" if waves else ""))
+    name = f"{config}-{key}" + _variant_suffix(threads, xrand, waves)
     bdir = BUILD_ROOT / "sim" / name
     ok = bdir / "build.ok"
     with _locked(BUILD_ROOT / "sim" / f"{name}.lock"):
@@ -539,8 +544,7 @@ def _prune(config: str, waves: bool, keep: Path, n: int = 3, min_age_s: float = 
     """Delete old cached builds of the same configuration and variant: keep the ``n`` newest
     and anything younger than ``min_age_s`` (a simulator may still be using it)."""
     import shutil
-    sfx = ((f"-t{threads}" if threads > 1 else "") + ("-xrand" if xrand else "")
-           + ("-fst" if waves else ""))
+    sfx = _variant_suffix(threads, xrand, waves)
     # names are "<config>-<16 hex digits>[-t<N>][-xrand][-fst]"; a config spec may hold "+", "=" and "-"
     pattern = re.compile(re.escape(config) + r"-[0-9a-f]{16}" + re.escape(sfx))
     cands = [d for d in (BUILD_ROOT / "sim").glob(f"{glob.escape(config)}-*")

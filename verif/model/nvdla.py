@@ -41,8 +41,7 @@ INTR_NAME = {"SDP": "SDP", "CDP": "CDP", "PDP": "PDP", "BDMA": "BDMA", "RBK": "R
 # (nv_small branch, vmod/nvdla/glb) has status flops only for the units compiled in, mask flops
 # for those and for CDP and PDP in any case (only BDMA's and RUBIK's mask flops are under their
 # NVDLA_*_ENABLE), and S_INTR_SET reads 0
-INTR_PREFIXES = {"SDP": ("SDP",), "CDP": ("CDP",), "PDP": ("PDP",), "BDMA": ("BDMA",),
-                 "RBK": ("RUBIK",), "CDMA": ("CDMA_DAT", "CDMA_WT"), "CACC": ("CACC",)}
+INTR_PREFIXES = {**{u: (p,) for u, p in INTR_NAME.items()}, "CDMA": ("CDMA_DAT", "CDMA_WT")}
 INTR_MASK_ALWAYS = ("CDP", "PDP")
 
 

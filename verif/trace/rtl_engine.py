@@ -262,8 +262,8 @@ class RtlEngine(SimEngineBase):
     async def start(self) -> None:
         """Start clocks, tie off static inputs, create the memory model, reset."""
         dut = self.dut
-        core_ps = 2 * max(1, round(self.period_ns * 500))
-        csb_ps = 2 * max(1, round(self.csb_period_ns * 500))     # even: whole ps half periods
+        # periods in ps, even: whole ps half periods
+        core_ps, csb_ps = (2 * max(1, round(ns * 500)) for ns in (self.period_ns, self.csb_period_ns))
         self.csb_period_ns = csb_ps / 1000
         # equal periods: one clock for both domains (both start low at the same time, so their
         # edges coincide anyway; one source makes each edge one event)
