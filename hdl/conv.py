@@ -35,7 +35,7 @@ from hdl.config import NvdlaConfig
 from hdl.csc import Csc
 from hdl.unit import DatapathUnit
 
-__all__ = ["ConvPipeline", "STRIPE_MAX", "sdp_flying_layout", "first_band_lines"]
+__all__ = ["ConvPipeline", "conv_unit", "CONV_UNITS", "STRIPE_MAX", "sdp_flying_layout", "first_band_lines"]
 
 #: output pixels per stripe at most (CSC's stripe, CACC's assembly buffer entries). A stripe
 #: of n pixels re-uses one weight set for n atomic operations; 32 hides the loading of the next
@@ -70,6 +70,23 @@ def sdp_flying_layout(cfg: NvdlaConfig) -> data.ArrayLayout:
     return data.ArrayLayout(signed(32), cfg.mac_atomic_k)
 
 
+#: the pipeline's units by NVDLA name (CMAC_A and CMAC_B are one array, ``cmac``)
+CONV_UNITS = ("cdma", "cbuf", "csc", "cmac", "cacc")
+
+
+def conv_unit(cfg: NvdlaConfig, name: str):
+    """A new component of the pipeline's unit ``name`` (one of :data:`CONV_UNITS`) for ``cfg``,
+    as :class:`ConvPipeline` builds it; ``hdl.synth`` synthesizes one alone. KeyError for
+    another name."""
+    make = {"cdma": lambda: Cdma(cfg),
+            "cbuf": lambda: Cbuf(cfg.cbuf_bank_number, cfg.cbuf_bank_depth, cfg.cbuf_bank_width),
+            "csc": lambda: Csc(cfg, STRIPE_MAX),
+            "cmac": lambda: CmacArray(cfg.mac_atomic_c, cfg.mac_atomic_k, cfg.mac_result_width,
+                                      STRIPE_MAX),
+            "cacc": lambda: Cacc(cfg, STRIPE_MAX)}
+    return make[name]()
+
+
 class ConvPipeline(DatapathUnit):
     """Direct convolution from memory into SDP (see the module docstring and docs/conv.md).
 
@@ -96,13 +113,12 @@ class ConvPipeline(DatapathUnit):
         rfs = {n: self.add_register_file(m, n) for n in self.REGISTER_FILES}
         # CDMA's status fields: FLUSH_DONE = 1, D_PERF_* counters, NaN/Inf counts 0 (int8)
 
-        m.submodules.cdma = cdma = Cdma(cfg)
+        m.submodules.cdma = cdma = conv_unit(cfg, "cdma")
         m.d.comb += rfs["CDMA"].hw.eq(cdma.hw)
-        m.submodules.cbuf = cbuf = Cbuf(cfg.cbuf_bank_number, cfg.cbuf_bank_depth, cfg.cbuf_bank_width)
-        m.submodules.csc = csc = Csc(cfg, STRIPE_MAX)
-        m.submodules.cmac = cmac = CmacArray(cfg.mac_atomic_c, cfg.mac_atomic_k, cfg.mac_result_width,
-                                             STRIPE_MAX)
-        m.submodules.cacc = cacc = Cacc(cfg, STRIPE_MAX)
+        m.submodules.cbuf = cbuf = conv_unit(cfg, "cbuf")
+        m.submodules.csc = csc = conv_unit(cfg, "csc")
+        m.submodules.cmac = cmac = conv_unit(cfg, "cmac")
+        m.submodules.cacc = cacc = conv_unit(cfg, "cacc")
 
         # register views and layer control
         m.d.comb += [cdma.regs.eq(rfs["CDMA"].cfg), csc.regs.eq(rfs["CSC"].cfg),

@@ -794,10 +794,16 @@ def place_and_route(out_dir: Path, top: str, *, freq: float = 100.0, quiet: bool
 
 def unit_names(cfg) -> list:
     """Names ``--unit`` accepts for ``cfg``: the datapath units of ``hdl.top.DATAPATH_UNITS``
-    present in it (by their GLB interrupt name: sdp, cdp, pdp, ...), ``csb``, ``glb``, ``mcif``.
+    present in it (by their GLB interrupt name: sdp, cdp, pdp; the convolution pipeline as
+    ``conv`` and each of its units, ``hdl.conv.CONV_UNITS``, alone), ``csb``, ``glb``, ``mcif``.
     A dotted class path (``hdl.cdma.Cdma``) is accepted too."""
+    from hdl.conv import CONV_UNITS, ConvPipeline
     from hdl.top import DATAPATH_UNITS
-    names = [u.INTERRUPT for u in DATAPATH_UNITS if set(u.REGISTER_FILES) <= set(cfg.units())]
+    names = []
+    for u in DATAPATH_UNITS:
+        if set(u.REGISTER_FILES) <= set(cfg.units()):
+            # the pipeline as "conv", and each of its units alone
+            names += list(CONV_UNITS) + ["conv"] if u is ConvPipeline else [u.INTERRUPT]
     return sorted(names) + ["csb", "glb", "mcif"]
 
 
@@ -805,10 +811,18 @@ def unit_component(cfg, name: str):
     """The Amaranth component of unit ``name`` (see :func:`unit_names`) for ``cfg``. A dotted
     path ``package.module.Class`` is imported and built as ``Class(cfg)`` (or ``Class()`` when it
     takes no configuration). Raises :class:`UnitError` (a ValueError) naming the allowed units."""
+    from hdl.conv import CONV_UNITS, ConvPipeline, conv_unit
     from hdl.top import DATAPATH_UNITS
     lname = name.lower()
     for u in DATAPATH_UNITS:
-        if u.INTERRUPT == lname and set(u.REGISTER_FILES) <= set(cfg.units()):
+        if not set(u.REGISTER_FILES) <= set(cfg.units()):
+            continue
+        if u is ConvPipeline:
+            if lname == "conv":
+                return u(cfg)
+            if lname in CONV_UNITS:
+                return conv_unit(cfg, lname)
+        elif u.INTERRUPT == lname:
             return u(cfg)
     if lname == "glb":
         from hdl.glb import Glb
@@ -1002,7 +1016,8 @@ def main(argv=None) -> int:
                     "report resources per unit, with netlist checks.")
     add_config_arguments(ap)
     ap.add_argument("--unit", metavar="NAME",
-                    help="synthesize one unit alone (sdp, cdp, pdp, csb, glb, mcif, or a dotted "
+                    help="synthesize one unit alone (sdp, cdp, pdp, conv (the whole convolution "
+                         "pipeline), cdma, cbuf, csc, cmac, cacc, csb, glb, mcif, or a dotted "
                          "class path such as hdl.cdma.Cdma)")
     ap.add_argument("-o", "--out", default=None,
                     help="output directory (default build/synth/<config>[-<unit>])")

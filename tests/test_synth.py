@@ -236,6 +236,22 @@ def test_unit_component_dotted_path():
         synth.unit_component(cfg, "hdl.nothing.Here")
 
 
+def test_conv_units_by_name():
+    """The convolution pipeline is ``conv``; each of its units can be synthesized alone."""
+    from hdl.cacc import Cacc
+    from hdl.cdma import Cdma
+    from hdl.conv import ConvPipeline
+    cfg = get_config("nv_small")
+    names = synth.unit_names(cfg)
+    assert {"conv", "cdma", "cbuf", "csc", "cmac", "cacc"} <= set(names)
+    for name, cls in (("conv", ConvPipeline), ("cdma", Cdma), ("cacc", Cacc)):
+        comp = synth.unit_component(cfg, name)
+        assert isinstance(comp, cls)
+        comp._MustUse__silence = True
+    with pytest.raises(ValueError, match="conv"):
+        synth.unit_component(cfg, "convolution")
+
+
 # --- the checks on small hand-made designs (one Yosys run) -------------------------------------
 
 BAD_DESIGN = """

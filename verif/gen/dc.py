@@ -180,7 +180,7 @@ def _sdp_fields(rng: random.Random, bits: float) -> tuple[dict, str]:
         if rng.random() < 0.1:
             alu_op, alu_shift = signed(rng, 16), small_biased(rng, 63, 10)
         else:                              # an operand of the data's magnitude
-            alu_shift = max(0, int(bits) - 14)
+            alu_shift = min(63, max(0, int(bits) - 14))   # a 6-bit field
             m = min(1 << 15, 1 << max(1, int(bits) + 1 - alu_shift))
             alu_op = rng.randint(-m, m - 1)
         # the truncation after the multiplier shifts by MUL_SHIFT_VALUE[5:0] even when the

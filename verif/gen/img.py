@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from verif.gen.common import Alloc, Layer, Program, ceil_div, field_writes
 from verif.gen.writer import TraceWriter
 
-__all__ = ["ImgCase", "PIXEL_FORMATS", "generate"]
+__all__ = ["ImgCase", "PIXEL_FORMATS", "draw_case", "generate"]
 
 #: PIXEL_FORMAT code -> (name, bytes per pixel of each plane) for the 13 int8 formats
 #: (format.rst tab_pixel_formats; the model's PIXEL_FORMATS_INT8)
@@ -51,8 +51,25 @@ class ImgCase:
     pad: bool = True
 
 
-def generate(seed: int, cfg, case: ImgCase) -> Program:
-    """One image layer drawn from ``seed`` with ``case``'s fixed options (module docstring)."""
+def draw_case(seed: int, cfg) -> ImgCase:
+    """The options of the sweep's image layer ``seed`` (``scripts/sweep.py --unit img``): any of
+    the 13 int8 pixel formats, a post-extension the format allows (S*Cpix*ext <= the MAC atomic
+    channel count with S >= 1; ext 4 only for 1-channel T_R8 at 8 atomic channels), X offset,
+    conversion mode and padding drawn; the rest is drawn by :func:`generate`."""
+    rng = random.Random(0x1A6E + seed)
+    fmt = rng.choice(sorted(PIXEL_FORMATS))
+    bpp = PIXEL_FORMATS[fmt][1]
+    cpix = 1 if bpp == (1,) else (3 if len(bpp) == 2 else 4)
+    exts = [e for e in (1, 2, 4) if e == 1 or cpix * e <= cfg.mac_atomic_c]
+    return ImgCase(fmt, ext=rng.choice(exts), xoff=rng.choice((0, 0, rng.randint(1, 31))),
+                   mode=rng.choice(("mean", "offset", "nocvt")), pad=rng.random() < 0.8)
+
+
+def generate(seed: int, cfg, case: ImgCase | None = None) -> Program:
+    """One image layer drawn from ``seed`` with ``case``'s fixed options (module docstring);
+    ``case`` None: :func:`draw_case`."""
+    if case is None:
+        case = draw_case(seed, cfg)
     rng = random.Random(seed * 1000 + case.fmt * 7 + case.ext)
     name, bpp = PIXEL_FORMATS[case.fmt]
     cpix = 1 if bpp == (1,) else (3 if len(bpp) == 2 else 4)
@@ -70,6 +87,7 @@ def generate(seed: int, cfg, case: ImgCase) -> Program:
     pr = rng.randint(0, s - 1) if case.pad else 0
     pt = rng.randint(0, r - 1) if case.pad else 0
     pb = rng.randint(0, r - 1) if case.pad else 0
+    H = max(H, r - pt - pb)        # at least one output line (R up to 7 at 4-line extension)
     sx, sy = rng.choice((1, 1, 2)), rng.choice((1, 1, 2))
     cw = s * cpix
     wo = (pl + W + pr - s) // sx + 1

@@ -22,7 +22,7 @@ import numpy as np
 
 from verif.gen.common import Program
 
-KINDS = ("sdp", "pdp", "cdp", "sdp_illegal", "dc")
+KINDS = ("sdp", "pdp", "cdp", "sdp_illegal", "dc", "img")
 
 
 class GenError(AssertionError):
@@ -40,6 +40,8 @@ def generate(kind: str, seed: int, cfg) -> Program:
         from verif.gen.cdp import generate as g
     elif kind == "dc":
         from verif.gen.dc import generate as g
+    elif kind == "img":
+        from verif.gen.img import generate as g
     else:
         raise ValueError(f"unknown layer type {kind!r} (one of {', '.join(KINDS)})")
     return g(seed, cfg)
@@ -176,4 +178,6 @@ def prepare_all(kinds: Iterable[str], seeds: Iterable[int], root: Path, cfg) -> 
                 preps.append(prepare(generate(kind, seed, cfg), root, cfg))
             except GenError as e:
                 errors.append(str(e))
+            except ValueError as e:     # a field out of its register's range: a generator bug
+                errors.append(f"{kind} seed {seed}: the generator drew an unprogrammable value: {e}")
     return preps, errors
