@@ -12,6 +12,7 @@ import pytest
 
 from hdl.config import NV_SMALL
 from verif.gen.run import GenError, first_difference, generate, prepare, run_programs
+from verif.gen.dc import generate as dc_generate
 from verif.gen.writer import TraceWriter, dat_text, reg_value
 from verif.trace.parser import load_dat, load_trace
 from verif.trace.runner import run_model
@@ -19,8 +20,9 @@ from needs import needs_verilator
 
 #: direct-convolution seeds played on the RTL in CI: small layers (a few hundred to 2,000 atomic
 #: operations per layer, one to three layers) covering data reuse (all, partial, none kept),
-#: weight reuse, dilation, strides, padding
-DC_CI_SEEDS = (0, 4, 11)
+#: weight reuse, dilation, strides, padding; 10 and 14 with SDP operands from memory on the fly
+#: (10: three layers, BRDMA; 14: BRDMA per kernel and NRDMA per element)
+DC_CI_SEEDS = (0, 4, 11, 10, 14)
 #: seeds per layer type played on the RTL in CI (a few programs each, one to three layers in
 #: both ping-pong groups)
 CI_SEEDS = {"sdp": (0, 1, 2), "pdp": (0, 1, 2), "cdp": (0, 1, 2), "sdp_illegal": (0, 1),
@@ -104,9 +106,8 @@ def test_dc_programs_cover_the_pipeline(tmp_path):
     legal on the model: data reuse of all kept slices, partial reuse (kept + new lines, and
     nothing kept), weight reuse, strides, dilation, all four paddings, weights streaming
     through weight banks smaller than them, channel and kernel counts that are not whole atoms,
-    exact and rounded D_WEIGHT_BYTES; and its outputs are not mostly saturated constants (the
+    exact and rounded D_WEIGHT_BYTES, SDP operands from memory on the fly; and its outputs are not mostly saturated constants (the
     SDP's shifts follow the data's magnitude)."""
-    from verif.gen.dc import generate as dc_generate
     infos, varied = [], 0
     for seed in MODEL_SEEDS:
         prog = dc_generate(seed, NV_SMALL)
@@ -126,6 +127,8 @@ def test_dc_programs_cover_the_pipeline(tmp_path):
                                       * NV_SMALL.cbuf_bank_width for i in infos),
         "partial atoms": any(i["C"] % 8 for i in infos) and any(i["K"] % 8 for i in infos),
         "weight bytes exact and rounded": {i["wbytes"] % 128 == 0 for i in infos} == {True, False},
+        "SDP operands from memory (ALU, MUL, both)": {u for i in infos for u in i["sdp_mem"].values()}
+        == {0, 1, 2},
     }
     assert all(got.values()), [k for k, v in got.items() if not v]
     assert varied >= len(infos) // 2, f"only {varied} of {len(infos)} outputs have 8+ distinct bytes"
@@ -180,7 +183,9 @@ DC_SDP_HANDOVER_SEEDS = (9, 13, 16)
 def test_rtl_dc_layer_handover(tmp_path):
     """Back-to-back DC layers whose first layer's last SDP writes are slow (random memory):
     every layer writes exactly the model's bytes."""
-    preps = [prepare(generate("dc", s, NV_SMALL), tmp_path, NV_SMALL) for s in DC_SDP_HANDOVER_SEEDS]
+    # as first drawn: SDP operands from registers (seed 13 would draw memory operands now)
+    preps = [prepare(dc_generate(s, NV_SMALL, sdp_mem_rate=0), tmp_path, NV_SMALL)
+             for s in DC_SDP_HANDOVER_SEEDS]
     outs = list(run_programs(preps, NV_SMALL, mem_profile="random", mem_seed=1, jobs=1,
                              per_process=len(preps)))
     assert len(outs) == len(preps)

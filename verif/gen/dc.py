@@ -26,7 +26,9 @@ Drawn per layer, within nv_small's limits (``cfg``: atomic C/K, CBUF banks x dep
 * SDP on the fly: the BS and BN sub-units (bypass, ALU MAX/MIN/SUM with a register operand and
   shift, multiplier or PReLU with a register operand and shift, the ALU bypassed with PReLU as
   the SDP limitation asks, ReLU), the output converter (offset, scale, shift), output strides
-  with gaps; EW bypassed (nv_small has none);
+  with gaps; EW bypassed (nv_small has none); in a quarter of the programs (every layer) BS
+  and/or BN take the ALU operand, the multiplier operand or both from memory, per kernel or per
+  element, 1 or 2 bytes (SDP_RDMA's BRDMA/NRDMA on the fly);
 * CBUF reuse across consecutive layers (same CONV_MODE, DATAIN_FORMAT and D_BANK): after a
   SKIP_DATA_RLS layer, DATA_REUSE of all its slices (CDMA fetches nothing; D_DAIN_ADDR points
   at other bytes); after a layer that releases RLS_SLICES+1 of its slices, DATA_REUSE of the
@@ -57,6 +59,7 @@ from dataclasses import dataclass
 
 from verif.gen.common import (Alloc, Layer, Program, ceil_div, cube_extent, cube_strides, emit,
                               field_writes, rand_bytes, signed, small_biased)
+from verif.gen.sdp import SUBS, USE_ALU, USE_BOTH, USE_MUL, operand_image
 from verif.gen.writer import TraceWriter
 
 __all__ = ["generate", "DcKept", "dc_layer", "UNITS", "INTRS", "INTR_MASK_CONV"]
@@ -71,6 +74,8 @@ INTRS = ("SDP", "CDMA_DAT", "CDMA_WT", "CACC")
 #: layers, keep SDP's alone: 0x3F03FC)
 INTR_MASK_CONV = 0x3F03FC & ~(0x3F << 16)   # 0x3FC
 
+#: probability that a program's SDP takes BS/BN operands from memory on the fly (SDP_RDMA)
+SDP_MEM_RATE = 0.25
 SMALL_OPS = 6000          # atomic operations of a normal layer (a few seconds of simulation)
 BIG_OPS = 40000           # of an occasional larger layer
 
@@ -161,19 +166,40 @@ def _bits(v: int) -> float:
     return math.log2(abs(v) + 1)
 
 
-def _sdp_fields(rng: random.Random, bits: float) -> tuple[dict, str]:
-    """SDP BS/BN sub-units (register operands) and output converter; (fields, description).
+def _sdp_fields(rng: random.Random, bits: float,
+                mem: random.Random | None = None) -> tuple[dict, str, list]:
+    """SDP BS/BN sub-units and output converter; (fields, description, memory operands).
     ``bits``: rough log2 magnitude of CACC's output; the converter's shift usually brings the
-    result near the int8 range (tracking the sub-units' rough effect), else it is any 0..63."""
-    f, desc = {}, []
+    result near the int8 range (tracking the sub-units' rough effect), else it is any 0..63.
+    Operands are the registers' unless ``mem`` (a generator of its own, so that the other
+    draws stay those of the same seed without memory operands) is given: then at least one
+    sub-unit takes its ALU operand, its multiplier operand or both from memory, and the third
+    item lists them as (sub-unit, SDP_RDMA DATA_USE)."""
+    f, desc, mem_ops = {}, [], []
     plain = rng.random() < 0.3             # BS/BN bypassed
+    if mem is not None:
+        takes = {sub: mem.random() < 0.6 for sub in ("BS", "BN")}
+        if not any(takes.values()):
+            takes[mem.choice(("BS", "BN"))] = True
     for sub in ("BS", "BN"):
         bypass = plain or rng.random() < 0.3
         alu_bypass = rng.random() < 0.35
         mul_bypass = rng.random() < 0.35
         prelu = rng.random() < 0.25
+        alu_src = mul_src = 0
+        if mem is not None and takes[sub]:
+            bypass = False
+            use = mem.choice((USE_ALU, USE_MUL, USE_BOTH))
+            if use != USE_MUL:
+                alu_bypass, alu_src = False, 1
+            if use != USE_ALU:
+                mul_bypass, mul_src = False, 1
+            mem_ops.append((sub, use))
         if prelu and not mul_bypass:
-            alu_bypass = True              # Limitation / SDP: PReLU needs the ALU bypassed
+            if alu_src:
+                prelu = False              # the ALU takes its memory operand: no PReLU
+            else:
+                alu_bypass = True          # Limitation / SDP: PReLU needs the ALU bypassed
         algo = rng.randint(0, 2)
         relu_bypass = rng.random() < 0.6
         mul_op = signed(rng, 16)
@@ -199,14 +225,14 @@ def _sdp_fields(rng: random.Random, bits: float) -> tuple[dict, str]:
         f.update({f"{sub}_BYPASS": int(bypass), f"{sub}_ALU_BYPASS": int(alu_bypass),
                   f"{sub}_ALU_ALGO": algo, f"{sub}_MUL_BYPASS": int(mul_bypass),
                   f"{sub}_MUL_PRELU": int(prelu), f"{sub}_RELU_BYPASS": int(relu_bypass),
-                  f"{sub}_ALU_SRC": 0, f"{sub}_ALU_SHIFT_VALUE": alu_shift,
-                  f"{sub}_ALU_OPERAND": alu_op, f"{sub}_MUL_SRC": 0,
+                  f"{sub}_ALU_SRC": alu_src, f"{sub}_ALU_SHIFT_VALUE": alu_shift,
+                  f"{sub}_ALU_OPERAND": alu_op, f"{sub}_MUL_SRC": mul_src,
                   f"{sub}_MUL_SHIFT_VALUE": mul_shift, f"{sub}_MUL_OPERAND": mul_op})
         desc.append(f"{sub}:" + ("bypass" if bypass else
                     f"alu={'-' if alu_bypass else ['max', 'min', 'sum'][algo]}"
-                    f"{'' if alu_bypass else f'({alu_op}<<{alu_shift})'},"
+                    f"{'' if alu_bypass else f'(mem<<{alu_shift})' if alu_src else f'({alu_op}<<{alu_shift})'},"
                     f"mul={'-' if mul_bypass else 'prelu' if prelu else 'mul'}"
-                    f"{'' if mul_bypass else f'({mul_op}>>{mul_shift})'},"
+                    f"{'' if mul_bypass else f'(mem>>{mul_shift})' if mul_src else f'({mul_op}>>{mul_shift})'},"
                     f"relu={int(not relu_bypass)}"))
     if rng.random() < 0.15:
         off, scale, shift = 0, 1, 0
@@ -219,17 +245,47 @@ def _sdp_fields(rng: random.Random, bits: float) -> tuple[dict, str]:
             max(0, min(63, int(bits + _bits(scale)) - 5 + rng.randint(-2, 2)))
     f.update(CVT_OFFSET=off, CVT_SCALE=scale, CVT_SHIFT=shift)
     desc.append(f"cvt({off},{scale},>>{shift})")
-    return f, " ".join(desc)
+    return f, " ".join(desc), mem_ops
+
+
+def _sdp_rdma_on_the_fly(mem: random.Random, cfg, alloc: Alloc, w: TraceWriter,
+                         cube: tuple[int, int, int], uses: dict) -> tuple[list, str]:
+    """SDP_RDMA's registers for SDP on the fly with operands from memory (programming guide
+    "SDP programming": FLYING_MODE on, BRDMA/NRDMA fetch exactly what BS/BN take, ``uses``:
+    sub-unit -> DATA_USE; ERDMA disabled), the operand images loaded into ``w`` (per kernel or
+    per element, 1 or 2 bytes, ``verif.gen.sdp.operand_image``); (writes, description).
+    The MRDMA source registers are unused on the fly: random values."""
+    W, H, C = cube
+    f = dict(WIDTH=W - 1, HEIGHT=H - 1, CHANNEL=C - 1, FLYING_MODE=1, WINOGRAD=0,
+             IN_PRECISION=0, PROC_PRECISION=0, OUT_PRECISION=0, BATCH_NUMBER=0,
+             SRC_BASE_ADDR_LOW=mem.getrandbits(27), SRC_BASE_ADDR_HIGH=0,
+             SRC_LINE_STRIDE=mem.getrandbits(27), SRC_SURFACE_STRIDE=mem.getrandbits(27),
+             SRC_RAM_TYPE=1, ERDMA_DISABLE=1, ERDMA_DATA_USE=mem.randint(0, 2),
+             ERDMA_DATA_SIZE=mem.randint(0, 1), ERDMA_DATA_MODE=mem.randint(0, 1),
+             ERDMA_RAM_TYPE=1)
+    writes, desc = [], []
+    for sub, dma in SUBS:
+        use = uses.get(sub)
+        size, mode = mem.randint(0, 1), mem.randint(0, 1)
+        f.update({f"{dma}_DISABLE": int(use is None), f"{dma}_DATA_USE": use or 0,
+                  f"{dma}_DATA_SIZE": size, f"{dma}_DATA_MODE": mode, f"{dma}_RAM_TYPE": 1})
+        ow, od = operand_image(mem, cfg, alloc, w, sub, cube, use or 0, size, mode,
+                               int(use is None))
+        writes += ow
+        desc += od
+    return field_writes("SDP_RDMA", f) + writes, " ".join(desc)
 
 
 def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept | None,
              allow_reuse: bool = True, max_ops: int | None = None,
-             big_rate: float = 0.08) -> tuple[Layer, DcKept]:
+             big_rate: float = 0.08, mem: random.Random | None = None) -> tuple[Layer, DcKept]:
     """One random DC layer (module docstring) after ``prev`` (what the previous layer of the
     program leaves in CBUF; None for the first layer). Its memory images are loaded into ``w``.
     ``big_rate``: probability of a larger layer (up to BIG_OPS atomic operations, C up to 130,
-    K up to 80); ``max_ops``: the cap on atomic operations instead.
-    Returns the Layer (register writes of the six units, output region) and what it leaves."""
+    K up to 80); ``max_ops``: the cap on atomic operations instead. ``mem``: SDP takes operands
+    from memory on the fly, drawn from this generator (SDP_RDMA joins the layer).
+    Returns the Layer (register writes of the six units, or seven with SDP_RDMA, output
+    region) and what it leaves."""
     ac, ak = cfg.mac_atomic_c, cfg.mac_atomic_k
     ab, atom = cfg.atom_bytes, cfg.memory_atomic
     depth, nbanks, ebytes = cfg.cbuf_bank_depth, cfg.cbuf_bank_number, cfg.cbuf_bank_width
@@ -381,7 +437,7 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
                 DATAOUT_CHANNEL=K - 1, DATAOUT_ADDR=dst, BATCHES=0,
                 LINE_STRIDE=dline & 0xFFFFFF, SURF_STRIDE=dsurf & 0xFFFFFF,
                 LINE_PACKED=one, SURF_PACKED=one, CLIP_TRUNCATE=clip, CYA=rng.getrandbits(32))
-    sdp_f, sdp_desc = _sdp_fields(rng, max(0.0, acc_bits - clip))
+    sdp_f, sdp_desc, mem_ops = _sdp_fields(rng, max(0.0, acc_bits - clip), mem)
     sdp = dict(sdp_f, WIDTH=wo - 1, HEIGHT=ho - 1, CHANNEL=K - 1, DST_BASE_ADDR_HIGH=0,
                DST_BASE_ADDR_LOW=dst, DST_LINE_STRIDE=dline, DST_SURFACE_STRIDE=dsurf,
                PROC_PRECISION=0, OUT_PRECISION=0, FLYING_MODE=1, OUTPUT_DST=0, WINOGRAD=0,
@@ -395,6 +451,12 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
     for unit, fields in (("SDP", sdp), ("CDMA", cdma), ("CSC", csc), ("CMAC_A", cmac),
                          ("CMAC_B", cmac), ("CACC", cacc)):
         writes += field_writes(unit, fields)
+    units = UNITS
+    if mem_ops:
+        rdma_w, rdma_desc = _sdp_rdma_on_the_fly(mem, cfg, alloc, w, (wo, ho, K), dict(mem_ops))
+        writes += rdma_w
+        sdp_desc += " " + rdma_desc
+        units = ("SDP", "SDP_RDMA") + UNITS[1:]
     rng.shuffle(writes)     # the order of a group's register writes does not matter
 
     reuse = {"fetch": "", "full": " DATA_REUSE(all)",
@@ -407,23 +469,29 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
     info = dict(W=W, H=H, C=C, K=K, R=R, S=S, sx=sx, sy=sy, dx=dx, dy=dy, pl=pl, pr=pr, pt=pt,
                 pb=pb, wo=wo, ho=ho, db=db, wb=wb, eps=eps, wbytes=wreg, data=data_mode,
                 kept=kept, cdma_h=cdma_h, wt_reuse=wt_reuse, skip_data=skip_data,
-                skip_wt=skip_wt, rls=rls, clip=clip, ops=ops)
-    return Layer(UNITS, writes, [(dst, dn)], desc, info), leaves
+                skip_wt=skip_wt, rls=rls, clip=clip, ops=ops, sdp_mem=dict(mem_ops))
+    return Layer(units, writes, [(dst, dn)], desc, info), leaves
 
 
 def generate(seed: int, cfg, *, layers: int | None = None, max_ops: int | None = None,
-             big_rate: float = 0.08) -> Program:
+             big_rate: float = 0.08, sdp_mem_rate: float = SDP_MEM_RATE) -> Program:
     """A random DC program from ``seed``: 1..3 layers in alternating register groups (module
     docstring); ``max_ops``: cap on each layer's atomic operations (default: a few thousand,
-    an occasional larger layer); ``big_rate``: probability of a larger layer."""
+    an occasional larger layer); ``big_rate``: probability of a larger layer;
+    ``sdp_mem_rate``: probability that every layer's SDP takes operands from memory on the fly
+    (all layers or none: SDP_RDMA's register groups alternate with the others')."""
     rng = random.Random(f"dc-{seed}")
+    mem = random.Random(f"dc-sdp-mem-{seed}")
+    if mem.random() >= sdp_mem_rate:
+        mem = None
     prog = Program("dc", seed, TraceWriter(f"dc_{seed}"))
     alloc = Alloc(rng)
     n = layers or rng.choice((1, 1, 2, 2, 3))
     prev = None
     w = prog.writer
     for _ in range(n):
-        lay, prev = dc_layer(rng, cfg, alloc, w, prev, max_ops=max_ops, big_rate=big_rate)
+        lay, prev = dc_layer(rng, cfg, alloc, w, prev, max_ops=max_ops, big_rate=big_rate,
+                             mem=mem)
         prog.layers.append(lay)
     w.poll(("CDMA", "S_CBUF_FLUSH_STATUS"), 1)
     emit(prog, prologue=[("GLB", "S_INTR_MASK", INTR_MASK_CONV)], intrs=INTRS)

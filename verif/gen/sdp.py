@@ -89,13 +89,43 @@ def _illegal_use(rng: random.Random, alu_mem: bool, mul_mem: bool):
     return 0, USE_ALU, "MUL operand from MEM, DATA_USE=ALU"
 
 
+def operand_image(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, sub: str,
+                  cube: tuple[int, int, int], use: int, size: int, mode: int,
+                  disable: int) -> tuple[list, list]:
+    """Sub-unit ``sub``'s (BS or BN) operands in memory for a ``cube`` = (W, H, C) layer:
+    DATA_USE ``use`` (one operand, or both interleaved), DATA_SIZE ``size`` (1 or 2 bytes),
+    DATA_MODE ``mode`` (PER_KERNEL: one element per channel, contiguous; PER_ELEMENT: a cube of
+    such elements with its own strides). Loads random operand bytes into ``w`` unless
+    ``disable``; returns (SDP_RDMA base address / stride writes, description)."""
+    atom, ab = cfg.memory_atomic, cfg.atom_bytes
+    W, H, C = cube
+    bpe = (2 if size else 1) * (2 if use == USE_BOTH else 1)
+    if mode:        # PER_ELEMENT: a feature cube of bpe-byte elements
+        oline, osurf = cube_strides(rng, W, H, ab, bpe)
+        on = cube_extent(W, H, C, oline, osurf, atom, ab, bpe)
+    else:           # PER_KERNEL: one element per channel, contiguous
+        oline, osurf = rng.getrandbits(32) & ~31, rng.getrandbits(32) & ~31
+        on = -(-C // atom) * atom * bpe
+    desc = []
+    if not disable:
+        ob = alloc.take(on)
+        w.mem_load(ob, rand_bytes(rng, on))
+        dma = dict(SUBS)[sub]
+        desc.append(f"{dma}:{['mul', 'alu', 'both'][use]},{bpe}B,{'elem' if mode else 'chan'}")
+    else:
+        ob = rng.getrandbits(32) & ~31
+    return [("SDP_RDMA", f"D_{sub}_BASE_ADDR_LOW", ob),
+            regs("SDP_RDMA", f"D_{sub}_BASE_ADDR_HIGH", **{f"{sub}_BASE_ADDR_HIGH": 0}),
+            ("SDP_RDMA", f"D_{sub}_LINE_STRIDE", oline),
+            ("SDP_RDMA", f"D_{sub}_SURFACE_STRIDE", osurf)], desc
+
+
 def sdp_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, *,
               illegal: bool = False) -> Layer:
     """One random SDP layer (module docstring): its input and operand images are loaded into
     ``w``; returns the Layer (writes of SDP_RDMA and SDP, output region)."""
     atom, ab = cfg.memory_atomic, cfg.atom_bytes
     W, H, C = _size(rng)
-    cp = -(-C // atom) * atom
     writes = []
     # input cube
     line, surf = cube_strides(rng, W, H, ab)
@@ -146,23 +176,9 @@ def sdp_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, *,
         writes.append(regs("SDP_RDMA", f"D_{dma}_CFG", **{f"{dma}_DISABLE": disable,
                       f"{dma}_DATA_USE": use, f"{dma}_DATA_SIZE": size, f"{dma}_DATA_MODE": mode,
                       f"{dma}_RAM_TYPE": 1}))
-        bpe = (2 if size else 1) * (2 if use == USE_BOTH else 1)
-        if mode:        # PER_ELEMENT: a feature cube of bpe-byte elements
-            oline, osurf = cube_strides(rng, W, H, ab, bpe)
-            on = cube_extent(W, H, C, oline, osurf, atom, ab, bpe)
-        else:           # PER_KERNEL: one element per channel, contiguous
-            oline, osurf = rng.getrandbits(32) & ~31, rng.getrandbits(32) & ~31
-            on = cp * bpe
-        if not disable:
-            ob = alloc.take(on)
-            w.mem_load(ob, rand_bytes(rng, on))
-            desc.append(f"{dma}:{['mul', 'alu', 'both'][use]},{bpe}B,{'elem' if mode else 'chan'}")
-        else:
-            ob = rng.getrandbits(32) & ~31
-        writes += [(("SDP_RDMA", f"D_{sub}_BASE_ADDR_LOW", ob)),
-                   regs("SDP_RDMA", f"D_{sub}_BASE_ADDR_HIGH", **{f"{sub}_BASE_ADDR_HIGH": 0}),
-                   ("SDP_RDMA", f"D_{sub}_LINE_STRIDE", oline),
-                   ("SDP_RDMA", f"D_{sub}_SURFACE_STRIDE", osurf)]
+        ow, od = operand_image(rng, cfg, alloc, w, sub, (W, H, C), use, size, mode, disable)
+        writes += ow
+        desc += od
     # EW: not on nv_small (bypassed; its fields are don't-cares there)
     writes.append(regs("SDP", "D_DP_EW_CFG", EW_BYPASS=1, EW_ALU_BYPASS=rng.randint(0, 1),
                        EW_ALU_ALGO=rng.randint(0, 3), EW_MUL_BYPASS=rng.randint(0, 1),
