@@ -528,8 +528,9 @@ def check_multipliers(dump_text: str, units=lambda module, path: path or module)
 def load_nvidia_reference(path: Path) -> dict:
     """NVIDIA's per-unit figures from the reference Markdown table (rows ``| top | LUT | FF | DSP
     | RAMB36 | wall |``): ``{key: {"name", "lut", "ff", "dsp", "ramb36"}}`` keyed by the row
-    name's first word lower-cased (``nv_nvdla``, ``sdp``, ``nocif``, ``csb_master`` ...). Empty
-    when the file is absent."""
+    name's first word lower-cased (``nv_nvdla``, ``sdp``, ``nocif``, ``csb_master`` ...). A row
+    of "one half of two" (NVIDIA's CMAC_A; CMAC_B is the same) counts twice: our ``cmac`` is both
+    halves. Empty when the file is absent."""
     path = Path(path)
     if not path.is_file():
         return {}
@@ -542,7 +543,9 @@ def load_nvidia_reference(path: Path) -> dict:
             lut, ff, dsp, r36 = (int(c.replace(",", "")) for c in cols[1:5])
         except ValueError:
             continue
-        out[cols[0].split()[0].lower()] = dict(name=cols[0], lut=lut, ff=ff, dsp=dsp, ramb36=r36)
+        k, name = (2, f"{cols[0]} x 2") if "one half of two" in cols[0] else (1, cols[0])
+        out[cols[0].split()[0].lower()] = dict(name=name, lut=k * lut, ff=k * ff, dsp=k * dsp,
+                                               ramb36=k * r36)
     return out
 
 

@@ -163,9 +163,12 @@ def test_nvidia_reference(tmp_path):
     md = tmp_path / "ref.md"
     md.write_text("| top | LUT1-6 | FF | DSP48E2 | RAMB36E2 | wall |\n|---|---:|---:|---:|---:|---:|\n"
                   "| NV_nvdla (whole) | 92,441 | 83,863 | 109 | 67 | 13:41 |\n"
-                  "| NOCIF (MCIF) | 10,801 | 13,177 | 0 | 0 | 1:01 |\n")
+                  "| NOCIF (MCIF) | 10,801 | 13,177 | 0 | 0 | 1:01 |\n"
+                  "| cmac (one half of two) | 1,435 | 1,604 | 32 | 0 | 0:21 |\n")
     ref = synth.load_nvidia_reference(md)
     assert ref["nv_nvdla"]["lut"] == 92441 and ref["nocif"]["ff"] == 13177
+    # our cmac is CMAC_A and CMAC_B: NVIDIA's half counts twice
+    assert (ref["cmac"]["lut"], ref["cmac"]["ff"], ref["cmac"]["dsp"]) == (2870, 3208, 64)
     assert synth._nvidia_row(ref, "mcif", False)["name"] == "NOCIF (MCIF)"
     assert synth.load_nvidia_reference(tmp_path / "absent.md") == {}
 
