@@ -293,16 +293,29 @@ def _unit_rows(hier: dict, inst: str, mod: str, path: str) -> list:
         Row(f"{inst}.{i}", m, 1, f"{path}.{i}" if path else i) for i, m in kids if _is_dma(i)]
 
 
+def _wrapped(hier: dict, mod: str) -> str | None:
+    """The module ``mod`` wraps, or None: its only child with children of its own, when ``mod``
+    has no unit child and either that child is its only child or that child holds the units
+    (``NV_nvdla``: ``core`` beside the CSB reset synchroniser)."""
+    kids = hier.get(mod, [])
+    inner = [m for _, m in kids if hier.get(m)]
+    if len(inner) != 1 or any(i in NVDLA_UNIT_NAMES for i, _ in kids):
+        return None
+    if len(kids) == 1 or any(i in NVDLA_UNIT_NAMES for i, _ in hier[inner[0]]):
+        return inner[0]
+    return None
+
+
 def report_tree(hier: dict, top: str) -> tuple[str, list]:
     """The units to report: ``(units root module, [Row, ...])``. The root is the top, or the
-    module below it when the top only wraps one (``NV_nvdla`` -> ``core``); each child of the
+    module below it when the top only wraps one (``NV_nvdla`` -> ``core``, :func:`_wrapped`); each child of the
     root is a unit (depth 0) and each child of a unit whose instance name ends in ``dma`` a
     sub-row (depth 1, named ``unit.dma``); a unit holding children named like NVDLA units
     (:data:`NVDLA_UNIT_NAMES`) is reported as those units plus a ``(container rest)`` row. For
     a top that is one unit (``--unit``) the rows are its DMA engines (or its units)."""
     root = top
-    while len(hier.get(root, [])) == 1 and hier[hier[root][0][1]]:
-        root = hier[root][0][1]
+    while (inner := _wrapped(hier, root)) is not None:
+        root = inner
     children = hier.get(root, [])
     if root == top and not any(i in NVDLA_UNIT_NAMES for i, _ in children):
         # a single unit as top: its DMA engines are the rows
@@ -530,7 +543,8 @@ def load_nvidia_reference(path: Path) -> dict:
     | RAMB36 | wall |``): ``{key: {"name", "lut", "ff", "dsp", "ramb36"}}`` keyed by the row
     name's first word lower-cased (``nv_nvdla``, ``sdp``, ``nocif``, ``csb_master`` ...). A row
     of "one half of two" (NVIDIA's CMAC_A; CMAC_B is the same) counts twice: our ``cmac`` is both
-    halves. Empty when the file is absent."""
+    halves (the whole design's rows ``cmac_a`` and ``cmac_b`` are each compared with one half).
+    Empty when the file is absent."""
     path = Path(path)
     if not path.is_file():
         return {}
@@ -543,9 +557,14 @@ def load_nvidia_reference(path: Path) -> dict:
             lut, ff, dsp, r36 = (int(c.replace(",", "")) for c in cols[1:5])
         except ValueError:
             continue
-        k, name = (2, f"{cols[0]} x 2") if "one half of two" in cols[0] else (1, cols[0])
-        out[cols[0].split()[0].lower()] = dict(name=name, lut=k * lut, ff=k * ff, dsp=k * dsp,
-                                               ramb36=k * r36)
+        key = cols[0].split()[0].lower()
+        if "one half of two" in cols[0]:         # also each half: cmac_a, cmac_b
+            for half in "ab":
+                out[f"{key}_{half}"] = dict(name=cols[0], lut=lut, ff=ff, dsp=dsp, ramb36=r36)
+            out[key] = dict(name=f"{cols[0]} x 2", lut=2 * lut, ff=2 * ff, dsp=2 * dsp,
+                            ramb36=2 * r36)
+        else:
+            out[key] = dict(name=cols[0], lut=lut, ff=ff, dsp=dsp, ramb36=r36)
     return out
 
 

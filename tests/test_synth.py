@@ -142,6 +142,10 @@ def test_report_tree():
                     R("sdp.wdma", "c.sdp.wdma", 1, "sdp.wdma"),
                     R("cdma", "c.conv.cdma", 0, "cacc.cdma"), R("cacc", "c.conv.cacc", 0, "cacc.cacc"),
                     R("cacc (container rest)", "c.conv", 0, "cacc", ("c.conv.cdma", "c.conv.cacc"))]
+    # NV_nvdla holds the CSB reset synchroniser beside core (two clock domains): still core
+    with_sync = dict(hier, NV_nvdla=[("core", "NV_nvdla.core"), ("csb_rst_sync", "NV_nvdla.sync")],
+                     **{"NV_nvdla.sync": []})
+    assert synth.report_tree(with_sync, "NV_nvdla") == (root, rows)
     root, rows = synth.report_tree(hier, "c.sdp")      # a unit alone: its DMA engines
     assert root == "c.sdp" and [r.name for r in rows] == ["rdma", "wdma"]
     root, rows = synth.report_tree(hier, "c.conv")     # the container alone: its units
@@ -169,6 +173,7 @@ def test_nvidia_reference(tmp_path):
     assert ref["nv_nvdla"]["lut"] == 92441 and ref["nocif"]["ff"] == 13177
     # our cmac is CMAC_A and CMAC_B: NVIDIA's half counts twice
     assert (ref["cmac"]["lut"], ref["cmac"]["ff"], ref["cmac"]["dsp"]) == (2870, 3208, 64)
+    assert synth._nvidia_row(ref, "cmac_b", False)["lut"] == 1435
     assert synth._nvidia_row(ref, "mcif", False)["name"] == "NOCIF (MCIF)"
     assert synth.load_nvidia_reference(tmp_path / "absent.md") == {}
 
