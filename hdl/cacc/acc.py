@@ -10,9 +10,11 @@ Pipeline (one partial-sum atom per cycle in, one int32 atom per cycle out):
   transparent to that write, so consecutive ops on one ``pos`` (a stripe of one pixel) see each
   other's sums without a stall (read-modify-write forwarding through the RAM's write-first
   mode).
-* on ``last`` the accumulator goes, registered, to the output stage (:func:`cacc_round`): shift
-  right by D_CLIP_CFG.CLIP_TRUNCATE with NVIDIA's rounding, saturation to int32, one saturation
-  flag per element;
+* on ``last`` the accumulator goes, registered, to the output stages (:func:`cacc_round`, in
+  two register stages for timing: :func:`cacc_round_shift` shifts right by
+  D_CLIP_CFG.CLIP_TRUNCATE keeping the guide and sticky bits, :func:`cacc_round_finish` rounds
+  the NVIDIA way and saturates to int32 with one saturation flag per element; ECP5: 85.9 MHz
+  with both in one stage);
 * the delivery buffer (``lib.fifo.SyncFIFOBuffered``, two stripes of atoms) decouples SDP,
   which takes an atom every ``atom / throughput`` cycles, from the burst of a stripe's last
   channel operation, so a stripe's delivery overlaps the next stripe's accumulation.
@@ -38,7 +40,7 @@ from hdl.lib.stream import Map, PipelineStage
 from hdl.regfile import unit_layout
 from hdl.regmap import REGMAP
 
-__all__ = ["Cacc", "cacc_round", "ACC_BITS"]
+__all__ = ["Cacc", "cacc_round", "cacc_round_shift", "cacc_round_finish", "SHIFTED", "ACC_BITS"]
 
 ACC_BITS = 34      # NVIDIA's int8 accumulator (NV_NVDLA_CACC_CALC_int8: 34-bit saturating sum)
 
@@ -57,15 +59,32 @@ def cacc_round(acc, truncate) -> tuple[Value, Value]:
         ``(value, sat)``: ``signed(32)`` result and a 1-bit flag set when the int32 saturation
         changed the value (NVIDIA's ``out_final_sat``, counted in D_OUT_SATURATION).
     """
+    return cacc_round_finish(cacc_round_shift(acc, truncate))
+
+
+#: what :func:`cacc_round_shift` keeps of one accumulator for :func:`cacc_round_finish`
+SHIFTED = data.StructLayout({"sft": signed(ACC_BITS), "guide": 1, "sticky": 1, "neg": 1})
+
+
+def cacc_round_shift(acc, truncate) -> Value:
+    """First half of :func:`cacc_round`: ``acc`` (signed(34)) shifted right by ``truncate``,
+    its guide bit, its sticky bit (any of the 15 bits below the guide) and its sign, as a
+    :data:`SHIFTED` value. Raises TypeError for another ``acc`` shape."""
     acc = Value.cast(acc)
     if len(acc) != ACC_BITS or not acc.shape().signed:
         raise TypeError(f"acc must be signed({ACC_BITS}), not {acc.shape()!r}")
     ext = Cat(Const(0, 16), acc).as_signed()              # signed(50)
     sh = ext >> truncate
-    sft = sh[16:16 + ACC_BITS].as_signed()
-    guide, sticky = sh[15], sh[:15].any()
-    point5 = guide & (~acc[-1] | sticky)
-    rounded_v = sft + point5                                # signed(35)
+    return Cat(sh[16:16 + ACC_BITS], sh[15], sh[:15].any(), acc[-1])
+
+
+def cacc_round_finish(shifted) -> tuple[Value, Value]:
+    """Second half of :func:`cacc_round`: the rounding (a positive value rounds up on its guide
+    bit, a negative one only with a sticky bit too) and the int32 saturation of a
+    :data:`SHIFTED` value; returns ``(value, sat)`` as :func:`cacc_round`."""
+    v = data.View(SHIFTED, Value.cast(shifted))
+    point5 = v.guide & (~v.neg | v.sticky)
+    rounded_v = v.sft + point5                              # signed(35)
     value = saturate(rounded_v, 32)
     sat = (rounded_v > (1 << 31) - 1) | (rounded_v < -(1 << 31))
     return value, sat
@@ -170,15 +189,25 @@ class Cacc(wiring.Component):
         # ---- output conversion and delivery buffer
         truncate = regs.d_clip_cfg.clip_truncate
 
-        def convert(mm, acc):
+        shifted_l = data.ArrayLayout(SHIFTED, k)
+
+        def shift(mm, acc):
+            res = Signal(shifted_l, name="shifted")
+            for i in range(k):
+                mm.d.comb += res[i].eq(cacc_round_shift(acc[i], truncate))
+            return res
+
+        def finish(mm, sh):
             res = Signal(out_l, name="converted")
             for i in range(k):
-                v, s = cacc_round(acc[i], truncate)
+                v, s = cacc_round_finish(sh[i])
                 mm.d.comb += [res.data[i].eq(v), res.sat[i].eq(s)]
             return res
 
-        m.submodules.convert = conv = Map(acc_l, out_l, convert)
-        wiring.connect(m, acc_reg.o, conv.i)
+        m.submodules.shift = shift_stage = Map(acc_l, shifted_l, shift)
+        m.submodules.convert = conv = Map(shifted_l, out_l, finish)
+        wiring.connect(m, acc_reg.o, shift_stage.i)
+        wiring.connect(m, shift_stage.o, conv.i)
         # delivery buffer: two stripes of atoms, so that SDP (one element per cycle on
         # nv_small: 8 cycles per atom) drains a stripe while the next one accumulates
         m.submodules.dlv = dlv = SyncFIFOBuffered(width=32 * k, depth=2 * self.stripe_max)
