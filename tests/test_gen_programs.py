@@ -106,10 +106,11 @@ def test_dc_programs_cover_the_pipeline(tmp_path):
     legal on the model: data reuse of all kept slices, partial reuse (kept + new lines, and
     nothing kept), weight reuse, strides, dilation, all four paddings, weights streaming
     through weight banks smaller than them, channel and kernel counts that are not whole atoms,
-    exact and rounded D_WEIGHT_BYTES, SDP operands from memory on the fly; and its outputs are not mostly saturated constants (the
-    SDP's shifts follow the data's magnitude)."""
+    D_WEIGHT_BYTES in 128-byte units, SDP operands from memory on the fly; and its outputs are
+    not mostly saturated constants (the SDP's shifts follow the data's magnitude)."""
     infos, varied = [], 0
-    for seed in MODEL_SEEDS:
+    for seed in range(50):      # fixed seeds: weights larger than the weight banks in ~7 % of
+        # programs; about half of these small layers' outputs saturate
         prog = dc_generate(seed, NV_SMALL)
         p = prepare(prog, tmp_path, NV_SMALL)
         for lay, c in zip(prog.layers, p.model.checks):
@@ -126,7 +127,8 @@ def test_dc_programs_cover_the_pipeline(tmp_path):
         "weights > weight banks": any(i["wbytes"] > i["wb"] * NV_SMALL.cbuf_bank_depth
                                       * NV_SMALL.cbuf_bank_width for i in infos),
         "partial atoms": any(i["C"] % 8 for i in infos) and any(i["K"] % 8 for i in infos),
-        "weight bytes exact and rounded": {i["wbytes"] % 128 == 0 for i in infos} == {True, False},
+        # NVIDIA's RTL hangs on weight bytes that are not a multiple of 128 (verif/gen/dc.py)
+        "weight bytes in 128-byte units": all(i["wbytes"] % 128 == 0 for i in infos),
         "SDP operands from memory (ALU, MUL, both)": {u for i in infos for u in i["sdp_mem"].values()}
         == {0, 1, 2},
     }
