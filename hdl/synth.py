@@ -557,14 +557,12 @@ def load_nvidia_reference(path: Path) -> dict:
             lut, ff, dsp, r36 = (int(c.replace(",", "")) for c in cols[1:5])
         except ValueError:
             continue
-        key = cols[0].split()[0].lower()
-        if "one half of two" in cols[0]:         # also each half: cmac_a, cmac_b
-            for half in "ab":
-                out[f"{key}_{half}"] = dict(name=cols[0], lut=lut, ff=ff, dsp=dsp, ramb36=r36)
+        key, row = cols[0].split()[0].lower(), dict(name=cols[0], lut=lut, ff=ff, dsp=dsp, ramb36=r36)
+        out[key] = row
+        if "one half of two" in cols[0]:         # each half (cmac_a, cmac_b), and both as key
+            out[f"{key}_a"] = out[f"{key}_b"] = row
             out[key] = dict(name=f"{cols[0]} x 2", lut=2 * lut, ff=2 * ff, dsp=2 * dsp,
                             ramb36=2 * r36)
-        else:
-            out[key] = dict(name=cols[0], lut=lut, ff=ff, dsp=dsp, ramb36=r36)
     return out
 
 

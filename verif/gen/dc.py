@@ -19,8 +19,8 @@ Drawn per layer, within nv_small's limits (``cfg``: atomic C/K, CBUF banks x dep
   group of weights plus 128 bytes (guide: "WEIGHT_BANK should be allocated large enough to store
   one kernel group weight plus 128Bytes"), spare banks spread at random, the two at most the
   CBUF's banks; weights larger than the weight banks stream through them ("full input, partial
-  weight"); D_WEIGHT_BYTES rounded up to 128 (as NVIDIA's traces: NVIDIA's RTL hangs otherwise); FETCH_GRAIN with
-  (GRAINS+1) x ENTRY_PER_SLICE within the data banks;
+  weight"); D_WEIGHT_BYTES rounded up to 128 (as NVIDIA's traces: NVIDIA's RTL hangs
+  otherwise); FETCH_GRAIN with (GRAINS+1) x ENTRY_PER_SLICE within the data banks;
 * CACC CLIP_TRUNCATE around the accumulator's magnitude (sometimes any 0..31), D_DATAOUT_MAP
   packed only for a 1x1 output (guide table);
 * SDP on the fly: the BS and BN sub-units (bypass, ALU MAX/MIN/SUM with a register operand and
@@ -348,7 +348,8 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
         # D_WEIGHT_BYTES rounded up to 128 bytes, as every NVIDIA trace: NVIDIA's nv_small RTL
         # never finishes a layer whose weight bytes are not a multiple of 128 (observed through
         # --rtl-filelist: dc seed 30002, 246 bytes, hangs with CDMA and CSC busy; 256 passes).
-        # The draw is kept so that every other draw of a seed stays as it was.
+        # (the old exact-or-rounded draw is kept: the bank and reuse draws that follow stay those
+        # of the same seed; the weight image, now longer, shifts the draws after it)
         rng.random()
         wreg = ceil_div(wbytes, 128) * 128
         db_need = ceil_div(eps * H, depth)

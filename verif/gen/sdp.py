@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import random
 
-from verif.gen.common import (Alloc, Layer, Program, cube_extent, cube_strides, emit, rand_bytes,
-                              regs, signed, small_biased)
+from verif.gen.common import (Alloc, Layer, Program, ceil_div, cube_extent, cube_strides, emit,
+                              rand_bytes, regs, signed, small_biased)
 from verif.gen.writer import TraceWriter
 
 USE_MUL, USE_ALU, USE_BOTH = 0, 1, 2
@@ -105,7 +105,7 @@ def operand_image(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, sub: st
         on = cube_extent(W, H, C, oline, osurf, atom, ab, bpe)
     else:           # PER_KERNEL: one element per channel, contiguous
         oline, osurf = rng.getrandbits(32) & ~31, rng.getrandbits(32) & ~31
-        on = -(-C // atom) * atom * bpe
+        on = ceil_div(C, atom) * atom * bpe
     desc = []
     if not disable:
         ob = alloc.take(on)
