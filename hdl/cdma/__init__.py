@@ -40,19 +40,20 @@ atoms) and goes to the next slice after the entry marked ``slice_last``; no band
 """
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
-from amaranth.lib import stream, wiring
+from amaranth.hdl import Cat, Module, Mux, Signal, signed, unsigned
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from hdl.axi import DmaReadSignature
 from hdl.cbuf import CbufGeometry, wr_layout
 from hdl.cbuf.keep import keep_layout
 from hdl.cdma.dma import BAND_BITS, ENTRY_COUNT_BITS, FeatureReadDma, WeightReadDma
-from hdl.cdma.image import PixelFetch
+from hdl.cdma.image import CvtEn, PixelFetch, cvt_finish, cvt_product
 from hdl.config import NvdlaConfig
 from hdl.dma import read_dma_params
 from hdl.dma.cube import CUBE_DIM_BITS
 from hdl.dma.walker import log2
+from hdl.lib.stream import Map
 from hdl.regfile import unit_layout
 from hdl.regmap import REGMAP
 from hdl.regmap.types import field_enum
@@ -207,14 +208,44 @@ class Cdma(wiring.Component):
             i.rsp.payload.eq(port.rsp.payload),
             port.rsp.ready.eq(Mux(pixel, i.rsp.ready, f.rsp.ready)),
         ]
+        fatoms = self.feature_convert(m, dma.atoms)
         atoms = stream.Signature(unsigned(cfg.cbuf_bank_width * 8)).create()
         m.d.comb += [
-            atoms.valid.eq(Mux(pixel, img.atoms.valid, dma.atoms.valid)),
-            atoms.payload.eq(Mux(pixel, img.atoms.payload.data, dma.atoms.payload)),
-            dma.atoms.ready.eq(atoms.ready & ~pixel),
+            atoms.valid.eq(Mux(pixel, img.atoms.valid, fatoms.valid)),
+            atoms.payload.eq(Mux(pixel, img.atoms.payload.data, fatoms.payload)),
+            fatoms.ready.eq(atoms.ready & ~pixel),
             img.atoms.ready.eq(atoms.ready & pixel),
         ]
         return atoms, dma.busy | img.busy, img.atoms.payload.slice_last
+
+    def feature_convert(self, m: Module, atoms):
+        """CDMA's input converter on feature atoms (D_CVT_CFG.CVT_EN; the model's
+        ``ConvCore._fetch_feature`` records it from NVIDIA's nv_small RTL: the converter takes
+        the direct-convolution writes too, each byte a signed int8 with CVT_OFFSET, never the
+        means). Two :class:`hdl.lib.stream.Map` stages (product; rounding and saturation), so
+        2 cycles of latency at one entry per cycle; with CVT_EN off the bytes pass unchanged.
+        Returns the converted stream of entry-wide atoms."""
+        cfg, regs = self.cfg, self.regs
+        lanes = cfg.cbuf_bank_width
+        cvt = regs.d_cvt_cfg
+        mid = data.StructLayout({"byte": unsigned(lanes * 8),
+                                 "prod": data.ArrayLayout(signed(34), lanes)})
+
+        def product(mm, p):
+            return {"byte": p, "prod": Cat(*(cvt_product(mm, p.word_select(i, 8).as_signed(),
+                                                         regs.d_cvt_offset.cvt_offset,
+                                                         regs.d_cvt_scale.cvt_scale, f"fdiff{i}")
+                                             for i in range(lanes)))}
+
+        def finish(mm, p):
+            conv = Cat(*(cvt_finish(p.prod[i], cvt.cvt_truncate) for i in range(lanes)))
+            return Mux(cvt.cvt_en == CvtEn.ENABLE, conv, p.byte)
+
+        m.submodules.fcvt1 = s1 = Map(unsigned(lanes * 8), mid, product)
+        m.submodules.fcvt2 = s2 = Map(mid, unsigned(lanes * 8), finish)
+        wiring.connect(m, atoms, s1.i)
+        wiring.connect(m, s1.o, s2.i)
+        return s2.o
 
     def elaborate(self, platform):
         m = Module()

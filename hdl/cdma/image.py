@@ -58,13 +58,30 @@ from hdl.regmap import REGMAP
 from hdl.regmap.types import field_enum
 
 __all__ = ["PIXEL_FORMATS", "PixelFetch", "PixelWalker", "PixelReadDma", "PlaneUnpacker",
-           "EntryPacker", "pixel_geom_layout", "pixel_info_layout", "image_atom_layout",
+           "EntryPacker", "cvt_product", "cvt_finish", "pixel_geom_layout", "pixel_info_layout", "image_atom_layout",
            "LINE_BYTES_BITS"]
 
 PixelFormat = field_enum("CDMA", "D_DATAIN_FORMAT", "PIXEL_FORMAT")
 SignOverride = field_enum("CDMA", "D_DATAIN_FORMAT", "PIXEL_SIGN_OVERRIDE")
 MeanFormat = field_enum("CDMA", "D_MEAN_FORMAT", "MEAN_FORMAT")
 CvtEn = field_enum("CDMA", "D_CVT_CFG", "CVT_EN")
+
+
+def cvt_product(m: Module, x, offset, scale, name: str):
+    """CDMA input converter, first half, one byte lane: ``(x - offset) * scale`` (``x`` the
+    byte as a signed value, ``offset`` and ``scale`` signed 16-bit registers). Returns the
+    34-bit signed product (NVIDIA's NV_NVDLA_CDMA_CVT_cell as the model records it: 18-bit
+    difference, 34-bit product; v1_ias_precision.rst "Convertor")."""
+    diff = Signal(signed(18), name=name)
+    m.d.comb += diff.eq(x - offset)
+    return diff * scale
+
+
+def cvt_finish(prod, truncate):
+    """CDMA input converter, second half: the 34-bit ``prod`` shifted right by ``truncate``
+    (6 bits) with rounding half away from zero, saturated to int8 (a shift of 34 or more
+    gives 0). Returns a signed 8-bit value."""
+    return saturate(shift_right_round(prod, truncate), 8)
 
 #: The int8 pixel formats (format.rst tab_pixel_formats): name -> (bytes per pixel of each
 #: plane, channel order). ``order[i]`` is the byte of the pixel (plane-0 bytes, then plane-1
@@ -581,10 +598,8 @@ class PixelFetch(wiring.Component):
                 mm.d.comb += b.eq(p.raw.word_select(order[i], 8))
                 xv = Mux(signed_in, b.as_signed(), Cat(b, Const(0, 1)).as_signed())
                 off = Mux(mean_on, means[i], regs.d_cvt_offset.cvt_offset)
-                diff = Signal(signed(18), name=f"diff{i}")       # NVIDIA: 18-bit subtract
-                mm.d.comb += diff.eq(xv - off)
                 byte.append(b)
-                prod.append(diff * regs.d_cvt_scale.cvt_scale)   # 34-bit product
+                prod.append(cvt_product(mm, xv, off, regs.d_cvt_scale.cvt_scale, f"diff{i}"))
             out["byte"] = Cat(*byte)
             out["prod"] = Cat(*prod)
             return out
@@ -594,7 +609,7 @@ class PixelFetch(wiring.Component):
         def stage2(mm, p):
             lanes = []
             for i in range(PIXEL_BYTES):
-                conv = saturate(shift_right_round(p.prod[i], cvt.cvt_truncate), 8)
+                conv = cvt_finish(p.prod[i], cvt.cvt_truncate)
                 v = Mux(p.pad, pad_byte, Mux(cvt_on, conv.as_unsigned(), p.byte[i]))
                 lanes.append(Mux(i < channels, v, 0))
             return {"data": Cat(*lanes), "last": p.last}

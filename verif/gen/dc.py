@@ -35,11 +35,15 @@ Drawn per layer, within nv_small's limits (``cfg``: atomic C/K, CBUF banks x dep
   rest followed by new lines (partial reuse, CSC DATAIN_HEIGHT_EXT = kept + CDMA DATAIN_HEIGHT;
   or nothing kept when it released all); after a SKIP_WEIGHT_RLS layer whose weights fit the
   weight banks, WEIGHT_REUSE (same K x R x S x C; D_WEIGHT_ADDR points at other bytes).
-  SKIP_WEIGHT_RLS is only set when the whole weights (plus 128 bytes) fit the weight banks.
+  SKIP_WEIGHT_RLS is only set when the whole weights (plus 128 bytes) fit the weight banks, and
+  always when D_WEIGHT_BYTES reaches past the weights' last CBUF entry (NVIDIA's CSC would read
+  the next layer's weights early otherwise: model ``ConvCore._weights``).
 * registers a DC layer does not use get random values, as NVIDIA's dc_* traces give them:
-  CDMA's pixel format/mapping/sign/offsets, mean and input converter (NVIDIA's dc_1x1x8 trace
-  enables the converter; it does not apply to feature data), WMB/WGS addresses, the second
-  plane, CYA, NaN/perf enables, CSC D_PRA_CFG; CDMA's pad value is CSC's.
+  CDMA's pixel format/mapping/sign/offsets and means, WMB/WGS addresses, the second plane, CYA,
+  NaN/perf enables, CSC D_PRA_CFG; CDMA's pad value is CSC's;
+* CDMA's input converter (CVT_EN in a fifth of the layers, any offset/scale/truncate): NVIDIA's
+  RTL converts feature data with it too (observed through --rtl-filelist; model
+  ``ConvCore._fetch_feature``).
 
 The first layer of a program never sets a reuse flag. CDMA's S_CBUF_FLUSH_STATUS is polled
 first. A register group is programmed again only after every done interrupt of the layer that
@@ -368,6 +372,14 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
             wb = wb_need if rng.random() < 0.4 else rng.randint(wb_need, nbanks - db)
         if wt_reuse:
             wreg = prev.wbytes
+        if wreg // ebytes != ceil_div(wbytes, ebytes) and not skip_wt:
+            # Weights padded past their last CBUF entry must stay (SKIP_WEIGHT_RLS): a normal
+            # release frees only the entries CSC read, so NVIDIA's CSC would read the next
+            # layer's weights that many entries early (the model rejects it: ConvCore._weights);
+            # a later layer without WEIGHT_REUSE frees all WEIGHT_BYTES of kept weights.
+            if ceil_div(wreg + 128, bank_bytes) > wb:
+                continue
+            skip_wt = True
         break
     else:
         raise RuntimeError("no DC geometry found")

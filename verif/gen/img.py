@@ -113,7 +113,8 @@ def generate(seed: int, cfg, case: ImgCase | None = None) -> Program:
         base = alloc.take(size)
         w.mem_load(base, rng.randbytes(size))
         planes.append((base, ls))
-    wbytes = r * cw * K
+    # D_WEIGHT_BYTES rounded up to 128 bytes (NVIDIA's RTL hangs otherwise; model ConvCore.run)
+    wbytes = ceil_div(r * cw * K, 128) * 128
     wbase = alloc.take(wbytes, 128)
     w.mem_load(wbase, rng.randbytes(wbytes))
     out_line = wo * cfg.atom_bytes
@@ -122,11 +123,21 @@ def generate(seed: int, cfg, case: ImgCase | None = None) -> Program:
     obase = alloc.take(out_size)
     entries = ceil_div((pl + W + pr) * cpix, bank_w)
     data_bank = max(1, ceil_div(entries * H, cfg.cbuf_bank_depth)) - 1
+    # weights padded past their last CBUF entry stay in CBUF (SKIP_WEIGHT_RLS) when they fit:
+    # released, they would put NVIDIA's CBUF weight ring out of step for the next program run
+    # in the same simulation (model ConvCore._weights)
+    bank_bytes = cfg.cbuf_bank_depth * bank_w
+    weight_bank = max(data_bank + 1, ceil_div(wbytes + 128, bank_bytes) - 1)
+    skip_wt = (wbytes // bank_w != ceil_div(r * cw * K, bank_w)
+               and data_bank + weight_bank + 2 <= cfg.cbuf_bank_number)
+    if not skip_wt:
+        weight_bank = data_bank + 1
     (p0, ls0), (p1, ls1) = planes[0], planes[-1] if len(planes) == 2 else (0, 0)
 
     common = dict(DATAIN_FORMAT=1, DATAIN_WIDTH_EXT=W - 1, DATAIN_HEIGHT_EXT=H - 1,
                   CONV_MODE=0, IN_PRECISION=0, PROC_PRECISION=0, ENTRIES=entries - 1,
-                  WEIGHT_BYTES=wbytes, DATA_BANK=data_bank, WEIGHT_BANK=data_bank + 1,
+                  WEIGHT_BYTES=wbytes, DATA_BANK=data_bank, WEIGHT_BANK=weight_bank,
+                  SKIP_WEIGHT_RLS=int(skip_wt),
                   WEIGHT_FORMAT=0, BATCHES=0)
     cdma = dict(common, PIXEL_FORMAT=case.fmt, PIXEL_MAPPING=0, PIXEL_SIGN_OVERRIDE=int(sign),
                 DATAIN_WIDTH=W - 1, DATAIN_HEIGHT=H - 1, DATAIN_CHANNEL=cpix - 1,

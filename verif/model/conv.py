@@ -181,6 +181,8 @@ class ConvCore:
         self.cfg, self.mem = cfg, mem
         self.data: dict | None = None       # CBUF data slices of the previous layer
         self.weights: dict | None = None    # CBUF weights of the previous layer
+        # CBUF weight-ring drift: {"banks": (DATA_BANK, WEIGHT_BANK), "entries": n}, see _weights
+        self.wt_drift: dict | None = None
         self.layers = 0
 
     # ---------------------------------------------------------------- checks
@@ -234,11 +236,22 @@ class ConvCore:
     # ---------------------------------------------------------------- CDMA: data
     def _fetch_feature(self, cdma) -> np.ndarray:
         """CDMA direct-convolution fetch: the feature cube (C, H, W) int64 as stored in memory
-        (format.rst "Feature Data Format"; D_LINE_STRIDE / D_SURF_STRIDE in bytes)."""
+        (format.rst "Feature Data Format"; D_LINE_STRIDE / D_SURF_STRIDE in bytes), through
+        CDMA's input converter when D_CVT_CFG.CVT_EN is set.
+
+        Observed in NVIDIA nv_small RTL (NV_NVDLA_CDMA_cvt: ``cvt_wr_en`` takes the DC writes as
+        well as the image ones; NV_NVDLA_CDMA_dc ties the mean and unsigned flags of its writes
+        to 0) and on its runs of generated programs (every pixel of a CVT_EN program arrived at
+        CMAC as the converted value): feature bytes are converted as signed int8 with CVT_OFFSET
+        (never the per-channel means, whatever MEAN_FORMAT says), CVT_SCALE and CVT_TRUNCATE.
+        The padding CSC inserts is not converted."""
         w, h, c = cdma.f("DATAIN_WIDTH") + 1, cdma.f("DATAIN_HEIGHT") + 1, cdma.f("DATAIN_CHANNEL") + 1
         base = cdma.addr("D_DAIN_ADDR_HIGH_0", "D_DAIN_ADDR_LOW_0")
         raw = read_cube(self.mem, base, w, h, c, cdma.f("LINE_STRIDE"), cdma.f("SURF_STRIDE"),
                         self.cfg.atom_bytes)
+        if cdma.f("CVT_EN"):
+            return cdma_convert(raw, True, _s(cdma.f("CVT_OFFSET"), 16), _s(cdma.f("CVT_SCALE"), 16),
+                                cdma.f("CVT_TRUNCATE"))
         return raw.view(np.int8).astype(np.int64)
 
     def _fetch_pixels(self, cdma) -> np.ndarray:
@@ -352,6 +365,19 @@ class ConvCore:
         kept in CBUF from the previous layer (WEIGHT_REUSE after SKIP_WEIGHT_RLS; the cmod
         rejects WEIGHT_REUSE after a layer that released its weights)."""
         key = (mode, csc.f("DATA_BANK"), csc.f("WEIGHT_BANK"))
+        banks = key[1:]
+        if self.wt_drift is not None and self.wt_drift["banks"] != banks:
+            self.wt_drift = None        # a bank change: CSC's pending handshake resets the ring
+        if self.wt_drift is not None and not csc.f("WEIGHT_REUSE"):
+            d = self.wt_drift["entries"]
+            raise ModelConfigError(
+                f"CBUF weight ring out of step: an earlier layer's D_WEIGHT_BYTES wrote {d} CBUF "
+                "entries more than the R*S*C*K bytes CSC read and released (it released them "
+                "without SKIP_WEIGHT_RLS), so with the same D_BANK NVIDIA's CSC reads this "
+                f"layer's weights {d} entries before where CDMA writes them (observed on NVIDIA's "
+                "nv_small RTL, NV_NVDLA_CSC_wl wt_entry_st: a normal release frees the entries "
+                "read, a release of kept weights frees WEIGHT_BYTES). Pad weights only in layers "
+                "that keep them (SKIP_WEIGHT_RLS), or change D_BANK")
         if csc.f("WEIGHT_REUSE"):
             w = self.weights
             if w is None or w["key"] != key:
@@ -436,11 +462,14 @@ class ConvCore:
             raise ModelConfigError(f"CDMA.D_WEIGHT_SIZE_0.BYTE_PER_KERNEL+1={cdma.f('BYTE_PER_KERNEL') + 1} "
                                    f"must be R*S*C={bpk}")
         # programming guide "<CDMA|CSC>.WEIGHT_BYTES": R*S*C*BPE*K; NVIDIA's traces program it
-        # rounded up to 128 bytes (format.rst: "Append 0s ... for 128-byte alignment")
+        # rounded up to 128 bytes (format.rst: "Append 0s ... for 128-byte alignment"), and
+        # NVIDIA's nv_small RTL never finishes a layer whose count is not a multiple of 128
+        # (observed through --rtl-filelist: 246 bytes hang with CDMA and CSC busy, 256 pass)
         wbytes = csc.f("WEIGHT_BYTES")
-        if wbytes not in (bpk * k, -(-bpk * k // 128) * 128):
-            raise ModelConfigError(f"CSC.D_WEIGHT_BYTES={wbytes} must be R*S*C*K={bpk * k} (or that rounded "
-                                   "up to 128 bytes; programming guide <CDMA|CSC>.WEIGHT_BYTES)")
+        if wbytes != -(-bpk * k // 128) * 128:
+            raise ModelConfigError(f"CSC.D_WEIGHT_BYTES={wbytes} must be R*S*C*K={bpk * k} rounded up to "
+                                   "a multiple of 128 bytes (programming guide <CDMA|CSC>.WEIGHT_BYTES; "
+                                   "NVIDIA's RTL hangs on a count that is not a multiple of 128)")
         # programming guide Limitation: "Left/Right padding should be less than S, Top/Bottom
         # padding should be less than R" (S, R dilated: NVIDIA's dc_8192x1x1 trace pads 15 with a
         # 2x3 kernel dilated to 23x31)
@@ -482,7 +511,16 @@ class ConvCore:
 
         self._release_data(csc, cube, mode)
         key = (mode, csc.f("DATA_BANK"), csc.f("WEIGHT_BANK"))
-        self.weights = {"key": key, "w": wts} if csc.f("SKIP_WEIGHT_RLS") else None
+        written = (self.weights["wbytes"] if csc.f("WEIGHT_REUSE") else wbytes) // cfg.cbuf_bank_width
+        if csc.f("SKIP_WEIGHT_RLS"):
+            self.weights = {"key": key, "w": wts, "wbytes": written * cfg.cbuf_bank_width}
+        else:
+            # a normal release frees the entries CSC read; CDMA wrote WEIGHT_BYTES (see _weights)
+            self.weights = None
+            drift = written - -(-bpk * k // cfg.cbuf_bank_width)
+            if drift:
+                prev = self.wt_drift["entries"] if self.wt_drift is not None else 0
+                self.wt_drift = {"banks": key[1:], "entries": prev + drift}
         return out
 
     # ---------------------------------------------------------------- CSC + CMAC
