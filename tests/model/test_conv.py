@@ -124,7 +124,7 @@ def program_dc(L, *, w, h, c, k, r, s, sx=1, sy=1, dx=1, dy=1, pl=0, pr=0, pt=0,
     ls = w * 8
     L.both(CONV_MODE=0, IN_PRECISION=0, PROC_PRECISION=0, DATAIN_FORMAT=0, DATAIN_WIDTH=w - 1, DATAIN_HEIGHT=h - 1,
            DATAIN_CHANNEL=c - 1, DATAIN_WIDTH_EXT=w - 1, DATAIN_HEIGHT_EXT=(csc_h or h) - 1,
-           DATAIN_CHANNEL_EXT=c - 1, ENTRIES=w * -(-c // ATOM_C) - 1, WEIGHT_BYTES=r * s * c * k,
+           DATAIN_CHANNEL_EXT=c - 1, ENTRIES=w * -(-c // ATOM_C) - 1, WEIGHT_BYTES=-(-r * s * c * k // 128) * 128,
            DATA_BANK=data_bank, WEIGHT_BANK=weight_bank, PAD_VALUE=pad)
     L.set("CDMA", DATAIN_HEIGHT_EXT=h - 1, LINE_STRIDE=ls, SURF_STRIDE=ls * h,
           DATAIN_ADDR_LOW_0=dat, WEIGHT_ADDR_LOW=wt, BYTE_PER_KERNEL=r * s * c - 1,
@@ -264,7 +264,7 @@ def test_image_every_pixel_format(fmt, variant):
     mem.write(0x9000_0000, naive_weights_to_memory(wts))
     wo, ho = (Wp - S) // sx + 1, (pt + H + pb - R) // sy + 1
     L.both(CONV_MODE=0, IN_PRECISION=0, PROC_PRECISION=0, DATAIN_FORMAT=1, DATAIN_WIDTH_EXT=W - 1, DATAIN_HEIGHT_EXT=H - 1,
-           DATAIN_CHANNEL_EXT=cpix - 1, ENTRIES=-(-Wp * cpix // 8) - 1, WEIGHT_BYTES=R * cw * K,
+           DATAIN_CHANNEL_EXT=cpix - 1, ENTRIES=-(-Wp * cpix // 8) - 1, WEIGHT_BYTES=-(-R * cw * K // 128) * 128,
            DATA_BANK=3, WEIGHT_BANK=3, PAD_VALUE=pad_csc)
     L.set("CDMA", PIXEL_FORMAT=fmt, DATAIN_WIDTH=W - 1, DATAIN_HEIGHT=H - 1, DATAIN_CHANNEL=cpix - 1,
           PIXEL_X_OFFSET=xoff, DATAIN_ADDR_LOW_0=bases[0], DATAIN_ADDR_LOW_1=bases[1],
@@ -333,23 +333,47 @@ def test_full_data_reuse_skips_fetch_and_no_reuse_drops_slices():
     load_dc(mem, x, wts)
     core = ConvCore(CFG, mem)
     L1 = Layer()
-    program_dc(L1, w=w, h=h, c=c, k=k, r=2, s=2, misc=dict(SKIP_DATA_RLS=1))
+    # (weights padded to 128 bytes stay: SKIP_WEIGHT_RLS, see test_weight_ring_out_of_step)
+    program_dc(L1, w=w, h=h, c=c, k=k, r=2, s=2, misc=dict(SKIP_DATA_RLS=1, SKIP_WEIGHT_RLS=1))
     first = core.run(*L1.views()).tolist()
     mem.write(0x8000_0000, bytes(4096))          # a fetch would now read zeros
     L2 = Layer()
-    program_dc(L2, w=w, h=h, c=c, k=k, r=2, s=2, trunc=1, misc=dict(DATA_REUSE=1))
+    program_dc(L2, w=w, h=h, c=c, k=k, r=2, s=2, trunc=1, misc=dict(DATA_REUSE=1, SKIP_WEIGHT_RLS=1))
     exp = [[[round_away(v, 1) for v in row] for row in ch] for ch in naive_dc(x, wts, h - 1, w - 1, 1, 1, 1, 1, 0, 0, 0)]
     assert first == naive_dc(x, wts, h - 1, w - 1, 1, 1, 1, 1, 0, 0, 0)
     assert core.run(*L2.views()).tolist() == exp
     # layer 3 without DATA_REUSE fetches again (zeros now)
     L3 = Layer()
-    program_dc(L3, w=w, h=h, c=c, k=k, r=2, s=2)
+    program_dc(L3, w=w, h=h, c=c, k=k, r=2, s=2, misc=dict(SKIP_WEIGHT_RLS=1))
     assert not core.run(*L3.views()).any()
     # DATA_REUSE with a different data bank does not reuse: fetch + size check
     L4 = Layer()
     program_dc(L4, w=w, h=h, c=c, k=k, r=2, s=2, csc_h=h + 1, data_bank=5, misc=dict(DATA_REUSE=1))
     with pytest.raises(ModelConfigError, match="DATAIN_HEIGHT_EXT"):
         core.run(*L4.views())
+
+
+def test_weight_ring_out_of_step():
+    """Weights padded past their last CBUF entry (3 x 2x2x9 = 108 bytes in 14 entries,
+    WEIGHT_BYTES 128 = 16 entries) released normally leave NVIDIA's CSC 2 entries behind CDMA:
+    the next layer fetching weights into the same banks is rejected; a bank change resets the
+    ring; kept weights (SKIP_WEIGHT_RLS) are released whole and leave it in step."""
+    rng = random.Random(5)
+    c, w, h, k = 9, 4, 5, 3
+    mem = Memory()
+    load_dc(mem, rnd_cube(rng, c, h, w), rnd_weights(rng, k, 2, 2, c))
+    core = ConvCore(CFG, mem)
+    for misc in (dict(SKIP_WEIGHT_RLS=1), {}):
+        L = Layer()
+        program_dc(L, w=w, h=h, c=c, k=k, r=2, s=2, misc=misc)
+        core.run(*L.views())                           # in step so far
+    L = Layer()
+    program_dc(L, w=w, h=h, c=c, k=k, r=2, s=2)
+    with pytest.raises(ModelConfigError, match="2 entries before"):
+        core.run(*L.views())
+    L = Layer()
+    program_dc(L, w=w, h=h, c=c, k=k, r=2, s=2, data_bank=5)
+    core.run(*L.views())                               # other banks: the ring starts afresh
 
 
 # ----------------------------------------------------------------------------- illegal
@@ -359,6 +383,16 @@ def _base_layer(**kw):
     args.update(kw)
     program_dc(L, **args)
     return ConvCore(CFG, mem), L
+
+
+@pytest.mark.parametrize("wbytes", [144, 384])
+def test_weight_bytes_128_multiple(wbytes):
+    """R*S*C*K = 144 bytes: D_WEIGHT_BYTES must be 256 (the exact count hangs NVIDIA's RTL;
+    more than the rounding is not what the hardware's CBUF accounting expects)."""
+    core, L = _base_layer()
+    L.both(WEIGHT_BYTES=wbytes)
+    with pytest.raises(ModelConfigError, match="multiple of 128"):
+        core.run(*L.views())
 
 
 @pytest.mark.parametrize("kw,field,match", [
