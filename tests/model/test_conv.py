@@ -226,6 +226,8 @@ def test_image_every_pixel_format(fmt, variant):
     W, H, R, S, K = 7, 5, 2, 3, 9
     pl, pr, pt, pb, sx, sy = 1, 2, 1, 1, 2, 1
     xoff = rng.randint(0, 31)
+    if len(planes) == 2 and xoff >= 8:
+        xoff %= 8   # semi-planar: the Y plane must not fetch past the padded line (test below)
     sign = variant != "offset" and fmt % 2 == 1
     means = [rng.randint(-300, 300) for _ in range(4)]
     offset, scale, trunc = rng.randint(-100, 100), rng.randint(-700, 700), rng.randint(0, 9)
@@ -383,6 +385,20 @@ def _base_layer(**kw):
     args.update(kw)
     program_dc(L, **args)
     return ConvCore(CFG, mem), L
+
+
+def test_semi_planar_x_offset_past_the_line():
+    """T_Y8___V8U8_N444, W 9, no padding: PIXEL_X_OFFSET 8 still fits the line's atoms (NVIDIA's
+    RTL and the model agree), 31 makes the Y plane fetch 2 atoms too many (NVIDIA's RTL then
+    delivers wrong lines): rejected."""
+    from verif.model.conv import PIXEL_FORMATS_INT8
+    fmt = next(f for f, v in PIXEL_FORMATS_INT8.items() if v[0] == "T_Y8___V8U8_N444")
+    core = ConvCore(CFG, Memory())
+    regs = {"PAD_LEFT": 0, "PAD_RIGHT": 0}
+    cdma = type("V", (), {"f": staticmethod(lambda n: regs[n])})
+    core._check_semi_planar_x_offset(cdma, PIXEL_FORMATS_INT8[fmt][1], 9, 8)
+    with pytest.raises(ModelConfigError, match="PIXEL_X_OFFSET=31"):
+        core._check_semi_planar_x_offset(cdma, PIXEL_FORMATS_INT8[fmt][1], 9, 31)
 
 
 @pytest.mark.parametrize("wbytes", [144, 384])

@@ -89,10 +89,17 @@ def generate(seed: int, cfg, case: ImgCase | None = None) -> Program:
     pb = rng.randint(0, r - 1) if case.pad else 0
     H = max(H, r - pt - pb)        # at least one output line (R up to 7 at 4-line extension)
     sx, sy = rng.choice((1, 1, 2)), rng.choice((1, 1, 2))
+    if ext > 1 and sx * cpix * ext > atom_c:
+        sx = 1      # post-extension limit on the x stride (model ConvCore.run)
     cw = s * cpix
     wo = (pl + W + pr - s) // sx + 1
     ho = (pt + H + pb - r) // sy + 1
     xoff = case.xoff if case.xoff is not None else rng.randint(0, 31)
+    a = cfg.atom_bytes                  # Y-plane pixels per atom (1-byte pixels)
+    if len(bpp) == 2 and (W - 1 + xoff) // a + 1 > (pl + W - 1 + pr) // a + 2 - (xoff < pl):
+        # semi-planar: plane 0 must not fetch more atoms than the padded line holds (model
+        # ConvCore._check_semi_planar_x_offset); the in-atom part of the offset never does
+        xoff &= a - 1
     mode = case.mode or rng.choice(("mean", "offset", "nocvt"))
     sign = rng.random() < 0.5
     trunc = rng.randint(0, 6)

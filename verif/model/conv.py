@@ -278,6 +278,8 @@ class ConvCore:
             raise ModelConfigError(f"CDMA.D_DATAIN_SIZE_1.DATAIN_CHANNEL+1={c}: format "
                                    f"{PIXEL_FORMATS_INT8[fmt][0]} has {len(order)} channels (tab_pixel_formats)")
         xoff = cdma.f("PIXEL_X_OFFSET")
+        if len(bpp) == 2:
+            self._check_semi_planar_x_offset(cdma, bpp, w, xoff)
         planes = []
         for p, (b, hi, lo, stride) in enumerate(zip(bpp, ("D_DAIN_ADDR_HIGH_0", "D_DAIN_ADDR_HIGH_1"),
                                                     ("D_DAIN_ADDR_LOW_0", "D_DAIN_ADDR_LOW_1"),
@@ -314,6 +316,28 @@ class ConvCore:
         out = np.full((len(order), h, pl + w + pr), pad, np.int64)
         out[:, :, pl:pl + w] = val
         return out
+
+    def _check_semi_planar_x_offset(self, cdma, bpp, w: int, xoff: int) -> None:
+        """Semi-planar formats: NVIDIA's nv_small RTL (NV_NVDLA_CDMA_IMG_ctrl) counts a line's
+        right-padding atoms per plane as ``((PL + W-1 + PR) >> sft) + 2 - lp - (((W-1 + xo) >>
+        sft) + 1)`` (``sft`` = log2 of the pixels per atom, ``xo`` the plane's x offset: the
+        whole PIXEL_X_OFFSET for plane 0, its in-atom part for plane 1). Observed through
+        --rtl-filelist: when that count is negative for a two-plane format the lines arrive
+        wrong (Y bytes of the next line taken from the UV plane), for one-plane formats it is
+        harmless (the model's results hold). Raises ModelConfigError for the former."""
+        pl, pr = cdma.f("PAD_LEFT"), cdma.f("PAD_RIGHT")
+        for p, b in enumerate(bpp):
+            sft = (self.cfg.atom_bytes // b).bit_length() - 1
+            mask = (1 << sft) - 1
+            xo = xoff if p == 0 else xoff & mask
+            lp = (pl >> sft) + (0 if xo >= (pl & mask) else 1)
+            rp = ((pl + w - 1 + pr) >> sft) + 2 - lp - (((w - 1 + xo) >> sft) + 1)
+            if rp < 0:
+                raise ModelConfigError(
+                    f"CDMA.D_PIXEL_OFFSET.PIXEL_X_OFFSET={xoff} with DATAIN_WIDTH+1={w}, PAD_LEFT={pl}, "
+                    f"PAD_RIGHT={pr}: plane {p} of this semi-planar format would need {-rp} atoms fewer "
+                    "than its x offset fetches (NVIDIA's RTL then delivers wrong lines; keep "
+                    "PIXEL_X_OFFSET + DATAIN_WIDTH within the line's padded atoms)")
 
     def _data(self, cdma, csc) -> tuple[np.ndarray, str]:
         """The data slices CSC sees this layer, after CBUF reuse/release rules.
@@ -454,6 +478,15 @@ class ConvCore:
             if ext > 1 and cw * ext > cfg.mac_atomic_c:
                 raise ModelConfigError(f"CSC.D_POST_Y_EXTENSION: {ext}-line post-extension needs kernel "
                                        f"line bytes*{ext} <= {cfg.mac_atomic_c} (one atomic channel)")
+            # unit description table "Limits of channel post-extension" (conv_x_stride *
+            # ori_channel_size <= 32 at 2 lines, 16 at 4 lines for 64 atomic channels): NVIDIA's
+            # nv_small RTL sends CMAC mostly empty atoms when it is broken (observed through
+            # --rtl-filelist: T_X8R8G8B8, 2 lines, x stride 2)
+            if ext > 1 and sx * c_in * ext > cfg.mac_atomic_c:
+                raise ModelConfigError(f"CSC.D_POST_Y_EXTENSION: {ext}-line post-extension needs "
+                                       f"CONV_X_STRIDE_EXT+1 ({sx}) * DATAIN_CHANNEL_EXT+1 ({c_in}) <= "
+                                       f"{cfg.mac_atomic_c // ext} (unit description: Limits of channel "
+                                       "post-extension)")
             bpk = r * cw
             sd, rd = cw // c_in, r
             pl, pr, pb = cdma.f("PAD_LEFT"), cdma.f("PAD_RIGHT"), cdma.f("PAD_BOTTOM")
