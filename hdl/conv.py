@@ -18,6 +18,8 @@ folder: ``hdl/cdma``, ``hdl/cbuf``, ``hdl/csc``, ``hdl/cmac``, ``hdl/cacc``):
   in CBUF (docs/conv.md "Data and weight reuse across layers").
 * S_CBUF_FLUSH_STATUS.FLUSH_DONE reads 1: CBUF needs no flush after reset (programming guide:
   software polls it before the first convolution).
+* a layer NVIDIA's hardware cannot complete (D_WEIGHT_BYTES not a multiple of 128; issue 11
+  item 9) is armed but never started: it stays busy until the player's cycle budget names it.
 """
 from __future__ import annotations
 
@@ -134,7 +136,16 @@ class ConvPipeline(DatapathUnit):
             m.d.sync += delivered.eq(0)
         with m.Elif(cacc.done):
             m.d.sync += delivered.eq(1)
-        start = self.add_layer_control(m, list(rfs.values()), done)
+        armed = self.add_layer_control(m, list(rfs.values()), done)
+        # A program NVIDIA's hardware cannot complete (issue 11 item 9; model ConvCore.run):
+        # D_WEIGHT_BYTES not a multiple of 128 never finishes on NVIDIA's nv_small RTL
+        # (observed through --rtl-filelist, CDMA and CSC stay busy). Here the layer is armed but
+        # never started: nothing is read or written, the units stay busy and the player's cycle
+        # budget names them.
+        stuck = Signal()
+        m.d.comb += stuck.eq(rfs["CDMA"].cfg.d_weight_bytes.weight_bytes[:7] != 0)
+        start = Signal()
+        m.d.comb += start.eq(armed & ~stuck)
         m.d.comb += [cdma.start.eq(start), csc.start.eq(start), cacc.start.eq(start)]
         m.submodules.cbuf_keep = keep = CbufKeep(CbufGeometry.from_config(cfg))
         m.d.comb += [keep.regs.eq(rfs["CSC"].cfg), keep.start.eq(start), keep.done.eq(done),

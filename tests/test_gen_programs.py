@@ -193,3 +193,27 @@ def test_rtl_dc_layer_handover(tmp_path):
     assert len(outs) == len(preps)
     bad = [o.message for o in outs if not o.ok]
     assert not bad, "\n".join(bad)
+
+
+@pytest.mark.rtl
+@needs_verilator
+def test_rtl_dc_weight_bytes_not_a_multiple_of_128_hangs(tmp_path):
+    """Item 9 for the convolution pipeline: D_WEIGHT_BYTES not a multiple of 128 (NVIDIA's
+    nv_small RTL never finishes such a layer) is rejected by the model and, on the RTL, fails
+    on the cycle budget naming busy units without writing a result."""
+    import re
+
+    from verif.axi_slave import MemTiming
+    from verif.trace.runner import run
+    p = prepare(generate("dc", 0, NV_SMALL), tmp_path, NV_SMALL)
+    cfg = next(p.dir.glob("*.cfg"))
+    text = cfg.read_text()
+    wb = re.compile(r"(reg_write\(NVDLA_(?:CDMA|CSC)\.D_WEIGHT_BYTES_0, )0x([0-9a-f]+)\)")
+    assert wb.search(text)
+    cfg.write_text(wb.sub(lambda mo: f"{mo.group(1)}{int(mo.group(2), 16) - 8:#x})", text))
+    model = next(run_model([p.dir], NV_SMALL))
+    assert "ModelConfigError" in model.message and "multiple of 128" in model.message, model.message
+    res = next(run([p.dir], "rtl", NV_SMALL, timing=MemTiming.named("random", seed=1)))
+    assert res.status != "PASS"
+    assert "no interrupt within" in res.message and "units still busy: " in res.message, res.message
+    assert "units still busy: none" not in res.message, res.message
