@@ -35,10 +35,9 @@ Drawn per layer, within nv_small's limits (``cfg``: atomic C/K, CBUF banks x dep
   rest followed by new lines (partial reuse, CSC DATAIN_HEIGHT_EXT = kept + CDMA DATAIN_HEIGHT;
   or nothing kept when it released all); after a SKIP_WEIGHT_RLS layer whose weights fit the
   weight banks, WEIGHT_REUSE (same K x R x S x C; D_WEIGHT_ADDR points at other bytes).
-  SKIP_WEIGHT_RLS is only set when the whole weights (plus 128 bytes) fit the weight banks.
-  D_WEIGHT_BYTES reaching past the weights' last CBUF entry and a normal release put NVIDIA's
-  CSC weight ring out of step (model ``ConvCore._weights``): the next layer then takes other
-  banks, and the last layer of a program keeps such weights (SKIP_WEIGHT_RLS).
+  SKIP_WEIGHT_RLS is only set when the whole weights (plus 128 bytes) fit the weight banks, and
+  always when D_WEIGHT_BYTES reaches past the weights' last CBUF entry (NVIDIA's CSC would read
+  the next layer's weights early otherwise: model ``ConvCore._weights``).
 * registers a DC layer does not use get random values, as NVIDIA's dc_* traces give them:
   CDMA's pixel format/mapping/sign/offsets and means, WMB/WGS addresses, the second plane, CYA,
   NaN/perf enables, CSC D_PRA_CFG; CDMA's pad value is CSC's;
@@ -91,9 +90,7 @@ class DcKept:
     weight reuse across layers"): input width ``W``, channels ``C``, entries per slice ``eps``,
     ``H`` slices of CSC (DATAIN_HEIGHT_EXT+1), ``kept`` slices left (all with ``skip_data``),
     banks ``db``/``wb`` (DATA_BANK+1, WEIGHT_BANK+1), the weights' shape ``(K, R, S, C)``,
-    their D_WEIGHT_BYTES ``wbytes`` and whether they stay (``skip_wt``); ``drift``: padded
-    weights were released normally, so the next layer must use other banks (NVIDIA's CSC weight
-    ring is out of step until a bank change resets it; model ``ConvCore._weights``)."""
+    their D_WEIGHT_BYTES ``wbytes`` and whether they stay (``skip_wt``)."""
     W: int
     C: int
     eps: int
@@ -105,7 +102,6 @@ class DcKept:
     wshape: tuple[int, int, int, int]
     wbytes: int
     skip_wt: bool
-    drift: bool = False
 
 
 def _biased(rng: random.Random, lo: int, hi: int) -> int:
@@ -286,8 +282,7 @@ def _sdp_rdma_on_the_fly(mem: random.Random, cfg, alloc: Alloc, w: TraceWriter,
 
 def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept | None,
              allow_reuse: bool = True, max_ops: int | None = None,
-             big_rate: float = 0.08, mem: random.Random | None = None,
-             last: bool = True) -> tuple[Layer, DcKept]:
+             big_rate: float = 0.08, mem: random.Random | None = None) -> tuple[Layer, DcKept]:
     """One random DC layer (module docstring) after ``prev`` (what the previous layer of the
     program leaves in CBUF; None for the first layer). Its memory images are loaded into ``w``.
     ``big_rate``: probability of a larger layer (up to BIG_OPS atomic operations, C up to 130,
@@ -309,8 +304,6 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
         elif not prev.skip_data and rng.random() < 0.6:
             data_mode = "partial"            # kept slices (possibly none) + new lines
         wt_reuse = prev.skip_wt and rng.random() < 0.7
-        if prev.drift:                      # other banks: nothing is reused
-            data_mode, wt_reuse = "fetch", False
 
     for attempt in range(400):
         if attempt == 200:                   # no geometry fits the kept CBUF contents
@@ -377,19 +370,13 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
                 continue
             db = db_need if rng.random() < 0.4 else rng.randint(db_need, nbanks - wb_need)
             wb = wb_need if rng.random() < 0.4 else rng.randint(wb_need, nbanks - db)
-            if prev is not None and prev.drift and (db, wb) == (prev.db, prev.wb):
-                continue
         if wt_reuse:
             wreg = prev.wbytes
-        padded = wreg // ebytes != ceil_div(wbytes, ebytes)
-        if padded and not skip_wt and last:
-            # Weights padded past their last CBUF entry and released normally put NVIDIA's CSC
-            # weight ring out of step (it frees only the entries it read: the next layer with
-            # the same banks reads its weights early; the model rejects that layer,
-            # ConvCore._weights). Inside a program the next layer then takes other banks
-            # (``drift``); the last layer keeps them (SKIP_WEIGHT_RLS: a later layer without
-            # WEIGHT_REUSE frees all WEIGHT_BYTES), so that the next program run in the same
-            # simulation starts in step.
+        if wreg // ebytes != ceil_div(wbytes, ebytes) and not skip_wt:
+            # Weights padded past their last CBUF entry must stay (SKIP_WEIGHT_RLS): a normal
+            # release frees only the entries CSC read, so NVIDIA's CSC would read the next
+            # layer's weights that many entries early (the model rejects it: ConvCore._weights);
+            # a later layer without WEIGHT_REUSE frees all WEIGHT_BYTES of kept weights.
             if ceil_div(wreg + 128, bank_bytes) > wb:
                 continue
             skip_wt = True
@@ -404,8 +391,7 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
     if skip_wt and ceil_div(wreg + 128, bank_bytes) > wb:
         skip_wt = False
     kept_next = H if skip_data else H - (rls + 1)
-    leaves = DcKept(W, C, eps, H, kept_next, skip_data, db, wb, (K, R, S, C), wreg, skip_wt,
-                    drift=padded and not skip_wt)
+    leaves = DcKept(W, C, eps, H, kept_next, skip_data, db, wb, (K, R, S, C), wreg, skip_wt)
 
     # ---- memory: input (CDMA's lines), weights, output
     line, surf = cube_strides(rng, W, cdma_h, ab)
@@ -521,9 +507,9 @@ def generate(seed: int, cfg, *, layers: int | None = None, max_ops: int | None =
     n = layers or rng.choice((1, 1, 2, 2, 3))
     prev = None
     w = prog.writer
-    for i in range(n):
+    for _ in range(n):
         lay, prev = dc_layer(rng, cfg, alloc, w, prev, max_ops=max_ops, big_rate=big_rate,
-                             mem=mem, last=i == n - 1)
+                             mem=mem)
         prog.layers.append(lay)
     w.poll(("CDMA", "S_CBUF_FLUSH_STATUS"), 1)
     emit(prog, prologue=[("GLB", "S_INTR_MASK", INTR_MASK_CONV)], intrs=INTRS)
