@@ -66,6 +66,20 @@ def random_layer(rng, cfg, fmt=None):
         f["DATAIN_ADDR_LOW_1"] = rng.randrange(1 << 32)
         f["DATAIN_ADDR_HIGH_1"] = rng.randrange(4)
         f["UV_LINE_STRIDE"] = rng.randrange(1 << 32)
+    return legal_x_offset(f, cfg)
+
+
+def legal_x_offset(f, cfg):
+    """Semi-planar formats: PIXEL_X_OFFSET reduced to its in-atom part when the Y plane would
+    fetch past the padded line (NVIDIA's RTL then delivers wrong lines; the model rejects it:
+    ``ConvCore._check_semi_planar_x_offset``). Returns ``f``."""
+    A = cfg.atom_bytes
+    if len(PIXEL_FORMATS[PixelFormat(f["PIXEL_FORMAT"]).name][0]) == 2:
+        w1, x, pl, pr = f["DATAIN_WIDTH"], f["PIXEL_X_OFFSET"], f["PAD_LEFT"], f["PAD_RIGHT"]
+        sft = A.bit_length() - 1
+        lp = (pl >> sft) + (x < (pl & (A - 1)))
+        if ((pl + w1 + pr) >> sft) + 2 - lp < ((w1 + x) >> sft) + 1:
+            f["PIXEL_X_OFFSET"] = x & (A - 1)
     return f
 
 
@@ -336,7 +350,7 @@ def test_semi_planar_wide(burst):
         L.update(DATAIN_WIDTH=w - 1, DATAIN_HEIGHT=1, DATAIN_ADDR_LOW_0=rng.randrange(8000),
                  LINE_STRIDE=w + rng.randrange(40), DATAIN_ADDR_LOW_1=16000 + rng.randrange(4000),
                  UV_LINE_STRIDE=2 * w + rng.randrange(40))
-        layers.append(L)
+        layers.append(legal_x_offset(L, cfg))
     run_layers(cfg, layers, seed=burst, max_latency=30)
 
 
