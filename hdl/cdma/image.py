@@ -58,8 +58,8 @@ from hdl.regmap import REGMAP
 from hdl.regmap.types import field_enum
 
 __all__ = ["PIXEL_FORMATS", "PixelFetch", "PixelWalker", "PixelReadDma", "PlaneUnpacker",
-           "EntryPacker", "cvt_product", "cvt_finish", "pixel_geom_layout", "pixel_info_layout", "image_atom_layout",
-           "LINE_BYTES_BITS"]
+           "EntryPacker", "cvt_product", "cvt_finish", "pixel_geom_layout", "pixel_info_layout",
+           "image_atom_layout", "LINE_BYTES_BITS"]
 
 PixelFormat = field_enum("CDMA", "D_DATAIN_FORMAT", "PIXEL_FORMAT")
 SignOverride = field_enum("CDMA", "D_DATAIN_FORMAT", "PIXEL_SIGN_OVERRIDE")

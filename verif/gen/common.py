@@ -63,6 +63,20 @@ def ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
+def weight_bytes_reg(n: int) -> int:
+    """D_WEIGHT_BYTES for ``n`` weight bytes: rounded up to 128 bytes, as every NVIDIA trace
+    (NVIDIA's nv_small RTL never finishes a layer whose count is not a multiple of 128; the
+    model rejects it, ConvCore.run)."""
+    return ceil_div(n, 128) * 128
+
+
+def padded_past_entries(reg: int, n: int, entry_bytes: int) -> bool:
+    """Whether D_WEIGHT_BYTES ``reg`` reaches past the last CBUF entry of ``n`` weight bytes:
+    released normally, such weights put NVIDIA's CSC weight ring out of step for the next layer
+    with the same banks (model ConvCore._weights), so generators keep them (SKIP_WEIGHT_RLS)."""
+    return reg // entry_bytes != ceil_div(n, entry_bytes)
+
+
 def cube_strides(rng: random.Random, w: int, h: int, atom_bytes: int, bpe: int = 1) -> tuple[int, int]:
     """(line stride, surface stride) in bytes of a ``w`` x ``h`` cube of ``bpe``-byte elements:
     packed most of the time, else with gaps of whole atoms."""

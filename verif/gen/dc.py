@@ -62,7 +62,8 @@ import random
 from dataclasses import dataclass
 
 from verif.gen.common import (Alloc, Layer, Program, ceil_div, cube_extent, cube_strides, emit,
-                              field_writes, rand_bytes, signed, small_biased)
+                              field_writes, padded_past_entries, rand_bytes, signed, small_biased,
+                              weight_bytes_reg)
 from verif.gen.sdp import SUBS, USE_ALU, USE_BOTH, USE_MUL, operand_image
 from verif.gen.writer import TraceWriter
 
@@ -349,13 +350,11 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
             continue
         # ---- CBUF banks
         wbytes = R * S * C * K
-        # D_WEIGHT_BYTES rounded up to 128 bytes, as every NVIDIA trace: NVIDIA's nv_small RTL
-        # never finishes a layer whose weight bytes are not a multiple of 128 (observed through
-        # --rtl-filelist: dc seed 30002, 246 bytes, hangs with CDMA and CSC busy; 256 passes).
-        # (the old exact-or-rounded draw is kept: the bank and reuse draws that follow stay those
-        # of the same seed; the weight image, now longer, shifts the draws after it)
+        # (observed through --rtl-filelist: dc seed 30002, 246 bytes, hangs with CDMA and CSC
+        # busy; 256 passes. The old exact-or-rounded draw is kept: the bank and reuse draws
+        # that follow stay those of the same seed)
         rng.random()
-        wreg = ceil_div(wbytes, 128) * 128
+        wreg = weight_bytes_reg(wbytes)
         db_need = ceil_div(eps * H, depth)
         wb_need = ceil_div(R * S * C * min(K, ak) + 128, bank_bytes)
         skip_wt = rng.random() < 0.35 and ceil_div(wreg + 128, bank_bytes) <= nbanks - db_need
@@ -372,11 +371,8 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
             wb = wb_need if rng.random() < 0.4 else rng.randint(wb_need, nbanks - db)
         if wt_reuse:
             wreg = prev.wbytes
-        if wreg // ebytes != ceil_div(wbytes, ebytes) and not skip_wt:
-            # Weights padded past their last CBUF entry must stay (SKIP_WEIGHT_RLS): a normal
-            # release frees only the entries CSC read, so NVIDIA's CSC would read the next
-            # layer's weights that many entries early (the model rejects it: ConvCore._weights);
-            # a later layer without WEIGHT_REUSE frees all WEIGHT_BYTES of kept weights.
+        if padded_past_entries(wreg, wbytes, ebytes) and not skip_wt:
+            # kept (a later layer without WEIGHT_REUSE frees all WEIGHT_BYTES of kept weights)
             if ceil_div(wreg + 128, bank_bytes) > wb:
                 continue
             skip_wt = True

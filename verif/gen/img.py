@@ -20,7 +20,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from verif.gen.common import Alloc, Layer, Program, ceil_div, field_writes
+from verif.gen.common import (Alloc, Layer, Program, ceil_div, field_writes, padded_past_entries,
+                              weight_bytes_reg)
 from verif.gen.writer import TraceWriter
 
 __all__ = ["ImgCase", "PIXEL_FORMATS", "draw_case", "generate"]
@@ -120,8 +121,7 @@ def generate(seed: int, cfg, case: ImgCase | None = None) -> Program:
         base = alloc.take(size)
         w.mem_load(base, rng.randbytes(size))
         planes.append((base, ls))
-    # D_WEIGHT_BYTES rounded up to 128 bytes (NVIDIA's RTL hangs otherwise; model ConvCore.run)
-    wbytes = ceil_div(r * cw * K, 128) * 128
+    wbytes = weight_bytes_reg(r * cw * K)
     wbase = alloc.take(wbytes, 128)
     w.mem_load(wbase, rng.randbytes(wbytes))
     out_line = wo * cfg.atom_bytes
@@ -130,12 +130,11 @@ def generate(seed: int, cfg, case: ImgCase | None = None) -> Program:
     obase = alloc.take(out_size)
     entries = ceil_div((pl + W + pr) * cpix, bank_w)
     data_bank = max(1, ceil_div(entries * H, cfg.cbuf_bank_depth)) - 1
-    # weights padded past their last CBUF entry stay in CBUF (SKIP_WEIGHT_RLS) when they fit:
-    # released, they would put NVIDIA's CBUF weight ring out of step for the next program run
-    # in the same simulation (model ConvCore._weights)
+    # padded weights stay in CBUF when they fit (released, they would put NVIDIA's weight ring
+    # out of step for the next program run in the same simulation)
     bank_bytes = cfg.cbuf_bank_depth * bank_w
     weight_bank = max(data_bank + 1, ceil_div(wbytes + 128, bank_bytes) - 1)
-    skip_wt = (wbytes // bank_w != ceil_div(r * cw * K, bank_w)
+    skip_wt = (padded_past_entries(wbytes, r * cw * K, bank_w)
                and data_bank + weight_bank + 2 <= cfg.cbuf_bank_number)
     if not skip_wt:
         weight_bank = data_bank + 1

@@ -544,16 +544,15 @@ class ConvCore:
 
         self._release_data(csc, cube, mode)
         key = (mode, csc.f("DATA_BANK"), csc.f("WEIGHT_BANK"))
-        written = (self.weights["wbytes"] if csc.f("WEIGHT_REUSE") else wbytes) // cfg.cbuf_bank_width
         if csc.f("SKIP_WEIGHT_RLS"):
-            self.weights = {"key": key, "w": wts, "wbytes": written * cfg.cbuf_bank_width}
+            self.weights = {"key": key, "w": wts}
         else:
-            # a normal release frees the entries CSC read; CDMA wrote WEIGHT_BYTES (see _weights)
+            # a normal release frees the entries CSC read; CDMA wrote WEIGHT_BYTES (see _weights;
+            # reused weights have this layer's shape, so the same WEIGHT_BYTES)
             self.weights = None
-            drift = written - -(-bpk * k // cfg.cbuf_bank_width)
+            drift = wbytes // cfg.cbuf_bank_width - -(-bpk * k // cfg.cbuf_bank_width)
             if drift:
-                prev = self.wt_drift["entries"] if self.wt_drift is not None else 0
-                self.wt_drift = {"banks": key[1:], "entries": prev + drift}
+                self.wt_drift = {"banks": key[1:], "entries": drift}
         return out
 
     # ---------------------------------------------------------------- CSC + CMAC
