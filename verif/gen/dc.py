@@ -35,13 +35,15 @@ Drawn per layer, within nv_small's limits (``cfg``: atomic C/K, CBUF banks x dep
   rest followed by new lines (partial reuse, CSC DATAIN_HEIGHT_EXT = kept + CDMA DATAIN_HEIGHT;
   or nothing kept when it released all); after a SKIP_WEIGHT_RLS layer whose weights fit the
   weight banks, WEIGHT_REUSE (same K x R x S x C; D_WEIGHT_ADDR points at other bytes).
-  SKIP_WEIGHT_RLS is only set when the whole weights (plus 128 bytes) fit the weight banks, and
-  always when D_WEIGHT_BYTES reaches past the weights' last CBUF entry (NVIDIA's CSC would read
-  the next layer's weights early otherwise: model ``ConvCore._weights``).
+  SKIP_WEIGHT_RLS is only set when the whole weights (plus 128 bytes) fit the weight banks.
+  D_WEIGHT_BYTES reaching past the weights' last CBUF entry and a normal release put NVIDIA's
+  CSC weight ring out of step (model ``ConvCore._weights``): the next layer then takes other
+  banks, and the last layer of a program keeps such weights (SKIP_WEIGHT_RLS).
 * registers a DC layer does not use get random values, as NVIDIA's dc_* traces give them:
   CDMA's pixel format/mapping/sign/offsets and means, WMB/WGS addresses, the second plane, CYA,
   NaN/perf enables, CSC D_PRA_CFG; CDMA's pad value is CSC's;
-* CDMA's input converter (CVT_EN in a fifth of the layers, any offset/scale/truncate): NVIDIA's
+* CDMA's input converter (CVT_EN in a fifth of the layers; mostly a gain of 1/4..2 and an offset
+  in the data's range, sometimes any offset/scale/truncate: ``_input_converter``): NVIDIA's
   RTL converts feature data with it too (observed through --rtl-filelist; model
   ``ConvCore._fetch_feature``).
 
@@ -91,7 +93,9 @@ class DcKept:
     weight reuse across layers"): input width ``W``, channels ``C``, entries per slice ``eps``,
     ``H`` slices of CSC (DATAIN_HEIGHT_EXT+1), ``kept`` slices left (all with ``skip_data``),
     banks ``db``/``wb`` (DATA_BANK+1, WEIGHT_BANK+1), the weights' shape ``(K, R, S, C)``,
-    their D_WEIGHT_BYTES ``wbytes`` and whether they stay (``skip_wt``)."""
+    their D_WEIGHT_BYTES ``wbytes`` and whether they stay (``skip_wt``); ``drift``: padded
+    weights were released normally, so the next layer must use other banks (NVIDIA's CSC weight
+    ring is out of step until a bank change resets it; model ``ConvCore._weights``)."""
     W: int
     C: int
     eps: int
@@ -103,6 +107,7 @@ class DcKept:
     wshape: tuple[int, int, int, int]
     wbytes: int
     skip_wt: bool
+    drift: bool = False
 
 
 def _biased(rng: random.Random, lo: int, hi: int) -> int:
@@ -171,16 +176,20 @@ def _bits(v: int) -> float:
     return math.log2(abs(v) + 1)
 
 
-def _sdp_fields(rng: random.Random, bits: float,
-                mem: random.Random | None = None) -> tuple[dict, str, list]:
+def _sdp_fields(rng: random.Random, bits: float, mem: random.Random | None = None,
+                wild: bool = True) -> tuple[dict, str, list]:
     """SDP BS/BN sub-units and output converter; (fields, description, memory operands).
     ``bits``: rough log2 magnitude of CACC's output; the converter's shift usually brings the
-    result near the int8 range (tracking the sub-units' rough effect), else it is any 0..63.
+    result near the int8 range (tracking the sub-units' rough effect). Only in a ``wild`` layer
+    may an ALU operand and shift, a multiplier shift, the converter's offset or shift be any
+    value (a fifth of the time each): such values mostly make the output one constant, so they
+    are kept to a quarter of the layers (``dc_layer``) and the others' outputs vary.
     Operands are the registers' unless ``mem`` (a generator of its own, so that the other
     draws stay those of the same seed without memory operands) is given: then at least one
     sub-unit takes its ALU operand, its multiplier operand or both from memory, and the third
     item lists them as (sub-unit, SDP_RDMA DATA_USE)."""
     f, desc, mem_ops = {}, [], []
+    any_rate = 0.2 if wild else 0.0
     plain = rng.random() < 0.3             # BS/BN bypassed
     if mem is not None:
         takes = {sub: mem.random() < 0.6 for sub in ("BS", "BN")}
@@ -208,15 +217,17 @@ def _sdp_fields(rng: random.Random, bits: float,
         algo = rng.randint(0, 2)
         relu_bypass = rng.random() < 0.6
         mul_op = signed(rng, 16)
-        if rng.random() < 0.1:
+        if rng.random() < any_rate:
             alu_op, alu_shift = signed(rng, 16), small_biased(rng, 63, 10)
         else:                              # an operand of the data's magnitude
             alu_shift = min(63, max(0, int(bits) - 14))   # a 6-bit field
-            m = min(1 << 15, 1 << max(1, int(bits) + 1 - alu_shift))
+            # sum: up to twice the data's magnitude; max/min: within half of it, so that the
+            # result is not mostly the operand itself
+            m = min(1 << 15, 1 << max(1, int(bits) + (1 if algo == 2 else -1) - alu_shift))
             alu_op = rng.randint(-m, m - 1)
         # the truncation after the multiplier shifts by MUL_SHIFT_VALUE[5:0] even when the
         # multiplier is bypassed (model x_subunit, from NVIDIA's RTL)
-        if rng.random() < 0.05:
+        if rng.random() < any_rate:
             mul_shift = rng.randint(0, 255)
         elif mul_bypass or prelu:
             mul_shift = rng.choice((0, 0, 0, 1, 2, 3))
@@ -243,14 +254,31 @@ def _sdp_fields(rng: random.Random, bits: float,
         off, scale, shift = 0, 1, 0
     else:
         m = 1 << min(31, int(bits) + 1)
-        off = signed(rng, 32) if rng.random() < 0.1 else rng.randint(-m, m - 1)
+        off = signed(rng, 32) if rng.random() < any_rate else rng.randint(-m, m - 1)
         bits = _bits((1 << int(bits)) + abs(off))
-        scale = signed(rng, 16) if rng.random() < 0.6 else rng.randint(-4, 4)
-        shift = small_biased(rng, 63, 16) if rng.random() < 0.05 else \
+        scale = signed(rng, 16) if rng.random() < 0.6 else rng.choice((-4, -3, -2, -1, 1, 2, 3, 4))
+        shift = small_biased(rng, 63, 16) if rng.random() < any_rate else \
             max(0, min(63, int(bits + _bits(scale)) - 5 + rng.randint(-2, 2)))
     f.update(CVT_OFFSET=off, CVT_SCALE=scale, CVT_SHIFT=shift)
     desc.append(f"cvt({off},{scale},>>{shift})")
     return f, " ".join(desc), mem_ops
+
+
+def _input_converter(rng: random.Random) -> dict:
+    """CDMA's input converter fields (D_CVT_CFG, D_CVT_OFFSET, D_CVT_SCALE) of a DC layer: CVT_EN
+    in a fifth of the layers, with its arithmetic (precision "cc_cvt": ((x - offset) * scale)
+    >> truncate, saturated to int8) mostly kept in the int8 range: an offset within the data's
+    range and a gain scale / 2**truncate of 1/4..2, so that the feature data stays varied (a
+    converter saturating every pixel to one value made a layer's output a constant per kernel);
+    one in eight converters takes any offset, scale and truncate."""
+    en = int(rng.random() < 0.2)
+    if rng.random() < 0.125:
+        return dict(CVT_EN=en, CVT_TRUNCATE=rng.randint(0, 63), CVT_OFFSET=signed(rng, 16),
+                    CVT_SCALE=signed(rng, 16))
+    trunc = small_biased(rng, 14, 4)
+    scale = rng.randint(max(1, (1 << trunc) // 4), min(32767, 2 << trunc))
+    return dict(CVT_EN=en, CVT_TRUNCATE=trunc, CVT_OFFSET=rng.randint(-64, 63),
+                CVT_SCALE=scale if rng.random() < 0.7 else -scale)
 
 
 def _sdp_rdma_on_the_fly(mem: random.Random, cfg, alloc: Alloc, w: TraceWriter,
@@ -283,7 +311,8 @@ def _sdp_rdma_on_the_fly(mem: random.Random, cfg, alloc: Alloc, w: TraceWriter,
 
 def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept | None,
              allow_reuse: bool = True, max_ops: int | None = None,
-             big_rate: float = 0.08, mem: random.Random | None = None) -> tuple[Layer, DcKept]:
+             big_rate: float = 0.08, mem: random.Random | None = None,
+             last: bool = True) -> tuple[Layer, DcKept]:
     """One random DC layer (module docstring) after ``prev`` (what the previous layer of the
     program leaves in CBUF; None for the first layer). Its memory images are loaded into ``w``.
     ``big_rate``: probability of a larger layer (up to BIG_OPS atomic operations, C up to 130,
@@ -305,6 +334,8 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
         elif not prev.skip_data and rng.random() < 0.6:
             data_mode = "partial"            # kept slices (possibly none) + new lines
         wt_reuse = prev.skip_wt and rng.random() < 0.7
+        if prev.drift:                      # other banks: nothing is reused
+            data_mode, wt_reuse = "fetch", False
 
     for attempt in range(400):
         if attempt == 200:                   # no geometry fits the kept CBUF contents
@@ -369,10 +400,19 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
                 continue
             db = db_need if rng.random() < 0.4 else rng.randint(db_need, nbanks - wb_need)
             wb = wb_need if rng.random() < 0.4 else rng.randint(wb_need, nbanks - db)
+            if prev is not None and prev.drift and (db, wb) == (prev.db, prev.wb):
+                continue
         if wt_reuse:
             wreg = prev.wbytes
-        if padded_past_entries(wreg, wbytes, ebytes) and not skip_wt:
-            # kept (a later layer without WEIGHT_REUSE frees all WEIGHT_BYTES of kept weights)
+        padded = padded_past_entries(wreg, wbytes, ebytes)
+        if padded and not skip_wt and last:
+            # Weights padded past their last CBUF entry and released normally put NVIDIA's CSC
+            # weight ring out of step (it frees only the entries it read: the next layer with
+            # the same banks reads its weights early; the model rejects that layer,
+            # ConvCore._weights). Inside a program the next layer then takes other banks
+            # (``drift``); the last layer keeps them (SKIP_WEIGHT_RLS: a later layer without
+            # WEIGHT_REUSE frees all WEIGHT_BYTES), so that the next program run in the same
+            # simulation starts in step.
             if ceil_div(wreg + 128, bank_bytes) > wb:
                 continue
             skip_wt = True
@@ -387,7 +427,8 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
     if skip_wt and ceil_div(wreg + 128, bank_bytes) > wb:
         skip_wt = False
     kept_next = H if skip_data else H - (rls + 1)
-    leaves = DcKept(W, C, eps, H, kept_next, skip_data, db, wb, (K, R, S, C), wreg, skip_wt)
+    leaves = DcKept(W, C, eps, H, kept_next, skip_data, db, wb, (K, R, S, C), wreg, skip_wt,
+                    drift=padded and not skip_wt)
 
     # ---- memory: input (CDMA's lines), weights, output
     line, surf = cube_strides(rng, W, cdma_h, ab)
@@ -407,7 +448,8 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
     # ---- registers
     n_all = R * S * C
     acc_bits = math.log2(5500 * math.sqrt(n_all) + 1)
-    clip = (rng.randint(0, 31) if rng.random() < 0.05
+    wild = rng.random() < 0.25       # extreme clip / SDP values allowed (_sdp_fields)
+    clip = (rng.randint(0, 31) if rng.random() < (0.2 if wild else 0.0)
             else max(0, min(31, int(acc_bits) - rng.randint(0, 9))))
     pad_value = signed(rng, 16)
     misc = dict(CONV_MODE=0, IN_PRECISION=0, PROC_PRECISION=0,
@@ -432,8 +474,7 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
                 WMB_ADDR_LOW=rng.getrandbits(32) & ~31, BATCH_STRIDE=rng.getrandbits(32) & ~31,
                 MEAN_FORMAT=rng.randint(0, 1), MEAN_RY=signed(rng, 16), MEAN_GU=signed(rng, 16),
                 MEAN_BV=signed(rng, 16), MEAN_AX=signed(rng, 16),
-                CVT_EN=int(rng.random() < 0.2), CVT_TRUNCATE=rng.randint(0, 63),
-                CVT_OFFSET=signed(rng, 16), CVT_SCALE=signed(rng, 16),
+                **_input_converter(rng),
                 CONV_X_STRIDE=sx - 1, CONV_Y_STRIDE=sy - 1,
                 PAD_LEFT=pl, PAD_RIGHT=pr, PAD_TOP=pt, PAD_BOTTOM=pb, PAD_VALUE=pad_value,
                 NAN_TO_ZERO=rng.randint(0, 1), DMA_EN=rng.randint(0, 1),
@@ -451,7 +492,7 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
                 DATAOUT_CHANNEL=K - 1, DATAOUT_ADDR=dst, BATCHES=0,
                 LINE_STRIDE=dline & 0xFFFFFF, SURF_STRIDE=dsurf & 0xFFFFFF,
                 LINE_PACKED=one, SURF_PACKED=one, CLIP_TRUNCATE=clip, CYA=rng.getrandbits(32))
-    sdp_f, sdp_desc, mem_ops = _sdp_fields(rng, max(0.0, acc_bits - clip), mem)
+    sdp_f, sdp_desc, mem_ops = _sdp_fields(rng, max(0.0, acc_bits - clip), mem, wild)
     sdp = dict(sdp_f, WIDTH=wo - 1, HEIGHT=ho - 1, CHANNEL=K - 1, DST_BASE_ADDR_HIGH=0,
                DST_BASE_ADDR_LOW=dst, DST_LINE_STRIDE=dline, DST_SURFACE_STRIDE=dsurf,
                PROC_PRECISION=0, OUT_PRECISION=0, FLYING_MODE=1, OUTPUT_DST=0, WINOGRAD=0,
@@ -503,9 +544,9 @@ def generate(seed: int, cfg, *, layers: int | None = None, max_ops: int | None =
     n = layers or rng.choice((1, 1, 2, 2, 3))
     prev = None
     w = prog.writer
-    for _ in range(n):
+    for i in range(n):
         lay, prev = dc_layer(rng, cfg, alloc, w, prev, max_ops=max_ops, big_rate=big_rate,
-                             mem=mem)
+                             mem=mem, last=i == n - 1)
         prog.layers.append(lay)
     w.poll(("CDMA", "S_CBUF_FLUSH_STATUS"), 1)
     emit(prog, prologue=[("GLB", "S_INTR_MASK", INTR_MASK_CONV)], intrs=INTRS)
