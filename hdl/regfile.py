@@ -170,6 +170,9 @@ class UnitRegFile(wiring.Component):
         producer = Signal()
         consumer = Signal()
         op_en = [Signal(name=f"op_en{g}") for g in range(2)]
+        # the consumer pointer of the next cycle: flips when the datapath is done
+        consumer_next = Signal()
+        m.d.comb += consumer_next.eq(Mux(self.done, ~consumer, consumer) if pp else 0)
 
         read_values = {}
         for r in self.unit.registers:
@@ -183,14 +186,23 @@ class UnitRegFile(wiring.Component):
                 groups = 2 if (pp and r.double_buffered) else 1
                 store = [Signal(32, init=r.reset & smask, name=f"{lname}_g{g}" if groups == 2 else lname)
                          for g in range(groups)]
-                for g, s in enumerate(store):
-                    cond = wr[r.name] & (producer == g) if groups == 2 else wr[r.name]
-                    with m.If(cond):
-                        m.d.sync += s.eq(bus.wdata & smask)
                 if groups == 2:
+                    # the consumer group's values as a register of their own, loaded with the
+                    # next cycle's pointer and group values: always equal to Mux(consumer,
+                    # group 1, group 0), without the pointer's fan-out into every datapath
+                    # (issue 10: it started the SDP's critical path)
+                    nxt = [Signal(32, name=f"{lname}_g{g}_next") for g in range(2)]
+                    for g in range(2):
+                        m.d.comb += nxt[g].eq(Mux(wr[r.name] & (producer == g),
+                                                  bus.wdata & smask, store[g]))
+                        m.d.sync += store[g].eq(nxt[g])
+                    cfg_reg = Signal(32, init=r.reset & smask, name=f"{lname}_cfg")
+                    m.d.sync += cfg_reg.eq(Mux(consumer_next, nxt[1], nxt[0]))
                     cur_sw = Mux(producer, store[1], store[0])
-                    cur_hw = Mux(consumer, store[1], store[0])
+                    cur_hw = cfg_reg
                 else:
+                    with m.If(wr[r.name]):
+                        m.d.sync += store[0].eq(bus.wdata & smask)
                     cur_sw = cur_hw = store[0]
                 m.d.comb += self.cfg[lname].eq(cur_hw)
                 read_values[r.name] = (cur_sw & rmask) | (hw_val & hmask) | cval
@@ -212,8 +224,7 @@ class UnitRegFile(wiring.Component):
                 # hardware completion wins over a same-cycle CSB write to the same group
                 with m.If(self.done & (consumer == g)):
                     m.d.sync += op_en[g].eq(0)
-            with m.If(self.done):
-                m.d.sync += consumer.eq(~consumer)
+            m.d.sync += consumer.eq(consumer_next)
             read_values["D_OP_ENABLE"] = Mux(producer, op_en[1], op_en[0]) << f_op.lsb
 
             st = regs["S_STATUS"]

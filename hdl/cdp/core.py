@@ -35,7 +35,7 @@ from hdl.cdp.dma import GROUP_BITS, group_layout, group_size
 from hdl.dma import CUBE_DIM_BITS, atom_layout, dma_params
 from hdl.dma.walker import check_dma_params
 from hdl.lib.fixed import truncate
-from hdl.lib.stream import Map
+from hdl.lib.stream import Map, SkidBuffer
 
 __all__ = ["CdpCore", "LrnWindow", "Gather", "X_BITS", "SQ_BITS", "SQSUM_BITS",
            "MAX_HALF"]
@@ -302,22 +302,49 @@ class CdpCore(wiring.Component):
         else:
             m.d.comb += gend.eq(1)
 
-        def icvt(m, d):
-            xs, sqs = [], []
-            for j in range(lanes):
-                diff = d[j] - Value.cast(p.datin_offset)[:8].as_signed()       # signed 9
-                prod = diff * p.datin_scale                                   # signed 25
-                x = truncate(prod, p.datin_shifter, X_BITS)
-                if j > 0:                    # lane 0 is always a channel of the cube
-                    x = Mux(is_last & (valid_last < j), 0, x)
-                xs.append(x)
-                sqs.append((x * x).as_unsigned()[:SQ_BITS])
-            return {"x": _arr(m, xs, signed(X_BITS)), "sq": _arr(m, sqs, unsigned(SQ_BITS)),
+        # the input converter in two stages (the product; its rounding shift, saturation and the
+        # lane mask), then the squares in a third: each fits an FPGA clock (issue 10)
+        off8 = Value.cast(p.datin_offset)[:8].as_signed()
+        # the product's exact shape: a shift of its width or more gives 0 (hdl.lib.fixed)
+        icvt_shape = ((Signal(signed(8)) - off8) * p.datin_scale).shape()
+        prod_l = data.StructLayout({"prod": data.ArrayLayout(icvt_shape, lanes), "first": 1,
+                                    "last": 1, "slot": range(max(P, 2)), "gend": 1})
+        conv_l = data.StructLayout({f: fld.shape for f, fld in window_in_layout(lanes, P)
+                                    if f != "sq"})
+
+        def icvt_mul(m, d):
+            return {"prod": _arr(m, [(d[j] - off8) * p.datin_scale for j in range(lanes)],
+                                 icvt_shape),
                     "first": s == 0, "last": is_last, "slot": slot, "gend": gend}
 
-        m.submodules.icvt = icvt_st = Map(atom_layout(self.cfg), window_in_layout(lanes, P),
-                                          icvt)
-        wiring.connect(m, wiring.flipped(self.i), icvt_st.i)
+        m.submodules.icvt_mul = icvt_st = Map(atom_layout(self.cfg), prod_l, icvt_mul)
+        # skid buffers at the input, in the middle and at the output: each stage's ready is
+        # combinational (hdl.lib.stream.Map), so without them one ready path would run from the
+        # write DMA through every stage into the read DMA's credit counter (issue 10)
+        m.submodules.in_skid = in_skid = SkidBuffer(atom_layout(self.cfg))
+        wiring.connect(m, wiring.flipped(self.i), in_skid.i)
+        wiring.connect(m, in_skid.o, icvt_st.i)
+
+        def icvt(m, a):
+            xs = []
+            for j in range(lanes):
+                x = truncate(a.prod[j], p.datin_shifter, X_BITS)
+                if j > 0:                    # lane 0 is always a channel of the cube
+                    x = Mux(a.last & (valid_last < j), 0, x)
+                xs.append(x)
+            return {"x": _arr(m, xs, signed(X_BITS)), "first": a.first, "last": a.last,
+                    "slot": a.slot, "gend": a.gend}
+
+        m.submodules.icvt = icvt2_st = Map(prod_l, conv_l, icvt)
+        wiring.connect(m, icvt_st.o, icvt2_st.i)
+
+        def square(m, a):
+            sqs = [(a.x[j] * a.x[j]).as_unsigned()[:SQ_BITS] for j in range(lanes)]
+            return {"x": a.x, "sq": _arr(m, sqs, unsigned(SQ_BITS)), "first": a.first,
+                    "last": a.last, "slot": a.slot, "gend": a.gend}
+
+        m.submodules.square = sq_in_st = Map(conv_l, window_in_layout(lanes, P), square)
+        wiring.connect(m, icvt2_st.o, sq_in_st.i)
         with m.If(icvt_st.i.valid & icvt_st.i.ready):
             if P > 1:
                 m.d.sync += slot.eq(Mux(gend, 0, slot + 1))
@@ -335,7 +362,7 @@ class CdpCore(wiring.Component):
 
         # ---- 2. window + square sum ----
         m.submodules.window = win = LrnWindow(lanes, tp, P)
-        wiring.connect(m, icvt_st.o, win.i)
+        wiring.connect(m, sq_in_st.o, win.i)
         l1 = data.StructLayout({"x": data.ArrayLayout(signed(X_BITS), tp),
                                 "v": data.ArrayLayout(signed(lut.LUT_IN_BITS), tp)})
 
@@ -353,32 +380,56 @@ class CdpCore(wiring.Component):
         m.submodules.sqsum = sq_st = Map(window_out_layout(tp), l1, sqsum)
         wiring.connect(m, win.o, sq_st.i)
 
-        # ---- 3a. LUT index ----
+        # ---- 3a. LUT index: subtraction and leading one, then shifts and limits (two stages) ----
+        l1p = data.StructLayout({
+            "x": data.ArrayLayout(signed(X_BITS), tp),
+            "v": data.ArrayLayout(signed(lut.LUT_IN_BITS), tp),
+            "le": data.ArrayLayout(lut.prep_layout(), tp),
+            "lo": data.ArrayLayout(lut.prep_layout(), tp)})
         l2 = data.StructLayout({
             "x": data.ArrayLayout(signed(X_BITS), tp),
             "v": data.ArrayLayout(signed(lut.LUT_IN_BITS), tp),
             "le": data.ArrayLayout(lut.index_layout(lut.LE_ENTRIES), tp),
             "lo": data.ArrayLayout(lut.index_layout(lut.LO_ENTRIES), tp)})
 
+        def index_prep(m, a):
+            les = [lut.index_prep(m, a.v[ln], lp.le_start, exponential=True) for ln in range(tp)]
+            los = [lut.index_prep(m, a.v[ln], lp.lo_start) for ln in range(tp)]
+            return {"x": a.x, "v": a.v, "le": _arr(m, les, lut.prep_layout()),
+                    "lo": _arr(m, los, lut.prep_layout())}
+
         def index(m, a):
             les, los = [], []
             for ln in range(tp):
-                les.append(lut.table_index(m, a.v[ln], lp.le_start, lut.LE_ENTRIES,
-                                           exponential=lp.le_exp,
+                les.append(lut.table_index(a.le[ln], lut.LE_ENTRIES, exponential=lp.le_exp,
                                            index_offset=lp.le_index_offset,
                                            select=lp.le_index_select))
-                los.append(lut.table_index(m, a.v[ln], lp.lo_start, lut.LO_ENTRIES,
-                                           select=lp.lo_index_select))
+                los.append(lut.table_index(a.lo[ln], lut.LO_ENTRIES, select=lp.lo_index_select))
             return {"x": a.x, "v": a.v, "le": _arr(m, les, lut.index_layout(lut.LE_ENTRIES)),
                     "lo": _arr(m, los, lut.index_layout(lut.LO_ENTRIES))}
 
-        m.submodules.index = idx_st = Map(l1, l2, index)
-        wiring.connect(m, sq_st.o, idx_st.i)
+        m.submodules.index_prep = prep_st = Map(l1, l1p, index_prep)
+        m.submodules.mid_skid = mid_skid = SkidBuffer(l1)
+        wiring.connect(m, sq_st.o, mid_skid.i)
+        wiring.connect(m, mid_skid.o, prep_st.i)
+        m.submodules.index = idx_st = Map(l1p, l2, index)
+        wiring.connect(m, prep_st.o, idx_st.i)
 
-        # ---- 3b. LUT read + interpolation + selection ----
+        # ---- 3b-3e. LUT read + table/case selection, product, rounding shift, sum (four stages:
+        # each takes most of an FPGA clock, issue 10) ----
         l3 = data.StructLayout({"x": data.ArrayLayout(signed(X_BITS), tp),
                                 "f": data.ArrayLayout(signed(16), tp),
                                 "stat": data.ArrayLayout(unsigned(5), tp)})
+        opnd = data.StructLayout({"a": signed(lut.OPA_BITS), "b": signed(lut.OPB_BITS),
+                                  "sh": signed(lut.SH_BITS), "base": signed(16)})
+        l3a = data.StructLayout({"x": data.ArrayLayout(signed(X_BITS), tp),
+                                 "op": data.ArrayLayout(opnd, tp),
+                                 "stat": data.ArrayLayout(unsigned(5), tp)})
+        prod = data.StructLayout({"p": signed(lut.OPA_BITS + lut.OPB_BITS),
+                                  "sh": signed(lut.SH_BITS), "base": signed(16)})
+        l3b = data.StructLayout({"x": data.ArrayLayout(signed(X_BITS), tp),
+                                 "pr": data.ArrayLayout(prod, tp),
+                                 "stat": data.ArrayLayout(unsigned(5), tp)})
         # LE underflow origin: START + 2**LE_INDEX_OFFSET (exponential, offset >= 0), 39 bits
         le_min = Signal(signed(39))
         bump = Mux(lp.le_exp & (lp.le_index_offset >= 0),
@@ -391,10 +442,10 @@ class CdpCore(wiring.Component):
             ports[name] = [(mem.read_port(domain="comb"), mem.read_port(domain="comb"))
                            for _ in range(tp)]
 
-        def interp(m, a):
-            fs, stats = [], []
+        def operands(m, a):
+            ops, stats = [], []
             for ln in range(tp):
-                ys = {}
+                per = {}
                 for name in ("le", "lo"):
                     _, n, _ = tables[name]
                     r0, r1 = ports[name][ln]
@@ -402,17 +453,42 @@ class CdpCore(wiring.Component):
                     m.d.comb += [r0.addr.eq(ix.addr),
                                  r1.addr.eq(Mux(ix.addr == n - 1, n - 1, ix.addr + 1))]
                     vmin = le_min if name == "le" else lp.lo_start
-                    ys[name] = lut.interpolate(
+                    per[name] = lut.interp_operands(
                         a.v[ln], ix, r0.data, r1.data, vmin, getattr(lp, f"{name}_end"),
                         getattr(lp, f"{name}_uflow_scale"), getattr(lp, f"{name}_uflow_shift"),
                         getattr(lp, f"{name}_oflow_scale"), getattr(lp, f"{name}_oflow_shift"))
                 use_lo, st = lut.select(a.le[ln], a.lo[ln], lp)
-                fs.append(Mux(use_lo, ys["lo"], ys["le"]))
+                ops.append({k: Mux(use_lo, per["lo"][k], per["le"][k]) for k in per["le"]})
                 stats.append(st)
-            return {"x": a.x, "f": _arr(m, fs, signed(16)), "stat": _arr(m, stats, unsigned(5))}
+            return {"x": a.x, "op": _arr(m, ops, opnd), "stat": _arr(m, stats, unsigned(5))}
 
-        m.submodules.interp = int_st = Map(l2, l3, interp)
-        wiring.connect(m, idx_st.o, int_st.i)
+        def product(m, a):
+            prs = [{"p": a.op[ln].a * a.op[ln].b, "sh": a.op[ln].sh, "base": a.op[ln].base}
+                   for ln in range(tp)]
+            return {"x": a.x, "pr": _arr(m, prs, prod), "stat": a.stat}
+
+        rnd_l = data.StructLayout({"r": signed(lut.RND_BITS), "base": signed(16)})
+        l3c = data.StructLayout({"x": data.ArrayLayout(signed(X_BITS), tp),
+                                 "rd": data.ArrayLayout(rnd_l, tp),
+                                 "stat": data.ArrayLayout(unsigned(5), tp)})
+
+        def rounding(m, a):
+            rds = [{"r": lut.interp_round(a.pr[ln].p, a.pr[ln].sh), "base": a.pr[ln].base}
+                   for ln in range(tp)]
+            return {"x": a.x, "rd": _arr(m, rds, rnd_l), "stat": a.stat}
+
+        def finish(m, a):
+            fs = [lut.interp_finish(a.rd[ln].r, a.rd[ln].base) for ln in range(tp)]
+            return {"x": a.x, "f": _arr(m, fs, signed(16)), "stat": a.stat}
+
+        m.submodules.lut_sel = sel_st = Map(l2, l3a, operands)
+        wiring.connect(m, idx_st.o, sel_st.i)
+        m.submodules.lut_mul = lmul_st = Map(l3a, l3b, product)
+        wiring.connect(m, sel_st.o, lmul_st.i)
+        m.submodules.lut_rnd = rnd_st = Map(l3b, l3c, rounding)
+        wiring.connect(m, lmul_st.o, rnd_st.i)
+        m.submodules.interp = int_st = Map(l3c, l3, finish)
+        wiring.connect(m, rnd_st.o, int_st.i)
         out_fire = int_st.o.valid & int_st.o.ready
         for c in range(len(lut.STAT_NAMES)):
             cnt = sum((int_st.o.payload.stat[ln][c] for ln in range(1, tp)),
@@ -428,16 +504,27 @@ class CdpCore(wiring.Component):
         m.submodules.mul = mul_st = Map(l3, l4, mul)
         wiring.connect(m, int_st.o, mul_st.i)
 
-        # ---- 5. output converter ----
-        def ocvt(m, v):
-            off = Value.cast(p.datout_offset)[:25].as_signed()
-            return [truncate((v[ln] - off) * p.datout_scale, p.datout_shifter, self.cfg.bpe)
-                    for ln in range(tp)]
+        # ---- 5. output converter: product, then rounding shift and saturation (two stages) ----
+        off = Value.cast(p.datout_offset)[:25].as_signed()
+        # the product's exact shape: a shift of its width or more gives 0 (hdl.lib.fixed)
+        ocvt_shape = ((Signal(signed(25)) - off) * p.datout_scale).shape()
 
-        m.submodules.ocvt = ocvt_st = Map(l4, data.ArrayLayout(signed(self.cfg.bpe), tp), ocvt)
-        wiring.connect(m, mul_st.o, ocvt_st.i)
+        def ocvt_mul(m, v):
+            return [(v[ln] - off) * p.datout_scale for ln in range(tp)]
+
+        m.submodules.ocvt_mul = omul_st = Map(l4, data.ArrayLayout(ocvt_shape, tp), ocvt_mul)
+        wiring.connect(m, mul_st.o, omul_st.i)
+
+        def ocvt(m, v):
+            return [truncate(v[ln], p.datout_shifter, self.cfg.bpe) for ln in range(tp)]
+
+        m.submodules.ocvt = ocvt_st = Map(data.ArrayLayout(ocvt_shape, tp),
+                                          data.ArrayLayout(signed(self.cfg.bpe), tp), ocvt)
+        wiring.connect(m, omul_st.o, ocvt_st.i)
 
         m.submodules.gather = gat = Gather(signed(self.cfg.bpe), lanes, tp)
         wiring.connect(m, ocvt_st.o, gat.i)
-        wiring.connect(m, gat.o, wiring.flipped(self.o))
+        m.submodules.out_skid = out_skid = SkidBuffer(atom_layout(self.cfg))
+        wiring.connect(m, gat.o, out_skid.i)
+        wiring.connect(m, out_skid.o, wiring.flipped(self.o))
         return m

@@ -1,6 +1,6 @@
 """CDP's two-table hybrid LUT as combinational Amaranth functions (v1_ias_lut-programming.rst):
-table index (:func:`table_index`), interpolation (:func:`interpolate`) and table selection
-(:func:`select`). The pipeline registers around them are in :mod:`hdl.cdp.core`.
+table index in two halves (:func:`index_prep`, :func:`table_index`), interpolation in stages around
+one multiplier (:func:`interp_operands`, :func:`interp_round`, :func:`interp_finish`) and table selection (:func:`select`). The pipeline registers around them are in :mod:`hdl.cdp.core`.
 
 Facts (NVIDIA nv_small RTL, vmod/nvdla/cdp NV_NVDLA_CDP_DP_LUT_CTRL_unit.v / _INTP_unit.v /
 _lut.v / _intp.v, facts only; the same facts are documented in verif/model/lut.py):
@@ -29,7 +29,8 @@ from amaranth.lib import data
 from hdl.lib.fixed import floor_log2, saturate, shift_right_round
 
 __all__ = ["INDEX_BITS", "LUT_IN_BITS", "FRAC_BITS", "LE_ENTRIES", "LO_ENTRIES", "index_layout",
-           "params_layout", "table_index", "interpolate", "select", "STAT_NAMES"]
+           "params_layout", "prep_layout", "index_prep", "table_index", "interp_operands", "interp_round", "interp_finish", "select",
+           "STAT_NAMES", "OPA_BITS", "OPB_BITS", "SH_BITS", "RND_BITS"]
 
 LE_ENTRIES, LO_ENTRIES = 65, 257
 LUT_IN_BITS = 22          # signed LUT input: 21-bit unsigned square sum, or the 9-bit x (bypass)
@@ -65,19 +66,36 @@ def params_layout() -> data.StructLayout:
     })
 
 
-def table_index(m: Module, x, start, entries: int, *, exponential=None, index_offset=None,
-                select=None):
-    """Index of sample ``x`` (signed LUT_IN_BITS) in one table.
+def prep_layout() -> data.StructLayout:
+    """First half of a sample's index in one table (:func:`index_prep`): ``d`` = x - START
+    (INDEX_BITS + 1 bits, positive unless an underflow), ``uf0`` (x <= START), ``lg``
+    (floor(log2 d), for the exponential LE table)."""
+    return data.StructLayout({"d": unsigned(INDEX_BITS + 1), "uf0": 1,
+                              "lg": range(INDEX_BITS + 1)})
 
-    ``start``: the table's START register (signed, >= INDEX_BITS bits; its low INDEX_BITS bits
-    are used); ``entries``: table size; linear tables give ``select`` (signed(6)); the LE table
-    also gives ``exponential`` (1 bit) and ``index_offset`` (signed(8)). Returns a
-    ``data.View``-assignable dict of :func:`index_layout` fields.
-    """
+
+def index_prep(m: Module, x, start, *, exponential: bool = False) -> dict:
+    """First half of :func:`table_index`: the subtraction and, for the LE table
+    (``exponential`` True: the table may be exponential), the leading-one position.
+    ``x``: the sample (signed LUT_IN_BITS); ``start``: the table's START register (signed,
+    >= INDEX_BITS bits; its low INDEX_BITS bits are used). Returns a dict of
+    :func:`prep_layout` fields."""
     start_idx = Value.cast(start)[:INDEX_BITS].as_signed()
-    uf0 = x <= start_idx
     d = Signal(INDEX_BITS + 1, name="d")        # x - START, positive unless underflow
     m.d.comb += d.eq((x - start_idx)[:INDEX_BITS + 1])
+    lg = floor_log2(m, d, INDEX_BITS + 1) if exponential else 0
+    return {"d": d, "uf0": x <= start_idx, "lg": lg}
+
+
+def table_index(prep, entries: int, *, exponential=None, index_offset=None, select=None):
+    """Index of a sample in one table from its :func:`index_prep` half ``prep`` (a
+    :func:`prep_layout` view).
+
+    ``entries``: table size; linear tables give ``select`` (signed(6)); the LE table also
+    gives ``exponential`` (1 bit) and ``index_offset`` (signed(8)). Returns a
+    ``data.View``-assignable dict of :func:`index_layout` fields.
+    """
+    d, uf0 = prep.d, prep.uf0
     # linear, SELECT >= 0: t = (d << 16) >> SELECT: index above the fraction
     sel = select
     sel_pos = sel.as_unsigned()[:5]             # 0..31 when select >= 0
@@ -86,7 +104,7 @@ def table_index(m: Module, x, start, entries: int, *, exponential=None, index_of
     lin_frac = Mux(sel < 0, 0, t_lin[:FRAC_BITS])
     uf = uf0
     if exponential is not None:
-        lg = floor_log2(m, d, INDEX_BITS + 1)
+        lg = prep.lg
         t_exp = Cat(Const(0, FRAC_BITS), d) >> lg
         exp_idx = lg - index_offset                # signed, ~10 bits
         exp_uf = uf0 | ((index_offset >= 0) & (lg < index_offset))
@@ -106,26 +124,52 @@ def table_index(m: Module, x, start, entries: int, *, exponential=None, index_of
             "uf": uf, "of": of}
 
 
-def _rnd(v, shift):
-    """``v >> shift`` rounded half away from zero for shift >= 0, ``v << -shift`` otherwise
-    (shift: signed(5)); full width, no saturation."""
-    right = shift_right_round(v, shift.as_unsigned()[:4])
-    left = v << (-shift).as_unsigned()[:5]
-    return Mux(shift < 0, left, right)
+#: widths of the interpolation operands (:func:`interp_operands`): ``a`` holds x - MIN / x - END
+#: (22-bit sample minus a 39-bit origin) or T[i+1] - T[i]; ``b`` a 16-bit scale or the 16-bit
+#: fraction (zero-extended); ``sh`` the rounding shift -16..16
+OPA_BITS, OPB_BITS, SH_BITS = 41, 17, 6
 
 
-def interpolate(x, idx, y0, y1, vmin, vmax, uscale, ushift, oscale, oshift):
-    """16-bit output of one table (signed(16) value).
+def interp_operands(x, idx, y0, y1, vmin, vmax, uscale, ushift, oscale, oshift):
+    """First half of one table's output (module docstring: hit, underflow and overflow
+    formulas), chosen before the multiplier so that each sample needs one product:
+    ``y = saturate16(base + rnd(a * b, sh))``; returns the dict ``{"a", "b", "sh", "base"}``
+    (signed OPA_BITS / OPB_BITS / SH_BITS, signed 16). A hit gives ``a = T[i+1] - T[i]``,
+    ``b = frac``, ``sh = 16``; an underflow ``x - vmin``, UFLOW_SCALE, UFLOW_SHIFT; an overflow
+    ``x - vmax``, OFLOW_SCALE, OFLOW_SHIFT; ``base`` is ``y0`` (T[idx.addr]).
 
     ``x``: the sample (signed LUT_IN_BITS); ``idx``: its :func:`index_layout` view;
     ``y0``/``y1``: T[idx.addr] and T[idx.addr + 1] (signed 16); ``vmin``/``vmax``: underflow and
-    overflow origins (signed); ``uscale``/``oscale`` signed(16), ``ushift``/``oshift``
-    signed(5).
+    overflow origins (signed, <= 39 bits); ``uscale``/``oscale`` signed(16),
+    ``ushift``/``oshift`` signed(5).
     """
-    hit_y = y0 + shift_right_round((y1 - y0) * idx.frac, FRAC_BITS)
-    uf_y = y0 + _rnd((x - vmin) * uscale, ushift)
-    of_y = y0 + _rnd((x - vmax) * oscale, oshift)
-    return saturate(Mux(idx.uf, uf_y, Mux(idx.of, of_y, hit_y)), 16)
+    hit_a = y1 - y0
+    a = Mux(idx.uf, x - vmin, Mux(idx.of, x - vmax, hit_a))
+    b = Mux(idx.uf, uscale, Mux(idx.of, oscale, idx.frac))
+    sh = Mux(idx.uf, ushift, Mux(idx.of, oshift, FRAC_BITS))
+    return {"a": a, "b": b, "sh": sh, "base": y0}
+
+
+#: the rounded product kept between the last two stages, saturated to this many bits: with a
+#: 16-bit ``base`` every saturated value still saturates the sum the same way
+RND_BITS = 18
+
+
+def interp_round(prod, sh):
+    """Third quarter of one table's output: ``rnd(prod, sh)`` rounding half away from zero for
+    ``sh >= 0`` (``prod >> sh``) and shifting left for a negative ``sh`` (signed SH_BITS,
+    -16..16), saturated to RND_BITS (exact for :func:`interp_finish`: |base| < 2**15, so a sum
+    with a value beyond 2**17 saturates to the same int16 bound); ``prod`` is ``a * b`` of
+    :func:`interp_operands` at full width. Returns signed(RND_BITS)."""
+    right = shift_right_round(prod, sh.as_unsigned()[:SH_BITS - 1])
+    left = prod << (-sh).as_unsigned()[:SH_BITS - 1]
+    return saturate(Mux(sh < 0, left, right), RND_BITS)
+
+
+def interp_finish(rnd, base):
+    """Last quarter of one table's output: ``saturate16(base + rnd)`` (``rnd`` from
+    :func:`interp_round`, ``base`` = T[addr]). Returns signed(16)."""
+    return saturate(base + rnd, 16)
 
 
 def select(le, lo, p):

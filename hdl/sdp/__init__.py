@@ -383,12 +383,17 @@ class Sdp(DatapathUnit):
             wiring.connect(m, unpack.o, getattr(core, f"{sub}_op"))
             dcfg = getattr(rc, f"d_{dma_name}_cfg")
             fmt = unpack.fmt
+            # data atoms per operand group, registered: the W x H product is a layer constant
+            # (it settles a cycle after the register group flips, long before the operand DMA's
+            # first atom arrives) and kept out of the unpacker's counter path (issue 10)
+            repeat = Signal.like(unpack.repeat, name=f"{sub}_repeat")
+            m.d.sync += repeat.eq(Mux(fmt.per_element, 1,
+                                      (data_cube.width + 1) * (data_cube.height + 1)))
             m.d.comb += [
                 fmt.use.eq(Value.cast(getattr(dcfg, f"{dma_name}_data_use"))),
                 fmt.two_byte.eq(Value.cast(getattr(dcfg, f"{dma_name}_data_size"))),
                 fmt.per_element.eq(Value.cast(getattr(dcfg, f"{dma_name}_data_mode"))),
-                unpack.repeat.eq(Mux(fmt.per_element, 1,
-                                     (data_cube.width + 1) * (data_cube.height + 1))),
+                unpack.repeat.eq(repeat),
                 opdma.cube.eq(operand_cube(
                     data_cube, fmt,
                     base=Cat(getattr(rc, f"d_{sub}_base_addr_low").as_value(),
