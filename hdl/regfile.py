@@ -170,9 +170,10 @@ class UnitRegFile(wiring.Component):
         producer = Signal()
         consumer = Signal()
         op_en = [Signal(name=f"op_en{g}") for g in range(2)]
-        # the consumer pointer of the next cycle: flips when the datapath is done
-        consumer_next = Signal()
-        m.d.comb += consumer_next.eq(Mux(self.done, ~consumer, consumer) if pp else 0)
+        if pp:
+            # the consumer pointer of the next cycle: flips when the datapath is done
+            consumer_next = Signal()
+            m.d.comb += consumer_next.eq(Mux(self.done, ~consumer, consumer))
 
         read_values = {}
         for r in self.unit.registers:

@@ -417,19 +417,19 @@ class CdpCore(wiring.Component):
 
         # ---- 3b-3e. LUT read + table/case selection, product, rounding shift, sum (four stages:
         # each takes most of an FPGA clock, issue 10) ----
-        l3 = data.StructLayout({"x": data.ArrayLayout(signed(X_BITS), tp),
-                                "f": data.ArrayLayout(signed(16), tp),
-                                "stat": data.ArrayLayout(unsigned(5), tp)})
+        def lut_stage(name, shape):
+            """Layout between LUT stages: ``x`` and ``stat`` carried along, ``name`` per element."""
+            return data.StructLayout({"x": data.ArrayLayout(signed(X_BITS), tp),
+                                      name: data.ArrayLayout(shape, tp),
+                                      "stat": data.ArrayLayout(unsigned(5), tp)})
+
+        l3 = lut_stage("f", signed(16))
         opnd = data.StructLayout({"a": signed(lut.OPA_BITS), "b": signed(lut.OPB_BITS),
                                   "sh": signed(lut.SH_BITS), "base": signed(16)})
-        l3a = data.StructLayout({"x": data.ArrayLayout(signed(X_BITS), tp),
-                                 "op": data.ArrayLayout(opnd, tp),
-                                 "stat": data.ArrayLayout(unsigned(5), tp)})
+        l3a = lut_stage("op", opnd)
         prod = data.StructLayout({"p": signed(lut.OPA_BITS + lut.OPB_BITS),
                                   "sh": signed(lut.SH_BITS), "base": signed(16)})
-        l3b = data.StructLayout({"x": data.ArrayLayout(signed(X_BITS), tp),
-                                 "pr": data.ArrayLayout(prod, tp),
-                                 "stat": data.ArrayLayout(unsigned(5), tp)})
+        l3b = lut_stage("pr", prod)
         # LE underflow origin: START + 2**LE_INDEX_OFFSET (exponential, offset >= 0), 39 bits
         le_min = Signal(signed(39))
         bump = Mux(lp.le_exp & (lp.le_index_offset >= 0),
@@ -468,9 +468,7 @@ class CdpCore(wiring.Component):
             return {"x": a.x, "pr": _arr(m, prs, prod), "stat": a.stat}
 
         rnd_l = data.StructLayout({"r": signed(lut.RND_BITS), "base": signed(16)})
-        l3c = data.StructLayout({"x": data.ArrayLayout(signed(X_BITS), tp),
-                                 "rd": data.ArrayLayout(rnd_l, tp),
-                                 "stat": data.ArrayLayout(unsigned(5), tp)})
+        l3c = lut_stage("rd", rnd_l)
 
         def rounding(m, a):
             rds = [{"r": lut.interp_round(a.pr[ln].p, a.pr[ln].sh), "base": a.pr[ln].base}

@@ -1,6 +1,8 @@
 """CDP's two-table hybrid LUT as combinational Amaranth functions (v1_ias_lut-programming.rst):
-table index in two halves (:func:`index_prep`, :func:`table_index`), interpolation in stages around
-one multiplier (:func:`interp_operands`, :func:`interp_round`, :func:`interp_finish`) and table selection (:func:`select`). The pipeline registers around them are in :mod:`hdl.cdp.core`.
+table index in two halves (:func:`index_prep`, :func:`table_index`), interpolation in stages
+around one multiplier (:func:`interp_operands`, :func:`interp_round`, :func:`interp_finish`)
+and table selection (:func:`select`). The pipeline registers around them are in
+:mod:`hdl.cdp.core`.
 
 Facts (NVIDIA nv_small RTL, vmod/nvdla/cdp NV_NVDLA_CDP_DP_LUT_CTRL_unit.v / _INTP_unit.v /
 _lut.v / _intp.v, facts only; the same facts are documented in verif/model/lut.py):
@@ -29,8 +31,8 @@ from amaranth.lib import data
 from hdl.lib.fixed import floor_log2, saturate, shift_right_round
 
 __all__ = ["INDEX_BITS", "LUT_IN_BITS", "FRAC_BITS", "LE_ENTRIES", "LO_ENTRIES", "index_layout",
-           "params_layout", "prep_layout", "index_prep", "table_index", "interp_operands", "interp_round", "interp_finish", "select",
-           "STAT_NAMES", "OPA_BITS", "OPB_BITS", "SH_BITS", "RND_BITS"]
+           "params_layout", "prep_layout", "index_prep", "table_index", "interp_operands",
+           "interp_round", "interp_finish", "select", "STAT_NAMES", "OPA_BITS", "OPB_BITS", "SH_BITS", "RND_BITS"]
 
 LE_ENTRIES, LO_ENTRIES = 65, 257
 LUT_IN_BITS = 22          # signed LUT input: 21-bit unsigned square sum, or the 9-bit x (bypass)
