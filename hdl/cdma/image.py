@@ -184,28 +184,29 @@ class PixelWalker(RunWalker):
         y = Signal(CUBE_DIM_BITS)
         line = [Signal(aw, name=f"line{p}") for p in (0, 1)]     # line start (byte address)
         cur = [Signal(aw, name=f"cur{p}") for p in (0, 1)]       # next atom (aligned)
-        # bytes of the plane line covered by the atoms issued so far (negative: the part of
-        # the first atom before the line)
-        done_b = [Signal(signed(LINE_BYTES_BITS + 2), name=f"done{p}") for p in (0, 1)]
         first = [Signal(name=f"first{p}") for p in (0, 1)]
-
+        # Per plane, registers updated with every run of the plane (issue 10: derived from one
+        # covered-bytes count they were CDMA's critical path): ``left`` bytes of the plane line
+        # not covered by the atoms issued so far (more than the line at its start: the part of
+        # the first atom before the line), ``cov`` whole pixels covered (negative at the start),
+        # ``natoms`` atoms left ((left + A - 1) / A), ``done`` no bytes left. A run of ``count``
+        # atoms covers count * A bytes, count * A >> pix_log2 pixels (an atom holds whole
+        # pixels: pix_log2 <= log2(A)).
         left = [Signal(signed(LINE_BYTES_BITS + 3), name=f"left{p}") for p in (0, 1)]
-        fin = [Signal(name=f"fin{p}") for p in (0, 1)]
         cov = [Signal(signed(LINE_BYTES_BITS + 2), name=f"cov{p}") for p in (0, 1)]
         natoms = [Signal(LINE_BYTES_BITS + 1, name=f"natoms{p}") for p in (0, 1)]
+        done = [Signal(name=f"done{p}") for p in (0, 1)]
+        fin = [Signal(name=f"fin{p}") for p in (0, 1)]
         avail = [Signal(range(self.max_atoms + 1), name=f"avail{p}") for p in (0, 1)]
+        assert a_sh >= 2, "an atom must hold a whole pixel of up to 4 bytes"
+        pix_sh = [Signal(range(a_sh + 1), name=f"pix_sh{p}") for p in (0, 1)]   # log2(A / pixel)
+        m.d.comb += [pix_sh[p].eq(a_sh - g.pix_log2[p]) for p in (0, 1)]
         for p in (0, 1):
-            m.d.comb += [
-                left[p].eq(g.bytes[p] - done_b[p]),
-                cov[p].eq(done_b[p] >> g.pix_log2[p]),
-                natoms[p].eq((left[p] + (A - 1)) >> a_sh),
-            ]
             if win_sh > a_sh:
                 m.d.comb += avail[p].eq(self.max_atoms - cur[p][a_sh:win_sh])
             else:
                 m.d.comb += avail[p].eq(1)
-        m.d.comb += [fin[0].eq(left[0] <= 0),
-                     fin[1].eq((left[1] <= 0) | ~g.planes2)]
+        m.d.comb += [fin[0].eq(done[0]), fin[1].eq(done[1] | ~g.planes2)]
         sel = Signal()                          # plane of the next piece
         m.d.comb += sel.eq(~fin[1] & (fin[0] | (cov[1] < cov[0])))
         s_cur = Mux(sel, cur[1], cur[0])
@@ -235,7 +236,9 @@ class PixelWalker(RunWalker):
         with m.If(self.runs.valid & self.runs.ready):
             for p in (0, 1):
                 with m.If(sel == p):
-                    m.d.sync += [cur[p].eq(cur[p] + step), done_b[p].eq(done_b[p] + step),
+                    m.d.sync += [cur[p].eq(cur[p] + step), left[p].eq(left[p] - step),
+                                 done[p].eq(left[p] <= step), natoms[p].eq(natoms[p] - count),
+                                 cov[p].eq(cov[p] + (count << pix_sh[p])),
                                  first[p].eq(0)]
             with m.If(line_end):
                 with m.If(y == g.height):
@@ -246,8 +249,11 @@ class PixelWalker(RunWalker):
         with m.If(setup):
             m.d.sync += setup.eq(0)
             for p in (0, 1):
+                lo = line[p][:a_sh]
                 m.d.sync += [cur[p].eq(Cat(Const(0, a_sh), line[p][a_sh:])),
-                             done_b[p].eq(-line[p][:a_sh]), first[p].eq(1)]
+                             left[p].eq(g.bytes[p] + lo), done[p].eq(0),
+                             natoms[p].eq((g.bytes[p] + lo + (A - 1)) >> a_sh),
+                             cov[p].eq((-lo).as_signed() >> g.pix_log2[p]), first[p].eq(1)]
         with m.If(self.start & ~walking):
             m.d.sync += [walking.eq(1), setup.eq(1), y.eq(0), g.eq(self.geom)]
             m.d.sync += [line[p].eq(self.geom.base[p]) for p in (0, 1)]

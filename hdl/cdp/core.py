@@ -427,7 +427,7 @@ class CdpCore(wiring.Component):
         opnd = data.StructLayout({"a": signed(lut.OPA_BITS), "b": signed(lut.OPB_BITS),
                                   "sh": signed(lut.SH_BITS), "base": signed(16)})
         l3a = lut_stage("op", opnd)
-        prod = data.StructLayout({"p": signed(lut.OPA_BITS + lut.OPB_BITS),
+        prod = data.StructLayout({"p": signed(lut.PRE_BITS),
                                   "sh": signed(lut.SH_BITS), "base": signed(16)})
         l3b = lut_stage("pr", prod)
         # LE underflow origin: START + 2**LE_INDEX_OFFSET (exponential, offset >= 0), 39 bits
@@ -463,7 +463,8 @@ class CdpCore(wiring.Component):
             return {"x": a.x, "op": _arr(m, ops, opnd), "stat": _arr(m, stats, unsigned(5))}
 
         def product(m, a):
-            prs = [{"p": a.op[ln].a * a.op[ln].b, "sh": a.op[ln].sh, "base": a.op[ln].base}
+            prs = [{"p": lut.clamp_product(a.op[ln].a * a.op[ln].b), "sh": a.op[ln].sh,
+                    "base": a.op[ln].base}
                    for ln in range(tp)]
             return {"x": a.x, "pr": _arr(m, prs, prod), "stat": a.stat}
 

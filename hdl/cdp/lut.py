@@ -32,7 +32,8 @@ from hdl.lib.fixed import floor_log2, saturate, shift_right_round
 
 __all__ = ["INDEX_BITS", "LUT_IN_BITS", "FRAC_BITS", "LE_ENTRIES", "LO_ENTRIES", "index_layout",
            "params_layout", "prep_layout", "index_prep", "table_index", "interp_operands",
-           "interp_round", "interp_finish", "select", "STAT_NAMES", "OPA_BITS", "OPB_BITS", "SH_BITS", "RND_BITS"]
+           "clamp_product", "interp_round", "interp_finish", "select", "STAT_NAMES", "OPA_BITS",
+           "OPB_BITS", "SH_BITS", "RND_BITS", "PRE_BITS"]
 
 LE_ENTRIES, LO_ENTRIES = 65, 257
 LUT_IN_BITS = 22          # signed LUT input: 21-bit unsigned square sum, or the 9-bit x (bypass)
@@ -155,6 +156,17 @@ def interp_operands(x, idx, y0, y1, vmin, vmax, uscale, ushift, oscale, oshift):
 #: the rounded product kept between the last two stages, saturated to this many bits: with a
 #: 16-bit ``base`` every saturated value still saturates the sum the same way
 RND_BITS = 18
+#: interp_round's clamped product: RND_BITS + a right shift of up to 16 + 2
+PRE_BITS = RND_BITS + 16 + 2
+
+
+def clamp_product(prod):
+    """``a * b`` of :func:`interp_operands` clamped to signed(PRE_BITS), for
+    :func:`interp_round` (issue 10: the shifts and rounding at the product's full 58 bits were
+    CDP's critical path). Exact: a right shift is at most 16 (FRAC_BITS, or a 5-bit signed
+    UFLOW/OFLOW_SHIFT), so a product of magnitude 2**(PRE_BITS-1) or more, shifted either way,
+    is beyond RND_BITS and saturates to the same bound as its clamped value."""
+    return saturate(prod, PRE_BITS)
 
 
 def interp_round(prod, sh):
@@ -162,7 +174,8 @@ def interp_round(prod, sh):
     ``sh >= 0`` (``prod >> sh``) and shifting left for a negative ``sh`` (signed SH_BITS,
     -16..16), saturated to RND_BITS (exact for :func:`interp_finish`: |base| < 2**15, so a sum
     with a value beyond 2**17 saturates to the same int16 bound); ``prod`` is ``a * b`` of
-    :func:`interp_operands` at full width. Returns signed(RND_BITS)."""
+    :func:`interp_operands`, at full width or clamped by :func:`clamp_product`. Returns
+    signed(RND_BITS)."""
     right = shift_right_round(prod, sh.as_unsigned()[:SH_BITS - 1])
     left = prod << (-sh).as_unsigned()[:SH_BITS - 1]
     return saturate(Mux(sh < 0, left, right), RND_BITS)

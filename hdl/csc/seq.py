@@ -9,7 +9,7 @@ Every address is kept incrementally (adds only, no multiplier in the loop).
 """
 from __future__ import annotations
 
-from amaranth.hdl import Module, Mux, Signal, signed
+from amaranth.hdl import Cat, Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -222,7 +222,7 @@ class WtSeq(wiring.Component):
         run = Signal()
         g, cb = Signal(DIM), Signal(DIM)
         r, s = Signal(6), Signal(6)
-        p0 = Signal(2 * DIM + 1)                   # first pixel of the stripe
+        remaining = Signal(2 * DIM + 1)            # pixels of the group from this stripe on
         j = Signal(range(self.ak * self.ac // geom.entry_bytes + 2))
         b, e, er = Signal(32), Signal(32), Signal(ring)
         bg, eg, erg = Signal(32), Signal(32), Signal(ring)      # the kernel group's first set
@@ -233,10 +233,17 @@ class WtSeq(wiring.Component):
         n = Signal(range(self.ak * self.ac + 1))
         off = Signal(max(1, es))
         jlast = Signal(len(j))
+        # the set's byte count kg * cw for the four (last group?, last block?) cases: registers
+        # following the parameters (issue 10: the product was on CSC's critical path), valid
+        # from the cycle after ``start`` on, the first cycle of ``run``
+        n_case = Signal(data.ArrayLayout(len(n), 4))
+        m.d.sync += [n_case[2 * gl + cl].eq(Mux(gl, p.kg_last, self.ak)
+                                            * Mux(cl, p.cw_last, p.cw_full))
+                     for gl in (0, 1) for cl in (0, 1)]
         m.d.comb += [
             kg.eq(Mux(g_end, p.kg_last, self.ak)),
             cw.eq(Mux(cb_end, p.cw_last, p.cw_full)),
-            n.eq(kg * cw),
+            n.eq(n_case[Cat(cb_end, g_end)]),
             off.eq(b[:es] if es else 0),
             jlast.eq((off + n - 1) >> es),
         ]
@@ -254,7 +261,6 @@ class WtSeq(wiring.Component):
             en.eq(e + aligned),
             ern.eq(Mux(aligned, wrap_inc(er), er)),
         ]
-        remaining = p.npix - p0
         slen = stripe_len(m, remaining, self.stripe_max)
         stripe_last = remaining <= self.stripe_max
         group_end = set_end & s_end & r_end & cb_end & stripe_last
@@ -268,8 +274,8 @@ class WtSeq(wiring.Component):
         ]
 
         with m.If(self.start):
-            m.d.sync += [run.eq(1), g.eq(0), cb.eq(0), r.eq(0), s.eq(0), p0.eq(0), j.eq(0),
-                         b.eq(0), e.eq(0), er.eq(0), bg.eq(0), eg.eq(0), erg.eq(0)]
+            m.d.sync += [run.eq(1), g.eq(0), cb.eq(0), r.eq(0), s.eq(0), remaining.eq(p.npix),
+                         j.eq(0), b.eq(0), e.eq(0), er.eq(0), bg.eq(0), eg.eq(0), erg.eq(0)]
         with m.Elif(o.valid & o.ready):
             with m.If(~set_end):
                 m.d.sync += [j.eq(j + 1), e.eq(e + 1), er.eq(wrap_inc(er))]
@@ -285,9 +291,11 @@ class WtSeq(wiring.Component):
                 with m.Else():
                     m.d.sync += [s.eq(0), r.eq(0), cb.eq(0)]
                     with m.If(~stripe_last):
-                        m.d.sync += [p0.eq(p0 + slen), b.eq(bg), e.eq(eg), er.eq(erg)]
+                        m.d.sync += [remaining.eq(remaining - slen), b.eq(bg), e.eq(eg),
+                                     er.eq(erg)]
                     with m.Else():
-                        m.d.sync += [p0.eq(0), bg.eq(bn), eg.eq(en), erg.eq(ern)] + nxt
+                        m.d.sync += [remaining.eq(p.npix), bg.eq(bn), eg.eq(en),
+                                     erg.eq(ern)] + nxt
                         with m.If(g_end):
                             m.d.sync += run.eq(0)
                         with m.Else():

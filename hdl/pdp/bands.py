@@ -61,35 +61,58 @@ class Bands(wiring.Component):
             "out_col": Out(DIM_BITS), "out_width": Out(DIM_BITS), "last": Out(1),
         })
 
+    def _geometry(self, m, b, in_start, out_start, name):
+        """The outputs of band ``b`` whose input columns start at ``in_start`` and outputs at
+        ``out_start`` (combinational from registers), plus the next band's starts."""
+        r = self.regs
+        first, last = Signal(name=f"{name}_first"), Signal(name=f"{name}_last")
+        split = Signal(name=f"{name}_split")
+        win = Signal(DIM_BITS, name=f"{name}_win")
+        overlap = Signal(signed(6), name=f"{name}_overlap")
+        g = {"col": Signal(signed(DIM_BITS + 1), name=f"{name}_col"),
+             "width": Signal(DIM_BITS, name=f"{name}_width"),
+             "pad_left_b": Signal(3, name=f"{name}_pad_left_b"),
+             "out_col": Signal(DIM_BITS, name=f"{name}_out_col"),
+             "out_width": Signal(DIM_BITS, name=f"{name}_out_width"),
+             "last": last}
+        m.d.comb += [
+            first.eq(b == 0), last.eq(b == r.split_num), split.eq(r.split_num != 0),
+            overlap.eq(r.kw - r.sx),
+            win.eq(Mux(first, r.in_first, Mux(last, r.in_last, r.in_mid)) + 1),
+            g["out_width"].eq(Mux(split, Mux(first, r.out_first,
+                                             Mux(last, r.out_last, r.out_mid)) + 1,
+                                  r.cube_out_width + 1)),
+            g["pad_left_b"].eq(Mux(first, r.pad_left, 0)),
+            g["out_col"].eq(out_start),
+        ]
+        with m.If(~split):
+            m.d.comb += [g["col"].eq(0), g["width"].eq(r.cube_width + 1)]
+        with m.Elif(first):
+            m.d.comb += [g["col"].eq(0), g["width"].eq(win)]
+        with m.Else():
+            m.d.comb += [g["col"].eq(in_start - overlap), g["width"].eq(win + overlap)]
+        return g, in_start + win, out_start + g["out_width"]
+
     def elaborate(self, platform):
         m = Module()
-        r = self.regs
+        # The outputs are registers (issue 10: the band geometry's adders were the start of
+        # PDP's critical path). Each cycle they load the geometry of the band the state holds
+        # in the next cycle: the current band's, the next band's at ``next``, band 0's at
+        # ``restart`` (all three computed from registers), so they equal the geometry of the
+        # current band as a combinational function would, one cycle after a register change.
         b = Signal(8)
         in_start = Signal(DIM_BITS)
         out_start = Signal(DIM_BITS)
-        first = Signal()
-        split = Signal()
-        win = Signal(DIM_BITS)
-        overlap = Signal(signed(6))
-        m.d.comb += [
-            first.eq(b == 0), self.last.eq(b == r.split_num), split.eq(r.split_num != 0),
-            overlap.eq(r.kw - r.sx),
-            win.eq(Mux(first, r.in_first, Mux(self.last, r.in_last, r.in_mid)) + 1),
-            self.out_width.eq(Mux(split, Mux(first, r.out_first,
-                                             Mux(self.last, r.out_last, r.out_mid)) + 1,
-                                  r.cube_out_width + 1)),
-            self.pad_left_b.eq(Mux(first, r.pad_left, 0)),
-            self.out_col.eq(out_start),
-        ]
-        with m.If(~split):
-            m.d.comb += [self.col.eq(0), self.width.eq(r.cube_width + 1)]
-        with m.Elif(first):
-            m.d.comb += [self.col.eq(0), self.width.eq(win)]
-        with m.Else():
-            m.d.comb += [self.col.eq(in_start - overlap), self.width.eq(win + overlap)]
-        with m.If(self.next):
-            m.d.sync += [b.eq(b + 1), in_start.eq(in_start + win),
-                         out_start.eq(out_start + self.out_width)]
+        cur, in_next, out_next = self._geometry(m, b, in_start, out_start, "cur")
+        nxt, _, _ = self._geometry(m, b + 1, in_next, out_next, "nxt")
+        zero, _, _ = self._geometry(m, 0, 0, 0, "zero")
+        outs = {k: getattr(self, k) for k in cur}
         with m.If(self.restart):
             m.d.sync += [b.eq(0), in_start.eq(0), out_start.eq(0)]
+            m.d.sync += [outs[k].eq(zero[k]) for k in outs]
+        with m.Elif(self.next):
+            m.d.sync += [b.eq(b + 1), in_start.eq(in_next), out_start.eq(out_next)]
+            m.d.sync += [outs[k].eq(nxt[k]) for k in outs]
+        with m.Else():
+            m.d.sync += [outs[k].eq(cur[k]) for k in outs]
         return m

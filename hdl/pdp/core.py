@@ -4,7 +4,7 @@
 Stream stages (all ``lib.stream``, ``lanes`` = cfg.pdp_throughput elements per item,
 ``groups`` = atom / lanes items per atom):
 
-  atoms --Split--> groups --Pool1d (width pass)--> Pool2d (height pass)
+  atoms --Split--> groups --Pool1d (width pass)--SkidBuffer--> Pool2d (height pass)
         --Map (x RECIP_KERNEL_WIDTH, round to 11 bits)--> Map (x RECIP_KERNEL_HEIGHT, round to 8)
         --Merge--> atoms
 
@@ -28,8 +28,8 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from hdl.lib.gearbox import Merge, Split
-from hdl.lib.stream import Map
-from hdl.pdp.pool1d import DIM_BITS, POOL_AVE, ROW_BITS, Pool1d
+from hdl.lib.stream import Map, SkidBuffer
+from hdl.pdp.pool1d import DIM_BITS, POOL_AVE, ROW_BITS, Pool1d, row_item_layout
 from hdl.pdp.pool2d import TOT_BITS, Pool2d
 
 __all__ = ["PdpCore", "recip_round"]
@@ -58,7 +58,7 @@ class PdpCore(wiring.Component):
     In(5) (1..16); ``pad_top`` In(3); ``height`` / ``out_height`` In(14) (counts);
     ``surfaces`` In(14); band parameters ``width`` (columns read), ``pad_left``, ``out_width``
     In (counts) and ``band_next`` Out(1) (see :class:`hdl.pdp.pool1d.Pool1d`); ``pads``
-    In(ArrayLayout(19, 8)); ``recip_w``, ``recip_h`` In(17); ``busy`` Out(1) items inside.
+    In(ArrayLayout(19, 8)); ``recip_w``, ``recip_h`` In(17).
     """
 
     def __init__(self, atom: int, lanes: int, max_width: int):
@@ -73,7 +73,7 @@ class PdpCore(wiring.Component):
             "surfaces": In(DIM_BITS), "width": In(DIM_BITS), "pad_left": In(3),
             "out_width": In(DIM_BITS), "band_next": Out(1),
             "pads": In(data.ArrayLayout(unsigned(19), 8)),
-            "recip_w": In(17), "recip_h": In(17), "busy": Out(1),
+            "recip_w": In(17), "recip_h": In(17),
         })
 
     def elaborate(self, platform):
@@ -108,7 +108,11 @@ class PdpCore(wiring.Component):
             self.o.valid.eq(merge.o.valid), self.o.payload.eq(merge.o.payload.as_value()),
             merge.o.ready.eq(self.o.ready),
         ]
-        wiring.connect(m, p1.o, p2.i)
+        # a skid buffer between the passes: the height pass's ready (its window bookkeeping)
+        # no longer runs combinationally into the width pass's stall logic (issue 10)
+        m.submodules.mid_skid = mid = SkidBuffer(row_item_layout(T, G))
+        wiring.connect(m, p1.o, mid.i)
+        wiring.connect(m, mid.o, p2.i)
         wiring.connect(m, p2.o, rw.i)
         wiring.connect(m, rw.o, rh.i)
         wiring.connect(m, rh.o, merge.i)
@@ -121,7 +125,5 @@ class PdpCore(wiring.Component):
             self.band_next.eq(p1.band_next),
             p2.kh.eq(self.kh), p2.sy.eq(self.sy), p2.pad_top.eq(self.pad_top),
             p2.out_height.eq(self.out_height),
-            self.busy.eq(split.o.valid | p1.o.valid | p2.busy | p2.o.valid | rw.o.valid | rh.o.valid
-                         | merge.o.valid),
         ]
         return m

@@ -12,9 +12,9 @@ line's elements at padded columns ``ox*sx .. ox*sx + kw - 1`` (padded column = c
   NV_NVDLA_PDP_CORE_cal1d.v; the same fact is documented in verif/model/pdp.py).
 
 How: the last 7 columns of every group are kept in a history register file; a window ending at the
-current column is reduced combinationally from the current item and the history (age ``a`` = how
-many columns back, valid when ``a + d <= kw - 1`` and ``a <= x``, ``d`` = how far the window end
-lies beyond the current column). Windows that end in the right padding are emitted from a snapshot
+current column is made of the current item and the history (age ``a`` = how many columns back,
+valid when ``a + d <= kw - 1`` and ``a <= x``, ``d`` = how far the window end lies beyond the
+current column); its 8 columns and valid flags are registered and reduced in the next stage. Windows that end in the right padding are emitted from a snapshot
 of the history taken at the line end (``tail``): the first one with the last column's items, the
 others by a flush engine that runs while the next line's leading items (which end no window) are
 consumed, so right padding costs no extra cycles when PAD_LEFT + PAD_RIGHT <= kernel - 1.
@@ -26,12 +26,12 @@ parent can present the next band's ``width``/``pad_left``/``out_width``): see th
 """
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Mux, Signal, signed, unsigned
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from hdl.lib.fixed import sign_extend
-from hdl.lib.stream import PipelineStage
+from hdl.lib.stream import Map, PipelineStage
 
 __all__ = ["Pool1d", "row_item_layout", "POOL_AVE", "POOL_MAX", "POOL_MIN", "HIST", "DIM_BITS"]
 
@@ -69,7 +69,8 @@ class Pool1d(wiring.Component):
     width (>= 1); ``height`` In(14) lines per surface; ``surfaces`` In(14) surfaces per band;
     ``pads`` In(ArrayLayout(19, 8)) raw PAD_VALUE_kX registers at index k (index 0 unused);
     ``band_next`` Out(1) one-cycle pulse after the last item of a band.
-    Throughput: one input item per cycle, one output item per cycle.
+    Throughput: one input item per cycle, one output item per cycle. Latency: two cycles (the
+    emitted window's columns are registered, then reduced).
     """
 
     def __init__(self, lanes: int, groups: int):
@@ -88,32 +89,48 @@ class Pool1d(wiring.Component):
             "band_next": Out(1),
         })
 
-    def _window(self, m, ages, d, xcur, name):
-        """Reduce one window: ``ages`` 8 lists of ``lanes`` int8 values (age 0 = newest column),
-        ``d`` window end beyond the newest column, ``xcur`` column index of age 0. Returns a list
-        of ``lanes`` signed(11) values."""
+    def _valid(self, m, d, xcur, name):
+        """Which of the 8 ages (0 = newest column) are real columns of the window ending ``d``
+        columns beyond the newest column, whose column index is ``xcur``: a Signal(8)."""
         kw = self.kw
-        valid = [Signal(name=f"{name}_valid{a}") for a in range(HIST + 1)]
-        for a in range(HIST + 1):
-            m.d.comb += valid[a].eq((a + d <= kw - 1) & ((a <= xcur) if a else 1))
-        n = Signal(4, name=f"{name}_n")
-        m.d.comb += n.eq(sum(valid))
-        padidx = Signal(4, name=f"{name}_padidx")
+        valid = Signal(HIST + 1, name=f"{name}_valid")
+        m.d.comb += [valid[a].eq((a + d <= kw - 1) & ((a <= xcur) if a else 1))
+                     for a in range(HIST + 1)]
+        return valid
+
+    def _reduce(self, m, ages, valid):
+        """Reduce one window: ``ages`` (ArrayLayout(ArrayLayout(signed(8), lanes), 8) view) the
+        window's last 8 columns, ``valid`` Signal(8) which of them are real columns (age 0
+        always is). Returns a list of ``lanes`` signed(11) values. Balanced trees of adders and
+        comparators (issue 10: the serial chains were PDP's critical path)."""
+        kw = self.kw
+        n = Signal(4, name="n")
+        m.d.comb += n.eq(sum(valid[a] for a in range(HIST + 1)))
+        padidx = Signal(4, name="padidx")
         m.d.comb += padidx.eq(kw - n)
-        pad = Signal(signed(ROW_BITS), name=f"{name}_pad")
-        m.d.comb += pad.eq(sign_extend(self.pads[padidx[:3]][:ROW_BITS], ROW_BITS))
+        pad = Signal(signed(ROW_BITS), name="pad")
+        m.d.comb += pad.eq(Mux(n != kw, sign_extend(self.pads[padidx[:3]][:ROW_BITS], ROW_BITS),
+                               0))
+
+        def tree(vals, op):
+            while len(vals) > 1:
+                vals = [op(vals[i], vals[i + 1]) if i + 1 < len(vals) else vals[i]
+                        for i in range(0, len(vals), 2)]
+            return vals[0]
+
         out = []
         for ln in range(self.lanes):
             vals = [ages[a][ln] for a in range(HIST + 1)]
             # AVE: sum of the valid elements plus the pad value, wrapping to 11 bits (cal1d.v)
-            total = Signal(signed(ROW_BITS + 2), name=f"{name}_sum{ln}")
-            m.d.comb += total.eq(sum(Mux(valid[a], vals[a], 0) for a in range(HIST + 1))
-                                 + Mux(n != kw, pad, 0))
-            mx, mn = vals[0], vals[0]          # age 0 is always inside a window being emitted
-            for a in range(1, HIST + 1):
-                mx = Mux(valid[a] & (vals[a] > mx), vals[a], mx)
-                mn = Mux(valid[a] & (vals[a] < mn), vals[a], mn)
-            res = Signal(signed(ROW_BITS), name=f"{name}_res{ln}")
+            total = Signal(signed(ROW_BITS + 2), name=f"sum{ln}")
+            m.d.comb += total.eq(tree([Mux(valid[a], vals[a], 0) for a in range(HIST + 1)]
+                                      + [pad], lambda x, y: x + y))
+            # invalid columns become the neutral element; age 0 is always valid
+            mx = tree([vals[0]] + [Mux(valid[a], vals[a], -128) for a in range(1, HIST + 1)],
+                      lambda x, y: Mux(x > y, x, y))
+            mn = tree([vals[0]] + [Mux(valid[a], vals[a], 127) for a in range(1, HIST + 1)],
+                      lambda x, y: Mux(x < y, x, y))
+            res = Signal(signed(ROW_BITS), name=f"res{ln}")
             with m.Switch(self.method):
                 with m.Case(POOL_MAX):
                     m.d.comb += res.eq(mx)
@@ -132,8 +149,20 @@ class Pool1d(wiring.Component):
         col = data.ArrayLayout(elem, T)
         hist_layout = data.ArrayLayout(data.ArrayLayout(col, HIST), G)
 
-        m.submodules.out = out = PipelineStage(self._row)
-        wiring.connect(m, out.o, wiring.flipped(self.o))
+        # two stages: ``out`` registers the emitted window (its 8 columns and which are real)
+        # with the item's position; ``reduce`` computes the pooled values from it
+        win_layout = data.StructLayout({
+            "ages": data.ArrayLayout(col, HIST + 1), "valid": HIST + 1,
+            **{k: v for k, v in self._row.members.items() if k != "v"}})
+        m.submodules.out = out = PipelineStage(win_layout)
+
+        def reduce(m, w):
+            v = self._reduce(m, w.ages, w.valid)
+            return {"v": Cat(*v), **{k: w[k] for k in self._row.members if k != "v"}}
+
+        m.submodules.reduce = red = Map(win_layout, self._row, reduce)
+        wiring.connect(m, out.o, red.i)
+        wiring.connect(m, red.o, wiring.flipped(self.o))
 
         # ---- normal engine: position of the incoming item ----
         x = Signal(DIM_BITS)
@@ -178,12 +207,12 @@ class Pool1d(wiring.Component):
         # with one group the index is constant (no 1-entry case statement in the Verilog)
         gi, fgi = (g, f_g) if G > 1 else (0, 0)
         hist_g = hist[gi]
-        ages_n = [cur] + [hist_g[a] for a in range(HIST)]
-        res_n = self._window(m, ages_n, d_now, x, "wn")
+        ages_n = Cat(cur, hist_g.as_value())
+        valid_n = self._valid(m, d_now, x, "wn")
         tail_g = tail[fgi]
-        zero = Signal(col)          # age 7 is never inside a flushed window (d >= 1)
-        ages_f = [tail_g[a] for a in range(HIST)] + [zero]
-        res_f = self._window(m, ages_f, f_d, f_x, "wf")
+        # age 7 is never inside a flushed window (d >= 1)
+        ages_f = Cat(tail_g.as_value(), Const(0, col.size))
+        valid_f = self._valid(m, f_d, f_x, "wf")
 
         # ---- handshakes: flush has priority on the output ----
         stall = Signal()
@@ -200,7 +229,7 @@ class Pool1d(wiring.Component):
                 out.i.payload.last_row.eq(f_last_row),
                 out.i.payload.row_end.eq((f_ox == f_ow - 1) & (f_g == G - 1)),
             ]
-            m.d.comb += [out.i.payload.v[k].eq(res_f[k]) for k in range(T)]
+            m.d.comb += [out.i.payload.ages.eq(ages_f), out.i.payload.valid.eq(valid_f)]
         with m.Else():
             m.d.comb += [
                 out.i.valid.eq(self.i.valid & emit),
@@ -208,7 +237,7 @@ class Pool1d(wiring.Component):
                 out.i.payload.last_row.eq(h == self.height - 1),
                 out.i.payload.row_end.eq((ox == self.out_width - 1) & last_g),
             ]
-            m.d.comb += [out.i.payload.v[k].eq(res_n[k]) for k in range(T)]
+            m.d.comb += [out.i.payload.ages.eq(ages_n), out.i.payload.valid.eq(valid_n)]
 
         # flush progress
         with m.If(f_active & out.i.ready):

@@ -18,7 +18,8 @@ others (ending in the bottom padding) are emitted afterwards by a flush engine r
 banks while the next surface's first lines are consumed (they only stall when they need a bank
 still being flushed, or want to emit before the flush is done).
 
-Latency: one cycle (output register). Throughput: one item per cycle.
+Latency: three cycles (the input register, the emitted window's register, then the padding
+term's). Throughput: one item per cycle.
 """
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from hdl.lib.fixed import sign_extend
-from hdl.lib.stream import PipelineStage
+from hdl.lib.stream import Map, PipelineStage
 from hdl.pdp.pool1d import DIM_BITS, POOL_AVE, POOL_MAX, POOL_MIN, row_item_layout
 
 __all__ = ["Pool2d", "SLOTS", "ACC_BITS", "TOT_BITS"]
@@ -49,7 +50,7 @@ class Pool2d(wiring.Component):
     AVE: the padded sum before the reciprocal multiplies); ``start`` In(1) pulse at layer start;
     ``method`` In(2); ``kw`` In(4); ``kh`` In(4) 1..8; ``sy`` In(5) 1..16; ``pad_top`` In(3);
     ``height`` In(14) input lines; ``out_height`` In(14) output lines; ``pads``
-    In(ArrayLayout(19, 8)) raw PAD_VALUE_kX at index k; ``busy`` Out(1): a flush is pending.
+    In(ArrayLayout(19, 8)) raw PAD_VALUE_kX at index k.
     """
 
     def __init__(self, lanes: int, groups: int, max_width: int):
@@ -65,35 +66,27 @@ class Pool2d(wiring.Component):
             "method": In(2), "kw": In(4), "kh": In(4), "sy": In(5), "pad_top": In(3),
             "height": In(DIM_BITS), "out_height": In(DIM_BITS),
             "pads": In(data.ArrayLayout(unsigned(19), 8)),
-            "busy": Out(1),
         })
 
-    def _final(self, m, acc, start, name):
+    def _final(self, m, acc, start, padkw):
         """Emitted value of a window starting at padded line ``start`` with partial result
-        ``acc`` (lanes x signed(14)): AVE adds the padding term (cal2d.v)."""
+        ``acc`` (lanes x signed(14)): AVE adds the padding term (cal2d.v), ``padkw[k]`` =
+        (PAD_VALUE_kX * kw)[13:0] for the k missing lines."""
         pt, kh = self.pad_top, self.kh
-        last_real = Signal(DIM_BITS + 1, name=f"{name}_last_real")
-        first_real = Signal(DIM_BITS + 1, name=f"{name}_first_real")
-        end = Signal(DIM_BITS + 1, name=f"{name}_end")
-        mreal = Signal(DIM_BITS + 1, name=f"{name}_m")
+        last_real = Signal(DIM_BITS + 1, name="last_real")
+        first_real = Signal(DIM_BITS + 1, name="first_real")
+        end = Signal(DIM_BITS + 1, name="end")
+        mreal = Signal(DIM_BITS + 1, name="m")
         m.d.comb += [
             last_real.eq(pt + self.height - 1), end.eq(start + kh - 1),
             first_real.eq(Mux(start > pt, start, pt)),
             mreal.eq(Mux(end < last_real, end, last_real) - first_real + 1),
         ]
-        idx = Signal(4, name=f"{name}_padidx")
+        idx = Signal(4, name="padidx")
         m.d.comb += idx.eq(kh - mreal)
-        padkw = Signal(signed(19 + 5), name=f"{name}_padkw")
-        m.d.comb += padkw.eq(sign_extend(self.pads[idx[:3]], 19) * self.kw)
-        add = Signal(signed(ACC_BITS), name=f"{name}_add")
-        m.d.comb += add.eq(Mux((mreal != kh) & (self.method == POOL_AVE),
-                               padkw[:ACC_BITS].as_signed(), 0))
-        out = []
-        for ln in range(self.lanes):
-            v = Signal(signed(TOT_BITS), name=f"{name}_v{ln}")
-            m.d.comb += v.eq(acc[ln] + add)
-            out.append(v)
-        return out
+        add = Signal(signed(ACC_BITS), name="add")
+        m.d.comb += add.eq(Mux((mreal != kh) & (self.method == POOL_AVE), padkw[idx[:3]], 0))
+        return [acc[ln] + add for ln in range(self.lanes)]
 
     def elaborate(self, platform):
         m = Module()
@@ -103,10 +96,29 @@ class Pool2d(wiring.Component):
         acc_l = data.ArrayLayout(signed(ACC_BITS), T)
         depth = self.max_width * G
 
-        m.submodules.out = out = PipelineStage(self._out)
-        wiring.connect(m, out.o, wiring.flipped(self.o))
+        # two stages (issue 10): ``out`` registers the emitted window's partial result and its
+        # first padded line; ``final`` adds the padding term. (PAD_VALUE_kX * kw)[13:0] are
+        # registers following the pad value and kernel width registers, one cycle behind them:
+        # ``final`` reads them five cycles after ``start`` at the earliest (``init_wait``), so
+        # they hold the layer's values when the registers are stable from its ``start`` on.
+        emit_l = data.StructLayout({"acc": acc_l, "start": unsigned(DIM_BITS + 1)})
+        m.submodules.out = out = PipelineStage(emit_l)
+        padkw = Signal(data.ArrayLayout(signed(ACC_BITS), SLOTS))
+        m.d.sync += [padkw[k].eq((sign_extend(self.pads[k], 19) * self.kw)[:ACC_BITS])
+                     for k in range(SLOTS)]
+        m.submodules.final = final = Map(
+            emit_l, self._out, lambda m, e: self._final(m, e.acc, e.start, padkw))
+        wiring.connect(m, out.o, final.i)
+        wiring.connect(m, final.o, wiring.flipped(self.o))
 
-        it = self.i.payload
+        # the item being processed: an input register, loaded while the line-buffer banks are
+        # read at its address (synchronous reads, issue 10: the asynchronous reads of the deep
+        # banks were PDP's critical path)
+        it = Signal(self._row)
+        it_valid = Signal()
+        load = Signal()
+        with m.If(load):
+            m.d.sync += [it_valid.eq(self.i.valid), it.eq(self.i.payload)]
         pt, kh, sy = self.pad_top, self.kh, self.sy
 
         # ---- per-surface window bookkeeping ----
@@ -116,10 +128,18 @@ class Pool2d(wiring.Component):
         nstart_row = Signal(DIM_BITS + 1)  # first padded line of window nstarted
         base = Signal(3)
         # initial values at a surface start: windows starting in the top padding
-        init_n = Signal(DIM_BITS)
-        m.d.comb += init_n.eq(1 + sum((j * sy <= pt) for j in range(1, SLOTS)))   # window 0 always
-        init_n_c = Signal(DIM_BITS)
-        m.d.comb += init_n_c.eq(Mux(init_n < self.out_height, init_n, self.out_height))
+        # Registers following the configuration in two stages (issue 10: computed from it
+        # combinationally, this count and product were PDP's critical path); a layer's
+        # ``start`` waits for them (``init_wait``: its first item is taken three cycles after
+        # ``start`` at the earliest). At most 8 windows start in the top padding.
+        init_n = Signal(4)
+        m.d.sync += init_n.eq(1 + sum((j * sy <= pt) for j in range(1, SLOTS)))   # window 0 always
+        init_n_c = Signal(4)
+        init_row = Signal(9)            # first padded line of window init_n_c
+        few = self.out_height < init_n
+        m.d.sync += [init_n_c.eq(Mux(few, self.out_height[:4], init_n)),
+                     init_row.eq(Mux(few, self.out_height[:4] * sy, init_n * sy))]
+        init_wait = Signal(2)
 
         # ---- flush engine ----
         f_active = Signal()
@@ -135,71 +155,93 @@ class Pool2d(wiring.Component):
         m.d.comb += q.eq(it.h + pt)
         addr = Signal(range(depth))
         f_addr = Signal(range(depth))
+        in_addr = Signal(range(depth))      # the address of the item being loaded
+        nxt = self.i.payload
         if gb:
-            m.d.comb += [addr.eq(Cat(it.g[:gb], it.ox[:wb])), f_addr.eq(Cat(f_g[:gb], f_ox[:wb]))]
+            m.d.comb += [addr.eq(Cat(it.g[:gb], it.ox[:wb])), f_addr.eq(Cat(f_g[:gb], f_ox[:wb])),
+                         in_addr.eq(Cat(nxt.g[:gb], nxt.ox[:wb]))]
         else:
-            m.d.comb += [addr.eq(it.ox[:wb]), f_addr.eq(f_ox[:wb])]
+            m.d.comb += [addr.eq(it.ox[:wb]), f_addr.eq(f_ox[:wb]), in_addr.eq(nxt.ox[:wb])]
 
         nopen = Signal(DIM_BITS)
         m.d.comb += nopen.eq(nstarted - nended)
-        in_win, rd_data, f_data = [], [], []
+        # line q relative to the oldest open window's first line; window ``rel`` (0 = oldest)
+        # starts at relative line rel * sy: registers following sy (issue 10: the products and
+        # the per-bank start lines were PDP's critical path; valid before init_wait lets the first
+        # item in)
+        dq = Signal(signed(DIM_BITS + 3))
+        m.d.comb += dq.eq(q - lo_start)
+        rel_start = Signal(data.ArrayLayout(unsigned(8), SLOTS))
+        m.d.sync += [rel_start[r].eq(r * sy) for r in range(SLOTS)]
+
+        def update(a, ini):
+            """The window values after this item: its first real line stores the item, the
+            others reduce (AVE: 14-bit sum; MAX/MIN)."""
+            new = []
+            for ln in range(T):
+                x = it.v[ln]
+                summ = (a[ln] + x)[:ACC_BITS].as_signed()
+                mx = Mux(x > a[ln], x, a[ln])
+                mn = Mux(x < a[ln], x, a[ln])
+                sel = Mux(self.method == POOL_MAX, mx, Mux(self.method == POOL_MIN, mn, summ))
+                new.append(Mux(ini, x, sel))
+            return new
+
+        first_line = Signal()
+        m.d.comb += first_line.eq(it.h == 0)
+        rd_data, f_data = [], []
         conflict = Signal()
         take = Signal()
         conflicts = []
         for k in range(SLOTS):
             mem = Memory(shape=acc_l, depth=depth, init=[])
             m.submodules[f"bank{k}"] = mem
-            rp = mem.read_port(domain="comb")
-            fp = mem.read_port(domain="comb")
             wp = mem.write_port()
+            # reads the next item's address while the current item writes (new data when equal)
+            rp = mem.read_port(transparent_for=(wp,))
+            fp = mem.read_port(domain="comb")
             rel = Signal(3, name=f"rel{k}")
             m.d.comb += rel.eq(k - base - nended[:3])
             iw = Signal(name=f"in_win{k}")
             m.d.comb += iw.eq(rel < nopen)
-            st = Signal(DIM_BITS + 1, name=f"start{k}")
-            m.d.comb += st.eq(lo_start + rel * sy)
             ini = Signal(name=f"init{k}")
-            m.d.comb += ini.eq((q == st) | (it.h == 0))
+            m.d.comb += ini.eq((dq == rel_start[rel]) | first_line)
             new = Signal(acc_l, name=f"new{k}")
-            for ln in range(T):
-                a, x = rp.data[ln], it.v[ln]
-                summ = (a + x)[:ACC_BITS].as_signed()
-                mx = Mux(x > a, x, a)
-                mn = Mux(x < a, x, a)
-                sel = Mux(self.method == POOL_MAX, mx, Mux(self.method == POOL_MIN, mn, summ))
-                m.d.comb += new[ln].eq(Mux(ini, x, sel))
-            m.d.comb += [rp.addr.eq(addr), fp.addr.eq(f_addr), wp.addr.eq(addr),
+            m.d.comb += [new[ln].eq(v) for ln, v in enumerate(update(rp.data, ini))]
+            m.d.comb += [rp.addr.eq(in_addr), rp.en.eq(load), fp.addr.eq(f_addr), wp.addr.eq(addr),
                          wp.data.eq(new), wp.en.eq(take & iw)]
             conflicts.append(iw & pending[k])
-            in_win.append(iw)
-            rd_data.append(new)
+            rd_data.append(rp.data)
             f_data.append(fp.data)
         m.d.comb += conflict.eq(Cat(*conflicts).any())
 
-        # the oldest open window: emitted when its last line (or the surface's last line) arrives
+        # the oldest open window (relative start 0): emitted when its last line (or the
+        # surface's last line) arrives; its bank's read data selected before the update
         lo_slot = Signal(3)
         m.d.comb += lo_slot.eq(base + nended[:3])
+        lo_old = Signal(acc_l)
+        m.d.comb += lo_old.eq(Cat(*[r.as_value() for r in rd_data]).word_select(lo_slot,
+                                                                                  acc_l.size))
         lo_new = Signal(acc_l)
-        m.d.comb += lo_new.eq(Cat(*[r.as_value() for r in rd_data]).word_select(lo_slot, acc_l.size))
+        m.d.comb += [lo_new[ln].eq(v) for ln, v in enumerate(update(lo_old, (dq == 0) | first_line))]
         emit = Signal()
-        m.d.comb += emit.eq((nopen != 0) & ((q == lo_start + kh - 1) | it.last_row))
-        live_v = self._final(m, lo_new, lo_start, "live")
+        m.d.comb += emit.eq((nopen != 0) & ((dq == kh - 1) | it.last_row))
         f_cur = Signal(acc_l)
         m.d.comb += f_cur.eq(Cat(*[d.as_value() for d in f_data]).word_select(f_slot, acc_l.size))
-        flush_v = self._final(m, f_cur, f_start, "flush")
 
         stall = Signal()
         m.d.comb += [
-            stall.eq(conflict | (emit & (f_active | ~out.i.ready))),
-            self.i.ready.eq(~stall),
-            take.eq(self.i.valid & ~stall),
-            self.busy.eq(f_active),
+            stall.eq(conflict | (emit & (f_active | ~out.i.ready)) | init_wait.any()),
+            take.eq(it_valid & ~stall),
+            load.eq(~it_valid | take),
+            self.i.ready.eq(load),
         ]
         with m.If(f_active):
-            m.d.comb += [out.i.valid.eq(1)] + [out.i.payload[ln].eq(flush_v[ln]) for ln in range(T)]
+            m.d.comb += [out.i.valid.eq(1), out.i.payload.acc.eq(f_cur),
+                         out.i.payload.start.eq(f_start)]
         with m.Else():
-            m.d.comb += [out.i.valid.eq(self.i.valid & emit & ~conflict)] + \
-                [out.i.payload[ln].eq(live_v[ln]) for ln in range(T)]
+            m.d.comb += [out.i.valid.eq(it_valid & emit & ~conflict),
+                         out.i.payload.acc.eq(lo_new), out.i.payload.start.eq(lo_start)]
 
         # flush progress: windows f_slot.. in order, each over ox 0..f_last_ox, groups
         with m.If(f_active & out.i.ready):
@@ -215,7 +257,7 @@ class Pool2d(wiring.Component):
         # line / surface progress
         with m.If(take & it.row_end):
             with m.If(~it.last_row):
-                with m.If((nopen != 0) & (q == lo_start + kh - 1)):
+                with m.If((nopen != 0) & (dq == kh - 1)):
                     m.d.sync += [nended.eq(nended + 1), lo_start.eq(lo_start + sy)]
                 with m.If((nstarted < self.out_height) & (nstart_row == q + 1)):
                     m.d.sync += [nstarted.eq(nstarted + 1), nstart_row.eq(nstart_row + sy)]
@@ -231,9 +273,12 @@ class Pool2d(wiring.Component):
                                  f_start.eq(lo_start + sy), f_count.eq(nopen - 1), f_ox.eq(0),
                                  f_g.eq(0), f_last_ox.eq(it.ox), pending.eq(pend)]
                 m.d.sync += [base.eq(base + nstarted[:3]), nended.eq(0), lo_start.eq(0),
-                             nstarted.eq(init_n_c), nstart_row.eq(init_n_c * sy)]
+                             nstarted.eq(init_n_c), nstart_row.eq(init_row)]
 
+        m.d.sync += init_wait.eq(init_wait << 1)
+        with m.If(init_wait[1]):
+            m.d.sync += [nstarted.eq(init_n_c), nstart_row.eq(init_row)]
         with m.If(self.start):
-            m.d.sync += [base.eq(0), nended.eq(0), lo_start.eq(0), nstarted.eq(init_n_c),
-                         nstart_row.eq(init_n_c * sy), f_active.eq(0), pending.eq(0)]
+            m.d.sync += [base.eq(0), nended.eq(0), lo_start.eq(0), init_wait.eq(1),
+                         f_active.eq(0), pending.eq(0)]
         return m
