@@ -156,12 +156,10 @@ class Pool2d(wiring.Component):
         addr = Signal(range(depth))
         f_addr = Signal(range(depth))
         in_addr = Signal(range(depth))      # the address of the item being loaded
-        nxt = self.i.payload
-        if gb:
-            m.d.comb += [addr.eq(Cat(it.g[:gb], it.ox[:wb])), f_addr.eq(Cat(f_g[:gb], f_ox[:wb])),
-                         in_addr.eq(Cat(nxt.g[:gb], nxt.ox[:wb]))]
-        else:
-            m.d.comb += [addr.eq(it.ox[:wb]), f_addr.eq(f_ox[:wb]), in_addr.eq(nxt.ox[:wb])]
+        # a bank's address: (output column, channel group); with one group the group is
+        # an empty slice
+        m.d.comb += [addr.eq(Cat(it.g[:gb], it.ox[:wb])), f_addr.eq(Cat(f_g[:gb], f_ox[:wb])),
+                     in_addr.eq(Cat(self.i.payload.g[:gb], self.i.payload.ox[:wb]))]
 
         nopen = Signal(DIM_BITS)
         m.d.comb += nopen.eq(nstarted - nended)
