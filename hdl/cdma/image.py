@@ -188,12 +188,14 @@ class PixelWalker(RunWalker):
         # Per plane, registers updated with every run of the plane (issue 10: derived from one
         # covered-bytes count they were CDMA's critical path): ``left`` bytes of the plane line
         # not covered by the atoms issued so far (more than the line at its start: the part of
-        # the first atom before the line), ``cov`` whole pixels covered (negative at the start),
-        # ``natoms`` atoms left ((left + A - 1) / A), ``done`` no bytes left. A run of ``count``
-        # atoms covers count * A bytes, count * A >> pix_log2 pixels (an atom holds whole
-        # pixels: pix_log2 <= log2(A)).
+        # the first atom before the line), ``natoms`` atoms left ((left + A - 1) / A), ``done``
+        # no bytes left. A run of ``count`` atoms covers count * A bytes, count * A >> pix_log2
+        # pixels (an atom holds whole pixels: pix_log2 <= log2(A)). ``cov_diff``: plane 1's
+        # whole pixels covered minus plane 0's (each negative at the line start: the first
+        # atom's part before the line), kept as one register so that the plane choice is its
+        # sign (issue 10: comparing two counts started CDMA's critical path).
         left = [Signal(signed(LINE_BYTES_BITS + 3), name=f"left{p}") for p in (0, 1)]
-        cov = [Signal(signed(LINE_BYTES_BITS + 2), name=f"cov{p}") for p in (0, 1)]
+        cov_diff = Signal(signed(LINE_BYTES_BITS + 3))
         natoms = [Signal(LINE_BYTES_BITS + 1, name=f"natoms{p}") for p in (0, 1)]
         done = [Signal(name=f"done{p}") for p in (0, 1)]
         fin = [Signal(name=f"fin{p}") for p in (0, 1)]
@@ -208,7 +210,7 @@ class PixelWalker(RunWalker):
                 m.d.comb += avail[p].eq(1)
         m.d.comb += [fin[0].eq(done[0]), fin[1].eq(done[1] | ~g.planes2)]
         sel = Signal()                          # plane of the next piece
-        m.d.comb += sel.eq(~fin[1] & (fin[0] | (cov[1] < cov[0])))
+        m.d.comb += sel.eq(~fin[1] & (fin[0] | cov_diff[-1]))
         s_cur = Mux(sel, cur[1], cur[0])
         s_left = Mux(sel, left[1], left[0])
         s_natoms = Mux(sel, natoms[1], natoms[0])
@@ -238,8 +240,9 @@ class PixelWalker(RunWalker):
                 with m.If(sel == p):
                     m.d.sync += [cur[p].eq(cur[p] + step), left[p].eq(left[p] - step),
                                  done[p].eq(left[p] <= step), natoms[p].eq(natoms[p] - count),
-                                 cov[p].eq(cov[p] + (count << pix_sh[p])),
                                  first[p].eq(0)]
+            m.d.sync += cov_diff.eq(Mux(sel, cov_diff + (count << pix_sh[1]),
+                                        cov_diff - (count << pix_sh[0])))
             with m.If(line_end):
                 with m.If(y == g.height):
                     m.d.sync += walking.eq(0)
@@ -248,12 +251,15 @@ class PixelWalker(RunWalker):
                     m.d.sync += [line[p].eq(line[p] + g.stride[p]) for p in (0, 1)]
         with m.If(setup):
             m.d.sync += setup.eq(0)
+            cov0 = []
             for p in (0, 1):
                 lo = line[p][:a_sh]
                 m.d.sync += [cur[p].eq(Cat(Const(0, a_sh), line[p][a_sh:])),
                              left[p].eq(g.bytes[p] + lo), done[p].eq(0),
                              natoms[p].eq((g.bytes[p] + lo + (A - 1)) >> a_sh),
-                             cov[p].eq((-lo).as_signed() >> g.pix_log2[p]), first[p].eq(1)]
+                             first[p].eq(1)]
+                cov0.append((-lo).as_signed() >> g.pix_log2[p])
+            m.d.sync += cov_diff.eq(cov0[1] - cov0[0])
         with m.If(self.start & ~walking):
             m.d.sync += [walking.eq(1), setup.eq(1), y.eq(0), g.eq(self.geom)]
             m.d.sync += [line[p].eq(self.geom.base[p]) for p in (0, 1)]

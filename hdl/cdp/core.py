@@ -34,7 +34,7 @@ from hdl.config import NvdlaConfig
 from hdl.cdp.dma import GROUP_BITS, group_layout, group_size
 from hdl.dma import CUBE_DIM_BITS, atom_layout, dma_params
 from hdl.dma.walker import check_dma_params
-from hdl.lib.fixed import truncate
+from hdl.lib.fixed import round_bias, round_shift, saturate
 from hdl.lib.stream import Map, SkidBuffer
 
 __all__ = ["CdpCore", "LrnWindow", "Gather", "X_BITS", "SQ_BITS", "SQSUM_BITS",
@@ -302,8 +302,9 @@ class CdpCore(wiring.Component):
         else:
             m.d.comb += gend.eq(1)
 
-        # the input converter in two stages (the product; its rounding shift, saturation and the
-        # lane mask), then the squares in a third: each fits an FPGA clock (issue 10)
+        # the input converter in three stages (the product; its rounding bias; the shift,
+        # saturation and the lane mask), then the squares in a fourth: each fits an FPGA clock
+        # (issue 10)
         off8 = Value.cast(p.datin_offset)[:8].as_signed()
         # the product's exact shape: a shift of its width or more gives 0 (hdl.lib.fixed)
         icvt_shape = ((Signal(signed(8)) - off8) * p.datin_scale).shape()
@@ -325,18 +326,32 @@ class CdpCore(wiring.Component):
         wiring.connect(m, wiring.flipped(self.i), in_skid.i)
         wiring.connect(m, in_skid.o, icvt_st.i)
 
+        # the rounding bias in a stage of its own (hdl.lib.fixed.round_bias; issue 10: the
+        # adder, the shifter and the saturation in one stage were CDP's critical path)
+        biased_in = round_bias(Signal(icvt_shape), p.datin_shifter).shape()
+        bias_l = data.StructLayout({**{f: fld.shape for f, fld in prod_l if f != "prod"},
+                                    "prod": data.ArrayLayout(biased_in, lanes)})
+
+        def icvt_bias(m, a):
+            return {"prod": _arr(m, [round_bias(a.prod[j], p.datin_shifter) for j in range(lanes)],
+                                 biased_in),
+                    **{f: a[f] for f, _ in prod_l if f != "prod"}}
+
+        m.submodules.icvt_rnd = irnd_st = Map(prod_l, bias_l, icvt_bias)
+        wiring.connect(m, icvt_st.o, irnd_st.i)
+
         def icvt(m, a):
             xs = []
             for j in range(lanes):
-                x = truncate(a.prod[j], p.datin_shifter, X_BITS)
+                x = saturate(round_shift(a.prod[j], p.datin_shifter, icvt_shape), X_BITS)
                 if j > 0:                    # lane 0 is always a channel of the cube
                     x = Mux(a.last & (valid_last < j), 0, x)
                 xs.append(x)
             return {"x": _arr(m, xs, signed(X_BITS)), "first": a.first, "last": a.last,
                     "slot": a.slot, "gend": a.gend}
 
-        m.submodules.icvt = icvt2_st = Map(prod_l, conv_l, icvt)
-        wiring.connect(m, icvt_st.o, icvt2_st.i)
+        m.submodules.icvt = icvt2_st = Map(bias_l, conv_l, icvt)
+        wiring.connect(m, irnd_st.o, icvt2_st.i)
 
         def square(m, a):
             sqs = [(a.x[j] * a.x[j]).as_unsigned()[:SQ_BITS] for j in range(lanes)]
@@ -503,7 +518,7 @@ class CdpCore(wiring.Component):
         m.submodules.mul = mul_st = Map(l3, l4, mul)
         wiring.connect(m, int_st.o, mul_st.i)
 
-        # ---- 5. output converter: product, then rounding shift and saturation (two stages) ----
+        # ---- 5. output converter: product, rounding bias, shift and saturation (three stages) ----
         off = Value.cast(p.datout_offset)[:25].as_signed()
         # the product's exact shape: a shift of its width or more gives 0 (hdl.lib.fixed)
         ocvt_shape = ((Signal(signed(25)) - off) * p.datout_scale).shape()
@@ -514,12 +529,23 @@ class CdpCore(wiring.Component):
         m.submodules.ocvt_mul = omul_st = Map(l4, data.ArrayLayout(ocvt_shape, tp), ocvt_mul)
         wiring.connect(m, mul_st.o, omul_st.i)
 
-        def ocvt(m, v):
-            return [truncate(v[ln], p.datout_shifter, self.cfg.bpe) for ln in range(tp)]
+        # the rounding bias is added in a stage of its own (hdl.lib.fixed.round_bias; issue 10:
+        # the adder and the barrel shifter in one cycle were CDP's critical path)
+        biased_shape = round_bias(Signal(ocvt_shape), p.datout_shifter).shape()
 
-        m.submodules.ocvt = ocvt_st = Map(data.ArrayLayout(ocvt_shape, tp),
+        def ocvt_bias(m, v):
+            return [round_bias(v[ln], p.datout_shifter) for ln in range(tp)]
+
+        def ocvt(m, v):
+            return [saturate(round_shift(v[ln], p.datout_shifter, ocvt_shape), self.cfg.bpe)
+                    for ln in range(tp)]
+
+        m.submodules.ocvt_rnd = ornd_st = Map(data.ArrayLayout(ocvt_shape, tp),
+                                              data.ArrayLayout(biased_shape, tp), ocvt_bias)
+        wiring.connect(m, omul_st.o, ornd_st.i)
+        m.submodules.ocvt = ocvt_st = Map(data.ArrayLayout(biased_shape, tp),
                                           data.ArrayLayout(signed(self.cfg.bpe), tp), ocvt)
-        wiring.connect(m, omul_st.o, ocvt_st.i)
+        wiring.connect(m, ornd_st.o, ocvt_st.i)
 
         m.submodules.gather = gat = Gather(signed(self.cfg.bpe), lanes, tp)
         wiring.connect(m, ocvt_st.o, gat.i)

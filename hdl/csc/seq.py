@@ -220,6 +220,9 @@ class WtSeq(wiring.Component):
         es = geom.entry_shift
         ring = geom.addr_bits + 1
         run = Signal()
+        # the set's position as counts of what is left after it (down to 0), so that the end
+        # conditions compare with 0 instead of with the parameters (issue 10: the parameter
+        # comparisons started CSC's critical path)
         g, cb = Signal(DIM), Signal(DIM)
         r, s = Signal(6), Signal(6)
         remaining = Signal(2 * DIM + 1)            # pixels of the group from this stripe on
@@ -227,8 +230,22 @@ class WtSeq(wiring.Component):
         b, e, er = Signal(32), Signal(32), Signal(ring)
         bg, eg, erg = Signal(32), Signal(32), Signal(ring)      # the kernel group's first set
 
-        s_end, r_end = s == p.s - 1, r == p.r - 1
-        cb_end, g_end = cb == p.ncb - 1, g == p.ng - 1
+        s_end, r_end = s == 0, r == 0
+        s_first, r_first, cb_first, g_first = p.s - 1, p.r - 1, p.ncb - 1, p.ng - 1
+        # last channel block / kernel group: registers loaded with the counters (they select
+        # the set's byte count, which decides where the set ends)
+        cb_end, g_end = Signal(), Signal()
+
+        def cb_step(reload):
+            """Statements: the next channel block (``reload``: the first one again)."""
+            return ([cb.eq(cb_first), cb_end.eq(p.ncb == 1)] if reload else
+                    [cb.eq(cb - 1), cb_end.eq(cb == 1)])
+
+        def g_step(reload):
+            """Statements: the next kernel group (``reload``: the first one)."""
+            return ([g.eq(g_first), g_end.eq(p.ng == 1)] if reload else
+                    [g.eq(g - 1), g_end.eq(g == 1)])
+
         kg, cw = Signal(range(self.ak + 1)), Signal(range(self.ac + 1))
         n = Signal(range(self.ak * self.ac + 1))
         off = Signal(max(1, es))
@@ -274,8 +291,9 @@ class WtSeq(wiring.Component):
         ]
 
         with m.If(self.start):
-            m.d.sync += [run.eq(1), g.eq(0), cb.eq(0), r.eq(0), s.eq(0), remaining.eq(p.npix),
+            m.d.sync += [run.eq(1), r.eq(r_first), s.eq(s_first), remaining.eq(p.npix),
                          j.eq(0), b.eq(0), e.eq(0), er.eq(0), bg.eq(0), eg.eq(0), erg.eq(0)]
+            m.d.sync += g_step(True) + cb_step(True)
         with m.Elif(o.valid & o.ready):
             with m.If(~set_end):
                 m.d.sync += [j.eq(j + 1), e.eq(e + 1), er.eq(wrap_inc(er))]
@@ -283,13 +301,13 @@ class WtSeq(wiring.Component):
                 m.d.sync += j.eq(0)
                 nxt = [b.eq(bn), e.eq(en), er.eq(ern)]
                 with m.If(~s_end):
-                    m.d.sync += [s.eq(s + 1)] + nxt
+                    m.d.sync += [s.eq(s - 1)] + nxt
                 with m.Elif(~r_end):
-                    m.d.sync += [s.eq(0), r.eq(r + 1)] + nxt
+                    m.d.sync += [s.eq(s_first), r.eq(r - 1)] + nxt
                 with m.Elif(~cb_end):
-                    m.d.sync += [s.eq(0), r.eq(0), cb.eq(cb + 1)] + nxt
+                    m.d.sync += [s.eq(s_first), r.eq(r_first)] + cb_step(False) + nxt
                 with m.Else():
-                    m.d.sync += [s.eq(0), r.eq(0), cb.eq(0)]
+                    m.d.sync += [s.eq(s_first), r.eq(r_first)] + cb_step(True)
                     with m.If(~stripe_last):
                         m.d.sync += [remaining.eq(remaining - slen), b.eq(bg), e.eq(eg),
                                      er.eq(erg)]
@@ -299,5 +317,5 @@ class WtSeq(wiring.Component):
                         with m.If(g_end):
                             m.d.sync += run.eq(0)
                         with m.Else():
-                            m.d.sync += g.eq(g + 1)
+                            m.d.sync += g_step(False)
         return m

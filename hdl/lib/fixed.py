@@ -17,9 +17,11 @@ pipeline stage, e.g. :class:`hdl.lib.stream.Map`).
 """
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Mux, Signal, Value, ValueLike, signed as _signed, unsigned as _unsigned
+from amaranth.hdl import (Cat, Const, Mux, Shape, Signal, Value, ValueLike, signed as _signed,
+                          unsigned as _unsigned)
 
-__all__ = ["sign_extend", "saturate", "shift_right_round", "truncate", "shift_left_sat", "floor_log2"]
+__all__ = ["sign_extend", "saturate", "shift_right_round", "round_bias", "round_shift", "truncate",
+           "shift_left_sat", "floor_log2"]
 
 
 def _shift_value(shift, name="shift") -> Value | int:
@@ -135,16 +137,40 @@ def shift_right_round(value: ValueLike, shift: ValueLike | int) -> Value:
             (value + Const(half, _unsigned(w + 1)))
         q = total >> shift
         return q[:w].as_signed() if is_signed else q[:w]
-    # variable shift: half = 2**(shift-1) (0 for shift 0); a negative value's bias is one less
+    return round_shift(round_bias(value, shift), shift, value.shape())
+
+
+def round_bias(value: ValueLike, shift: ValueLike) -> Value:
+    """First half of :func:`shift_right_round` with a variable ``shift``: ``value`` plus its
+    rounding bias (2**(shift-1), one less for a negative value; 0 for shift 0). Register the
+    result and finish with :func:`round_shift` in the next pipeline stage (the bias adder's
+    carry chain and the barrel shifter in one cycle were critical paths, issue 10).
+
+    Widths: ``value`` ``signed(w)`` (result signed, at least w + 2 bits) or ``unsigned(w)``
+    (result unsigned, w + 2 bits); ``shift`` an unsigned ``Value``.
+    Raises TypeError: a signed ``shift``.
+    """
+    value = Value.cast(value)
+    shift = _shift_value(shift)
+    w = len(value)
+    # half = 2**(shift-1) (0 for shift 0); a negative value's bias is one less
     half = ((Const(1, w + 1) << shift) >> 1)[:w + 1]
-    if is_signed:
-        bias = half.as_signed() - (neg & (shift != 0))          # signed, at least w + 2 bits
-        total = value + bias
-    else:
-        total = value + half
-    q = (total >> shift)[:w]
-    q = q.as_signed() if is_signed else q
-    return Mux(shift >= w, Const(0, value.shape()), q)
+    if value.shape().signed:
+        return value + (half.as_signed() - (value[-1] & (shift != 0)))
+    return (value + half)[:w + 2]
+
+
+def round_shift(total: ValueLike, shift: ValueLike, shape) -> Value:
+    """Second half of :func:`shift_right_round`: ``total`` (:func:`round_bias` of a value of
+    ``shape``) shifted right by ``shift``, as ``shape``; 0 when ``shift >= width(shape)``
+    (:func:`shift_right_round`'s rule).
+    Raises TypeError: a signed ``shift``."""
+    total = Value.cast(total)
+    shift = _shift_value(shift)
+    shape = Shape.cast(shape)
+    q = (total >> shift)[:shape.width]
+    q = q.as_signed() if shape.signed else q
+    return Mux(shift >= shape.width, Const(0, shape), q)
 
 
 def truncate(value: ValueLike, shift: ValueLike | int, bits: int, *,

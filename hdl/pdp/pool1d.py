@@ -14,7 +14,8 @@ line's elements at padded columns ``ox*sx .. ox*sx + kw - 1`` (padded column = c
 How: the last 7 columns of every group are kept in a history register file; a window ending at the
 current column is made of the current item and the history (age ``a`` = how many columns back,
 valid when ``a + d <= kw - 1`` and ``a <= x``, ``d`` = how far the window end lies beyond the
-current column); its 8 columns and valid flags are registered and reduced in the next stage. Windows that end in the right padding are emitted from a snapshot
+current column); its 8 columns, valid flags and AVE padding term are registered and reduced in
+the next stage. Windows that end in the right padding are emitted from a snapshot
 of the history taken at the line end (``tail``): the first one with the last column's items, the
 others by a flush engine that runs while the next line's leading items (which end no window) are
 consumed, so right padding costs no extra cycles when PAD_LEFT + PAD_RIGHT <= kernel - 1.
@@ -69,8 +70,8 @@ class Pool1d(wiring.Component):
     width (>= 1); ``height`` In(14) lines per surface; ``surfaces`` In(14) surfaces per band;
     ``pads`` In(ArrayLayout(19, 8)) raw PAD_VALUE_kX registers at index k (index 0 unused);
     ``band_next`` Out(1) one-cycle pulse after the last item of a band.
-    Throughput: one input item per cycle, one output item per cycle. Latency: two cycles (the
-    emitted window's columns are registered, then reduced).
+    Throughput: one input item per cycle, one output item per cycle. Latency: three cycles (the
+    emitted window's columns are registered, then reduced in two stages).
     """
 
     def __init__(self, lanes: int, groups: int):
@@ -98,44 +99,79 @@ class Pool1d(wiring.Component):
                      for a in range(HIST + 1)]
         return valid
 
-    def _reduce(self, m, ages, valid):
-        """Reduce one window: ``ages`` (ArrayLayout(ArrayLayout(signed(8), lanes), 8) view) the
-        window's last 8 columns, ``valid`` Signal(8) which of them are real columns (age 0
-        always is). Returns a list of ``lanes`` signed(11) values. Balanced trees of adders and
-        comparators (issue 10: the serial chains were PDP's critical path)."""
+    def _pad(self, m, d, xcur, name):
+        """AVE's padding term of the window ending ``d`` columns beyond the newest column
+        (column index ``xcur``): PAD_VALUE_{kw-n}X[10:0] sign-extended when only ``n < kw`` of
+        its columns are real, else 0; a signed(11) Signal. ``n`` (the count of ``_valid``'s
+        flags) is min(max(kw - d, 0), xcur + 1), computed from ``d`` and ``xcur`` directly so
+        that the term can be registered with the window (issue 10: counting the registered
+        flags started PDP's critical path)."""
         kw = self.kw
-        n = Signal(4, name="n")
-        m.d.comb += n.eq(sum(valid[a] for a in range(HIST + 1)))
-        padidx = Signal(4, name="padidx")
-        m.d.comb += padidx.eq(kw - n)
-        pad = Signal(signed(ROW_BITS), name="pad")
-        m.d.comb += pad.eq(Mux(n != kw, sign_extend(self.pads[padidx[:3]][:ROW_BITS], ROW_BITS),
-                               0))
+        nd = Signal(4, name=f"{name}_nd")
+        nx = Signal(4, name=f"{name}_nx")
+        padidx = Signal(4, name=f"{name}_padidx")
+        pad = Signal(signed(ROW_BITS), name=f"{name}_pad")
+        m.d.comb += [
+            nd.eq(Mux(d >= kw, 0, kw - d)),
+            nx.eq(Mux(xcur >= HIST, HIST + 1, xcur + 1)),
+            padidx.eq(kw - Mux(nx < nd, nx, nd)),
+            pad.eq(Mux(padidx != 0, sign_extend(self.pads[padidx[:3]][:ROW_BITS], ROW_BITS), 0)),
+        ]
+        return pad
 
-        def tree(vals, op):
-            while len(vals) > 1:
-                vals = [op(vals[i], vals[i + 1]) if i + 1 < len(vals) else vals[i]
-                        for i in range(0, len(vals), 2)]
-            return vals[0]
+    @staticmethod
+    def _tree(vals, op):
+        """Balanced reduction of ``vals`` with the binary ``op`` (issue 10: the serial chains
+        were PDP's critical path)."""
+        while len(vals) > 1:
+            vals = [op(vals[i], vals[i + 1]) if i + 1 < len(vals) else vals[i]
+                    for i in range(0, len(vals), 2)]
+        return vals[0]
 
-        out = []
+    def _reduce_halves(self, m, ages, valid, pad):
+        """First reduction stage of one window: ``ages`` (ArrayLayout(ArrayLayout(signed(8),
+        lanes), 8) view) the window's last 8 columns, ``valid`` Signal(8) which of them are real
+        columns (age 0 always is), ``pad`` its padding term (``_pad``). Returns a value of
+        :meth:`_half_layout`: per lane the sums (the padding term in the second), maxima and
+        minima of ages 0-3 and 4-7, invalid columns as the neutral element (0, -128, 127)."""
+        out = Signal(self._half_layout(), name="halves")
+        h = (HIST + 1) // 2
         for ln in range(self.lanes):
             vals = [ages[a][ln] for a in range(HIST + 1)]
-            # AVE: sum of the valid elements plus the pad value, wrapping to 11 bits (cal1d.v)
-            total = Signal(signed(ROW_BITS + 2), name=f"sum{ln}")
-            m.d.comb += total.eq(tree([Mux(valid[a], vals[a], 0) for a in range(HIST + 1)]
-                                      + [pad], lambda x, y: x + y))
-            # invalid columns become the neutral element; age 0 is always valid
-            mx = tree([vals[0]] + [Mux(valid[a], vals[a], -128) for a in range(1, HIST + 1)],
-                      lambda x, y: Mux(x > y, x, y))
-            mn = tree([vals[0]] + [Mux(valid[a], vals[a], 127) for a in range(1, HIST + 1)],
-                      lambda x, y: Mux(x < y, x, y))
+            for i, ages_i in enumerate((range(h), range(h, HIST + 1))):
+                adds = [Mux(valid[a], vals[a], 0) for a in ages_i] + ([pad] if i else [])
+                m.d.comb += [
+                    out[ln].s[i].eq(self._tree(adds, lambda x, y: x + y)),
+                    out[ln].mx[i].eq(self._tree([Mux(valid[a], vals[a], -128) for a in ages_i],
+                                                lambda x, y: Mux(x > y, x, y))),
+                    out[ln].mn[i].eq(self._tree([Mux(valid[a], vals[a], 127) for a in ages_i],
+                                                lambda x, y: Mux(x < y, x, y))),
+                ]
+        return out
+
+    def _half_layout(self) -> data.ArrayLayout:
+        """Per lane: ``s`` the two partial sums (signed 13: 4 x int8 + an 11-bit padding term),
+        ``mx``/``mn`` the two partial maxima/minima (int8)."""
+        two = lambda shape: data.ArrayLayout(shape, 2)                   # noqa: E731
+        return data.ArrayLayout(data.StructLayout({
+            "s": two(signed(ROW_BITS + 2)), "mx": two(signed(8)), "mn": two(signed(8))}),
+            self.lanes)
+
+    def _combine(self, m, halves):
+        """Second reduction stage: the pooled value per lane from :meth:`_reduce_halves`'s
+        result. AVE: the sum wrapping to 11 bits (cal1d.v); MAX / MIN: over the real columns.
+        Returns a list of ``lanes`` signed(11) values."""
+        out = []
+        for ln in range(self.lanes):
+            hv = halves[ln]
+            total = Signal(signed(ROW_BITS + 3), name=f"sum{ln}")
+            m.d.comb += total.eq(hv.s[0] + hv.s[1])
             res = Signal(signed(ROW_BITS), name=f"res{ln}")
             with m.Switch(self.method):
                 with m.Case(POOL_MAX):
-                    m.d.comb += res.eq(mx)
+                    m.d.comb += res.eq(Mux(hv.mx[0] > hv.mx[1], hv.mx[0], hv.mx[1]))
                 with m.Case(POOL_MIN):
-                    m.d.comb += res.eq(mn)
+                    m.d.comb += res.eq(Mux(hv.mn[0] < hv.mn[1], hv.mn[0], hv.mn[1]))
                 with m.Default():
                     m.d.comb += res.eq(total[:ROW_BITS].as_signed())
             out.append(res)
@@ -149,20 +185,31 @@ class Pool1d(wiring.Component):
         col = data.ArrayLayout(elem, T)
         hist_layout = data.ArrayLayout(data.ArrayLayout(col, HIST), G)
 
-        # two stages: ``out`` registers the emitted window (its 8 columns and which are real)
-        # with the item's position; ``reduce`` computes the pooled values from it
+        # three stages: ``out`` registers the emitted window (its 8 columns, which are real, its
+        # padding term) with the item's position; ``reduce`` reduces each half of the window,
+        # ``combine`` the two halves (issue 10: one stage for the whole reduction was PDP's
+        # critical path)
         win_layout = data.StructLayout({
             "ages": data.ArrayLayout(col, HIST + 1), "valid": HIST + 1,
+            "pad": signed(ROW_BITS),
             **{k: v for k, v in self._row.members.items() if k != "v"}})
         m.submodules.out = out = PipelineStage(win_layout)
 
-        def reduce(m, w):
-            v = self._reduce(m, w.ages, w.valid)
-            return {"v": Cat(*v), **{k: w[k] for k in self._row.members if k != "v"}}
+        pos = {k: v for k, v in self._row.members.items() if k != "v"}
+        half_layout = data.StructLayout({"halves": self._half_layout(), **pos})
 
-        m.submodules.reduce = red = Map(win_layout, self._row, reduce)
+        def reduce(m, w):
+            return {"halves": self._reduce_halves(m, w.ages, w.valid, w.pad),
+                    **{k: w[k] for k in pos}}
+
+        def combine(m, w):
+            return {"v": Cat(*self._combine(m, w.halves)), **{k: w[k] for k in pos}}
+
+        m.submodules.reduce = red = Map(win_layout, half_layout, reduce)
+        m.submodules.combine = comb = Map(half_layout, self._row, combine)
         wiring.connect(m, out.o, red.i)
-        wiring.connect(m, red.o, wiring.flipped(self.o))
+        wiring.connect(m, red.o, comb.i)
+        wiring.connect(m, comb.o, wiring.flipped(self.o))
 
         # ---- normal engine: position of the incoming item ----
         x = Signal(DIM_BITS)
@@ -209,10 +256,12 @@ class Pool1d(wiring.Component):
         hist_g = hist[gi]
         ages_n = Cat(cur, hist_g.as_value())
         valid_n = self._valid(m, d_now, x, "wn")
+        pad_n = self._pad(m, d_now, x, "wn")
         tail_g = tail[fgi]
         # age 7 is never inside a flushed window (d >= 1)
         ages_f = Cat(tail_g.as_value(), Const(0, col.size))
         valid_f = self._valid(m, f_d, f_x, "wf")
+        pad_f = self._pad(m, f_d, f_x, "wf")
 
         # ---- handshakes: flush has priority on the output ----
         stall = Signal()
@@ -229,7 +278,8 @@ class Pool1d(wiring.Component):
                 out.i.payload.last_row.eq(f_last_row),
                 out.i.payload.row_end.eq((f_ox == f_ow - 1) & (f_g == G - 1)),
             ]
-            m.d.comb += [out.i.payload.ages.eq(ages_f), out.i.payload.valid.eq(valid_f)]
+            m.d.comb += [out.i.payload.ages.eq(ages_f), out.i.payload.valid.eq(valid_f),
+                         out.i.payload.pad.eq(pad_f)]
         with m.Else():
             m.d.comb += [
                 out.i.valid.eq(self.i.valid & emit),
@@ -237,7 +287,8 @@ class Pool1d(wiring.Component):
                 out.i.payload.last_row.eq(h == self.height - 1),
                 out.i.payload.row_end.eq((ox == self.out_width - 1) & last_g),
             ]
-            m.d.comb += [out.i.payload.ages.eq(ages_n), out.i.payload.valid.eq(valid_n)]
+            m.d.comb += [out.i.payload.ages.eq(ages_n), out.i.payload.valid.eq(valid_n),
+                         out.i.payload.pad.eq(pad_n)]
 
         # flush progress
         with m.If(f_active & out.i.ready):

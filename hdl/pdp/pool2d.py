@@ -23,7 +23,7 @@ term's). Throughput: one item per cycle.
 """
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Mux, Signal, signed, unsigned
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -161,8 +161,21 @@ class Pool2d(wiring.Component):
         m.d.comb += [addr.eq(Cat(it.g[:gb], it.ox[:wb])), f_addr.eq(Cat(f_g[:gb], f_ox[:wb])),
                      in_addr.eq(Cat(self.i.payload.g[:gb], self.i.payload.ox[:wb]))]
 
+        # open windows (nstarted - nended) and which banks hold them (bank k holds window
+        # (k - base) % 8, open when (k - base - nended) % 8 < nopen): registers updated with
+        # nstarted / nended / base (issue 10: derived from them, the count and comparisons
+        # started PDP's critical path, into the banks' write enables)
         nopen = Signal(DIM_BITS)
-        m.d.comb += nopen.eq(nstarted - nended)
+        omask = Signal(SLOTS)
+
+        def open_banks(n, first):
+            """Mask of the banks of ``n`` (<= 8) open windows from bank ``first``."""
+            thermo = ((Const(1, SLOTS + 1) << n) - 1)[:SLOTS]
+            return (Cat(thermo, thermo) << first)[SLOTS:2 * SLOTS]
+
+        def bank_bit(k):
+            return (Const(1, SLOTS) << k)[:SLOTS]
+
         # line q relative to the oldest open window's first line; window ``rel`` (0 = oldest)
         # starts at relative line rel * sy: registers following sy (issue 10: the products and
         # the per-bank start lines were PDP's critical path; valid before init_wait lets the first
@@ -201,7 +214,7 @@ class Pool2d(wiring.Component):
             rel = Signal(3, name=f"rel{k}")
             m.d.comb += rel.eq(k - base - nended[:3])
             iw = Signal(name=f"in_win{k}")
-            m.d.comb += iw.eq(rel < nopen)
+            m.d.comb += iw.eq(omask[k])
             ini = Signal(name=f"init{k}")
             m.d.comb += ini.eq((dq == rel_start[rel]) | first_line)
             new = Signal(acc_l, name=f"new{k}")
@@ -253,29 +266,38 @@ class Pool2d(wiring.Component):
                         m.d.sync += f_active.eq(0)
 
         # line / surface progress
+        ends = Signal()         # the oldest window ends with this line
+        starts = Signal()       # a window starts with the next line
+        m.d.comb += [ends.eq((nopen != 0) & (dq == kh - 1)),
+                     starts.eq((nstarted < self.out_height) & (nstart_row == q + 1))]
+        new_slot = Signal(3)
+        m.d.comb += new_slot.eq(base + nstarted[:3])
         with m.If(take & it.row_end):
             with m.If(~it.last_row):
-                with m.If((nopen != 0) & (dq == kh - 1)):
+                with m.If(ends):
                     m.d.sync += [nended.eq(nended + 1), lo_start.eq(lo_start + sy)]
-                with m.If((nstarted < self.out_height) & (nstart_row == q + 1)):
+                with m.If(starts):
                     m.d.sync += [nstarted.eq(nstarted + 1), nstart_row.eq(nstart_row + sy)]
+                # the oldest window's bank is closed before the new one's is opened (the same
+                # bank when 8 windows are open)
+                closed = Mux(ends, omask & ~bank_bit(lo_slot), omask)
+                m.d.sync += [nopen.eq(nopen + starts - ends),
+                             omask.eq(Mux(starts, closed | bank_bit(new_slot), closed))]
             with m.Else():
                 # surface end: windows nended+1 .. nstarted-1 end in the bottom padding
                 with m.If(nopen > 1):
-                    pend = Signal(SLOTS)
-                    for k in range(SLOTS):
-                        rel = Signal(3, name=f"prel{k}")
-                        m.d.comb += rel.eq(k - base - nended[:3])
-                        m.d.comb += pend[k].eq((rel != 0) & (rel < nopen))
                     m.d.sync += [f_active.eq(1), f_slot.eq(lo_slot + 1),
                                  f_start.eq(lo_start + sy), f_count.eq(nopen - 1), f_ox.eq(0),
-                                 f_g.eq(0), f_last_ox.eq(it.ox), pending.eq(pend)]
-                m.d.sync += [base.eq(base + nstarted[:3]), nended.eq(0), lo_start.eq(0),
-                             nstarted.eq(init_n_c), nstart_row.eq(init_row)]
+                                 f_g.eq(0), f_last_ox.eq(it.ox),
+                                 pending.eq(omask & ~bank_bit(lo_slot))]
+                m.d.sync += [base.eq(new_slot), nended.eq(0), lo_start.eq(0),
+                             nstarted.eq(init_n_c), nstart_row.eq(init_row),
+                             nopen.eq(init_n_c), omask.eq(open_banks(init_n_c, new_slot))]
 
         m.d.sync += init_wait.eq(init_wait << 1)
         with m.If(init_wait[1]):
-            m.d.sync += [nstarted.eq(init_n_c), nstart_row.eq(init_row)]
+            m.d.sync += [nstarted.eq(init_n_c), nstart_row.eq(init_row),
+                         nopen.eq(init_n_c), omask.eq(open_banks(init_n_c, base))]
         with m.If(self.start):
             m.d.sync += [base.eq(0), nended.eq(0), lo_start.eq(0), init_wait.eq(1),
                          f_active.eq(0), pending.eq(0)]

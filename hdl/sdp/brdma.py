@@ -29,7 +29,7 @@ from amaranth.lib.wiring import In, Out
 
 from hdl.dma.cube import CUBE_DIM_BITS, cube_layout
 from hdl.lib.fixed import sign_extend
-from hdl.lib.stream import Map
+from hdl.lib.stream import Map, SkidBuffer
 from hdl.lib.gearbox import Merge, Repeat
 from hdl.sdp.x import X_OP_BITS, operand_layout
 
@@ -92,7 +92,7 @@ class OperandUnpack(wiring.Component):
     ``c % atom_elems``; both components of a lane hold the decoded value when DATA_USE is not
     BOTH (the caller takes the one its source selects); ``fmt`` In(:func:`operand_fmt_layout`);
     ``repeat`` In(REPEAT_BITS): data atoms served by each group (1 PER_ELEMENT, W*H
-    PER_KERNEL); both stable for a layer. Latency 3 cycles; one data atom's operands per cycle
+    PER_KERNEL); both stable for a layer. Latency 4 cycles; one data atom's operands per cycle
     once its ``k`` operand atoms are in.
 
     Raises ValueError: ``atom_bytes != atom_elems``.
@@ -145,7 +145,11 @@ class OperandUnpack(wiring.Component):
         m.submodules.decode = dec = Map(collect.wide, self.group, decode)
         m.submodules.repeat = rep = Repeat(self.group, REPEAT_BITS)
         m.d.comb += rep.count.eq(self.repeat)
-        wiring.connect(m, wiring.flipped(self.i), collect.i)
+        # a skid buffer in front: the ready chain from the repeat counter through the stages
+        # into the operand DMA's credit counter was SDP's critical path (issue 10)
+        m.submodules.in_skid = skid = SkidBuffer(unsigned(8 * ab))
+        wiring.connect(m, wiring.flipped(self.i), skid.i)
+        wiring.connect(m, skid.o, collect.i)
         wiring.connect(m, collect.o, dec.i)
         wiring.connect(m, dec.o, rep.i)
         wiring.connect(m, rep.o, wiring.flipped(self.o))

@@ -12,13 +12,17 @@ Stages (all :mod:`hdl.lib.stream` / :mod:`hdl.lib.gearbox` valid/ready stages):
    NVIDIA's nv_small SDP), then a :class:`hdl.lib.stream.Map` that selects the X operands: from
    memory (``*_mem``) or the register operand (D_DP_<X>_ALU/MUL_SRC_VALUE); Y's raw memory
    operands pass to Y, which selects and converts them itself.
-3. X1, X2: :class:`hdl.sdp.x.XSubUnit` (3 stages each), present when cfg.sdp_bs / cfg.sdp_bn;
+3. X1, X2: :class:`hdl.sdp.x.XSubUnit` (4 stages each), present when cfg.sdp_bs / cfg.sdp_bn;
    Y: :class:`hdl.sdp.y.YSubUnit` (3 stages, 5 with the LUT), present when cfg.sdp_ew.
-4. output converter, two Map stages: ``(x - offset) * scale`` exact on 49 bits, then
-   ``saturate_int8(round(p / 2**shift))`` (rounding half away from zero,
+4. output converter, three Map stages: ``(x - offset) * scale`` exact on 49 bits, the
+   rounding bias added (:func:`hdl.lib.fixed.round_bias`), then ``saturate_int8(round(p /
+   2**shift))`` (rounding half away from zero,
    :func:`hdl.lib.fixed.truncate`; v1_ias_precision.rst "Convertor"; NVIDIA's RTL saturates to
    17 bits and then to 8, the same result; the 17-bit saturation is counted, ``sat_count``).
 5. :class:`hdl.lib.gearbox.Merge` back into atoms.
+
+Skid buffers (:class:`hdl.lib.stream.SkidBuffer`) after step 2, before step 4 and before step 5
+register the ready signal, which the Map stages pass through combinationally.
 
 Offset 0, scale 1, shift 0 with every sub-unit bypassed is the identity on int8 input.
 Throughput ``lanes`` elements per cycle (one atom every ``atom / lanes`` cycles).
@@ -30,8 +34,8 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from hdl.config import NvdlaConfig
-from hdl.lib.fixed import saturate, shift_right_round
-from hdl.lib.stream import Map
+from hdl.lib.fixed import round_bias, round_shift, saturate
+from hdl.lib.stream import Map, SkidBuffer
 from hdl.lib.gearbox import Join, Merge, Split, narrow_layout
 from hdl.sdp.rdma import atom_layout
 from hdl.sdp import lut
@@ -173,7 +177,12 @@ class SdpCore(wiring.Component):
 
         m.submodules.widen = wid = Map(split.narrow, narrow, widen)
         wiring.connect(m, split.o, wid.i)
-        last = wid.o
+        # skid buffers at the sub-units' input and output and before the merge cut the ready
+        # chain through the Map stages (issue 10: from the merge into BRDMA's credit counter it
+        # was SDP's critical path)
+        m.submodules.skid_in = skid_in = SkidBuffer(narrow)
+        wiring.connect(m, wid.o, skid_in.i)
+        last = skid_in.o
 
         # 3. X1, X2
         for s in self.subs:
@@ -200,6 +209,11 @@ class SdpCore(wiring.Component):
             return [(p.x[k] - self.cvt_offset) * self.cvt_scale for k in range(lanes)]
 
         trt_layout = data.StructLayout({"v": out_group, "sat": lanes})
+        biased = data.ArrayLayout(signed(_PROD_BITS + 3), lanes)
+
+        def bias(m, p):
+            """the products plus their rounding bias (:func:`hdl.lib.fixed.round_bias`)"""
+            return [round_bias(p[k], self.cvt_shift) for k in range(lanes)]
 
         def round_saturate(m, p):
             """round half away from zero by cvt_shift, saturate to the element width; ``sat``:
@@ -208,15 +222,21 @@ class SdpCore(wiring.Component):
             the 49 -> 17 bit truncation, 0 for shifts >= 49), counted by D_PERF_OUT_SATURATION."""
             vs, sats = [], []
             for k in range(lanes):
-                q = shift_right_round(p[k], self.cvt_shift)
+                q = round_shift(p[k], self.cvt_shift, signed(_PROD_BITS))
                 vs.append(saturate(q, cfg.bpe))
                 sats.append((q < -(1 << 16)) | (q > (1 << 16) - 1))
             return {"v": array_signal(m, out_group, vs, "cvt_out"), "sat": Cat(*sats)}
 
+        m.submodules.skid_mid = skid_mid = SkidBuffer(narrow)
         m.submodules.cvt_mul = mul = Map(narrow, products, scale)
-        m.submodules.cvt_trt = trt = Map(products, trt_layout, round_saturate)
-        wiring.connect(m, last, mul.i)
-        wiring.connect(m, mul.o, trt.i)
+        m.submodules.cvt_rnd = rnd = Map(products, biased, bias)
+        m.submodules.cvt_trt = trt = Map(biased, trt_layout, round_saturate)
+        m.submodules.skid_out = skid_out = SkidBuffer(trt_layout)
+        wiring.connect(m, last, skid_mid.i)
+        wiring.connect(m, skid_mid.o, mul.i)
+        wiring.connect(m, mul.o, rnd.i)
+        wiring.connect(m, rnd.o, trt.i)
+        wiring.connect(m, trt.o, skid_out.i)
         fire = trt.o.valid & trt.o.ready
         m.d.comb += self.sat_count.eq(
             Mux(fire, sum((trt.o.payload.sat[k] for k in range(1, lanes)),
@@ -226,8 +246,8 @@ class SdpCore(wiring.Component):
         m.submodules.merge = merge = Merge(out_group, atom // lanes)
         m.d.comb += merge.count.eq(atom // lanes)
         m.submodules.to_atom = to_atom = Map(merge.wide, atom_layout(cfg), lambda m, g: g.as_value())
-        m.d.comb += [merge.i.valid.eq(trt.o.valid), merge.i.payload.eq(trt.o.payload.v),
-                     trt.o.ready.eq(merge.i.ready)]
+        m.d.comb += [merge.i.valid.eq(skid_out.o.valid), merge.i.payload.eq(skid_out.o.payload.v),
+                     skid_out.o.ready.eq(merge.i.ready)]
         wiring.connect(m, merge.o, to_atom.i)
         wiring.connect(m, to_atom.o, wiring.flipped(self.o))
         return m

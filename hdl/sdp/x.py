@@ -25,8 +25,9 @@ recorded with citations in the bit-exact model's docstring (``verif/model/sdp.py
 ``x_subunit``): the 33-bit ALU, the 49-bit product, the truncation after a bypassed multiplier,
 PReLU passing the low 32 bits, ALU algorithms other than MAX/MIN summing.
 
-Three pipeline stages (:class:`hdl.lib.stream.Map`): ALU, multiplier, truncate/PReLU/ReLU;
-latency 3 cycles, one item (``lanes`` elements) per cycle, valid/ready back-pressure.
+Four pipeline stages (:class:`hdl.lib.stream.Map`): ALU, multiplier, rounding bias (the
+truncation's adder, :func:`hdl.lib.fixed.round_bias`), shift/saturate/PReLU/ReLU; latency 4
+cycles, one item (``lanes`` elements) per cycle, valid/ready back-pressure.
 """
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ from amaranth.hdl import Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from hdl.lib.fixed import shift_left_sat, truncate
+from hdl.lib.fixed import round_bias, round_shift, saturate, shift_left_sat
 from hdl.lib.stream import Map
 
 __all__ = ["X_DATA_BITS", "X_OP_BITS", "ALU_MAX", "ALU_MIN", "ALU_SUM", "ALU_EQL",
@@ -87,7 +88,7 @@ class XSubUnit(wiring.Component):
 
     Ports: ``i`` In(stream of ``layout``); ``o`` Out(stream of ``layout``): the same payload
     with ``x`` replaced by the results; ``cfg`` In(:func:`x_cfg_layout`), stable while items
-    flow. Latency 3 cycles, one item per cycle.
+    flow. Latency 4 cycles, one item per cycle.
 
     Raises:
         ValueError: ``lanes`` < 1, or ``layout`` lacks ``x``/``op_field`` of the right shapes.
@@ -118,6 +119,9 @@ class XSubUnit(wiring.Component):
         s1 = data.StructLayout({"a": data.ArrayLayout(signed(_ALU_BITS), n), "pay": layout})
         s2 = data.StructLayout({"a": data.ArrayLayout(signed(_ALU_BITS), n),
                                 "p": data.ArrayLayout(signed(_MUL_BITS), n), "pay": layout})
+        # the product plus its rounding bias (hdl.lib.fixed.round_bias)
+        s3 = data.StructLayout({"a": data.ArrayLayout(signed(_ALU_BITS), n),
+                                "t": data.ArrayLayout(signed(_MUL_BITS + 3), n), "pay": layout})
 
         def alu(m, pay):
             out = []
@@ -133,10 +137,14 @@ class XSubUnit(wiring.Component):
             prods = [Mux(cfg.mul_bypass, s.a[k], s.a[k] * s.pay[opf][k].mul) for k in range(n)]
             return {"a": s.a, "p": array_signal(m, s2["p"].shape, prods, "prod_res"), "pay": s.pay}
 
+        def rnd(m, s):
+            ts = [round_bias(s.p[k], cfg.mul_shift) for k in range(n)]
+            return {"a": s.a, "t": array_signal(m, s3["t"].shape, ts, "rnd_res"), "pay": s.pay}
+
         def trt_relu(m, s):
             xs = []
             for k in range(n):
-                t = truncate(s.p[k], cfg.mul_shift, X_DATA_BITS)
+                t = saturate(round_shift(s.t[k], cfg.mul_shift, signed(_MUL_BITS)), X_DATA_BITS)
                 prelu_pass = cfg.mul_prelu & ~cfg.mul_bypass & (s.a[k] >= 0)
                 y = Mux(prelu_pass, s.a[k][:X_DATA_BITS].as_signed(), t)
                 y = Mux(cfg.relu_bypass, y, Mux(y[-1], 0, y))
@@ -146,10 +154,12 @@ class XSubUnit(wiring.Component):
 
         m.submodules.alu = st_alu = Map(layout, s1, alu)
         m.submodules.mul = st_mul = Map(s1, s2, mul)
-        m.submodules.trt = st_trt = Map(s2, layout, trt_relu)
+        m.submodules.rnd = st_rnd = Map(s2, s3, rnd)
+        m.submodules.trt = st_trt = Map(s3, layout, trt_relu)
         wiring.connect(m, wiring.flipped(self.i), st_alu.i)
         wiring.connect(m, st_alu.o, st_mul.i)
-        wiring.connect(m, st_mul.o, st_trt.i)
+        wiring.connect(m, st_mul.o, st_rnd.i)
+        wiring.connect(m, st_rnd.o, st_trt.i)
         wiring.connect(m, st_trt.o, wiring.flipped(self.o))
         return m
 

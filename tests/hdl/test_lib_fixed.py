@@ -7,7 +7,8 @@ import pytest
 from amaranth.hdl import Module, Signal, signed, unsigned
 from amaranth.sim import Simulator
 
-from hdl.lib.fixed import saturate, shift_left_sat, shift_right_round, sign_extend, truncate
+from hdl.lib.fixed import (round_bias, round_shift, saturate, shift_left_sat, shift_right_round,
+                           sign_extend, truncate)
 
 
 # ------------------------------------------------------------------ reference formulas (Python)
@@ -39,13 +40,15 @@ def _values(shape):
 
 # ------------------------------------------------------------------ evaluation harness
 
-def evaluate(inputs: dict, outputs: dict, vectors):
+def evaluate(inputs: dict, outputs: dict, vectors, comb=()):
     """Combinational evaluation in the Amaranth simulator.
 
     ``inputs``: name -> Signal; ``outputs``: name -> (expression, expected shape);
-    ``vectors``: iterable of dicts name -> int. Returns a list of dicts name -> int (the
-    outputs read back as their shapes' integers), one per vector."""
+    ``vectors``: iterable of dicts name -> int; ``comb``: extra combinational statements
+    (intermediate signals). Returns a list of dicts name -> int (the outputs read back as their
+    shapes' integers), one per vector."""
     m = Module()
+    m.d.comb += list(comb)
     sigs = {}
     for name, (expr, shape) in outputs.items():
         assert expr.shape() == shape, (name, expr.shape(), shape)
@@ -120,6 +123,28 @@ def test_converter_widths_random():
         want = ref_round_shift(vec["x"], vec["sh"], w)
         assert r["r"] == want, vec
         assert r["y"] == ref_clamp(want, 8, True), vec
+
+
+@pytest.mark.parametrize("shape", [signed(49), signed(8), unsigned(8)])
+def test_round_bias_then_shift_through_a_register_width(shape):
+    """The two halves of shift_right_round as a pipeline uses them: round_bias's result kept
+    in a signal of its stated width (w + 3 signed, w + 2 unsigned: the stage registers of the
+    SDP/CDP converters), then round_shift; random values (every value for 8 bits) and every
+    6-bit shift."""
+    rng = random.Random(7)
+    w = shape.width
+    x, sh = Signal(shape), Signal(6)
+    biased = round_bias(x, sh)
+    mid_shape = signed(w + 3) if shape.signed else unsigned(w + 2)
+    assert biased.shape() == mid_shape
+    mid = Signal(mid_shape)
+    vals = list(_values(shape)) if w <= 8 else \
+        [rng.randrange(-(1 << (w - 1)), 1 << (w - 1)) >> rng.randrange(w) for _ in range(200)]
+    vecs = [{"x": v, "sh": s} for v in vals for s in range(64)]
+    res = evaluate({"x": x, "sh": sh}, {"y": (round_shift(mid, sh, shape), shape)}, vecs,
+                   comb=[mid.eq(biased)])
+    for vec, r in zip(vecs, res):
+        assert r["y"] == ref_round_shift(vec["x"], vec["sh"], w), vec
 
 
 # ------------------------------------------------------------------ saturate
