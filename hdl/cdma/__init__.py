@@ -223,7 +223,8 @@ class Cdma(wiring.Component):
         ``ConvCore._fetch_feature`` records it from NVIDIA's nv_small RTL: the converter takes
         the direct-convolution writes too, each byte a signed int8 with CVT_OFFSET, never the
         means). An input register and two :class:`hdl.lib.stream.Map` stages (product; rounding
-        and saturation), so 3 cycles of latency at one entry per cycle; with CVT_EN off the bytes pass unchanged.
+        and saturation), so 3 cycles of latency at one entry per cycle; with CVT_EN off the
+        bytes pass unchanged.
         Returns the converted stream of entry-wide atoms."""
         cfg, regs = self.cfg, self.regs
         lanes = cfg.cbuf_bank_width

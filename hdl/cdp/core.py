@@ -34,7 +34,7 @@ from hdl.config import NvdlaConfig
 from hdl.cdp.dma import GROUP_BITS, group_layout, group_size
 from hdl.dma import CUBE_DIM_BITS, atom_layout, dma_params
 from hdl.dma.walker import check_dma_params
-from hdl.lib.fixed import round_bias, round_shift, saturate
+from hdl.lib.fixed import round_bias, round_bias_shape, round_shift, saturate
 from hdl.lib.stream import Map, SkidBuffer
 
 __all__ = ["CdpCore", "LrnWindow", "Gather", "X_BITS", "SQ_BITS", "SQSUM_BITS",
@@ -328,7 +328,7 @@ class CdpCore(wiring.Component):
 
         # the rounding bias in a stage of its own (hdl.lib.fixed.round_bias; issue 10: the
         # adder, the shifter and the saturation in one stage were CDP's critical path)
-        biased_in = round_bias(Signal(icvt_shape), p.datin_shifter).shape()
+        biased_in = round_bias_shape(icvt_shape)
         bias_l = data.StructLayout({**{f: fld.shape for f, fld in prod_l if f != "prod"},
                                     "prod": data.ArrayLayout(biased_in, lanes)})
 
@@ -531,7 +531,7 @@ class CdpCore(wiring.Component):
 
         # the rounding bias is added in a stage of its own (hdl.lib.fixed.round_bias; issue 10:
         # the adder and the barrel shifter in one cycle were CDP's critical path)
-        biased_shape = round_bias(Signal(ocvt_shape), p.datout_shifter).shape()
+        biased_shape = round_bias_shape(ocvt_shape)
 
         def ocvt_bias(m, v):
             return [round_bias(v[ln], p.datout_shifter) for ln in range(tp)]

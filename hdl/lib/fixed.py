@@ -20,7 +20,8 @@ from __future__ import annotations
 from amaranth.hdl import (Cat, Const, Mux, Shape, Signal, Value, ValueLike, signed as _signed,
                           unsigned as _unsigned)
 
-__all__ = ["sign_extend", "saturate", "shift_right_round", "round_bias", "round_shift", "truncate",
+__all__ = ["sign_extend", "saturate", "shift_right_round", "round_bias", "round_bias_shape", "round_shift",
+           "truncate",
            "shift_left_sat", "floor_log2"]
 
 
@@ -157,7 +158,14 @@ def round_bias(value: ValueLike, shift: ValueLike) -> Value:
     half = ((Const(1, w + 1) << shift) >> 1)[:w + 1]
     if value.shape().signed:
         return value + (half.as_signed() - (value[-1] & (shift != 0)))
-    return (value + half)[:w + 2]
+    return value + half
+
+
+def round_bias_shape(shape) -> Shape:
+    """The shape of :func:`round_bias` of a value of ``shape`` (for the pipeline register
+    between it and :func:`round_shift`): signed(w + 3) or unsigned(w + 2)."""
+    shape = Shape.cast(shape)
+    return _signed(shape.width + 3) if shape.signed else _unsigned(shape.width + 2)
 
 
 def round_shift(total: ValueLike, shift: ValueLike, shape) -> Value:

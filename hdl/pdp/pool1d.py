@@ -152,9 +152,9 @@ class Pool1d(wiring.Component):
     def _half_layout(self) -> data.ArrayLayout:
         """Per lane: ``s`` the two partial sums (signed 13: 4 x int8 + an 11-bit padding term),
         ``mx``/``mn`` the two partial maxima/minima (int8)."""
-        two = lambda shape: data.ArrayLayout(shape, 2)                   # noqa: E731
         return data.ArrayLayout(data.StructLayout({
-            "s": two(signed(ROW_BITS + 2)), "mx": two(signed(8)), "mn": two(signed(8))}),
+            "s": data.ArrayLayout(signed(ROW_BITS + 2), 2),
+            "mx": data.ArrayLayout(signed(8), 2), "mn": data.ArrayLayout(signed(8), 2)}),
             self.lanes)
 
     def _combine(self, m, halves):
@@ -164,8 +164,6 @@ class Pool1d(wiring.Component):
         out = []
         for ln in range(self.lanes):
             hv = halves[ln]
-            total = Signal(signed(ROW_BITS + 3), name=f"sum{ln}")
-            m.d.comb += total.eq(hv.s[0] + hv.s[1])
             res = Signal(signed(ROW_BITS), name=f"res{ln}")
             with m.Switch(self.method):
                 with m.Case(POOL_MAX):
@@ -173,7 +171,7 @@ class Pool1d(wiring.Component):
                 with m.Case(POOL_MIN):
                     m.d.comb += res.eq(Mux(hv.mn[0] < hv.mn[1], hv.mn[0], hv.mn[1]))
                 with m.Default():
-                    m.d.comb += res.eq(total[:ROW_BITS].as_signed())
+                    m.d.comb += res.eq((hv.s[0] + hv.s[1])[:ROW_BITS].as_signed())
             out.append(res)
         return out
 

@@ -234,7 +234,8 @@ class Pool2d(wiring.Component):
         m.d.comb += lo_old.eq(Cat(*[r.as_value() for r in rd_data]).word_select(lo_slot,
                                                                                   acc_l.size))
         lo_new = Signal(acc_l)
-        m.d.comb += [lo_new[ln].eq(v) for ln, v in enumerate(update(lo_old, (dq == 0) | first_line))]
+        m.d.comb += [lo_new[ln].eq(v)
+                     for ln, v in enumerate(update(lo_old, (dq == 0) | first_line))]
         emit = Signal()
         m.d.comb += emit.eq((nopen != 0) & ((dq == kh - 1) | it.last_row))
         f_cur = Signal(acc_l)

@@ -34,7 +34,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from hdl.config import NvdlaConfig
-from hdl.lib.fixed import round_bias, round_shift, saturate
+from hdl.lib.fixed import round_bias, round_bias_shape, round_shift, saturate
 from hdl.lib.stream import Map, SkidBuffer
 from hdl.lib.gearbox import Join, Merge, Split, narrow_layout
 from hdl.sdp.rdma import atom_layout
@@ -209,7 +209,7 @@ class SdpCore(wiring.Component):
             return [(p.x[k] - self.cvt_offset) * self.cvt_scale for k in range(lanes)]
 
         trt_layout = data.StructLayout({"v": out_group, "sat": lanes})
-        biased = data.ArrayLayout(signed(_PROD_BITS + 3), lanes)
+        biased = data.ArrayLayout(round_bias_shape(signed(_PROD_BITS)), lanes)
 
         def bias(m, p):
             """the products plus their rounding bias (:func:`hdl.lib.fixed.round_bias`)"""

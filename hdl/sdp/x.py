@@ -35,7 +35,7 @@ from amaranth.hdl import Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from hdl.lib.fixed import round_bias, round_shift, saturate, shift_left_sat
+from hdl.lib.fixed import round_bias, round_bias_shape, round_shift, saturate, shift_left_sat
 from hdl.lib.stream import Map
 
 __all__ = ["X_DATA_BITS", "X_OP_BITS", "ALU_MAX", "ALU_MIN", "ALU_SUM", "ALU_EQL",
@@ -121,7 +121,8 @@ class XSubUnit(wiring.Component):
                                 "p": data.ArrayLayout(signed(_MUL_BITS), n), "pay": layout})
         # the product plus its rounding bias (hdl.lib.fixed.round_bias)
         s3 = data.StructLayout({"a": data.ArrayLayout(signed(_ALU_BITS), n),
-                                "t": data.ArrayLayout(signed(_MUL_BITS + 3), n), "pay": layout})
+                                "t": data.ArrayLayout(round_bias_shape(signed(_MUL_BITS)), n),
+                                "pay": layout})
 
         def alu(m, pay):
             out = []

@@ -7,7 +7,7 @@ import pytest
 from amaranth.hdl import Module, Signal, signed, unsigned
 from amaranth.sim import Simulator
 
-from hdl.lib.fixed import (round_bias, round_shift, saturate, shift_left_sat, shift_right_round,
+from hdl.lib.fixed import (round_bias, round_bias_shape, round_shift, saturate, shift_left_sat, shift_right_round,
                            sign_extend, truncate)
 
 
@@ -137,6 +137,7 @@ def test_round_bias_then_shift_through_a_register_width(shape):
     biased = round_bias(x, sh)
     mid_shape = signed(w + 3) if shape.signed else unsigned(w + 2)
     assert biased.shape() == mid_shape
+    assert round_bias_shape(shape) == mid_shape
     mid = Signal(mid_shape)
     vals = list(_values(shape)) if w <= 8 else \
         [rng.randrange(-(1 << (w - 1)), 1 << (w - 1)) >> rng.randrange(w) for _ in range(200)]
