@@ -7,7 +7,8 @@ Usage: ``python scripts/bench_rtl.py [--cold] [--config SPEC] [--set NAME=VALUE]
 [--no-bursts] [TRACE ...]``
 (default traces: dc_32x26x76_6x3x76x16_int8_0 and sdp_8192x1x1_pass_through_int8_0).
 
-* per design - ours (``--config``) and each ``--rtl-filelist`` (e.g. NVIDIA's RTL) - and per
+* per design - ours (``--config``; profile-guided unless ``$NVDLA_SIM_PGO=0``, see
+  sim/build.py: the build line says what it was trained on) and each ``--rtl-filelist`` (e.g. NVIDIA's RTL) - and per
   AXI memory (``--memory``: ``sim``, the in-simulation memory, default; ``python``, the
   reference responder; ``both``): simulated cycles per wall second and per CPU second of the
   simulator process for each trace, and the start-up time (process launch to the end of the
@@ -98,7 +99,8 @@ def main() -> int:
         b = build_sim(cfg.name, rtl_filelist=fl, force=args.cold)
         what = f"our RTL ({cfg.name})" if fl is None else f"{fl}"
         print(f"{what}: verilator build {'cold' if args.cold else 'cached' if b.cached else 'built'} "
-              f"in {time.monotonic() - t0:.1f} s ({b.directory})", flush=True)
+              f"in {time.monotonic() - t0:.1f} s ({b.directory})"
+              + (f"; profile-guided: {b.pgo}" if b.pgo else "; not profile-guided"), flush=True)
         for mem in mems:
             _rates(dirs, mem, args.repeat, config=cfg.name, rtl_filelist=fl,
                    engine={"clocks": args.clocks})

@@ -114,7 +114,8 @@ def run_rtl(traces: Iterable, config: str = "nv_small", waves: bool = False,
             engine: dict | None = None, run_root: Path | None = None, mode: str = "traces",
             xrand_seed: int | None = None, axi_ids: dict | str | None = "auto",
             abort_after_wbeats: int | None = None, memory: str | None = None,
-            csb_period_ns: float | None = None) -> Iterator[TraceResult]:
+            csb_period_ns: float | None = None,
+            build: SimBuild | None = None) -> Iterator[TraceResult]:
     """Play ``traces`` (trace directories or parsed ``Trace`` objects) on the RTL.
 
     ``config``: hardware configuration name (selects the project's RTL, part of the build cache
@@ -138,6 +139,8 @@ def run_rtl(traces: Iterable, config: str = "nv_small", waves: bool = False,
     ``sim/tb``) or ``python`` (the reference ``AxiResponder``); see ``RtlEngine``.
     ``csb_period_ns``: the ``dla_csb_clk`` period (default: the core clock's; cycles are
     counted in ``dla_core_clk``), the same as ``engine={"csb_period_ns": ...}``.
+    ``build``: simulate this finished build instead of ``build_sim``'s (e.g. the instrumented
+    build of a profile-guided compile, ``verif.trace.pgo``).
 
     The build happens before the first result (SimBuildError names the Verilator log).
     Yields TraceResult (with ``.rtl`` extras) as traces finish.
@@ -164,7 +167,9 @@ def run_rtl(traces: Iterable, config: str = "nv_small", waves: bool = False,
         dirs.append(d)
     if not dirs:
         return
-    build = build_sim(config, rtl_filelist=rtl_filelist, waves=waves, xrand=xrand_seed is not None)
+    if build is None:
+        build = build_sim(config, rtl_filelist=rtl_filelist, waves=waves,
+                          xrand=xrand_seed is not None)
     if str(REPO) not in sys.path:  # the simulator's PYTHONPATH is this process's sys.path
         sys.path.insert(0, str(REPO))
     player = {k: v for k, v in (("intr_budget", intr_budget), ("poll_budget", poll_budget))

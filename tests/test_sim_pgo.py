@@ -1,0 +1,57 @@
+"""Profile-guided simulator builds (issue 12; ``sim.build`` ``pgo``, ``verif.trace.pgo``).
+
+* The nv_small build the trace tests use is profile-guided: the instrumented model played
+  every training program (random programs of each layer type) to the model's bytes, wrote a
+  profile, and the final model was compiled from it (``-fprofile-use`` in its compile log).
+* ``$NVDLA_SIM_PGO`` switches it.
+* A training that fails costs only speed: the reason is returned and printed, never raised.
+"""
+from __future__ import annotations
+
+import pytest
+
+import sim.build as sb
+from needs import needs_verilator
+from verif.trace import pgo
+
+
+@pytest.mark.rtl
+@needs_verilator
+def test_nv_small_build_is_trained_and_compiled_from_the_profile():
+    b = sb.build_sim("nv_small")
+    n = len(pgo.KINDS) * len(pgo.SEEDS)
+    assert b.pgo.startswith(f"trained on {n} random programs"), b.pgo
+    assert f": {n} passed," in b.pgo, b.pgo          # every program matched the model's bytes
+    assert sorted(p.name.rsplit("#", 1)[-1] for p in (b.directory / "pgo").glob("*.gcda")), \
+        "no profile written"
+    log = (b.directory / "build-pgo.log").read_text()
+    assert "-fprofile-use=" in log and "-fprofile-generate" not in log
+
+
+@pytest.mark.parametrize("value, on", [(None, True), ("1", True), ("0", False), ("off", False),
+                                       ("No", False), ("false", False), ("", True)])
+def test_pgo_environment_switch(monkeypatch, value, on):
+    if value is None:
+        monkeypatch.delenv(sb.PGO_ENV, raising=False)
+    else:
+        monkeypatch.setenv(sb.PGO_ENV, value)
+    assert sb.build_pgo() is on
+
+
+def test_failed_training_is_reported_not_raised(tmp_path, monkeypatch, capsys):
+    def broken(build):
+        raise ValueError("no generator for this configuration")
+    monkeypatch.setattr(pgo, "train", broken)
+    b = sb.SimBuild("nv_small", "0" * 16, tmp_path, False, tmp_path / "NV_nvdla.f", 0.0, False)
+    note = sb._train(b, tmp_path / "pgo")
+    assert "training failed (ValueError: no generator for this configuration)" in note
+    assert "compiled without a profile" in note
+    assert note in capsys.readouterr().err
+
+
+def test_training_without_a_profile_is_reported(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(pgo, "train", lambda build: "trained on 0 random programs")
+    b = sb.SimBuild("nv_small", "0" * 16, tmp_path, False, tmp_path / "NV_nvdla.f", 0.0, False)
+    note = sb._train(b, tmp_path / "pgo")
+    assert "wrote no profile (trained on 0 random programs)" in note
+    assert note in capsys.readouterr().err
