@@ -3,12 +3,13 @@ design, start-up time, optionally the wall time of the whole rtl suite, and the 
 sdp_8192x1x1_pass_through_int8_0 with AXI bursts (prints figures only, asserts nothing).
 
 Usage: ``python scripts/bench_rtl.py [--cold] [--config SPEC] [--set NAME=VALUE]
-[--rtl-filelist F ...] [--memory sim|python|both] [--clocks tb|gpi] [--repeat N] [--suite]
-[--no-bursts] [TRACE ...]``
+[--rtl-filelist F ...] [--filelist-pgo] [--memory sim|python|both] [--clocks tb|gpi]
+[--repeat N] [--suite] [--no-bursts] [TRACE ...]``
 (default traces: dc_32x26x76_6x3x76x16_int8_0 and sdp_8192x1x1_pass_through_int8_0).
 
 * per design - ours (``--config``; profile-guided unless ``$NVDLA_SIM_PGO=0``, see
-  sim/build.py: the build line says what it was trained on) and each ``--rtl-filelist`` (e.g. NVIDIA's RTL) - and per
+  sim/build.py: the build line says what it was trained on) and each ``--rtl-filelist`` (e.g.
+  NVIDIA's RTL; profile-guided too with ``--filelist-pgo``, for a like-for-like build) - and per
   AXI memory (``--memory``: ``sim``, the in-simulation memory, default; ``python``, the
   reference responder; ``both``): simulated cycles per wall second and per CPU second of the
   simulator process for each trace, and the start-up time (process launch to the end of the
@@ -81,6 +82,9 @@ def main() -> int:
     ap.add_argument("--cold", action="store_true", help="force a fresh Verilator build")
     ap.add_argument("--rtl-filelist", type=Path, action="append", default=[],
                     help="also measure this port-compatible NV_nvdla (e.g. NVIDIA's RTL); repeatable")
+    ap.add_argument("--filelist-pgo", action="store_true",
+                    help="profile-guided builds of the --rtl-filelist designs too (trained on "
+                         "the same random programs as ours)")
     ap.add_argument("--memory", choices=("sim", "python", "both"), default="sim",
                     help="the AXI memory: sim (in the simulation, default), python (reference) or both")
     ap.add_argument("--clocks", choices=("tb", "gpi"), default="tb",
@@ -96,7 +100,8 @@ def main() -> int:
     dirs = [nvdla_dir() / "traces" / "nv_small" / t for t in args.traces]
     for fl in [None] + list(args.rtl_filelist):
         t0 = time.monotonic()
-        b = build_sim(cfg.name, rtl_filelist=fl, force=args.cold)
+        b = build_sim(cfg.name, rtl_filelist=fl, force=args.cold,
+                      pgo=True if fl is not None and args.filelist_pgo else None)
         what = f"our RTL ({cfg.name})" if fl is None else f"{fl}"
         print(f"{what}: verilator build {'cold' if args.cold else 'cached' if b.cached else 'built'} "
               f"in {time.monotonic() - t0:.1f} s ({b.directory})"

@@ -28,14 +28,16 @@ last lines); :class:`RtlGenerationError` when ``hdl.build`` fails.
 
 Speed (issue 12): every build has ``--timing`` (the testbench top generates the clocks, see
 sim/tb/top.py) and ``OPT_FAST``; ``$NVDLA_SIM_THREADS`` (or ``threads=``) opts into Verilator
-``--threads N`` (directory suffix ``-t<N>``). Builds of the project's own RTL (not waves, xrand,
-public or threaded variants) are profile-guided (``pgo``, on by default, ``$NVDLA_SIM_PGO=0``
-or ``--no-pgo`` turns it off): the model is compiled with GCC's ``-fprofile-generate``, plays
-the training programs of ``verif.trace.pgo`` (random register programs of every layer type,
-not NVIDIA's traces), and is compiled again with ``-fprofile-use`` from that profile.
+``--threads N`` (directory suffix ``-t<N>``). Builds of the project's own RTL for a preset
+(not ``--set`` variants, waves, xrand, public or threaded builds) are profile-guided (``pgo``,
+on by default, ``$NVDLA_SIM_PGO=0`` or ``--no-pgo`` turns it off; ``--pgo`` asks for it with
+``--set`` or ``--rtl-filelist`` too): the model is compiled with GCC's
+``-fprofile-generate``, plays the training programs of ``verif.trace.pgo`` (random register
+programs of every layer type, not NVIDIA's traces), and is compiled again with
+``-fprofile-use`` from that profile.
 
 CLI: ``python -m sim.build [--config nv_small] [--set NAME=VALUE ...] [--rtl-filelist F]
-[--waves] [--xrand] [--force] [--threads N] [--no-pgo]``.
+[--waves] [--xrand] [--force] [--threads N] [--pgo | --no-pgo]``.
 """
 from __future__ import annotations
 
@@ -54,7 +56,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hdl.config import add_config_arguments, config_from_args
+from hdl.config import SPEC_SEP, add_config_arguments, config_from_args
 from sim.tb import top as tbtop
 from sim.verilator import activate
 
@@ -105,8 +107,10 @@ PGO_ENV = "NVDLA_SIM_PGO"
 #: GCC options of the two profile-guided compiles (``build_sim``; the profile directory is
 #: appended). GCC manual, "Options That Control Optimization": ``-fprofile-update=single``
 #: (the model runs in one thread), ``-fprofile-partial-training`` (code the training did not
-#: run stays optimised for speed instead of for size). Issue 12, measured with a profile from
-#: dc_32x26x76_6x3x76x16_int8_0 itself: ~110k -> 204k simulated cycles per second on that trace.
+#: run stays optimised for speed instead of for size). Issue 12: ~108k -> ~200k simulated
+#: cycles per second on dc_32x26x76_6x3x76x16_int8_0 (scripts/bench_rtl.py), 1.4-2.0 x on SDP,
+#: PDP, CDP and image traces; NVIDIA's RTL gains nothing from it (its time is in Verilator's
+#: timing scheduler).
 PGO_GENERATE = "-fprofile-update=single -fprofile-generate="
 PGO_USE = "-fprofile-partial-training -Wno-missing-profile -fprofile-use="
 #: Bump when the build recipe in this file changes (invalidates every cached build).
@@ -501,10 +505,12 @@ def build_sim(config: str = "nv_small", *, rtl_filelist: str | Path | None = Non
     directory suffix ``-xrand``; run it with ``xrand_plusargs(seed)``).
     ``threads``: Verilator ``--threads`` (default ``build_threads()``: ``$NVDLA_SIM_THREADS`` or
     1; more than 1 adds the directory suffix ``-t<N>``).
-    ``pgo``: profile-guided compile (default ``build_pgo()``: on unless ``$NVDLA_SIM_PGO=0``;
-    only for the project's own RTL without waves, xrand, public or threads; see the module
-    docstring). A training that fails or writes no profile is reported in ``SimBuild.pgo`` and
-    on stderr, and the model is compiled without a profile (same results, slower).
+    ``pgo``: profile-guided compile (default: ``build_pgo()`` for the project's own RTL of a
+    preset, on unless ``$NVDLA_SIM_PGO=0``; off for a spec with ``--set`` overrides and for
+    ``rtl_filelist`` unless ``pgo=True``; never for waves, xrand, public or threaded variants;
+    see the module docstring). A training that fails or writes no profile is reported in
+    ``SimBuild.pgo`` and on stderr, and the model is compiled without a profile (same results,
+    slower).
     Raises SimBuildError (with the log path), RtlGenerationError, FileNotFoundError, ValueError
     (a file list option without its value, another --top-module; see parse_filelist).
     """
@@ -519,8 +525,12 @@ def build_sim(config: str = "nv_small", *, rtl_filelist: str | Path | None = Non
     if xrand:
         i = flags.index("--x-assign")
         flags[i:i + 2] = XRAND_FLAGS
-    pgo = (build_pgo() if pgo is None else bool(pgo)) and not (
-        rtl_filelist or waves or xrand or public or threads > 1)
+    if pgo is None:
+        # presets only: a build for a few runs of a --set variant would spend more time on
+        # the profile than it saves (CI: 7 profile-guided builds took 2,094 s against 1,868 s
+        # without; the variants run a handful of traces each)
+        pgo = build_pgo() and not rtl_filelist and SPEC_SEP not in config
+    pgo = bool(pgo) and not (waves or xrand or public or threads > 1)
     h = hashlib.sha256()
     h.update(json.dumps({"config": config, "verilator": inst.version, "cocotb": cocotb.__version__,
                          "flags": flags, "waves": bool(waves), "public": bool(public),
@@ -578,9 +588,10 @@ def build_sim(config: str = "nv_small", *, rtl_filelist: str | Path | None = Non
                              hdl_toplevel=SIM_TOP, build_dir=bdir, timescale=TIMESCALE,
                              waves=False, log_file=log, verbose=verbose, always=True)
             except (RuntimeError, SystemExit) as e:
-                tail = "\n".join(log.read_text(errors="replace").splitlines()[-25:]) if log.is_file() else ""
-                raise SimBuildError(f"Verilator build of {fl.path} failed ({e}); log: {log}\n{tail}",
-                                    log) from None
+                tail = ("\n".join(log.read_text(errors="replace").splitlines()[-25:])
+                        if log.is_file() else "")
+                raise SimBuildError(f"Verilator build of {fl.path} failed ({e}); log: {log}"
+                                    f"\n{tail}", log) from None
             if not (bdir / SIM_TOP).is_file():
                 raise SimBuildError(f"Verilator build produced no executable; log: {log}", log)
             # ~140 MB of intermediates; removing them also makes the profile-guided pass
@@ -591,7 +602,8 @@ def build_sim(config: str = "nv_small", *, rtl_filelist: str | Path | None = Non
         compile_(log)
         note = ""
         if pgo:
-            note = _train(SimBuild(config, key, bdir, waves, fl.path, 0.0, False), profile)
+            note = _train(SimBuild(config, key, bdir, waves, fl.path, 0.0, False), profile,
+                          rtl_filelist)
             (bdir / SIM_TOP).unlink()
             runner.make_only, runner.extra_make = True, ()
             runner.opt_fast = (f"{OPT_FAST} {PGO_USE}{profile}" if any(profile.glob("*.gcda"))
@@ -611,13 +623,14 @@ def _pgo_recipe() -> str:
     return training
 
 
-def _train(build: SimBuild, profile: Path) -> str:
+def _train(build: SimBuild, profile: Path, rtl_filelist=None) -> str:
     """Play the training programs on the instrumented ``build`` (its profile goes to
-    ``profile``); returns the summary for ``SimBuild.pgo``. Never raises for a failed training:
+    ``profile``; ``rtl_filelist``: the file list it was built from, when not the project's RTL);
+    returns the summary for ``SimBuild.pgo``. Never raises for a failed training:
     the caller compiles without a profile, and the reason is printed on stderr."""
     from verif.trace.pgo import train
     try:
-        note = train(build)
+        note = train(build, rtl_filelist)
         if any(profile.glob("*.gcda")):
             return note
         why = f"the training wrote no profile ({note})"
@@ -658,8 +671,9 @@ def main(argv=None) -> int:
                     help="X-randomising variant (--x-assign unique --x-initial unique)")
     ap.add_argument("--threads", type=int, default=None,
                     help=f"Verilator --threads (default ${THREADS_ENV} or 1)")
-    ap.add_argument("--no-pgo", dest="pgo", action="store_false", default=None,
-                    help=f"no profile-guided compile (default: on unless ${PGO_ENV}=0)")
+    ap.add_argument("--pgo", action=argparse.BooleanOptionalAction, default=None,
+                    help=f"profile-guided compile (default: on for our RTL of a preset unless "
+                         f"${PGO_ENV}=0, off with --set or --rtl-filelist)")
     a = ap.parse_args(argv)
     cfg = config_from_args(a, ap)
     try:

@@ -39,7 +39,7 @@ def test_pgo_environment_switch(monkeypatch, value, on):
 
 
 def test_failed_training_is_reported_not_raised(tmp_path, monkeypatch, capsys):
-    def broken(build):
+    def broken(build, rtl_filelist):
         raise ValueError("no generator for this configuration")
     monkeypatch.setattr(pgo, "train", broken)
     b = sb.SimBuild("nv_small", "0" * 16, tmp_path, False, tmp_path / "NV_nvdla.f", 0.0, False)
@@ -50,7 +50,7 @@ def test_failed_training_is_reported_not_raised(tmp_path, monkeypatch, capsys):
 
 
 def test_training_without_a_profile_is_reported(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(pgo, "train", lambda build: "trained on 0 random programs")
+    monkeypatch.setattr(pgo, "train", lambda build, rtl_filelist: "trained on 0 random programs")
     b = sb.SimBuild("nv_small", "0" * 16, tmp_path, False, tmp_path / "NV_nvdla.f", 0.0, False)
     note = sb._train(b, tmp_path / "pgo")
     assert "wrote no profile (trained on 0 random programs)" in note

@@ -34,7 +34,8 @@ from hdl.config import NvdlaConfig
 from hdl.cdp.dma import GROUP_BITS, group_layout, group_size
 from hdl.dma import CUBE_DIM_BITS, atom_layout, dma_params
 from hdl.dma.walker import check_dma_params
-from hdl.lib.fixed import round_bias, round_bias_shape, round_shift, saturate
+from hdl.lib.fixed import (partial_products, partial_products_shapes, round_bias, round_bias_shape,
+                           round_shift, saturate, sum_partial_products)
 from hdl.lib.stream import Map, SkidBuffer
 
 __all__ = ["CdpCore", "LrnWindow", "Gather", "X_BITS", "SQ_BITS", "SQSUM_BITS",
@@ -430,8 +431,8 @@ class CdpCore(wiring.Component):
         m.submodules.index = idx_st = Map(l1p, l2, index)
         wiring.connect(m, prep_st.o, idx_st.i)
 
-        # ---- 3b-3e. LUT read + table/case selection, product, rounding shift, sum (four stages:
-        # each takes most of an FPGA clock, issue 10) ----
+        # ---- 3b-3f. LUT read + table/case selection, partial products, their sum and clamp,
+        # rounding shift, sum (five stages: each takes most of an FPGA clock, issue 10) ----
         def lut_stage(name, shape):
             """Layout between LUT stages: ``x`` and ``stat`` carried along, ``name`` per element."""
             return data.StructLayout({"x": data.ArrayLayout(signed(X_BITS), tp),
@@ -442,6 +443,14 @@ class CdpCore(wiring.Component):
         opnd = data.StructLayout({"a": signed(lut.OPA_BITS), "b": signed(lut.OPB_BITS),
                                   "sh": signed(lut.SH_BITS), "base": signed(16)})
         l3a = lut_stage("op", opnd)
+        # the 41 x 17 product as partial products (one 18 x 18 DSP multiplier each), registered
+        # before their sum and clamp (issue 10: product, sum and clamp in one stage were CDP's
+        # critical path on ECP5)
+        pp_shapes = partial_products_shapes(signed(lut.OPA_BITS), signed(lut.OPB_BITS))
+        pp = data.StructLayout({
+            "pp": data.StructLayout({f"p{i}": sh for i, sh in enumerate(pp_shapes)}),
+            "sh": signed(lut.SH_BITS), "base": signed(16)})
+        l3p = lut_stage("pp", pp)
         prod = data.StructLayout({"p": signed(lut.PRE_BITS),
                                   "sh": signed(lut.SH_BITS), "base": signed(16)})
         l3b = lut_stage("pr", prod)
@@ -477,9 +486,18 @@ class CdpCore(wiring.Component):
                 stats.append(st)
             return {"x": a.x, "op": _arr(m, ops, opnd), "stat": _arr(m, stats, unsigned(5))}
 
+        def partial(m, a):
+            pps = Signal(l3p["pp"].shape, name="lut_pp")
+            for ln in range(tp):
+                for i, v in enumerate(partial_products(a.op[ln].a, a.op[ln].b)):
+                    m.d.comb += pps[ln].pp[f"p{i}"].eq(v)
+                m.d.comb += [pps[ln].sh.eq(a.op[ln].sh), pps[ln].base.eq(a.op[ln].base)]
+            return {"x": a.x, "pp": pps, "stat": a.stat}
+
         def product(m, a):
-            prs = [{"p": lut.clamp_product(a.op[ln].a * a.op[ln].b), "sh": a.op[ln].sh,
-                    "base": a.op[ln].base}
+            prs = [{"p": lut.clamp_product(sum_partial_products(
+                        [a.pp[ln].pp[f"p{i}"] for i in range(len(pp_shapes))])),
+                    "sh": a.pp[ln].sh, "base": a.pp[ln].base}
                    for ln in range(tp)]
             return {"x": a.x, "pr": _arr(m, prs, prod), "stat": a.stat}
 
@@ -497,8 +515,10 @@ class CdpCore(wiring.Component):
 
         m.submodules.lut_sel = sel_st = Map(l2, l3a, operands)
         wiring.connect(m, idx_st.o, sel_st.i)
-        m.submodules.lut_mul = lmul_st = Map(l3a, l3b, product)
-        wiring.connect(m, sel_st.o, lmul_st.i)
+        m.submodules.lut_pp = lpp_st = Map(l3a, l3p, partial)
+        wiring.connect(m, sel_st.o, lpp_st.i)
+        m.submodules.lut_mul = lmul_st = Map(l3p, l3b, product)
+        wiring.connect(m, lpp_st.o, lmul_st.i)
         m.submodules.lut_rnd = rnd_st = Map(l3b, l3c, rounding)
         wiring.connect(m, lmul_st.o, rnd_st.i)
         m.submodules.interp = int_st = Map(l3c, l3, finish)

@@ -203,21 +203,32 @@ class Csc(wiring.Component):
                                    "set_last": 1, "end": 1})
         daddr_l = data.StructLayout({"addr": g.addr_bits, "y": DIM, "cb": DIM, "tag": tag_l})
 
-        def daddr(mm, d):
-            x, y = Signal(signed(21)), Signal(signed(21))
-            addr = Signal(g.addr_bits + 1)      # modulo 2**(addr_bits+1): seq.dop_layout
-            pad = Signal()
-            # d.ye includes dat_base: addr < 2 * DCAP inside the input (hdl/cbuf/keep.py)
-            ring = Signal(g.addr_bits)
-            mm.d.comb += [x.eq(d.xb + d.xs), y.eq(d.yb + d.yr), addr.eq(d.ye + d.xb + d.rs_off),
-                          pad.eq((x < 0) | (x >= p.w) | (y < 0) | (y >= p.h)),
-                          ring.eq(Mux(addr >= p.wt_base, addr - p.wt_base, addr))]
+        # two stages (issue 10: the sums, then the bounds and the CBUF ring in one stage were
+        # CSC's critical path on ECP5): the position and entry sums, then padding and ring
+        dsum_l = data.StructLayout({"x": signed(21), "y": signed(21),
+                                    "addr": g.addr_bits + 1,    # modulo 2**(addr_bits+1)
+                                    "cb": DIM, "tag": tag_l})
+
+        def dsum(mm, d):
             tag = Signal(tag_l)
-            mm.d.comb += [tag.pad.eq(pad), tag.pos.eq(d.pos), tag.first.eq(d.first),
-                          tag.last.eq(d.last), tag.set_last.eq(d.set_last), tag.end.eq(d.end)]
-            return {"addr": Mux(pad, 0, ring), "y": y[:DIM], "cb": d.cb, "tag": tag}
-        dmap = m.submodules.daddr = Map(dop_layout(sm, g.addr_bits + 1), daddr_l, daddr)
-        wiring.connect(m, opseq.o, dmap.i)
+            mm.d.comb += [tag.pos.eq(d.pos), tag.first.eq(d.first), tag.last.eq(d.last),
+                          tag.set_last.eq(d.set_last), tag.end.eq(d.end)]
+            # d.ye includes dat_base: addr < 2 * DCAP inside the input (hdl/cbuf/keep.py)
+            return {"x": d.xb + d.xs, "y": d.yb + d.yr, "addr": d.ye + d.xb + d.rs_off,
+                    "cb": d.cb, "tag": tag}
+
+        def daddr(mm, d):
+            pad = Signal()
+            ring = Signal(g.addr_bits)
+            mm.d.comb += [pad.eq((d.x < 0) | (d.x >= p.w) | (d.y < 0) | (d.y >= p.h)),
+                          ring.eq(Mux(d.addr >= p.wt_base, d.addr - p.wt_base, d.addr))]
+            tag = Signal(tag_l)
+            mm.d.comb += [tag.eq(d.tag), tag.pad.eq(pad)]
+            return {"addr": Mux(pad, 0, ring), "y": d.y[:DIM], "cb": d.cb, "tag": tag}
+        dsmap = m.submodules.dsum = Map(dop_layout(sm, g.addr_bits + 1), dsum_l, dsum)
+        dmap = m.submodules.daddr = Map(dsum_l, daddr_l, daddr)
+        wiring.connect(m, opseq.o, dsmap.i)
+        wiring.connect(m, dsmap.o, dmap.i)
         dgated = stream.Signature(daddr_l).create()
         dq = dmap.o.payload
         _gate(m, "dat", dmap.o, dgated,

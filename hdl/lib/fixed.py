@@ -20,9 +20,9 @@ from __future__ import annotations
 from amaranth.hdl import (Cat, Const, Mux, Shape, Signal, Value, ValueLike, signed as _signed,
                           unsigned as _unsigned)
 
-__all__ = ["sign_extend", "saturate", "shift_right_round", "round_bias", "round_bias_shape", "round_shift",
-           "truncate",
-           "shift_left_sat", "floor_log2"]
+__all__ = ["sign_extend", "saturate", "shift_right_round", "round_bias", "round_bias_shape",
+           "round_shift", "partial_products", "partial_products_shapes", "sum_partial_products",
+           "PIECE_BITS", "truncate", "shift_left_sat", "floor_log2"]
 
 
 def _shift_value(shift, name="shift") -> Value | int:
@@ -179,6 +179,57 @@ def round_shift(total: ValueLike, shift: ValueLike, shape) -> Value:
     q = (total >> shift)[:shape.width]
     q = q.as_signed() if shape.signed else q
     return Mux(shift >= shape.width, Const(0, shape), q)
+
+
+#: slice width of :func:`partial_products`: an unsigned 17-bit slice is an 18-bit signed
+#: multiplier operand (ECP5 MULT18X18D; also within DSP48E2's 27 x 18)
+PIECE_BITS = 17
+
+
+def _pieces(shape: Shape, piece: int) -> list[tuple[int, int, bool]]:
+    """(lsb, width, signed) of each slice of a multiplicand of ``shape``."""
+    if piece < 1:
+        raise ValueError(f"piece must be >= 1, not {piece}")
+    w = shape.width
+    return [(lo, min(piece, w - lo), shape.signed and lo + piece >= w) for lo in range(0, w, piece)]
+
+
+def _product_shape(a: Shape, b: Shape) -> Shape:
+    """Amaranth's shape of ``a * b``: the widths' sum, signed when either operand is (an
+    unsigned(n) x signed(m) product lies within signed(n + m))."""
+    return (_signed if a.signed or b.signed else _unsigned)(a.width + b.width)
+
+
+def partial_products_shapes(a_shape, b_shape, piece: int = PIECE_BITS) -> list[Shape]:
+    """Shapes of :func:`partial_products` of operands of ``a_shape`` and ``b_shape`` (for the
+    pipeline register between it and :func:`sum_partial_products`). Raises ValueError: piece < 1."""
+    a_shape, b_shape = Shape.cast(a_shape), Shape.cast(b_shape)
+    return [_product_shape(_signed(n) if sg else _unsigned(n), b_shape)
+            for _, n, sg in _pieces(a_shape, piece)]
+
+
+def partial_products(a: ValueLike, b: ValueLike, piece: int = PIECE_BITS) -> list[Value]:
+    """First half of ``a * b`` split for a pipeline register (issue 10: a multiplier wider than
+    one DSP block followed by its adder in one stage): ``a`` cut into ``piece``-bit slices from
+    the LSB, each times ``b``; the slices are unsigned except the most significant of a signed
+    ``a``. Result: a list of values of :func:`partial_products_shapes`, least significant first;
+    :func:`sum_partial_products` gives ``a * b`` exactly. Raises ValueError: piece < 1."""
+    a, b = Value.cast(a), Value.cast(b)
+    parts = []
+    for lo, n, sg in _pieces(a.shape(), piece):
+        sl = a[lo:lo + n]
+        parts.append((sl.as_signed() if sg else sl) * b)
+    return parts
+
+
+def sum_partial_products(parts, piece: int = PIECE_BITS) -> Value:
+    """Second half: ``sum(parts[i] << (i * piece))``, the exact product of
+    :func:`partial_products` (signed when any part is)."""
+    parts = [Value.cast(p) for p in parts]
+    acc = parts[-1]
+    for p in reversed(parts[:-1]):
+        acc = (acc << piece) + p
+    return acc
 
 
 def truncate(value: ValueLike, shift: ValueLike | int, bits: int, *,

@@ -7,8 +7,9 @@ import pytest
 from amaranth.hdl import Module, Signal, signed, unsigned
 from amaranth.sim import Simulator
 
-from hdl.lib.fixed import (round_bias, round_bias_shape, round_shift, saturate, shift_left_sat, shift_right_round,
-                           sign_extend, truncate)
+from hdl.lib.fixed import (partial_products, partial_products_shapes, round_bias, round_bias_shape,
+                           round_shift, saturate, shift_left_sat, shift_right_round, sign_extend,
+                           sum_partial_products, truncate)
 
 
 # ------------------------------------------------------------------ reference formulas (Python)
@@ -146,6 +147,48 @@ def test_round_bias_then_shift_through_a_register_width(shape):
                    comb=[mid.eq(biased)])
     for vec, r in zip(vecs, res):
         assert r["y"] == ref_round_shift(vec["x"], vec["sh"], w), vec
+
+
+# ------------------------------------------------------------------ partial products
+
+@pytest.mark.parametrize("a_shape, b_shape, piece, n", [
+    (signed(33), signed(16), 17, 2),      # SDP X multiplier's operand widths
+    (signed(41), signed(17), 17, 3),      # CDP LUT interpolation (hdl/cdp/core.py)
+    (unsigned(20), signed(9), 8, 3),
+    (signed(12), unsigned(5), 4, 3),
+    (unsigned(7), unsigned(6), 17, 1),
+])
+def test_partial_products_through_registers_of_their_shapes(a_shape, b_shape, piece, n):
+    """a * b as partial_products kept in signals of partial_products_shapes (the pipeline
+    register), then sum_partial_products: equal to the Python product for the extreme values
+    of both operands and random ones; each part fits an 18 x 18 signed multiplier at piece 17."""
+    rng = random.Random(11)
+    a, b = Signal(a_shape), Signal(b_shape)
+    shapes = partial_products_shapes(a_shape, b_shape, piece)
+    parts = partial_products(a, b, piece)
+    assert len(parts) == len(shapes) == n
+    assert [p.shape() for p in parts] == shapes
+    if piece == 17:
+        assert all(sh.width <= 36 for sh in shapes)
+    regs = [Signal(sh) for sh in shapes]
+    full = Signal(signed(a_shape.width + b_shape.width + 1))
+
+    def edge(shape):
+        v = _values(shape)
+        return [v[0], v[0] + 1, -1 if shape.signed else 1, 0, v[-1] - 1, v[-1]]
+    vecs = [{"a": x, "b": y} for x in edge(a_shape) for y in edge(b_shape)]
+    vecs += [{"a": rng.choice(_values(a_shape)), "b": rng.choice(_values(b_shape))}
+             for _ in range(300)]
+    res = evaluate({"a": a, "b": b}, {"p": (full, full.shape())}, vecs,
+                   comb=[r.eq(v) for r, v in zip(regs, parts)]
+                   + [full.eq(sum_partial_products(regs, piece))])
+    for vec, r in zip(vecs, res):
+        assert r["p"] == vec["a"] * vec["b"], vec
+
+
+def test_partial_products_piece_must_be_positive():
+    with pytest.raises(ValueError, match="piece"):
+        partial_products(Signal(8), Signal(8), 0)
 
 
 # ------------------------------------------------------------------ saturate

@@ -26,9 +26,11 @@ MEM_PROFILE = "nvidia"
 RECIPE = f"verif.gen {'+'.join(KINDS)} seeds {SEEDS} {MEM_PROFILE} v1"
 
 
-def train(build) -> str:
+def train(build, rtl_filelist=None) -> str:
     """Play the training programs on the instrumented simulator ``build`` (a
-    ``sim.build.SimBuild`` of ``build.config``; one simulator process). Returns a one-line
+    ``sim.build.SimBuild`` of ``build.config``; one simulator process; ``rtl_filelist``: the
+    file list of another port-compatible NV_nvdla it was built from, e.g. NVIDIA's RTL, for the
+    AXI IDs it may use). Returns a one-line
     summary: programs run and passed, simulated cycles, wall seconds. Raises what the program
     generators or the model raise for a configuration they do not support (e.g. ``ValueError``,
     ``GenError``), and ``RuntimeError`` when no program could be prepared."""
@@ -46,9 +48,10 @@ def train(build) -> str:
         by_name = {p.dir.name: p for p in preps}
         status, cycles = Counter(), 0
         for res in run_rtl([p.dir for p in preps], build.config, build=build,
+                           rtl_filelist=rtl_filelist,
                            timing=MemTiming.named(MEM_PROFILE), traces_per_process=len(preps),
                            run_root=build.directory / "pgo-train"):
-            out = judge(by_name[res.name], res, cfg, MEM_PROFILE, 0)
+            out = judge(by_name[res.name], res, cfg, MEM_PROFILE, 0, rtl_filelist)
             status[out.status] += 1
             cycles += (getattr(res, "rtl", {}) or {}).get("sim_cycles") or 0
     bad = sum(n for s, n in status.items() if s != "pass")
