@@ -411,13 +411,8 @@ class Cdma(wiring.Component):
             lat = Signal(32, name=f"{name}_rd_latency")
             outs = Signal(ENTRY_COUNT_BITS, name=f"{name}_outstanding")   # beats in flight
             req, rsp = port.req, port.rsp
-            # outs + (len + 1 if a request is taken) - (1 if a beat is taken); the handshakes
-            # select among the four sums last (issue 10: they ran into the adder, CDMA's
-            # critical path on ECP5)
-            q_fire, s_fire = req.valid & req.ready, rsp.valid & rsp.ready
-            m.d.sync += outs.eq(Mux(q_fire, Mux(s_fire, outs + req.payload.len,
-                                                outs + req.payload.len + 1),
-                                    Mux(s_fire, outs - 1, outs)))
+            issued = Mux(req.valid & req.ready, req.payload.len + 1, 0)
+            m.d.sync += outs.eq(outs + issued - (rsp.valid & rsp.ready))
             with m.If(self.busy & perf_en):
                 with m.If(req.valid & ~req.ready):
                     m.d.sync += stall.eq(stall + 1)
