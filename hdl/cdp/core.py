@@ -487,7 +487,7 @@ class CdpCore(wiring.Component):
             return {"x": a.x, "op": _arr(m, ops, opnd), "stat": _arr(m, stats, unsigned(5))}
 
         def partial(m, a):
-            pps = Signal(l3p["pp"].shape, name="lut_pp")
+            pps = Signal(l3p["pp"].shape, name="lut_parts")
             for ln in range(tp):
                 for i, v in enumerate(partial_products(a.op[ln].a, a.op[ln].b)):
                     m.d.comb += pps[ln].pp[f"p{i}"].eq(v)
