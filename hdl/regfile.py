@@ -174,6 +174,14 @@ class UnitRegFile(wiring.Component):
             # the consumer pointer of the next cycle: flips when the datapath is done
             consumer_next = Signal()
             m.d.comb += consumer_next.eq(Mux(self.done, ~consumer, consumer))
+            # The register groups change only on a CSB write, the consumer group's view also
+            # when the consumer pointer flips: all of them load under this one enable (the same
+            # values: without a write or a flip each next state equals the present one), so
+            # Verilator computes their next states only in the cycles it is set (issue 12: the
+            # register files were ~30 % of the per-cycle code) and FPGA flops take it as their
+            # clock enable.
+            upd = Signal()
+            m.d.comb += upd.eq(bus.we | self.done)
 
         read_values = {}
         for r in self.unit.registers:
@@ -192,13 +200,16 @@ class UnitRegFile(wiring.Component):
                     # next cycle's pointer and group values: always equal to Mux(consumer,
                     # group 1, group 0), without the pointer's fan-out into every datapath
                     # (issue 10: it started the SDP's critical path)
-                    nxt = [Signal(32, name=f"{lname}_g{g}_next") for g in range(2)]
-                    for g in range(2):
-                        m.d.comb += nxt[g].eq(Mux(wr[r.name] & (producer == g),
-                                                  bus.wdata & smask, store[g]))
-                        m.d.sync += store[g].eq(nxt[g])
+                    # (expressions, not named signals, so that the simulator computes them
+                    # only under the enable ``upd``)
                     cfg_reg = Signal(32, init=r.reset & smask, name=f"{lname}_cfg")
-                    m.d.sync += cfg_reg.eq(Mux(consumer_next, nxt[1], nxt[0]))
+                    with m.If(upd):
+                        for g in range(2):
+                            with m.If(wr[r.name] & (producer == g)):
+                                m.d.sync += store[g].eq(bus.wdata & smask)
+                        m.d.sync += cfg_reg.eq(Mux(wr[r.name] & (producer == consumer_next),
+                                                   bus.wdata & smask,
+                                                   Mux(consumer_next, store[1], store[0])))
                     cur_sw = Mux(producer, store[1], store[0])
                     cur_hw = cfg_reg
                 else:

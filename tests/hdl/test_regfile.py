@@ -167,3 +167,60 @@ def test_signed_table_names_real_fields():
     want = {(u, r, f) for u, regs in SIGNED_FIELDS.items() for r, fs in regs.items() for f in fs}
     got = {(ref.unit.name, ref.reg.name, f.name) for ref in REGMAP for f in ref.reg.fields if f.signed}
     assert got == want and len(want) > 50
+
+
+def test_pingpong_random_writes_and_flips():
+    """Random CSB writes (any register, either group, S_POINTER flips) and layer-done pulses,
+    some in the same cycle as a write: every cycle the ``cfg`` view equals the consumer group's
+    values and a read of a D_ register returns the producer group's (plain-Python reference of
+    the two groups and the pointers; the register groups load under one enable, issue 12)."""
+    import random
+
+    rng = random.Random(1212)
+    rf = UnitRegFile(SDP)
+    dregs = [r for r in SDP.registers if r.double_buffered and r.write_mask
+             and r.name not in ("D_OP_ENABLE",) and not any(f.access in ("wo", "wto") for f in r.fields)]
+    assert len(dregs) > 20
+    groups = [{r.name: r.reset & r.write_mask for r in dregs} for _ in range(2)]
+    producer = consumer = 0
+    armed = [0, 0]
+
+    async def bench(ctx):
+        nonlocal producer, consumer
+        for cycle in range(3000):
+            done = armed[consumer] and rng.random() < 0.2
+            kind = rng.random()
+            ctx.set(rf.done, done)
+            ctx.set(rf.bus.we, 0)
+            if kind < 0.5:
+                r = rng.choice(dregs)
+                v = rng.getrandbits(32)
+                ctx.set(rf.bus.addr, r.offset >> 2)
+                ctx.set(rf.bus.wdata, v)
+                ctx.set(rf.bus.we, 1)
+                groups[producer][r.name] = v & r.write_mask
+            elif kind < 0.6:
+                producer = rng.getrandbits(1)
+                ctx.set(rf.bus.addr, off("S_POINTER"))
+                ctx.set(rf.bus.wdata, producer)
+                ctx.set(rf.bus.we, 1)
+            elif kind < 0.7:
+                ctx.set(rf.bus.addr, off("D_OP_ENABLE"))
+                ctx.set(rf.bus.wdata, 1)
+                ctx.set(rf.bus.we, 1)
+                armed[producer] = 1
+            if done:
+                armed[consumer] = 0
+                consumer ^= 1
+            await ctx.tick()
+            ctx.set(rf.bus.we, 0)
+            ctx.set(rf.done, 0)
+            assert ctx.get(rf.consumer) == consumer, cycle
+            for r in rng.sample(dregs, 4):
+                got = ctx.get(rf.cfg[r.name.lower()].as_value())
+                assert got == groups[consumer][r.name], (cycle, r.name, hex(got))
+                ctx.set(rf.bus.addr, r.offset >> 2)
+                rmask = sum(f.mask for f in r.fields if f.access not in ("r", "wo", "wto"))
+                assert ctx.get(rf.bus.rdata) & rmask == groups[producer][r.name] & rmask, (cycle, r.name)
+
+    run(rf, bench)
