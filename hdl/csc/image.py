@@ -262,11 +262,16 @@ class ImgOpSeq(wiring.Component):
         set_reset = [r.eq(0), cb.eq(0), lo.eq(0), loe.eq(0), bof.eq(0), cbl.eq(0), cble.eq(0)]
         # a stripe starts with ``rem_new`` pixels left: at ``start``, after a group's last
         # stripe (every pixel again), after any other stripe (those after it)
+        # (the two lengths computed before the choice, so that the choice waits for no stripe
+        # length: issue 10, cube_end -> stripe_len -> i_last was CSC's critical path)
         group_again = Signal()
-        m.d.comb += [group_again.eq(self.start | cube_end),
-                     rem_new.eq(Mux(group_again, p.npix, remaining - slen))]
-        new_len = stripe_len(m, rem_new, self.stripe_max)
-        stripe_regs = [remaining.eq(rem_new), slen.eq(new_len), i_last.eq(new_len - 1)]
+        rem_after = Signal(2 * DIM + 1)
+        m.d.comb += [group_again.eq(self.start | cube_end), rem_after.eq(remaining - slen),
+                     rem_new.eq(Mux(group_again, p.npix, rem_after))]
+        again_len = stripe_len(m, p.npix, self.stripe_max)
+        after_len = stripe_len(m, rem_after, self.stripe_max)
+        stripe_regs = [remaining.eq(rem_new), slen.eq(Mux(group_again, again_len, after_len)),
+                       i_last.eq(Mux(group_again, again_len - 1, after_len - 1))]
         with m.If(self.start):
             m.d.sync += [run.eq(1), g.eq(0), i.eq(0)] + set_reset + stripe_regs
             m.d.sync += stripe_start(first_pixel)

@@ -131,9 +131,16 @@ class OpSeq(wiring.Component):
             nye.eq(Mux(row_end, ye + p.sye, ye)),
         ]
         cube_end = row_end & (yo == p.ho - 1)
-        p0 = Signal(2 * DIM + 1)                   # pixels of the group before this stripe
-        slen = stripe_len(m, p.npix - p0, self.stripe_max)
-        pix_end = (i == slen - 1) | cube_end
+        # the pixels of the kernel group from this stripe's first on, and this stripe's length
+        # minus 1, as registers loaded when a stripe starts (issue 10: computing the stripe
+        # length from a pixel count in the cycle it is compared started CSC's critical path)
+        rem = Signal(2 * DIM)
+        slen_m1 = Signal(range(self.stripe_max))
+        rem_next = Signal(2 * DIM)
+        m.d.comb += rem_next.eq(rem - (slen_m1 + 1))
+        first_len = stripe_len(m, p.npix, self.stripe_max)
+        next_len = stripe_len(m, rem_next, self.stripe_max)
+        pix_end = (i == slen_m1) | cube_end
         s_end, r_end = s == p.s - 1, r == p.r - 1
         cb_end, g_end = cb == p.ncb - 1, g == p.ng - 1
         last = cb_end & r_end & s_end
@@ -154,12 +161,16 @@ class OpSeq(wiring.Component):
         def first_pixel():
             return (0, 0, -p.pl, -p.pt, p.dat_base - p.pte)
 
+        def group_start():
+            return [rem.eq(p.npix), slen_m1.eq(first_len - 1)]
+
         def set_stripe_start(vals):
             return cur_eq(vals) + [a.eq(b) for a, b in zip((xo0, yo0, xb0, yb0, ye0), vals)]
 
         with m.If(self.start):
-            m.d.sync += [run.eq(1), g.eq(0), cb.eq(0), r.eq(0), s.eq(0), i.eq(0), p0.eq(0),
+            m.d.sync += [run.eq(1), g.eq(0), cb.eq(0), r.eq(0), s.eq(0), i.eq(0),
                          xs.eq(0), yr.eq(0), rs_off.eq(0), rye.eq(0), cbw.eq(0)]
+            m.d.sync += group_start()
             m.d.sync += set_stripe_start(first_pixel())
         with m.Elif(o.valid & o.ready):
             with m.If(~pix_end):
@@ -179,13 +190,14 @@ class OpSeq(wiring.Component):
                     m.d.sync += [s.eq(0), xs.eq(0), r.eq(0), yr.eq(0), rye.eq(0),
                                  cb.eq(0), cbw.eq(0), rs_off.eq(0)]
                     with m.If(cube_end):
-                        m.d.sync += set_stripe_start(first_pixel()) + [p0.eq(0)]
+                        m.d.sync += set_stripe_start(first_pixel()) + group_start()
                         with m.If(g_end):
                             m.d.sync += run.eq(0)
                         with m.Else():
                             m.d.sync += g.eq(g + 1)
                     with m.Else():
-                        m.d.sync += set_stripe_start((nxo, nyo, nxb, nyb, nye)) + [p0.eq(p0 + slen)]
+                        m.d.sync += set_stripe_start((nxo, nyo, nxb, nyb, nye)) + [
+                            rem.eq(rem_next), slen_m1.eq(next_len - 1)]
         return m
 
 
