@@ -44,7 +44,7 @@ from hdl.cbuf.keep import keep_layout
 from hdl.cmac.layouts import op_layout
 from hdl.config import NvdlaConfig
 from hdl.lib.gearbox import Fork, Join
-from hdl.lib.stream import Map, PipelineStage
+from hdl.lib.stream import Map, PipelineStage, SkidBuffer
 from hdl.regfile import unit_layout
 from hdl.regmap import REGMAP
 from hdl.csc.seq import DIM, OpSeq, WtSeq, dop_layout, params_layout, wreq_layout
@@ -227,7 +227,12 @@ class Csc(wiring.Component):
             return {"addr": Mux(pad, 0, ring), "y": d.y[:DIM], "cb": d.cb, "tag": tag}
         dsmap = m.submodules.dsum = Map(dop_layout(sm, g.addr_bits + 1), dsum_l, dsum)
         dmap = m.submodules.daddr = Map(dsum_l, daddr_l, daddr)
-        wiring.connect(m, opseq.o, dsmap.i)
+        # a skid buffer between the op sequencer and the address stages: the sequencer's
+        # counters advance on a registered ready (issue 10: the CBUF-data gate's ready through
+        # both address stages into the sequencer's enables was CSC's critical path)
+        oskid = m.submodules.oskid = SkidBuffer(dop_layout(sm, g.addr_bits + 1))
+        wiring.connect(m, opseq.o, oskid.i)
+        wiring.connect(m, oskid.o, dsmap.i)
         wiring.connect(m, dsmap.o, dmap.i)
         dgated = stream.Signature(daddr_l).create()
         dq = dmap.o.payload
@@ -257,8 +262,12 @@ class Csc(wiring.Component):
         wtseq = m.submodules.wtseq = WtSeq(g, ac, ak, sm)
         pw = Signal.like(p)
         iw = img_wt_params(q, ac)
-        m.d.comb += [pw.eq(p), wtseq.start.eq(start_d[1]), wtseq.params.eq(pw)]
-        m.d.comb += [pw[f].eq(Mux(img, iw[f], p[f])) for f in iw]
+        # the weight sequencer's parameters registered once more (still settled at its start,
+        # two cycles after ``start``; issue 10: the image-mode products fed its set-size products
+        # in the same cycle, CSC's critical path)
+        m.d.comb += [wtseq.start.eq(start_d[1]), wtseq.params.eq(pw)]
+        m.d.sync += pw.eq(p)
+        m.d.sync += [pw[f].eq(Mux(img, iw[f], p[f])) for f in iw]
         wreq_l = wreq_layout(g, ac, ak)
         wgated = stream.Signature(wreq_l).create()
         _gate(m, "wt", wtseq.o, wgated, wtseq.o.payload.e < self.wt_entries)
