@@ -53,7 +53,7 @@ from hdl.config import NvdlaConfig
 from hdl.dma import read_dma_params
 from hdl.dma.cube import CUBE_DIM_BITS
 from hdl.dma.walker import log2
-from hdl.lib.stream import Map, PipelineStage
+from hdl.lib.stream import Map, PipelineStage, SkidBuffer
 from hdl.regfile import unit_layout
 from hdl.regmap import REGMAP
 from hdl.regmap.types import field_enum
@@ -197,11 +197,18 @@ class Cdma(wiring.Component):
         ]
         # one MCIF client for both (the layer's format is stable while either is busy)
         port, f, i = self.dat_dma, dma.dma, img.dma
+        # the requests through a skid buffer: the walkers advance on a registered ready
+        # (issue 10: MCIF's ready through the walker's request logic into the outstanding-beat
+        # counter was CDMA's critical path on ECP5)
+        rskid = m.submodules.dat_req_skid = SkidBuffer(port.req.payload.shape())
         m.d.comb += [
-            port.req.valid.eq(Mux(pixel, i.req.valid, f.req.valid)),
-            port.req.payload.eq(Mux(pixel, i.req.payload, f.req.payload)),
-            f.req.ready.eq(port.req.ready & ~pixel),
-            i.req.ready.eq(port.req.ready & pixel),
+            rskid.i.valid.eq(Mux(pixel, i.req.valid, f.req.valid)),
+            rskid.i.payload.eq(Mux(pixel, i.req.payload, f.req.payload)),
+            f.req.ready.eq(rskid.i.ready & ~pixel),
+            i.req.ready.eq(rskid.i.ready & pixel),
+            port.req.valid.eq(rskid.o.valid),
+            port.req.payload.eq(rskid.o.payload),
+            rskid.o.ready.eq(port.req.ready),
             f.rsp.valid.eq(port.rsp.valid & ~pixel),
             i.rsp.valid.eq(port.rsp.valid & pixel),
             f.rsp.payload.eq(port.rsp.payload),
