@@ -396,12 +396,18 @@ class CdpCore(wiring.Component):
         m.submodules.sqsum = sq_st = Map(window_out_layout(tp), l1, sqsum)
         wiring.connect(m, win.o, sq_st.i)
 
-        # ---- 3a. LUT index: subtraction and leading one, then shifts and limits (two stages) ----
+        # ---- 3a. LUT index: subtraction and leading one, shifts, limits (three stages;
+        # issue 10: shifts and limits in one stage were CDP's critical path on ECP5) ----
         l1p = data.StructLayout({
             "x": data.ArrayLayout(signed(X_BITS), tp),
             "v": data.ArrayLayout(signed(lut.LUT_IN_BITS), tp),
             "le": data.ArrayLayout(lut.prep_layout(), tp),
             "lo": data.ArrayLayout(lut.prep_layout(), tp)})
+        l1s = data.StructLayout({
+            "x": data.ArrayLayout(signed(X_BITS), tp),
+            "v": data.ArrayLayout(signed(lut.LUT_IN_BITS), tp),
+            "le": data.ArrayLayout(lut.shift_layout(True), tp),
+            "lo": data.ArrayLayout(lut.shift_layout(False), tp)})
         l2 = data.StructLayout({
             "x": data.ArrayLayout(signed(X_BITS), tp),
             "v": data.ArrayLayout(signed(lut.LUT_IN_BITS), tp),
@@ -414,13 +420,19 @@ class CdpCore(wiring.Component):
             return {"x": a.x, "v": a.v, "le": _arr(m, les, lut.prep_layout()),
                     "lo": _arr(m, los, lut.prep_layout())}
 
+        def index_shift(m, a):
+            les = [lut.index_shift(a.le[ln], select=lp.le_index_select, exponential=True)
+                   for ln in range(tp)]
+            los = [lut.index_shift(a.lo[ln], select=lp.lo_index_select) for ln in range(tp)]
+            return {"x": a.x, "v": a.v, "le": _arr(m, les, lut.shift_layout(True)),
+                    "lo": _arr(m, los, lut.shift_layout(False))}
+
         def index(m, a):
             les, los = [], []
             for ln in range(tp):
                 les.append(lut.table_index(a.le[ln], lut.LE_ENTRIES, exponential=lp.le_exp,
-                                           index_offset=lp.le_index_offset,
-                                           select=lp.le_index_select))
-                los.append(lut.table_index(a.lo[ln], lut.LO_ENTRIES, select=lp.lo_index_select))
+                                           index_offset=lp.le_index_offset))
+                los.append(lut.table_index(a.lo[ln], lut.LO_ENTRIES))
             return {"x": a.x, "v": a.v, "le": _arr(m, les, lut.index_layout(lut.LE_ENTRIES)),
                     "lo": _arr(m, los, lut.index_layout(lut.LO_ENTRIES))}
 
@@ -428,8 +440,10 @@ class CdpCore(wiring.Component):
         m.submodules.mid_skid = mid_skid = SkidBuffer(l1)
         wiring.connect(m, sq_st.o, mid_skid.i)
         wiring.connect(m, mid_skid.o, prep_st.i)
-        m.submodules.index = idx_st = Map(l1p, l2, index)
-        wiring.connect(m, prep_st.o, idx_st.i)
+        m.submodules.index_shift = sh_st = Map(l1p, l1s, index_shift)
+        wiring.connect(m, prep_st.o, sh_st.i)
+        m.submodules.index = idx_st = Map(l1s, l2, index)
+        wiring.connect(m, sh_st.o, idx_st.i)
 
         # ---- 3b-3f. LUT read + table/case selection, partial products, their sum and clamp,
         # rounding shift, sum (five stages: each takes most of an FPGA clock, issue 10) ----

@@ -1,5 +1,5 @@
 """CDP's two-table hybrid LUT as combinational Amaranth functions (v1_ias_lut-programming.rst):
-table index in two halves (:func:`index_prep`, :func:`table_index`), interpolation in stages
+table index in three steps (:func:`index_prep`, :func:`index_shift`, :func:`table_index`), interpolation in stages
 around one multiplier (:func:`interp_operands`, :func:`interp_round`, :func:`interp_finish`)
 and table selection (:func:`select`). The pipeline registers around them are in
 :mod:`hdl.cdp.core`.
@@ -31,6 +31,7 @@ from amaranth.lib import data
 from hdl.lib.fixed import floor_log2, saturate, shift_right_round
 
 __all__ = ["INDEX_BITS", "LUT_IN_BITS", "FRAC_BITS", "LE_ENTRIES", "LO_ENTRIES", "index_layout",
+           "shift_layout", "index_shift",
            "params_layout", "prep_layout", "index_prep", "table_index", "interp_operands",
            "clamp_product", "interp_round", "interp_finish", "select", "STAT_NAMES", "OPA_BITS",
            "OPB_BITS", "SH_BITS", "RND_BITS", "PRE_BITS"]
@@ -70,7 +71,7 @@ def params_layout() -> data.StructLayout:
 
 
 def prep_layout() -> data.StructLayout:
-    """First half of a sample's index in one table (:func:`index_prep`): ``d`` = x - START
+    """First step of a sample's index in one table (:func:`index_prep`): ``d`` = x - START
     (INDEX_BITS + 1 bits, positive unless an underflow), ``uf0`` (x <= START), ``lg``
     (floor(log2 d), for the exponential LE table)."""
     return data.StructLayout({"d": unsigned(INDEX_BITS + 1), "uf0": 1,
@@ -78,7 +79,7 @@ def prep_layout() -> data.StructLayout:
 
 
 def index_prep(m: Module, x, start, *, exponential: bool = False) -> dict:
-    """First half of :func:`table_index`: the subtraction and, for the LE table
+    """First step of a sample's index in one table: the subtraction and, for the LE table
     (``exponential`` True: the table may be exponential), the leading-one position.
     ``x``: the sample (signed LUT_IN_BITS); ``start``: the table's START register (signed,
     >= INDEX_BITS bits; its low INDEX_BITS bits are used). Returns a dict of
@@ -90,38 +91,57 @@ def index_prep(m: Module, x, start, *, exponential: bool = False) -> dict:
     return {"d": d, "uf0": x <= start_idx, "lg": lg}
 
 
-def table_index(prep, entries: int, *, exponential=None, index_offset=None, select=None):
-    """Index of a sample in one table from its :func:`index_prep` half ``prep`` (a
-    :func:`prep_layout` view).
+def shift_layout(exponential: bool) -> data.StructLayout:
+    """Second step of a sample's index in one table (:func:`index_shift`): ``uf0``, the linear
+    index's low 9 bits ``lin_idx`` and ``lin_hi`` (any higher bit set), its fraction
+    ``lin_frac``; for the LE table (``exponential``) also ``lg`` and the exponential fraction
+    ``exp_frac``."""
+    f = {"uf0": 1, "lin_idx": 9, "lin_hi": 1, "lin_frac": unsigned(FRAC_BITS)}
+    if exponential:
+        f.update(lg=range(INDEX_BITS + 1), exp_frac=unsigned(FRAC_BITS))
+    return data.StructLayout(f)
 
-    ``entries``: table size; linear tables give ``select`` (signed(6)); the LE table also
-    gives ``exponential`` (1 bit) and ``index_offset`` (signed(8)). Returns a
-    ``data.View``-assignable dict of :func:`index_layout` fields.
-    """
+
+def index_shift(prep, *, select, exponential: bool = False) -> dict:
+    """Second step of a sample's index in one table: the shifts, from its :func:`index_prep`
+    step ``prep`` (a :func:`prep_layout` view). ``select``: INDEX_SELECT (signed(6)) of a
+    linear table; ``exponential``: the LE table (the exponential fraction too). Returns a dict
+    of :func:`shift_layout` fields (issue 10: the shifts and the limits were one stage, CDP's
+    critical path on ECP5)."""
     d, uf0 = prep.d, prep.uf0
     # linear, SELECT >= 0: t = (d << 16) >> SELECT: index above the fraction
     sel = select
     sel_pos = sel.as_unsigned()[:5]             # 0..31 when select >= 0
     t_lin = (Cat(Const(0, FRAC_BITS), d) >> sel_pos)
     lin_idx = Mux(sel < 0, d << (-sel).as_unsigned()[:6], t_lin[FRAC_BITS:])
-    lin_frac = Mux(sel < 0, 0, t_lin[:FRAC_BITS])
-    uf = uf0
+    out = {"uf0": uf0, "lin_idx": lin_idx[:9], "lin_hi": lin_idx[9:].any(),
+           "lin_frac": Mux(sel < 0, 0, t_lin[:FRAC_BITS])}
+    if exponential:
+        out.update(lg=prep.lg, exp_frac=(Cat(Const(0, FRAC_BITS), d) >> prep.lg)[:FRAC_BITS])
+    return out
+
+
+def table_index(sh, entries: int, *, exponential=None, index_offset=None):
+    """Index of a sample in one table from its :func:`index_shift` step ``sh`` (a
+    :func:`shift_layout` view): the limits.
+
+    ``entries``: table size; the LE table gives ``exponential`` (1 bit, the table is
+    exponential) and ``index_offset`` (signed(8)). Returns a ``data.View``-assignable dict of
+    :func:`index_layout` fields.
+    """
+    uf0 = sh.uf0
+    lin_of = ~uf0 & (sh.lin_hi | (sh.lin_idx >= entries - 1))
     if exponential is not None:
-        lg = prep.lg
-        t_exp = Cat(Const(0, FRAC_BITS), d) >> lg
+        lg = sh.lg
         exp_idx = lg - index_offset                # signed, ~10 bits
         exp_uf = uf0 | ((index_offset >= 0) & (lg < index_offset))
-        idx_ok_exp = ~exp_uf
-        exp_of = idx_ok_exp & (exp_idx >= entries - 1)
-        lin_of = ~uf0 & (lin_idx >= entries - 1)
+        exp_of = ~exp_uf & (exp_idx >= entries - 1)
         uf = Mux(exponential, exp_uf, uf0)
         of = Mux(exponential, exp_of, lin_of)
-        idx = Mux(exponential, exp_idx.as_unsigned()[:9], lin_idx[:9])
-        frac = Mux(exponential, t_exp[:FRAC_BITS], lin_frac)
+        idx = Mux(exponential, exp_idx.as_unsigned()[:9], sh.lin_idx)
+        frac = Mux(exponential, sh.exp_frac, sh.lin_frac)
     else:
-        of = ~uf0 & (lin_idx >= entries - 1)
-        idx = lin_idx[:9]
-        frac = lin_frac
+        uf, of, idx, frac = uf0, lin_of, sh.lin_idx, sh.lin_frac
     hit = ~uf & ~of
     return {"addr": Mux(uf, 0, Mux(of, entries - 1, idx)), "frac": Mux(hit, frac, 0),
             "uf": uf, "of": of}
