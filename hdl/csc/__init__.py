@@ -44,7 +44,7 @@ from hdl.cbuf.keep import keep_layout
 from hdl.cmac.layouts import op_layout
 from hdl.config import NvdlaConfig
 from hdl.lib.gearbox import Fork, Join
-from hdl.lib.stream import Map, PipelineStage, SkidBuffer
+from hdl.lib.stream import Map, PipelineStage
 from hdl.regfile import unit_layout
 from hdl.regmap import REGMAP
 from hdl.csc.seq import DIM, OpSeq, WtSeq, dop_layout, params_layout, wreq_layout
@@ -227,12 +227,7 @@ class Csc(wiring.Component):
             return {"addr": Mux(pad, 0, ring), "y": d.y[:DIM], "cb": d.cb, "tag": tag}
         dsmap = m.submodules.dsum = Map(dop_layout(sm, g.addr_bits + 1), dsum_l, dsum)
         dmap = m.submodules.daddr = Map(dsum_l, daddr_l, daddr)
-        # a skid buffer between the op sequencer and the address stages: the sequencer's
-        # counters advance on a registered ready (issue 10: the CBUF-data gate's ready through
-        # both address stages into the sequencer's enables was CSC's critical path)
-        oskid = m.submodules.oskid = SkidBuffer(dop_layout(sm, g.addr_bits + 1))
-        wiring.connect(m, opseq.o, oskid.i)
-        wiring.connect(m, oskid.o, dsmap.i)
+        wiring.connect(m, opseq.o, dsmap.i)
         wiring.connect(m, dsmap.o, dmap.i)
         dgated = stream.Signature(daddr_l).create()
         dq = dmap.o.payload
