@@ -1,8 +1,8 @@
 """CDP's two-table hybrid LUT as combinational Amaranth functions (v1_ias_lut-programming.rst):
-table index in three steps (:func:`index_prep`, :func:`index_shift`, :func:`table_index`), interpolation in stages
-around one multiplier (:func:`interp_operands`, :func:`interp_round`, :func:`interp_finish`)
-and table selection (:func:`select`). The pipeline registers around them are in
-:mod:`hdl.cdp.core`.
+table index in three steps (:func:`index_prep`, :func:`index_shift`, :func:`table_index`),
+interpolation in stages around one multiplier (:func:`interp_operands`, :func:`interp_round`,
+:func:`interp_finish`) and table selection (:func:`select`). The pipeline registers around
+them are in :mod:`hdl.cdp.core`.
 
 Facts (NVIDIA nv_small RTL, vmod/nvdla/cdp NV_NVDLA_CDP_DP_LUT_CTRL_unit.v / _INTP_unit.v /
 _lut.v / _intp.v, facts only; the same facts are documented in verif/model/lut.py):

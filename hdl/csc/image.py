@@ -53,7 +53,7 @@ from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from hdl.cbuf import CbufGeometry, rd_req_layout, rd_resp_layout
-from hdl.csc.seq import DIM, stripe_len
+from hdl.csc.seq import DIM, stripe_counter
 from hdl.lib.gearbox import Fork, Join
 from hdl.lib.stream import PipelineStage
 from hdl.regmap.types import field_enum
@@ -228,13 +228,7 @@ class ImgOpSeq(wiring.Component):
             nye.eq(Mux(row_end, ye + p.sye, ye)),
         ]
         cube_end = row_end & (yo == p.ho - 1)
-        # pixels of the kernel group from this stripe on, and the stripe's last pixel index,
-        # as registers updated at stripe starts (issue 10: derived from the pixels before the
-        # stripe each cycle they started CSC's critical path)
-        remaining = Signal(2 * DIM + 1)
-        slen = Signal(range(self.stripe_max + 1))
-        i_last = Signal(range(self.stripe_max))
-        rem_new = Signal(2 * DIM + 1)
+        i_last, group_start, next_stripe = stripe_counter(m, p.npix, self.stripe_max)
         pix_end = (i == i_last) | cube_end
         r_end, cb_end, g_end = r == p.nr - 1, cb == p.ncb - 1, g == p.ng - 1
         last = cb_end & r_end
@@ -260,20 +254,8 @@ class ImgOpSeq(wiring.Component):
 
         first_pixel = (0, 0, 0, -p.pt, p.dat_base - p.pte)
         set_reset = [r.eq(0), cb.eq(0), lo.eq(0), loe.eq(0), bof.eq(0), cbl.eq(0), cble.eq(0)]
-        # a stripe starts with ``rem_new`` pixels left: at ``start``, after a group's last
-        # stripe (every pixel again), after any other stripe (those after it)
-        # (the two lengths computed before the choice, so that the choice waits for no stripe
-        # length: issue 10, cube_end -> stripe_len -> i_last was CSC's critical path)
-        group_again = Signal()
-        rem_after = Signal(2 * DIM + 1)
-        m.d.comb += [group_again.eq(self.start | cube_end), rem_after.eq(remaining - slen),
-                     rem_new.eq(Mux(group_again, p.npix, rem_after))]
-        again_len = stripe_len(m, p.npix, self.stripe_max)
-        after_len = stripe_len(m, rem_after, self.stripe_max)
-        stripe_regs = [remaining.eq(rem_new), slen.eq(Mux(group_again, again_len, after_len)),
-                       i_last.eq(Mux(group_again, again_len - 1, after_len - 1))]
         with m.If(self.start):
-            m.d.sync += [run.eq(1), g.eq(0), i.eq(0)] + set_reset + stripe_regs
+            m.d.sync += [run.eq(1), g.eq(0), i.eq(0)] + set_reset + group_start
             m.d.sync += stripe_start(first_pixel)
         with m.Elif(o.valid & o.ready):
             with m.If(~pix_end):
@@ -288,15 +270,14 @@ class ImgOpSeq(wiring.Component):
                                  loe.eq(cble + cb_lines_e), bof.eq(bof + cb_bytes)]
                 with m.Else():                      # stripe done
                     m.d.sync += set_reset
-                    m.d.sync += stripe_regs
                     with m.If(cube_end):
-                        m.d.sync += stripe_start(first_pixel)
+                        m.d.sync += stripe_start(first_pixel) + group_start
                         with m.If(g_end):
                             m.d.sync += run.eq(0)
                         with m.Else():
                             m.d.sync += g.eq(g + 1)
                     with m.Else():
-                        m.d.sync += stripe_start((nxo, nyo, nxby, nyb, nye))
+                        m.d.sync += stripe_start((nxo, nyo, nxby, nyb, nye)) + next_stripe
         return m
 
 

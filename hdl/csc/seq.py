@@ -15,7 +15,7 @@ from amaranth.lib.wiring import In, Out
 
 from hdl.cbuf import CbufGeometry
 
-__all__ = ["params_layout", "dop_layout", "wreq_layout", "OpSeq", "WtSeq"]
+__all__ = ["stripe_counter", "params_layout", "dop_layout", "wreq_layout", "OpSeq", "WtSeq"]
 
 DIM = 14          # sizes of the ..._EXT fields + 1 (13-bit fields)
 
@@ -86,6 +86,26 @@ def stripe_len(m: Module, remaining, stripe_max: int) -> Signal:
     return n
 
 
+def stripe_counter(m: Module, npix, stripe_max: int):
+    """The stripe bookkeeping of a pixel sequencer: ``remaining`` (the kernel group's pixels
+    from the current stripe's first on) and ``last`` (the current stripe's last pixel index,
+    its :func:`stripe_len` minus 1), registers loaded when a stripe starts. Both candidate
+    lengths are computed from registers before the choice, so that no stripe length is
+    computed in the cycle it is needed (issue 10: that was CSC's critical path on ECP5).
+
+    ``npix``: the kernel group's pixels (stable in a layer). Returns ``(last, again, after)``:
+    the ``last`` Signal and the statements that start a group's first stripe (``again``: all
+    ``npix`` pixels left) or the stripe after the current one (``after``)."""
+    remaining = Signal(2 * DIM, name="remaining")
+    last = Signal(range(stripe_max), name="stripe_last_pos")
+    rem_after = Signal(2 * DIM, name="remaining_after")
+    m.d.comb += rem_after.eq(remaining - (last + 1))
+    again_len = stripe_len(m, npix, stripe_max)
+    after_len = stripe_len(m, rem_after, stripe_max)
+    return (last, [remaining.eq(npix), last.eq(again_len - 1)],
+            [remaining.eq(rem_after), last.eq(after_len - 1)])
+
+
 class OpSeq(wiring.Component):
     """The op sequencer: one item of :func:`dop_layout` per atomic operation, in the order of
     docs/conv.md (g, stripe, cb, r, s, pixel), one per cycle.
@@ -131,16 +151,8 @@ class OpSeq(wiring.Component):
             nye.eq(Mux(row_end, ye + p.sye, ye)),
         ]
         cube_end = row_end & (yo == p.ho - 1)
-        # the pixels of the kernel group from this stripe's first on, and this stripe's length
-        # minus 1, as registers loaded when a stripe starts (issue 10: computing the stripe
-        # length from a pixel count in the cycle it is compared started CSC's critical path)
-        rem = Signal(2 * DIM)
-        slen_m1 = Signal(range(self.stripe_max))
-        rem_next = Signal(2 * DIM)
-        m.d.comb += rem_next.eq(rem - (slen_m1 + 1))
-        first_len = stripe_len(m, p.npix, self.stripe_max)
-        next_len = stripe_len(m, rem_next, self.stripe_max)
-        pix_end = (i == slen_m1) | cube_end
+        i_last, group_start, next_stripe = stripe_counter(m, p.npix, self.stripe_max)
+        pix_end = (i == i_last) | cube_end
         s_end, r_end = s == p.s - 1, r == p.r - 1
         cb_end, g_end = cb == p.ncb - 1, g == p.ng - 1
         last = cb_end & r_end & s_end
@@ -161,16 +173,13 @@ class OpSeq(wiring.Component):
         def first_pixel():
             return (0, 0, -p.pl, -p.pt, p.dat_base - p.pte)
 
-        def group_start():
-            return [rem.eq(p.npix), slen_m1.eq(first_len - 1)]
-
         def set_stripe_start(vals):
             return cur_eq(vals) + [a.eq(b) for a, b in zip((xo0, yo0, xb0, yb0, ye0), vals)]
 
         with m.If(self.start):
             m.d.sync += [run.eq(1), g.eq(0), cb.eq(0), r.eq(0), s.eq(0), i.eq(0),
                          xs.eq(0), yr.eq(0), rs_off.eq(0), rye.eq(0), cbw.eq(0)]
-            m.d.sync += group_start()
+            m.d.sync += group_start
             m.d.sync += set_stripe_start(first_pixel())
         with m.Elif(o.valid & o.ready):
             with m.If(~pix_end):
@@ -190,14 +199,13 @@ class OpSeq(wiring.Component):
                     m.d.sync += [s.eq(0), xs.eq(0), r.eq(0), yr.eq(0), rye.eq(0),
                                  cb.eq(0), cbw.eq(0), rs_off.eq(0)]
                     with m.If(cube_end):
-                        m.d.sync += set_stripe_start(first_pixel()) + group_start()
+                        m.d.sync += set_stripe_start(first_pixel()) + group_start
                         with m.If(g_end):
                             m.d.sync += run.eq(0)
                         with m.Else():
                             m.d.sync += g.eq(g + 1)
                     with m.Else():
-                        m.d.sync += set_stripe_start((nxo, nyo, nxb, nyb, nye)) + [
-                            rem.eq(rem_next), slen_m1.eq(next_len - 1)]
+                        m.d.sync += set_stripe_start((nxo, nyo, nxb, nyb, nye)) + next_stripe
         return m
 
 
