@@ -2,20 +2,22 @@
 atoms in traversal order (format.rst "Feature data": surface, line, atom).
 
 Structure: a :class:`hdl.dma.walker.CubeWalker` produces runs (contiguous atoms inside one burst
-window); each run becomes one AXI burst request. Returned beats go into a latency FIFO of
-``depth`` beats; a request is only issued when the FIFO has room for all its beats, counting the
-beats still in flight (credit rule of :class:`hdl.axi.DmaReadSignature`), so read data is always
-accepted at once. The output stage selects each atom's lane from its beat (several atoms per beat
-when ``atom_bytes < beat_bytes``).
+window), through a :class:`hdl.lib.stream.SkidBuffer`; each run becomes one AXI burst request.
+Returned beats go into a latency FIFO of ``depth`` beats; a request is only issued when the FIFO
+has room for all its beats, counting the beats still in flight (credit rule of
+:class:`hdl.axi.DmaReadSignature`), so read data is always accepted at once. The output stage
+selects each atom's lane from its beat (several atoms per beat when ``atom_bytes <
+beat_bytes``).
 """
 from __future__ import annotations
 
 from amaranth.hdl import Module, Mux, Signal, unsigned
-from amaranth.lib import data, fifo, stream
+from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import Out
 
 from hdl.axi import DmaReadSignature
-from hdl.dma.walker import WalkerDma, log2
+from hdl.dma.walker import WalkerDma, log2, run_request
+from hdl.lib.stream import SkidBuffer
 
 __all__ = ["ReadDma"]
 
@@ -43,8 +45,16 @@ class ReadDma(WalkerDma):
 
     def elaborate(self, platform):
         m = Module()
-        walker, beat_addr, length, lane0 = self.add_walker(m)
-        run = walker.runs.payload
+        walker, *_ = self.add_walker(m)
+        # the walker's runs through a skid buffer: the credit check (the run's length against
+        # the FIFO room) no longer runs combinationally into the walker's next-run logic
+        # (issue 10: SDP's critical path on ECP5, BRDMA's walker -> request length -> credit ->
+        # walker, 12.5 ns)
+        m.submodules.run_skid = skid = SkidBuffer(walker.runs.payload.shape())
+        wiring.connect(m, walker.runs, skid.i)
+        runs = skid.o
+        run = runs.payload
+        beat_addr, length, lane0 = run_request(run, self.atom_bytes, self.beat_bytes)
 
         m.submodules.lat_fifo = lat = fifo.SyncFIFOBuffered(width=self.beat_bytes * 8,
                                                             depth=self.depth)
@@ -55,15 +65,15 @@ class ReadDma(WalkerDma):
         room = Signal()          # space for the run's lane record (always, with one atom per beat)
         m.d.comb += [
             credit.eq((inflight + length + 1 <= self.depth) & room),
-            self.dma.req.valid.eq(walker.runs.valid & credit),
-            walker.runs.ready.eq(self.dma.req.ready & credit),
+            self.dma.req.valid.eq(runs.valid & credit),
+            runs.ready.eq(self.dma.req.ready & credit),
             self.dma.req.payload.addr.eq(beat_addr),
             self.dma.req.payload.len.eq(length),
             issue.eq(self.dma.req.valid & self.dma.req.ready),
             lat.w_data.eq(self.dma.rsp.payload),
             lat.w_en.eq(self.dma.rsp.valid),
             self.dma.rsp.ready.eq(lat.w_rdy),
-            self.busy.eq(walker.busy | (inflight != 0)),
+            self.busy.eq(walker.busy | runs.valid | (inflight != 0)),
         ]
         m.d.sync += inflight.eq(inflight + Mux(issue, length + 1, 0) - pop)
 
@@ -77,7 +87,7 @@ class ReadDma(WalkerDma):
 
         # several atoms per beat: remember (first lane, atom count) of every issued run
         lane_bits = log2(self.lanes)
-        count_shape = walker.runs.payload.count.shape()
+        count_shape = run.count.shape()
         runq_layout = data.StructLayout({"lane0": unsigned(lane_bits), "count": count_shape})
         m.submodules.run_fifo = runq = fifo.SyncFIFOBuffered(width=runq_layout.size,
                                                              depth=self.depth)
