@@ -445,8 +445,9 @@ class CdpCore(wiring.Component):
         m.submodules.index = idx_st = Map(l1s, l2, index)
         wiring.connect(m, sh_st.o, idx_st.i)
 
-        # ---- 3b-3f. LUT read + table/case selection, partial products, their sum and clamp,
-        # rounding shift, sum (five stages: each takes most of an FPGA clock, issue 10) ----
+        # ---- 3b-3h. LUT read, table/case selection, partial products, their sum and clamp,
+        # rounding bias, rounding shift, sum (seven stages: each takes most of an FPGA clock,
+        # issue 10) ----
         def lut_stage(name, shape):
             """Layout between LUT stages: ``x`` and ``stat`` carried along, ``name`` per element."""
             return data.StructLayout({"x": data.ArrayLayout(signed(X_BITS), tp),
@@ -480,19 +481,36 @@ class CdpCore(wiring.Component):
             ports[name] = [(mem.read_port(domain="comb"), mem.read_port(domain="comb"))
                            for _ in range(tp)]
 
+        # the table reads registered before the operands are computed from them (issue 10: the
+        # read, the hybrid choice and the operand subtraction in one stage were CDP's critical
+        # path on ECP5, 11.1 ns)
+        pair = data.ArrayLayout(data.StructLayout({"y0": signed(16), "y1": signed(16)}), tp)
+        l2r = data.StructLayout({**l2.members, "le_y": pair, "lo_y": pair})
+
+        def read(m, a):
+            ys = {}
+            for name in ("le", "lo"):
+                _, n, _ = tables[name]
+                y = Signal(pair, name=f"{name}_y")
+                for ln in range(tp):
+                    r0, r1 = ports[name][ln]
+                    ix = a[name][ln]
+                    m.d.comb += [r0.addr.eq(ix.addr),
+                                 r1.addr.eq(Mux(ix.addr == n - 1, n - 1, ix.addr + 1)),
+                                 y[ln].y0.eq(r0.data), y[ln].y1.eq(r1.data)]
+                ys[f"{name}_y"] = y
+            return {**{k: a[k] for k in l2.members}, **ys}
+
         def operands(m, a):
             ops, stats = [], []
             for ln in range(tp):
                 per = {}
                 for name in ("le", "lo"):
-                    _, n, _ = tables[name]
-                    r0, r1 = ports[name][ln]
                     ix = a[name][ln]
-                    m.d.comb += [r0.addr.eq(ix.addr),
-                                 r1.addr.eq(Mux(ix.addr == n - 1, n - 1, ix.addr + 1))]
+                    y = a[f"{name}_y"][ln]
                     vmin = le_min if name == "le" else lp.lo_start
                     per[name] = lut.interp_operands(
-                        a.v[ln], ix, r0.data, r1.data, vmin, getattr(lp, f"{name}_end"),
+                        a.v[ln], ix, y.y0, y.y1, vmin, getattr(lp, f"{name}_end"),
                         getattr(lp, f"{name}_uflow_scale"), getattr(lp, f"{name}_uflow_shift"),
                         getattr(lp, f"{name}_oflow_scale"), getattr(lp, f"{name}_oflow_shift"))
                 use_lo, st = lut.select(a.le[ln], a.lo[ln], lp)
@@ -515,11 +533,19 @@ class CdpCore(wiring.Component):
                    for ln in range(tp)]
             return {"x": a.x, "pr": _arr(m, prs, prod), "stat": a.stat}
 
+        bias_l = data.StructLayout({"t": round_bias_shape(signed(lut.PRE_BITS)),
+                                    "sh": signed(lut.SH_BITS), "base": signed(16)})
+        l3d = lut_stage("bi", bias_l)
         rnd_l = data.StructLayout({"r": signed(lut.RND_BITS), "base": signed(16)})
         l3c = lut_stage("rd", rnd_l)
 
+        def biasing(m, a):
+            bis = [{"t": lut.interp_bias(a.pr[ln].p, a.pr[ln].sh), "sh": a.pr[ln].sh,
+                    "base": a.pr[ln].base} for ln in range(tp)]
+            return {"x": a.x, "bi": _arr(m, bis, bias_l), "stat": a.stat}
+
         def rounding(m, a):
-            rds = [{"r": lut.interp_round(a.pr[ln].p, a.pr[ln].sh), "base": a.pr[ln].base}
+            rds = [{"r": lut.interp_round(a.bi[ln].t, a.bi[ln].sh), "base": a.bi[ln].base}
                    for ln in range(tp)]
             return {"x": a.x, "rd": _arr(m, rds, rnd_l), "stat": a.stat}
 
@@ -527,14 +553,22 @@ class CdpCore(wiring.Component):
             fs = [lut.interp_finish(a.rd[ln].r, a.rd[ln].base) for ln in range(tp)]
             return {"x": a.x, "f": _arr(m, fs, signed(16)), "stat": a.stat}
 
-        m.submodules.lut_sel = sel_st = Map(l2, l3a, operands)
-        wiring.connect(m, idx_st.o, sel_st.i)
+        m.submodules.lut_rd = rd_st = Map(l2, l2r, read)
+        wiring.connect(m, idx_st.o, rd_st.i)
+        m.submodules.lut_sel = sel_st = Map(l2r, l3a, operands)
+        wiring.connect(m, rd_st.o, sel_st.i)
         m.submodules.lut_pp = lpp_st = Map(l3a, l3p, partial)
         wiring.connect(m, sel_st.o, lpp_st.i)
         m.submodules.lut_mul = lmul_st = Map(l3p, l3b, product)
         wiring.connect(m, lpp_st.o, lmul_st.i)
-        m.submodules.lut_rnd = rnd_st = Map(l3b, l3c, rounding)
-        wiring.connect(m, lmul_st.o, rnd_st.i)
+        # a skid buffer halfway: the ready chain back through the Map stages from the output
+        # converter to the LUT read was CDP's critical path on ECP5 (issue 10, 11.5 ns)
+        m.submodules.lut_skid = lut_skid = SkidBuffer(l3b)
+        wiring.connect(m, lmul_st.o, lut_skid.i)
+        m.submodules.lut_bias = lbias_st = Map(l3b, l3d, biasing)
+        wiring.connect(m, lut_skid.o, lbias_st.i)
+        m.submodules.lut_rnd = rnd_st = Map(l3d, l3c, rounding)
+        wiring.connect(m, lbias_st.o, rnd_st.i)
         m.submodules.interp = int_st = Map(l3c, l3, finish)
         wiring.connect(m, rnd_st.o, int_st.i)
         out_fire = int_st.o.valid & int_st.o.ready
