@@ -144,17 +144,21 @@ class Repeat(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        done = Signal(len(self.count))            # copies already sent
-        last = done + 1 >= self.count
+        # copies left after the one on the output, counting down (issue 10: comparing a count
+        # of copies sent with ``count`` put an adder and a comparator into the ready path;
+        # a ``count`` of 0 is sent once, as 1)
+        left = Signal(len(self.count))
+        last = left == 0
         fire = self.o.valid & self.o.ready
         load = ~self.o.valid | (fire & last)
         m.d.comb += self.i.ready.eq(load)
         with m.If(fire):
-            m.d.sync += done.eq(done + 1)
+            m.d.sync += left.eq(left - 1)
             with m.If(last):
-                m.d.sync += [done.eq(0), self.o.valid.eq(0)]
+                m.d.sync += self.o.valid.eq(0)
         with m.If(load & self.i.valid):
-            m.d.sync += [self.o.payload.eq(self.i.payload), self.o.valid.eq(1), done.eq(0)]
+            m.d.sync += [self.o.payload.eq(self.i.payload), self.o.valid.eq(1),
+                         left.eq(Mux(self.count == 0, 0, self.count - 1))]
         return m
 
 

@@ -68,7 +68,7 @@ from hdl.regmap import REGMAP
 from hdl.sdp import lut
 from hdl.sdp.brdma import OperandUnpack, operand_cube
 from hdl.lib.fixed import sign_extend
-from hdl.lib.stream import Map
+from hdl.lib.stream import Map, SkidBuffer
 from hdl.sdp.core import SdpCore, wide_atom_layout
 from hdl.sdp.rdma import SdpRdma, atom_layout
 from hdl.sdp.wdma import SdpWdma
@@ -189,7 +189,12 @@ class Sdp(DatapathUnit):
         m.submodules.mrdma_ext = ext = Map(
             atom_layout(cfg), wide_atom_layout(cfg),
             lambda m, a: [sign_extend(a[k], cfg.bpe, 32) for k in range(cfg.memory_atomic)])
-        wiring.connect(m, rdma.atoms, ext.i)
+        # a skid buffer after MRDMA: the core's join (its ready from the other inputs' valid
+        # and the configuration's enables) no longer runs combinationally into MRDMA's latency
+        # FIFO and beat counter (issue 10: SDP's critical path on ECP5, 12.3 ns)
+        m.submodules.mrdma_skid = mskid = SkidBuffer(atom_layout(cfg))
+        wiring.connect(m, rdma.atoms, mskid.i)
+        wiring.connect(m, mskid.o, ext.i)
         cacc = self.cacc_flying
         # on the fly, SDP takes exactly its layer's atoms, and only while its layer runs: CACC
         # may offer the next layer's first atoms while this layer's last writes are in flight,

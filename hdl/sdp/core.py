@@ -12,11 +12,12 @@ Stages (all :mod:`hdl.lib.stream` / :mod:`hdl.lib.gearbox` valid/ready stages):
    NVIDIA's nv_small SDP), then a :class:`hdl.lib.stream.Map` that selects the X operands: from
    memory (``*_mem``) or the register operand (D_DP_<X>_ALU/MUL_SRC_VALUE); Y's raw memory
    operands pass to Y, which selects and converts them itself.
-3. X1, X2: :class:`hdl.sdp.x.XSubUnit` (4 stages each), present when cfg.sdp_bs / cfg.sdp_bn;
+3. X1, X2: :class:`hdl.sdp.x.XSubUnit` (6 stages each), present when cfg.sdp_bs / cfg.sdp_bn;
    Y: :class:`hdl.sdp.y.YSubUnit` (3 stages, 5 with the LUT), present when cfg.sdp_ew.
-4. output converter, three Map stages: ``(x - offset) * scale`` exact on 49 bits, the
-   rounding bias added (:func:`hdl.lib.fixed.round_bias`), then ``saturate_int8(round(p /
-   2**shift))`` (rounding half away from zero,
+4. output converter, four Map stages: ``(x - offset) * scale`` as partial products
+   (:func:`hdl.lib.fixed.partial_products`), their sum exact on 49 bits, the rounding bias
+   added (:func:`hdl.lib.fixed.round_bias`), then ``saturate_int8(round(p / 2**shift))``
+   (rounding half away from zero,
    :func:`hdl.lib.fixed.truncate`; v1_ias_precision.rst "Convertor"; NVIDIA's RTL saturates to
    17 bits and then to 8, the same result; the 17-bit saturation is counted, ``sat_count``).
 5. :class:`hdl.lib.gearbox.Merge` back into atoms.
@@ -34,7 +35,8 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from hdl.config import NvdlaConfig
-from hdl.lib.fixed import round_bias, round_bias_shape, round_shift, saturate
+from hdl.lib.fixed import (partial_products, partial_products_shapes, round_bias, round_bias_shape,
+                           round_shift, saturate, sum_partial_products)
 from hdl.lib.stream import Map, SkidBuffer
 from hdl.lib.gearbox import Join, Merge, Split, narrow_layout
 from hdl.sdp.rdma import atom_layout
@@ -204,9 +206,26 @@ class SdpCore(wiring.Component):
         products = data.ArrayLayout(signed(_PROD_BITS), lanes)
         out_group = data.ArrayLayout(signed(cfg.bpe), lanes)
 
+        # the product as partial products (one 18 x 18 DSP multiplier each), registered before
+        # their sum (issue 10: the subtraction, the multipliers and the 49-bit sum in one stage)
+        diff_shape = signed(X_DATA_BITS + 1)
+        pp_shapes = partial_products_shapes(diff_shape, signed(16))
+        parts = data.ArrayLayout(data.StructLayout(
+            {f"p{i}": sh for i, sh in enumerate(pp_shapes)}), lanes)
+
         def scale(m, p):
+            """partial products of (x - offset) * scale per lane"""
+            pps = Signal(parts, name="cvt_parts")
+            for k in range(lanes):
+                d = (p.x[k] - self.cvt_offset)[:diff_shape.width].as_signed()
+                for i, v in enumerate(partial_products(d, self.cvt_scale)):
+                    m.d.comb += pps[k][f"p{i}"].eq(v)
+            return pps
+
+        def scale_sum(m, p):
             """(x - offset) * scale per lane, exact (49 bits)."""
-            return [(p.x[k] - self.cvt_offset) * self.cvt_scale for k in range(lanes)]
+            return [sum_partial_products([p[k][f"p{i}"] for i in range(len(pp_shapes))])
+                    for k in range(lanes)]
 
         trt_layout = data.StructLayout({"v": out_group, "sat": lanes})
         biased = data.ArrayLayout(round_bias_shape(signed(_PROD_BITS)), lanes)
@@ -228,13 +247,15 @@ class SdpCore(wiring.Component):
             return {"v": array_signal(m, out_group, vs, "cvt_out"), "sat": Cat(*sats)}
 
         m.submodules.skid_mid = skid_mid = SkidBuffer(narrow)
-        m.submodules.cvt_mul = mul = Map(narrow, products, scale)
+        m.submodules.cvt_mul = mul = Map(narrow, parts, scale)
+        m.submodules.cvt_sum = msum = Map(parts, products, scale_sum)
         m.submodules.cvt_rnd = rnd = Map(products, biased, bias)
         m.submodules.cvt_trt = trt = Map(biased, trt_layout, round_saturate)
         m.submodules.skid_out = skid_out = SkidBuffer(trt_layout)
         wiring.connect(m, last, skid_mid.i)
         wiring.connect(m, skid_mid.o, mul.i)
-        wiring.connect(m, mul.o, rnd.i)
+        wiring.connect(m, mul.o, msum.i)
+        wiring.connect(m, msum.o, rnd.i)
         wiring.connect(m, rnd.o, trt.i)
         wiring.connect(m, trt.o, skid_out.i)
         fire = trt.o.valid & trt.o.ready

@@ -25,9 +25,10 @@ recorded with citations in the bit-exact model's docstring (``verif/model/sdp.py
 ``x_subunit``): the 33-bit ALU, the 49-bit product, the truncation after a bypassed multiplier,
 PReLU passing the low 32 bits, ALU algorithms other than MAX/MIN summing.
 
-Four pipeline stages (:class:`hdl.lib.stream.Map`): ALU, multiplier, rounding bias (the
-truncation's adder, :func:`hdl.lib.fixed.round_bias`), shift/saturate/PReLU/ReLU; latency 4
-cycles, one item (``lanes`` elements) per cycle, valid/ready back-pressure.
+Six pipeline stages (:class:`hdl.lib.stream.Map`): ALU operand shifter, ALU, multiplier partial
+products (:func:`hdl.lib.fixed.partial_products`), their sum, rounding bias (the truncation's
+adder, :func:`hdl.lib.fixed.round_bias`), shift/saturate/PReLU/ReLU; latency 6 cycles, one item
+(``lanes`` elements) per cycle, valid/ready back-pressure.
 """
 from __future__ import annotations
 
@@ -35,7 +36,8 @@ from amaranth.hdl import Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from hdl.lib.fixed import round_bias, round_bias_shape, round_shift, saturate, shift_left_sat
+from hdl.lib.fixed import (partial_products, partial_products_shapes, round_bias, round_bias_shape,
+                           round_shift, saturate, shift_left_sat, sum_partial_products)
 from hdl.lib.stream import Map
 
 __all__ = ["X_DATA_BITS", "X_OP_BITS", "ALU_MAX", "ALU_MIN", "ALU_SUM", "ALU_EQL",
@@ -88,7 +90,7 @@ class XSubUnit(wiring.Component):
 
     Ports: ``i`` In(stream of ``layout``); ``o`` Out(stream of ``layout``): the same payload
     with ``x`` replaced by the results; ``cfg`` In(:func:`x_cfg_layout`), stable while items
-    flow. Latency 4 cycles, one item per cycle.
+    flow. Latency 6 cycles, one item per cycle.
 
     Raises:
         ValueError: ``lanes`` < 1, or ``layout`` lacks ``x``/``op_field`` of the right shapes.
@@ -116,7 +118,20 @@ class XSubUnit(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         n, cfg, layout, opf = self.lanes, self.cfg, self.layout, self.op_field
+        # the ALU operand shifted (and saturated) in a stage of its own (issue 10: the shifter,
+        # its saturation and the ALU's adder/comparator in one stage were SDP's critical path
+        # on ECP5, 16.4 ns)
+        s0 = data.StructLayout({"op": data.ArrayLayout(signed(X_DATA_BITS), n), "pay": layout})
         s1 = data.StructLayout({"a": data.ArrayLayout(signed(_ALU_BITS), n), "pay": layout})
+        # the 33 x 16 product as partial products (one 18 x 18 DSP multiplier each), registered
+        # before their sum (issue 10: the DSP multipliers and the 49-bit carry chain each get a
+        # stage, as CDP's LUT product)
+        pp_shapes = partial_products_shapes(signed(_ALU_BITS), signed(X_OP_BITS))
+        s2p = data.StructLayout({
+            "a": data.ArrayLayout(signed(_ALU_BITS), n),
+            "pp": data.ArrayLayout(data.StructLayout(
+                {f"p{i}": sh for i, sh in enumerate(pp_shapes)}), n),
+            "pay": layout})
         s2 = data.StructLayout({"a": data.ArrayLayout(signed(_ALU_BITS), n),
                                 "p": data.ArrayLayout(signed(_MUL_BITS), n), "pay": layout})
         # the product plus its rounding bias (hdl.lib.fixed.round_bias)
@@ -124,18 +139,32 @@ class XSubUnit(wiring.Component):
                                 "t": data.ArrayLayout(round_bias_shape(signed(_MUL_BITS)), n),
                                 "pay": layout})
 
-        def alu(m, pay):
+        def alu_op(m, pay):
+            ops = [shift_left_sat(pay[opf][k].alu, cfg.alu_shift, X_DATA_BITS) for k in range(n)]
+            return {"op": array_signal(m, s0["op"].shape, ops, "alu_opnd"), "pay": pay}
+
+        def alu(m, s):
             out = []
+            pay = s.pay
             for k in range(n):
                 x = pay.x[k]
-                op = shift_left_sat(pay[opf][k].alu, cfg.alu_shift, X_DATA_BITS)
+                op = s.op[k]
                 r = Mux(cfg.alu_algo == ALU_MAX, Mux(x > op, x, op),
                         Mux(cfg.alu_algo == ALU_MIN, Mux(x < op, x, op), x + op))
                 out.append(Mux(cfg.alu_bypass, x, r))
             return {"a": array_signal(m, s1["a"].shape, out, "alu_res"), "pay": pay}
 
         def mul(m, s):
-            prods = [Mux(cfg.mul_bypass, s.a[k], s.a[k] * s.pay[opf][k].mul) for k in range(n)]
+            pps = Signal(s2p["pp"].shape, name="prod_parts")
+            for k in range(n):
+                for i, v in enumerate(partial_products(s.a[k], s.pay[opf][k].mul)):
+                    m.d.comb += pps[k][f"p{i}"].eq(v)
+            return {"a": s.a, "pp": pps, "pay": s.pay}
+
+        def mul_sum(m, s):
+            prods = [Mux(cfg.mul_bypass, s.a[k],
+                         sum_partial_products([s.pp[k][f"p{i}"] for i in range(len(pp_shapes))]))
+                     for k in range(n)]
             return {"a": s.a, "p": array_signal(m, s2["p"].shape, prods, "prod_res"), "pay": s.pay}
 
         def rnd(m, s):
@@ -153,13 +182,17 @@ class XSubUnit(wiring.Component):
             fields = {name: s.pay[name] for name, _ in layout if name != "x"}
             return {"x": array_signal(m, layout["x"].shape, xs, "y_res"), **fields}
 
-        m.submodules.alu = st_alu = Map(layout, s1, alu)
-        m.submodules.mul = st_mul = Map(s1, s2, mul)
+        m.submodules.alu_op = st_op = Map(layout, s0, alu_op)
+        m.submodules.alu = st_alu = Map(s0, s1, alu)
+        m.submodules.mul = st_mul = Map(s1, s2p, mul)
+        m.submodules.mul_sum = st_sum = Map(s2p, s2, mul_sum)
         m.submodules.rnd = st_rnd = Map(s2, s3, rnd)
         m.submodules.trt = st_trt = Map(s3, layout, trt_relu)
-        wiring.connect(m, wiring.flipped(self.i), st_alu.i)
+        wiring.connect(m, wiring.flipped(self.i), st_op.i)
+        wiring.connect(m, st_op.o, st_alu.i)
         wiring.connect(m, st_alu.o, st_mul.i)
-        wiring.connect(m, st_mul.o, st_rnd.i)
+        wiring.connect(m, st_mul.o, st_sum.i)
+        wiring.connect(m, st_sum.o, st_rnd.i)
         wiring.connect(m, st_rnd.o, st_trt.i)
         wiring.connect(m, st_trt.o, wiring.flipped(self.o))
         return m

@@ -160,7 +160,7 @@ def test_x_formula_spot_values():
 
 
 def test_x_full_throughput():
-    """No stalls: one item per cycle after a 4-cycle latency."""
+    """No stalls: one item per cycle after a 6-cycle latency."""
     lanes, n = 2, 40
     rng = random.Random(5)
     layers = _layers(rng, lanes, 1, n, [dict(BASE, alu_bypass=0, mul_bypass=0, mul_shift=9)])
@@ -183,5 +183,5 @@ def test_x_full_throughput():
     sim.add_testbench(producer)
     sim.add_testbench(consumer)
     sim.run()
-    assert stamps == list(range(4, 4 + n))
+    assert stamps == list(range(6, 6 + n))
     _check(layers, [[[int(v) for v in g.x] for g in got]])
