@@ -142,7 +142,7 @@ class Pdp(DatapathUnit):
         ]
         m.submodules.bands = cb = Bands()
         m.d.comb += [cb.regs.eq(band), rdma.band.eq(band), wdma.band.eq(band),
-                     core.width.eq(cb.width), core.pad_left.eq(cb.pad_left_b),
+                     core.last_col.eq(cb.last_col), core.pad_left.eq(cb.pad_left_b),
                      core.out_width.eq(cb.out_width), cb.next.eq(core.band_next)]
 
         aw = cfg.mem_address_width

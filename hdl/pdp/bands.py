@@ -50,6 +50,8 @@ class Bands(wiring.Component):
     Outputs of the current band: ``col`` Out(signed(15)) first input column read, negative
     when an earlier band is narrower than the overlap (the read then starts left of the cube's
     base, as NVIDIA's PDP_RDMA does: module docstring); ``width`` Out(14) columns read;
+    ``last_col`` Out(14) ``width - 1`` (a register of its own: issue 10, the width pass compares
+    its column with it in its stall logic);
     ``pad_left_b`` Out(3); ``out_col`` Out(14) first output column; ``out_width`` Out(14);
     ``last`` Out(1).
     """
@@ -57,7 +59,8 @@ class Bands(wiring.Component):
     def __init__(self):
         super().__init__({
             "restart": In(1), "next": In(1), "regs": In(band_regs_layout()),
-            "col": Out(signed(DIM_BITS + 1)), "width": Out(DIM_BITS), "pad_left_b": Out(3),
+            "col": Out(signed(DIM_BITS + 1)), "width": Out(DIM_BITS), "last_col": Out(DIM_BITS),
+            "pad_left_b": Out(3),
             "out_col": Out(DIM_BITS), "out_width": Out(DIM_BITS), "last": Out(1),
         })
 
@@ -71,6 +74,7 @@ class Bands(wiring.Component):
         overlap = Signal(signed(6), name=f"{name}_overlap")
         g = {"col": Signal(signed(DIM_BITS + 1), name=f"{name}_col"),
              "width": Signal(DIM_BITS, name=f"{name}_width"),
+             "last_col": Signal(DIM_BITS, name=f"{name}_last_col"),
              "pad_left_b": Signal(3, name=f"{name}_pad_left_b"),
              "out_col": Signal(DIM_BITS, name=f"{name}_out_col"),
              "out_width": Signal(DIM_BITS, name=f"{name}_out_width"),
@@ -84,6 +88,7 @@ class Bands(wiring.Component):
                                   r.cube_out_width + 1)),
             g["pad_left_b"].eq(Mux(first, r.pad_left, 0)),
             g["out_col"].eq(out_start),
+            g["last_col"].eq(g["width"] - 1),
         ]
         with m.If(~split):
             m.d.comb += [g["col"].eq(0), g["width"].eq(r.cube_width + 1)]

@@ -4,7 +4,7 @@
 Stream stages (all ``lib.stream``, ``lanes`` = cfg.pdp_throughput elements per item,
 ``groups`` = atom / lanes items per atom):
 
-  atoms --Split--> groups --Pool1d (width pass)--SkidBuffer--> Pool2d (height pass)
+  atoms --Split--> groups --SkidBuffer--> Pool1d (width pass) --SkidBuffer--> Pool2d (height pass)
         --Map (x RECIP_KERNEL_WIDTH, round to 11 bits)--> Map (x RECIP_KERNEL_HEIGHT, round to 8)
         --Merge--> atoms
 
@@ -56,9 +56,9 @@ class PdpCore(wiring.Component):
     Ports: ``i`` In(stream of ArrayLayout(signed(8), atom)); ``o`` Out(stream of the same);
     ``start`` In(1) layer-start pulse; ``method`` In(2); ``kw``, ``kh`` In(4) (1..8); ``sx``, ``sy``
     In(5) (1..16); ``pad_top`` In(3); ``height`` / ``out_height`` In(14) (counts);
-    ``surfaces`` In(14); band parameters ``width`` (columns read), ``pad_left``, ``out_width``
-    In (counts) and ``band_next`` Out(1) (see :class:`hdl.pdp.pool1d.Pool1d`); ``pads``
-    In(ArrayLayout(19, 8)); ``recip_w``, ``recip_h`` In(17).
+    ``surfaces`` In(14); band parameters ``last_col`` (columns read - 1), ``pad_left``,
+    ``out_width`` In (counts) and ``band_next`` Out(1) (see :class:`hdl.pdp.pool1d.Pool1d`);
+    ``pads`` In(ArrayLayout(19, 8)); ``recip_w``, ``recip_h`` In(17).
     """
 
     def __init__(self, atom: int, lanes: int, max_width: int):
@@ -70,7 +70,7 @@ class PdpCore(wiring.Component):
             "i": In(stream.Signature(a)), "o": Out(stream.Signature(a)),
             "start": In(1), "method": In(2), "kw": In(4), "kh": In(4), "sx": In(5), "sy": In(5),
             "pad_top": In(3), "height": In(DIM_BITS), "out_height": In(DIM_BITS),
-            "surfaces": In(DIM_BITS), "width": In(DIM_BITS), "pad_left": In(3),
+            "surfaces": In(DIM_BITS), "last_col": In(DIM_BITS), "pad_left": In(3),
             "out_width": In(DIM_BITS), "band_next": Out(1),
             "pads": In(data.ArrayLayout(unsigned(19), 8)),
             "recip_w": In(17), "recip_h": In(17),
@@ -102,12 +102,17 @@ class PdpCore(wiring.Component):
         m.d.comb += [
             split.i.valid.eq(self.i.valid), split.i.payload.v.eq(self.i.payload),
             self.i.ready.eq(split.i.ready),
-            p1.i.valid.eq(split.o.valid), p1.i.payload.eq(split.o.payload.v),
-            split.o.ready.eq(p1.i.ready),
             merge.count.eq(G),
             self.o.valid.eq(merge.o.valid), self.o.payload.eq(merge.o.payload.as_value()),
             merge.o.ready.eq(self.o.ready),
         ]
+        # a skid buffer before the width pass: its stall logic (the window end against the band
+        # width) no longer runs combinationally through Split into PDP_RDMA's latency FIFO
+        # (issue 10: PDP's critical path on ECP5, 15.9 ns, mostly routing)
+        m.submodules.in_skid = in_skid = SkidBuffer(data.ArrayLayout(signed(8), T))
+        m.d.comb += [in_skid.i.valid.eq(split.o.valid), in_skid.i.payload.eq(split.o.payload.v),
+                     split.o.ready.eq(in_skid.i.ready)]
+        wiring.connect(m, in_skid.o, p1.i)
         # a skid buffer between the passes: the height pass's ready (its window bookkeeping)
         # no longer runs combinationally into the width pass's stall logic (issue 10)
         m.submodules.mid_skid = mid = SkidBuffer(row_item_layout(T, G))
@@ -120,7 +125,7 @@ class PdpCore(wiring.Component):
             m.d.comb += [c.start.eq(self.start), c.method.eq(self.method), c.kw.eq(self.kw),
                          c.pads.eq(self.pads), c.height.eq(self.height)]
         m.d.comb += [
-            p1.sx.eq(self.sx), p1.width.eq(self.width), p1.pad_left.eq(self.pad_left),
+            p1.sx.eq(self.sx), p1.last_col.eq(self.last_col), p1.pad_left.eq(self.pad_left),
             p1.out_width.eq(self.out_width), p1.surfaces.eq(self.surfaces),
             self.band_next.eq(p1.band_next),
             p2.kh.eq(self.kh), p2.sy.eq(self.sy), p2.pad_top.eq(self.pad_top),

@@ -23,7 +23,7 @@ Output items keep the order line, ox, group (the flush has priority; a new line'
 waits until the flush is done).
 
 Parameters (held stable during a band; ``band_next`` pulses after the band's last item so the
-parent can present the next band's ``width``/``pad_left``/``out_width``): see the port list.
+parent can present the next band's ``last_col``/``pad_left``/``out_width``): see the port list.
 """
 from __future__ import annotations
 
@@ -65,9 +65,10 @@ class Pool1d(wiring.Component):
 
     Ports: ``i`` In(stream of ArrayLayout(signed(8), lanes)); ``o`` Out(stream of
     :func:`row_item_layout`); ``start`` In(1) pulse: reset the position counters (layer start);
-    ``method`` In(2); ``kw`` In(4) kernel width 1..8; ``sx`` In(5) stride 1..16; ``width`` In(14)
-    band input width (columns read, >= 1); ``pad_left`` In(3); ``out_width`` In(14) band output
-    width (>= 1); ``height`` In(14) lines per surface; ``surfaces`` In(14) surfaces per band;
+    ``method`` In(2); ``kw`` In(4) kernel width 1..8; ``sx`` In(5) stride 1..16; ``last_col``
+    In(14) the band's last input column (columns read - 1); ``pad_left`` In(3); ``out_width``
+    In(14) band output width (>= 1); ``height`` In(14) lines per surface; ``surfaces`` In(14)
+    surfaces per band;
     ``pads`` In(ArrayLayout(19, 8)) raw PAD_VALUE_kX registers at index k (index 0 unused);
     ``band_next`` Out(1) one-cycle pulse after the last item of a band.
     Throughput: one input item per cycle, one output item per cycle. Latency: three cycles (the
@@ -84,7 +85,7 @@ class Pool1d(wiring.Component):
             "o": Out(stream.Signature(self._row)),
             "start": In(1),
             "method": In(2), "kw": In(4), "sx": In(5),
-            "width": In(DIM_BITS), "pad_left": In(3), "out_width": In(DIM_BITS),
+            "last_col": In(DIM_BITS), "pad_left": In(3), "out_width": In(DIM_BITS),
             "height": In(DIM_BITS), "surfaces": In(DIM_BITS),
             "pads": In(data.ArrayLayout(unsigned(19), 8)),
             "band_next": Out(1),
@@ -239,7 +240,7 @@ class Pool1d(wiring.Component):
         m.d.comb += [
             p.eq(x + self.pad_left),
             last_g.eq(g == G - 1),
-            is_last_col.eq(x == self.width - 1),
+            is_last_col.eq(x == self.last_col),
             line_end.eq(is_last_col & last_g),
             emit_reg.eq(p == ne),
             # at the last column the first window ending in the padding is emitted at once

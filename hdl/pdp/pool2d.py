@@ -77,8 +77,12 @@ class Pool2d(wiring.Component):
         first_real = Signal(DIM_BITS + 1, name="first_real")
         end = Signal(DIM_BITS + 1, name="end")
         mreal = Signal(DIM_BITS + 1, name="m")
+        # the last real padded line: a register following the configuration (issue 10: from
+        # the height register through these adders into the padding term was PDP's critical
+        # path); ``final`` reads it five cycles after ``start`` at the earliest (``init_wait``)
+        m.d.sync += last_real.eq(pt + self.height - 1)
         m.d.comb += [
-            last_real.eq(pt + self.height - 1), end.eq(start + kh - 1),
+            end.eq(start + kh - 1),
             first_real.eq(Mux(start > pt, start, pt)),
             mreal.eq(Mux(end < last_real, end, last_real) - first_real + 1),
         ]
@@ -117,14 +121,21 @@ class Pool2d(wiring.Component):
         it = Signal(self._row)
         it_valid = Signal()
         load = Signal()
-        with m.If(load):
-            m.d.sync += [it_valid.eq(self.i.valid), it.eq(self.i.payload)]
         pt, kh, sy = self.pad_top, self.kh, self.sy
+        # its padded line q and q + 1 are registered with it (issue 10: the adders in front of
+        # the window comparisons started PDP's critical path into the banks' write enables)
+        q = Signal(DIM_BITS + 1)
+        q1 = Signal(DIM_BITS + 1)
+        with m.If(load):
+            m.d.sync += [it_valid.eq(self.i.valid), it.eq(self.i.payload),
+                         q.eq(self.i.payload.h + pt), q1.eq(self.i.payload.h + pt + 1)]
 
         # ---- per-surface window bookkeeping ----
         nstarted = Signal(DIM_BITS)     # windows whose first padded line is <= current line
         nended = Signal(DIM_BITS)       # windows already emitted
         lo_start = Signal(DIM_BITS + 1)  # first padded line of window nended
+        lo_last = Signal(DIM_BITS + 1)   # its last padded line, lo_start + kh - 1 (a register:
+                                         # compared with q in the stall logic)
         nstart_row = Signal(DIM_BITS + 1)  # first padded line of window nstarted
         base = Signal(3)
         # initial values at a surface start: windows starting in the top padding
@@ -151,8 +162,6 @@ class Pool2d(wiring.Component):
         f_last_ox = Signal(DIM_BITS)
         pending = Signal(SLOTS)
 
-        q = Signal(DIM_BITS + 1)
-        m.d.comb += q.eq(it.h + pt)
         addr = Signal(range(depth))
         f_addr = Signal(range(depth))
         in_addr = Signal(range(depth))      # the address of the item being loaded
@@ -237,7 +246,7 @@ class Pool2d(wiring.Component):
         m.d.comb += [lo_new[ln].eq(v)
                      for ln, v in enumerate(update(lo_old, (dq == 0) | first_line))]
         emit = Signal()
-        m.d.comb += emit.eq((nopen != 0) & ((dq == kh - 1) | it.last_row))
+        m.d.comb += emit.eq((nopen != 0) & ((q == lo_last) | it.last_row))
         f_cur = Signal(acc_l)
         m.d.comb += f_cur.eq(Cat(*[d.as_value() for d in f_data]).word_select(f_slot, acc_l.size))
 
@@ -269,14 +278,15 @@ class Pool2d(wiring.Component):
         # line / surface progress
         ends = Signal()         # the oldest window ends with this line
         starts = Signal()       # a window starts with the next line
-        m.d.comb += [ends.eq((nopen != 0) & (dq == kh - 1)),
-                     starts.eq((nstarted < self.out_height) & (nstart_row == q + 1))]
+        m.d.comb += [ends.eq((nopen != 0) & (q == lo_last)),
+                     starts.eq((nstarted < self.out_height) & (nstart_row == q1))]
         new_slot = Signal(3)
         m.d.comb += new_slot.eq(base + nstarted[:3])
         with m.If(take & it.row_end):
             with m.If(~it.last_row):
                 with m.If(ends):
-                    m.d.sync += [nended.eq(nended + 1), lo_start.eq(lo_start + sy)]
+                    m.d.sync += [nended.eq(nended + 1), lo_start.eq(lo_start + sy),
+                                 lo_last.eq(lo_last + sy)]
                 with m.If(starts):
                     m.d.sync += [nstarted.eq(nstarted + 1), nstart_row.eq(nstart_row + sy)]
                 # the oldest window's bank is closed before the new one's is opened (the same
@@ -291,13 +301,13 @@ class Pool2d(wiring.Component):
                                  f_start.eq(lo_start + sy), f_count.eq(nopen - 1), f_ox.eq(0),
                                  f_g.eq(0), f_last_ox.eq(it.ox),
                                  pending.eq(omask & ~bank_bit(lo_slot))]
-                m.d.sync += [base.eq(new_slot), nended.eq(0), lo_start.eq(0),
+                m.d.sync += [base.eq(new_slot), nended.eq(0), lo_start.eq(0), lo_last.eq(kh - 1),
                              nstarted.eq(init_n_c), nstart_row.eq(init_row),
                              nopen.eq(init_n_c), omask.eq(open_banks(init_n_c, new_slot))]
 
         m.d.sync += init_wait.eq(init_wait << 1)
         with m.If(init_wait[1]):
-            m.d.sync += [nstarted.eq(init_n_c), nstart_row.eq(init_row),
+            m.d.sync += [lo_last.eq(kh - 1), nstarted.eq(init_n_c), nstart_row.eq(init_row),
                          nopen.eq(init_n_c), omask.eq(open_banks(init_n_c, base))]
         with m.If(self.start):
             m.d.sync += [base.eq(0), nended.eq(0), lo_start.eq(0), init_wait.eq(1),

@@ -56,7 +56,7 @@ def _run(lanes, case, seed, p_stall=0.3):
     async def producer(ctx):
         for sig, v in ((dut.method, method), (dut.kw, kw), (dut.kh, kh), (dut.sx, sx),
                        (dut.sy, sy), (dut.pad_top, pt), (dut.height, h), (dut.out_height, oh),
-                       (dut.surfaces, surf), (dut.width, w), (dut.pad_left, pl),
+                       (dut.surfaces, surf), (dut.last_col, w - 1), (dut.pad_left, pl),
                        (dut.out_width, ow), (dut.recip_w, recip_w), (dut.recip_h, recip_h)):
             ctx.set(sig, v)
         ctx.set(dut.pads, [0] + pads)

@@ -117,7 +117,7 @@ def test_core_bands(case, lanes):
 
     def set_band(ctx, b):
         c0, cw, plb, o0, owb = bands[b]
-        ctx.set(dut.width, cw)
+        ctx.set(dut.last_col, cw - 1)
         ctx.set(dut.pad_left, plb)
         ctx.set(dut.out_width, owb)
 
