@@ -34,7 +34,7 @@ from hdl.config import NvdlaConfig
 from hdl.cdp.dma import GROUP_BITS, group_layout, group_size
 from hdl.dma import CUBE_DIM_BITS, atom_layout, dma_params
 from hdl.dma.walker import check_dma_params
-from hdl.lib.fixed import (partial_products, partial_products_shapes, round_bias, round_bias_shape,
+from hdl.lib.fixed import (partial_products, partial_products_layout, round_bias, round_bias_shape,
                            round_shift, saturate, sum_partial_products)
 from hdl.lib.stream import Map, SkidBuffer
 
@@ -461,9 +461,8 @@ class CdpCore(wiring.Component):
         # the 41 x 17 product as partial products (one 18 x 18 DSP multiplier each), registered
         # before their sum and clamp (issue 10: product, sum and clamp in one stage were CDP's
         # critical path on ECP5)
-        pp_shapes = partial_products_shapes(signed(lut.OPA_BITS), signed(lut.OPB_BITS))
         pp = data.StructLayout({
-            "pp": data.StructLayout({f"p{i}": sh for i, sh in enumerate(pp_shapes)}),
+            "pp": partial_products_layout(signed(lut.OPA_BITS), signed(lut.OPB_BITS)),
             "sh": signed(lut.SH_BITS), "base": signed(16)})
         l3p = lut_stage("pp", pp)
         prod = data.StructLayout({"p": signed(lut.PRE_BITS),
@@ -527,8 +526,7 @@ class CdpCore(wiring.Component):
             return {"x": a.x, "pp": pps, "stat": a.stat}
 
         def product(m, a):
-            prs = [{"p": lut.clamp_product(sum_partial_products(
-                        [a.pp[ln].pp[f"p{i}"] for i in range(len(pp_shapes))])),
+            prs = [{"p": lut.clamp_product(sum_partial_products(a.pp[ln].pp)),
                     "sh": a.pp[ln].sh, "base": a.pp[ln].base}
                    for ln in range(tp)]
             return {"x": a.x, "pr": _arr(m, prs, prod), "stat": a.stat}

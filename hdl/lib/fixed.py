@@ -19,9 +19,11 @@ from __future__ import annotations
 
 from amaranth.hdl import (Cat, Const, Mux, Shape, Signal, Value, ValueLike, signed as _signed,
                           unsigned as _unsigned)
+from amaranth.lib import data
 
 __all__ = ["sign_extend", "saturate", "shift_right_round", "round_bias", "round_bias_shape",
-           "round_shift", "partial_products", "partial_products_shapes", "sum_partial_products",
+           "round_shift", "partial_products", "partial_products_shapes", "partial_products_layout",
+           "sum_partial_products",
            "PIECE_BITS", "truncate", "shift_left_sat", "floor_log2"]
 
 
@@ -222,9 +224,20 @@ def partial_products(a: ValueLike, b: ValueLike, piece: int = PIECE_BITS) -> lis
     return parts
 
 
+def partial_products_layout(a_shape, b_shape, piece: int = PIECE_BITS) -> data.StructLayout:
+    """:func:`partial_products_shapes` as a ``data.StructLayout`` with fields ``p0``, ``p1``, ...
+    (least significant first): the pipeline register between :func:`partial_products` and
+    :func:`sum_partial_products`. Raises ValueError: piece < 1."""
+    return data.StructLayout({f"p{i}": sh for i, sh in
+                              enumerate(partial_products_shapes(a_shape, b_shape, piece))})
+
+
 def sum_partial_products(parts, piece: int = PIECE_BITS) -> Value:
     """Second half: ``sum(parts[i] << (i * piece))``, the exact product of
-    :func:`partial_products` (signed when any part is)."""
+    :func:`partial_products` (signed when any part is). ``parts``: the list of values, or a view
+    of :func:`partial_products_layout`."""
+    if isinstance(parts, data.View):
+        parts = [parts[name] for name in parts.shape().members]
     parts = [Value.cast(p) for p in parts]
     acc = parts[-1]
     for p in reversed(parts[:-1]):

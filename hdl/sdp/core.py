@@ -35,7 +35,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from hdl.config import NvdlaConfig
-from hdl.lib.fixed import (partial_products, partial_products_shapes, round_bias, round_bias_shape,
+from hdl.lib.fixed import (partial_products, partial_products_layout, round_bias, round_bias_shape,
                            round_shift, saturate, sum_partial_products)
 from hdl.lib.stream import Map, SkidBuffer
 from hdl.lib.gearbox import Join, Merge, Split, narrow_layout
@@ -209,9 +209,7 @@ class SdpCore(wiring.Component):
         # the product as partial products (one 18 x 18 DSP multiplier each), registered before
         # their sum (issue 10: the subtraction, the multipliers and the 49-bit sum in one stage)
         diff_shape = signed(X_DATA_BITS + 1)
-        pp_shapes = partial_products_shapes(diff_shape, signed(16))
-        parts = data.ArrayLayout(data.StructLayout(
-            {f"p{i}": sh for i, sh in enumerate(pp_shapes)}), lanes)
+        parts = data.ArrayLayout(partial_products_layout(diff_shape, signed(16)), lanes)
 
         def scale(m, p):
             """partial products of (x - offset) * scale per lane"""
@@ -224,8 +222,7 @@ class SdpCore(wiring.Component):
 
         def scale_sum(m, p):
             """(x - offset) * scale per lane, exact (49 bits)."""
-            return [sum_partial_products([p[k][f"p{i}"] for i in range(len(pp_shapes))])
-                    for k in range(lanes)]
+            return [sum_partial_products(p[k]) for k in range(lanes)]
 
         trt_layout = data.StructLayout({"v": out_group, "sat": lanes})
         biased = data.ArrayLayout(round_bias_shape(signed(_PROD_BITS)), lanes)

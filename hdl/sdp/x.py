@@ -36,7 +36,7 @@ from amaranth.hdl import Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from hdl.lib.fixed import (partial_products, partial_products_shapes, round_bias, round_bias_shape,
+from hdl.lib.fixed import (partial_products, partial_products_layout, round_bias, round_bias_shape,
                            round_shift, saturate, shift_left_sat, sum_partial_products)
 from hdl.lib.stream import Map
 
@@ -126,11 +126,10 @@ class XSubUnit(wiring.Component):
         # the 33 x 16 product as partial products (one 18 x 18 DSP multiplier each), registered
         # before their sum (issue 10: the DSP multipliers and the 49-bit carry chain each get a
         # stage, as CDP's LUT product)
-        pp_shapes = partial_products_shapes(signed(_ALU_BITS), signed(X_OP_BITS))
         s2p = data.StructLayout({
             "a": data.ArrayLayout(signed(_ALU_BITS), n),
-            "pp": data.ArrayLayout(data.StructLayout(
-                {f"p{i}": sh for i, sh in enumerate(pp_shapes)}), n),
+            "pp": data.ArrayLayout(partial_products_layout(signed(_ALU_BITS), signed(X_OP_BITS)),
+                                   n),
             "pay": layout})
         s2 = data.StructLayout({"a": data.ArrayLayout(signed(_ALU_BITS), n),
                                 "p": data.ArrayLayout(signed(_MUL_BITS), n), "pay": layout})
@@ -162,9 +161,7 @@ class XSubUnit(wiring.Component):
             return {"a": s.a, "pp": pps, "pay": s.pay}
 
         def mul_sum(m, s):
-            prods = [Mux(cfg.mul_bypass, s.a[k],
-                         sum_partial_products([s.pp[k][f"p{i}"] for i in range(len(pp_shapes))]))
-                     for k in range(n)]
+            prods = [Mux(cfg.mul_bypass, s.a[k], sum_partial_products(s.pp[k])) for k in range(n)]
             return {"a": s.a, "p": array_signal(m, s2["p"].shape, prods, "prod_res"), "pay": s.pay}
 
         def rnd(m, s):
