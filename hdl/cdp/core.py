@@ -13,7 +13,8 @@ groups as the walkers do, from the source cube's width, height, base and line st
    surface beyond the cube's channels are forced to 0 (they still run through the pipe and
    count in the LUT statistics); also ``x**2`` (17 bits);
 2. LRN window (:class:`LrnWindow`): square sum over channels c-n..c+n (n = NORMALZ_LEN + 1:
-   3/5/7/9 channels), channels outside the cube count 0, in 21 bits; SQSUM_BYPASS gives ``x``;
+   3/5/7/9 channels), channels outside the cube count 0, in 21 bits (two stages: three sums
+   of three taps, then their sum); SQSUM_BYPASS gives ``x``;
 3. the two-table LUT (:mod:`hdl.cdp.lut`) gives ``f`` (int16) and the statistics;
 4. ``v = f * x`` (25 bits) unless MUL_BYPASS (``v = f``);
 5. output converter ``sat8(rnd((v - DATOUT_OFFSET[24:0]) * DATOUT_SCALE >> DATOUT_SHIFTER))``
@@ -303,8 +304,8 @@ class CdpCore(wiring.Component):
         else:
             m.d.comb += gend.eq(1)
 
-        # the input converter in three stages (the product; its rounding bias; the shift,
-        # saturation and the lane mask), then the squares in a fourth: each fits an FPGA clock
+        # the input converter in four stages (the product; its rounding bias; the shift; the
+        # saturation and the lane mask), then the squares in a fifth: each fits an FPGA clock
         # (issue 10)
         off8 = Value.cast(p.datin_offset)[:8].as_signed()
         # the product's exact shape: a shift of its width or more gives 0 (hdl.lib.fixed)
@@ -341,18 +342,31 @@ class CdpCore(wiring.Component):
         m.submodules.icvt_rnd = irnd_st = Map(prod_l, bias_l, icvt_bias)
         wiring.connect(m, icvt_st.o, irnd_st.i)
 
+        # the rounding shift, then the saturation and lane masking (issue 10: the shifter and
+        # the saturation's comparisons in one stage were CDP's critical path on ECP5, 10.3 ns)
+        shifted_l = data.StructLayout({**{f: fld.shape for f, fld in prod_l if f != "prod"},
+                                       "prod": data.ArrayLayout(icvt_shape, lanes)})
+
+        def icvt_shift(m, a):
+            return {"prod": _arr(m, [round_shift(a.prod[j], p.datin_shifter, icvt_shape)
+                                     for j in range(lanes)], icvt_shape),
+                    **{f: a[f] for f, _ in prod_l if f != "prod"}}
+
+        m.submodules.icvt_shift = ish_st = Map(bias_l, shifted_l, icvt_shift)
+        wiring.connect(m, irnd_st.o, ish_st.i)
+
         def icvt(m, a):
             xs = []
             for j in range(lanes):
-                x = saturate(round_shift(a.prod[j], p.datin_shifter, icvt_shape), X_BITS)
+                x = saturate(a.prod[j], X_BITS)
                 if j > 0:                    # lane 0 is always a channel of the cube
                     x = Mux(a.last & (valid_last < j), 0, x)
                 xs.append(x)
             return {"x": _arr(m, xs, signed(X_BITS)), "first": a.first, "last": a.last,
                     "slot": a.slot, "gend": a.gend}
 
-        m.submodules.icvt = icvt2_st = Map(bias_l, conv_l, icvt)
-        wiring.connect(m, irnd_st.o, icvt2_st.i)
+        m.submodules.icvt = icvt2_st = Map(shifted_l, conv_l, icvt)
+        wiring.connect(m, ish_st.o, icvt2_st.i)
 
         def square(m, a):
             sqs = [(a.x[j] * a.x[j]).as_unsigned()[:SQ_BITS] for j in range(lanes)]
@@ -382,19 +396,37 @@ class CdpCore(wiring.Component):
         l1 = data.StructLayout({"x": data.ArrayLayout(signed(X_BITS), tp),
                                 "v": data.ArrayLayout(signed(lut.LUT_IN_BITS), tp)})
 
-        def sqsum(m, w):
-            vs = []
+        # the square sum in two stages, three partial sums of three taps each, then their sum
+        # (issue 10: the window's chunk selection and the nine-term sum in one stage were
+        # CDP's critical path on ECP5, 10.5 ns)
+        part_bits = SQ_BITS + 2
+        l1h = data.StructLayout({"x": data.ArrayLayout(signed(X_BITS), tp),
+                                 "part": data.ArrayLayout(
+                                     data.ArrayLayout(unsigned(part_bits), TAPS // 3), tp)})
+
+        def sqsum_parts(m, w):
             half = p.normalz_len + 1
+            parts = Signal(l1h["part"].shape, name="sq_parts")
             for ln in range(tp):
                 # tap t is channel c + t - 4: in the window when |t - 4| <= half
                 terms = [w.taps[ln][t] if t == MAX_HALF else
                          Mux(half >= abs(t - MAX_HALF), w.taps[ln][t], 0) for t in range(TAPS)]
-                total = sum(terms[1:], terms[0])[:SQSUM_BITS]
-                vs.append(Mux(p.sqsum_bypass, w.x[ln], total))
+                for g in range(TAPS // 3):
+                    m.d.comb += parts[ln][g].eq(terms[3 * g] + terms[3 * g + 1] + terms[3 * g + 2])
+            return {"x": w.x, "part": parts}
+
+        def sqsum(m, w):
+            vs = []
+            for ln in range(tp):
+                pt = w.part[ln]
+                total = sum((pt[g] for g in range(1, TAPS // 3)), pt[0].as_unsigned())
+                vs.append(Mux(p.sqsum_bypass, w.x[ln], total[:SQSUM_BITS]))
             return {"x": w.x, "v": _arr(m, vs, signed(lut.LUT_IN_BITS))}
 
-        m.submodules.sqsum = sq_st = Map(window_out_layout(tp), l1, sqsum)
-        wiring.connect(m, win.o, sq_st.i)
+        m.submodules.sqsum_parts = sqp_st = Map(window_out_layout(tp), l1h, sqsum_parts)
+        m.submodules.sqsum = sq_st = Map(l1h, l1, sqsum)
+        wiring.connect(m, win.o, sqp_st.i)
+        wiring.connect(m, sqp_st.o, sq_st.i)
 
         # ---- 3a. LUT index: subtraction and leading one, shifts, limits (three stages;
         # issue 10: shifts and limits in one stage were CDP's critical path on ECP5) ----
@@ -445,8 +477,8 @@ class CdpCore(wiring.Component):
         m.submodules.index = idx_st = Map(l1s, l2, index)
         wiring.connect(m, sh_st.o, idx_st.i)
 
-        # ---- 3b-3h. LUT read, table/case selection, partial products, their sum and clamp,
-        # rounding bias, rounding shift, sum (seven stages: each takes most of an FPGA clock,
+        # ---- 3b-3i. LUT read, table/case selection, partial products, their sum and clamp,
+        # rounding bias, shift, saturation, sum (eight stages: each takes most of an FPGA clock,
         # issue 10) ----
         def lut_stage(name, shape):
             """Layout between LUT stages: ``x`` and ``stat`` carried along, ``name`` per element."""
@@ -534,6 +566,8 @@ class CdpCore(wiring.Component):
         bias_l = data.StructLayout({"t": round_bias_shape(signed(lut.PRE_BITS)),
                                     "sh": signed(lut.SH_BITS), "base": signed(16)})
         l3d = lut_stage("bi", bias_l)
+        shl = data.StructLayout({"v": signed(lut.SHIFTED_BITS), "base": signed(16)})
+        l3s = lut_stage("sd", shl)
         rnd_l = data.StructLayout({"r": signed(lut.RND_BITS), "base": signed(16)})
         l3c = lut_stage("rd", rnd_l)
 
@@ -542,8 +576,13 @@ class CdpCore(wiring.Component):
                     "base": a.pr[ln].base} for ln in range(tp)]
             return {"x": a.x, "bi": _arr(m, bis, bias_l), "stat": a.stat}
 
+        def shifting(m, a):
+            sds = [{"v": lut.interp_shift(a.bi[ln].t, a.bi[ln].sh), "base": a.bi[ln].base}
+                   for ln in range(tp)]
+            return {"x": a.x, "sd": _arr(m, sds, shl), "stat": a.stat}
+
         def rounding(m, a):
-            rds = [{"r": lut.interp_round(a.bi[ln].t, a.bi[ln].sh), "base": a.bi[ln].base}
+            rds = [{"r": lut.interp_round(a.sd[ln].v), "base": a.sd[ln].base}
                    for ln in range(tp)]
             return {"x": a.x, "rd": _arr(m, rds, rnd_l), "stat": a.stat}
 
@@ -565,8 +604,10 @@ class CdpCore(wiring.Component):
         wiring.connect(m, lmul_st.o, lut_skid.i)
         m.submodules.lut_bias = lbias_st = Map(l3b, l3d, biasing)
         wiring.connect(m, lut_skid.o, lbias_st.i)
-        m.submodules.lut_rnd = rnd_st = Map(l3d, l3c, rounding)
-        wiring.connect(m, lbias_st.o, rnd_st.i)
+        m.submodules.lut_shift = lsh_st = Map(l3d, l3s, shifting)
+        wiring.connect(m, lbias_st.o, lsh_st.i)
+        m.submodules.lut_rnd = rnd_st = Map(l3s, l3c, rounding)
+        wiring.connect(m, lsh_st.o, rnd_st.i)
         m.submodules.interp = int_st = Map(l3c, l3, finish)
         wiring.connect(m, rnd_st.o, int_st.i)
         out_fire = int_st.o.valid & int_st.o.ready

@@ -1,7 +1,7 @@
 """CDP's two-table hybrid LUT as combinational Amaranth functions (v1_ias_lut-programming.rst):
 table index in three steps (:func:`index_prep`, :func:`index_shift`, :func:`table_index`),
 interpolation in stages around one multiplier (:func:`interp_operands`, :func:`interp_bias`,
-:func:`interp_round`, :func:`interp_finish`) and table selection (:func:`select`). The pipeline
+:func:`interp_shift`, :func:`interp_round`, :func:`interp_finish`) and table selection (:func:`select`). The pipeline
 registers around them are in :mod:`hdl.cdp.core`.
 
 Facts (NVIDIA nv_small RTL, vmod/nvdla/cdp NV_NVDLA_CDP_DP_LUT_CTRL_unit.v / _INTP_unit.v /
@@ -33,7 +33,7 @@ from hdl.lib.fixed import floor_log2, round_bias, round_shift, saturate
 __all__ = ["INDEX_BITS", "LUT_IN_BITS", "FRAC_BITS", "LE_ENTRIES", "LO_ENTRIES", "index_layout",
            "shift_layout", "index_shift",
            "params_layout", "prep_layout", "index_prep", "table_index", "interp_operands",
-           "clamp_product", "interp_bias", "interp_round", "interp_finish", "select", "STAT_NAMES",
+           "clamp_product", "interp_bias", "interp_shift", "interp_round", "interp_finish", "select", "STAT_NAMES",
            "OPA_BITS", "OPB_BITS", "SH_BITS", "RND_BITS", "PRE_BITS"]
 
 LE_ENTRIES, LO_ENTRIES = 65, 257
@@ -199,18 +199,29 @@ def interp_bias(prod, sh):
     return round_bias(prod, Mux(sh < 0, 0, sh.as_unsigned()[:SH_BITS - 1]))
 
 
-def interp_round(biased, sh):
-    """Third step, second half: ``rnd(prod, sh)`` from ``biased`` = :func:`interp_bias` of
-    ``prod``: rounding half away from zero for ``sh >= 0`` (``prod >> sh``) and shifting left for
-    a negative ``sh`` (signed SH_BITS, -16..16), saturated to RND_BITS (exact for
-    :func:`interp_finish`: |base| < 2**15, so a sum with a value beyond 2**17 saturates to the
-    same int16 bound); ``prod`` is ``a * b`` of :func:`interp_operands` clamped by
-    :func:`clamp_product`. Returns signed(RND_BITS)."""
+#: :func:`interp_shift`'s result: PRE_BITS shifted left by up to 16
+SHIFTED_BITS = PRE_BITS + 16
+
+
+def interp_shift(biased, sh):
+    """Third step, second half: ``prod`` shifted by ``sh`` from ``biased`` = :func:`interp_bias`
+    of ``prod``: rounding half away from zero for ``sh >= 0`` (``prod >> sh``) and shifting left
+    for a negative ``sh`` (signed SH_BITS, -16..16); ``prod`` is ``a * b`` of
+    :func:`interp_operands` clamped by :func:`clamp_product`. Register the result and saturate
+    it with :func:`interp_round` (issue 10: the shifts and the saturation's comparisons in one
+    stage were CDP's critical path on ECP5, 10.1 ns). Returns signed(SHIFTED_BITS), exact."""
     pre = signed(PRE_BITS)
     right = round_shift(biased, sh.as_unsigned()[:SH_BITS - 1], pre)
-    # a negative sh added no bias: the low PRE_BITS bits are prod itself
-    left = biased[:PRE_BITS].as_signed() << (-sh).as_unsigned()[:SH_BITS - 1]
-    return saturate(Mux(sh < 0, left, right), RND_BITS)
+    # a negative sh added no bias: the low PRE_BITS bits are prod itself; -sh <= 16
+    left = (biased[:PRE_BITS].as_signed() << (-sh).as_unsigned()[:SH_BITS - 1])[:SHIFTED_BITS]
+    return Mux(sh < 0, left.as_signed(), right)
+
+
+def interp_round(shifted):
+    """Third step, last part: :func:`interp_shift`'s ``shifted`` saturated to RND_BITS (exact
+    for :func:`interp_finish`: |base| < 2**15, so a sum with a value beyond 2**17 saturates to
+    the same int16 bound). Returns signed(RND_BITS)."""
+    return saturate(shifted, RND_BITS)
 
 
 def interp_finish(rnd, base):

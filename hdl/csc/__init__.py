@@ -8,11 +8,11 @@ the weight set of the (g, cb, r, s).
 
 Structure (every valid/ready stage from ``hdl.lib``)::
 
-  OpSeq ─► addr Map ─► wait dat_slices ─► Fork ─► dat_rd_req ─► CBUF ─► dat_rd_resp ─┐
-                                            └────► tag FIFO ──────────────────────────┤
-  WtSeq ─► wait wt_entries ─► Fork ─► wt_rd_req ─► CBUF ─► wt_rd_resp ─┐              ├─► op
-                               └────► tag FIFO ────────────────────────┴─ Join ─►     │
-        WtCollect ─► stage ─► WtUnpack ─► (current set, consumed by its last op) ─────┘
+  OpSeq ─► addr Maps ─► skid ─► wait dat_slices ─► Fork ─► dat_rd_req ─► CBUF ─► dat_rd_resp ─┐
+                                                     └────► tag FIFO ──────────────────────────┤
+  WtSeq ─► wait wt_entries ─► Fork ─► wt_rd_req ─► CBUF ─► wt_rd_resp ─┐                       ├─► op
+                               └────► tag FIFO ────────────────────────┴─ Join ─►              │
+        WtCollect ─► stage ─► WtUnpack ─► (current set, consumed by its last op) ──────────────┘
 
 Image input (D_DATAIN_FORMAT = PIXEL; hdl/csc/image.py): the data path is
 :class:`hdl.csc.image.ImgData` instead of OpSeq .. dat_rd_resp (its own op sequence over kernel
@@ -44,7 +44,7 @@ from hdl.cbuf.keep import keep_layout
 from hdl.cmac.layouts import op_layout
 from hdl.config import NvdlaConfig
 from hdl.lib.gearbox import Fork, Join
-from hdl.lib.stream import Map, PipelineStage
+from hdl.lib.stream import Map, PipelineStage, SkidBuffer
 from hdl.regfile import unit_layout
 from hdl.regmap import REGMAP
 from hdl.csc.seq import DIM, OpSeq, WtSeq, dop_layout, params_layout, wreq_layout
@@ -229,9 +229,13 @@ class Csc(wiring.Component):
         dmap = m.submodules.daddr = Map(dsum_l, daddr_l, daddr)
         wiring.connect(m, opseq.o, dsmap.i)
         wiring.connect(m, dsmap.o, dmap.i)
+        # a skid buffer before the wait (issue 10: the wait's comparisons and the CBUF's ready
+        # ran back through both Map stages into the op sequencer, CSC's critical path on ECP5)
+        dskid = m.submodules.dskid = SkidBuffer(daddr_l)
+        wiring.connect(m, dmap.o, dskid.i)
         dgated = stream.Signature(daddr_l).create()
-        dq = dmap.o.payload
-        _gate(m, "dat", dmap.o, dgated,
+        dq = dskid.o.payload
+        _gate(m, "dat", dskid.o, dgated,
               dq.tag.pad | (dq.y < self.dat_slices)
               | ((dq.y < self.band_end) & (dq.cb < self.band_cbs)))
         dfork = m.submodules.dfork = Fork(daddr_l, 2)

@@ -307,6 +307,9 @@ class ImgReads(wiring.Component):
         p, op, o, geom = self.params, self.i.payload, self.o, self.geom
         es, eb = geom.entry_shift, geom.entry_bytes
         j = Signal(range(MAX_EXT))
+        # j * seg, the line's first lane, kept as a sum (issue 10: the multiplier behind the op
+        # sequencer's combinational segment width was CSC's critical path on ECP5)
+        ls = Signal.like(self.o.payload.tag.ls)
         second = Signal()
         line = Signal(signed(21))
         ye = Signal(geom.addr_bits + 1)        # modulo 2**(addr_bits+1): img_op_layout
@@ -331,14 +334,14 @@ class ImgReads(wiring.Component):
             o.valid.eq(self.i.valid), self.i.ready.eq(o.ready & op_done),
             o.payload.addr.eq(Mux(pad, 0, ring)), o.payload.y.eq(line[:DIM]),
             t.pad.eq(pad), t.off.eq(off), t.two.eq(two), t.second.eq(second),
-            t.ls.eq(j * op.seg), t.seg.eq(op.seg), t.j0.eq(j == 0), t.op_last.eq(op_done),
+            t.ls.eq(ls), t.seg.eq(op.seg), t.j0.eq(j == 0), t.op_last.eq(op_done),
             t.tag.eq(op.tag),
         ]
         with m.If(o.valid & o.ready):
             with m.If(op_done):
-                m.d.sync += [j.eq(0), second.eq(0)]
+                m.d.sync += [j.eq(0), ls.eq(0), second.eq(0)]
             with m.Elif(seg_done):
-                m.d.sync += [j.eq(j + 1), second.eq(0)]
+                m.d.sync += [j.eq(j + 1), ls.eq(ls + op.seg), second.eq(0)]
             with m.Else():
                 m.d.sync += second.eq(1)
         return m

@@ -2,7 +2,7 @@
 "Feature data": surface, line, atom), to memory through an MCIF write client.
 
 Structure: a :class:`hdl.dma.walker.CubeWalker` gives the runs (contiguous atoms inside one
-burst window). Incoming atoms are packed into beats (an atom's strobes cover its bytes; several
+burst window), through a :class:`hdl.lib.stream.SkidBuffer`. Incoming atoms are packed into beats (an atom's strobes cover its bytes; several
 atoms per beat when ``atom_bytes < beat_bytes``) and queued in a data FIFO of ``depth`` beats.
 When the last atom of a run is packed, the run's burst request (address, length) is queued; so a
 burst is only requested once all its beats are buffered, and MCIF's W channel, held for the
@@ -12,11 +12,12 @@ its write response.
 from __future__ import annotations
 
 from amaranth.hdl import Module, Mux, Signal, Value
-from amaranth.lib import data, fifo, stream
+from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from hdl.axi import DmaWriteSignature, write_data_layout, write_req_layout
-from hdl.dma.walker import WalkerDma, log2
+from hdl.dma.walker import WalkerDma, log2, run_request
+from hdl.lib.stream import SkidBuffer
 
 __all__ = ["WriteDma"]
 
@@ -49,8 +50,15 @@ class WriteDma(WalkerDma):
 
     def elaborate(self, platform):
         m = Module()
-        walker, beat_addr, length, lane0 = self.add_walker(m)
-        run = walker.runs.payload
+        walker, *_ = self.add_walker(m)
+        # the walker's runs through a skid buffer: the packer's end-of-run decision no longer
+        # runs combinationally into the walker's next-piece logic (issue 10: SDP's critical
+        # path on ECP5, WDMA's walker -> line end -> run count -> end of run -> walker, 11.3 ns)
+        m.submodules.run_skid = skid = SkidBuffer(walker.runs.payload.shape())
+        wiring.connect(m, walker.runs, skid.i)
+        runs = skid.o
+        run = runs.payload
+        beat_addr, length, lane0 = run_request(run, self.atom_bytes, self.beat_bytes)
 
         req_layout = write_req_layout(self.addr_width)
         dat_layout = write_data_layout(self.beat_bytes * 8)
@@ -105,9 +113,9 @@ class WriteDma(WalkerDma):
                     m.d.sync += [acc_data.eq(wdat.data), acc_strb.eq(wdat.strb)]
 
         m.d.comb += [
-            self.atoms.ready.eq(walker.runs.valid & datq.w_rdy & reqq.w_rdy),
+            self.atoms.ready.eq(runs.valid & datq.w_rdy & reqq.w_rdy),
             fire.eq(self.atoms.valid & self.atoms.ready),
-            walker.runs.ready.eq(fire & last_of_run),
+            runs.ready.eq(fire & last_of_run),
             reqq.w_en.eq(fire & last_of_run),
         ]
 

@@ -131,14 +131,18 @@ class Repeat(wiring.Component):
     """Emit every item ``count`` times (``count`` >= 1, a port stable while items flow).
 
     Timing: the item is held in a register; one copy per cycle; ``i.ready`` when empty or the
-    last copy leaves in this cycle.
+    last copy leaves in this cycle. With ``registered_ready`` ``i.ready`` is only "empty" (a
+    register: no path from ``o.ready`` upstream), at the cost of a cycle between the last copy
+    of an item and the first of the next: for consumers taking at most one item every two
+    cycles, where that gap costs nothing.
 
     Ports: ``i`` In(stream of ``shape``), ``o`` Out(stream of ``shape``), ``count``
     In(unsigned(count_bits)).
     """
 
-    def __init__(self, shape, count_bits: int):
+    def __init__(self, shape, count_bits: int, *, registered_ready: bool = False):
         self.shape = shape
+        self.registered_ready = registered_ready
         super().__init__({"i": In(stream.Signature(shape)), "o": Out(stream.Signature(shape)),
                           "count": In(unsigned(count_bits))})
 
@@ -150,7 +154,7 @@ class Repeat(wiring.Component):
         left = Signal(len(self.count))
         last = left == 0
         fire = self.o.valid & self.o.ready
-        load = ~self.o.valid | (fire & last)
+        load = ~self.o.valid if self.registered_ready else ~self.o.valid | (fire & last)
         m.d.comb += self.i.ready.eq(load)
         with m.If(fire):
             m.d.sync += left.eq(left - 1)

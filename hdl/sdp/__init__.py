@@ -69,7 +69,7 @@ from hdl.sdp import lut
 from hdl.sdp.brdma import OperandUnpack, operand_cube
 from hdl.lib.fixed import sign_extend
 from hdl.lib.stream import Map, SkidBuffer
-from hdl.sdp.core import SdpCore, wide_atom_layout
+from hdl.sdp.core import SdpCore, core_lanes, wide_atom_layout
 from hdl.sdp.rdma import SdpRdma, atom_layout
 from hdl.sdp.wdma import SdpWdma
 from hdl.sdp.x import ALU_EQL
@@ -380,7 +380,10 @@ class Sdp(DatapathUnit):
             if not getattr(cfg, f"sdp_{sub}"):
                 continue
             opdma = ReadDma(**read_dma_params(cfg))
-            unpack = OperandUnpack(cfg.atom_bytes, cfg.memory_atomic)
+            # the core takes a data atom every atom / lanes cycles: when that is two or more,
+            # the unpacker's output ready is a register (see OperandUnpack)
+            unpack = OperandUnpack(cfg.atom_bytes, cfg.memory_atomic,
+                                   registered_ready=core_lanes(cfg) < cfg.memory_atomic)
             m.submodules[dma_name] = opdma
             m.submodules[f"{sub}_unpack"] = unpack
             wiring.connect(m, opdma.dma, wiring.flipped(getattr(self, f"sdp_{dma_name}")))

@@ -66,7 +66,10 @@ def operand_cube(data_cube, fmt, *, base, line_stride, surface_stride, atom_byte
     8192 / k atoms are not supported).
     """
     k = bytes_per_elem(fmt)
-    per_w = ((data_cube.width + 1) * k - 1)[:CUBE_DIM_BITS]
+    # k * W as a shift by log2(k) (issue 10: a multiplier here, a DSP block in the path from
+    # the configuration into the operand DMA's walker, was SDP's critical path on ECP5)
+    k_log2 = fmt.two_byte + (fmt.use == 2)
+    per_w = (((data_cube.width + 1) << k_log2) - 1)[:CUBE_DIM_BITS]
     kern_stride = (k * atom_bytes)
     lay = cube_layout(addr_width)
     return data.View(lay, Cat(
@@ -93,16 +96,19 @@ class OperandUnpack(wiring.Component):
     BOTH (the caller takes the one its source selects); ``fmt`` In(:func:`operand_fmt_layout`);
     ``repeat`` In(REPEAT_BITS): data atoms served by each group (1 PER_ELEMENT, W*H
     PER_KERNEL); both stable for a layer. Latency 4 cycles; one data atom's operands per cycle
-    once its ``k`` operand atoms are in.
+    once its ``k`` operand atoms are in; with ``registered_ready`` (for a core taking at most
+    one data atom every two cycles) at most one group every two cycles, and the ready signal of
+    the output does not reach the input (:class:`hdl.lib.gearbox.Repeat`).
 
     Raises ValueError: ``atom_bytes != atom_elems``.
     """
 
-    def __init__(self, atom_bytes: int, atom_elems: int):
+    def __init__(self, atom_bytes: int, atom_elems: int, *, registered_ready: bool = False):
         if atom_bytes != atom_elems:
             raise ValueError(f"operand unpacking needs one byte per channel per atom "
                              f"(atom_bytes {atom_bytes} != atom_elems {atom_elems})")
         self.atom_bytes, self.atom_elems = atom_bytes, atom_elems
+        self.registered_ready = registered_ready
         self.group = data.ArrayLayout(operand_layout(), atom_elems)
         super().__init__({
             "i": In(stream.Signature(unsigned(8 * atom_bytes))),
@@ -143,7 +149,10 @@ class OperandUnpack(wiring.Component):
             return sig
 
         m.submodules.decode = dec = Map(collect.wide, self.group, decode)
-        m.submodules.repeat = rep = Repeat(self.group, REPEAT_BITS)
+        # issue 10: the core's join ready ran through the repeat counter, the decoder and the
+        # collector into the input skid buffer (SDP's critical path, 12.6 ns on ECP5)
+        m.submodules.repeat = rep = Repeat(self.group, REPEAT_BITS,
+                                           registered_ready=self.registered_ready)
         m.d.comb += rep.count.eq(self.repeat)
         # a skid buffer in front: the ready chain from the repeat counter through the stages
         # into the operand DMA's credit counter was SDP's critical path (issue 10)

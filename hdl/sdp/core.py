@@ -6,7 +6,8 @@ WDMA or PDP (v1_ias_unit_description.rst "SDP", block diagram M -> X1 -> X2 -> Y
 Stages (all :mod:`hdl.lib.stream` / :mod:`hdl.lib.gearbox` valid/ready stages):
 
 1. :class:`hdl.lib.gearbox.Join` of the data atom with the BS, BN and EW operand groups (each
-   waited for only when that sub-unit takes an operand from memory).
+   waited for only when that sub-unit takes an operand from memory; these enables are
+   registered, a cycle after the configuration).
 2. :class:`hdl.lib.gearbox.Split` into groups of ``lanes`` elements (``lanes`` = the largest of
    cfg.sdp_bs/bn/ew_throughput, capped at the atom; nv_small: 1 element per cycle, like
    NVIDIA's nv_small SDP), then a :class:`hdl.lib.stream.Map` that selects the X operands: from
@@ -94,7 +95,8 @@ class SdpCore(wiring.Component):
             lut_table / lut_addr / lut_wdata In, lut_rdata Out(16), stat_counts Out (per
             :data:`hdl.sdp.lut.STAT_NAMES`): the Y sub-unit (:class:`hdl.sdp.y.YSubUnit`),
             idle without cfg.sdp_ew.
-    All configuration inputs are held stable for a whole layer.
+    All configuration inputs are held stable for a whole layer, set at least a cycle before
+    its first input atom or operand group arrives (the join's enables are registered).
 
     Raises ValueError: see :func:`core_lanes`.
     """
@@ -154,7 +156,12 @@ class SdpCore(wiring.Component):
             m.d.comb += self.ew_mem_en.eq(~y.bypass & ((y.alu.mem & ~y.alu_bypass) |
                                                        (y.mul.mem & ~y.mul_bypass)))
             en.append(self.ew_mem_en)
-        m.d.comb += join.en.eq(Cat(*en))
+        # registered (issue 10: the configuration's decode ran into the join's ready); the
+        # enables settle a cycle after the register group flips, long before a layer's first
+        # atom and operands arrive through their DMAs; *_mem_en (the DMAs' start) stay direct
+        op_en = Signal(max(1, len(en) - 1), name="op_en")
+        m.d.sync += op_en.eq(Cat(*en[1:]))
+        m.d.comb += join.en.eq(Cat(en[0], op_en[:len(en) - 1]))
         wiring.connect(m, wiring.flipped(self.i), join.i_d)
         for s in self.op_subs:
             wiring.connect(m, wiring.flipped(getattr(self, f"{s}_op")), getattr(join, f"i_{s}"))

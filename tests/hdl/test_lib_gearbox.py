@@ -67,10 +67,12 @@ def test_merge(n, counts, p, seed):
         assert res == [items[j:j + c] for j in range(0, len(items), c)]
 
 
-@pytest.mark.parametrize("counts,p,seed", [([1, 3, 7], 0.3, 1), ([2], 0.0, 2), ([1], 0.5, 3)])
-def test_repeat(counts, p, seed):
+@pytest.mark.parametrize("registered", [False, True])
+@pytest.mark.parametrize("counts,p,seed", [([1, 3, 7], 0.3, 1), ([2], 0.0, 2), ([1], 0.5, 3),
+                                           ([1], 0.0, 4)])
+def test_repeat(counts, p, seed, registered):
     rng = random.Random(seed)
-    dut = Repeat(unsigned(8), 5)
+    dut = Repeat(unsigned(8), 5, registered_ready=registered)
     layers = [(c, [rng.randrange(256) for _ in range(10)]) for c in counts]
     got = []
 
@@ -86,8 +88,10 @@ def test_repeat(counts, p, seed):
             stamps = []
             got.append(await stream_get(ctx, dut.o, len(items) * c, rng=rng, p_stall=p,
                                         timestamps=stamps))
-            if p == 0:
+            if p == 0 and not registered:
                 assert stamps == list(range(1, 1 + len(items) * c))
+            elif p == 0:     # a cycle between the last copy of an item and the next item
+                assert stamps == [1 + j + j // c for j in range(len(items) * c)]
 
     _sim(dut, [prod], [cons], [("i", dut.i), ("o", dut.o)])
     for (c, items), res in zip(layers, got):

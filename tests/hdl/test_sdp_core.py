@@ -82,8 +82,8 @@ def _run(cfg, layers, *, n_atoms, p_stall, seed):
                     ctx.set(getattr(getattr(dut, f"{sub}_cfg"), name), v)
                 for name, v in layer[f"{sub}_sel"].items():
                     ctx.set(getattr(getattr(dut, f"{sub}_sel"), name), v)
+            await ctx.tick()        # the join's enables are registered (SdpCore's docstring)
             configured.append(k)
-            await ctx.tick()
 
     async def wait_configured(ctx, k):
         while len(configured) <= k:
