@@ -143,7 +143,8 @@ class Pdp(DatapathUnit):
         m.submodules.bands = cb = Bands()
         m.d.comb += [cb.regs.eq(band), rdma.band.eq(band), wdma.band.eq(band),
                      core.last_col.eq(cb.last_col), core.pad_left.eq(cb.pad_left_b),
-                     core.out_width.eq(cb.out_width), cb.next.eq(core.band_next)]
+                     core.out_width.eq(cb.out_width), core.next_last_col.eq(cb.next_last_col),
+                     core.next_pad_left.eq(cb.next_pad_left_b), cb.next.eq(core.band_next)]
 
         aw = cfg.mem_address_width
         m.d.comb += [

@@ -54,6 +54,9 @@ class Bands(wiring.Component):
     its column with it in its stall logic);
     ``pad_left_b`` Out(3); ``out_col`` Out(14) first output column; ``out_width`` Out(14);
     ``last`` Out(1).
+    Of the next band (registers as well, valid one cycle after a ``restart`` / ``next``, so that
+    a consumer can load its own state for the next band when it pulses ``next``, issue 10):
+    ``next_last_col`` Out(14), ``next_pad_left_b`` Out(3).
     """
 
     def __init__(self):
@@ -62,6 +65,7 @@ class Bands(wiring.Component):
             "col": Out(signed(DIM_BITS + 1)), "width": Out(DIM_BITS), "last_col": Out(DIM_BITS),
             "pad_left_b": Out(3),
             "out_col": Out(DIM_BITS), "out_width": Out(DIM_BITS), "last": Out(1),
+            "next_last_col": Out(DIM_BITS), "next_pad_left_b": Out(3),
         })
 
     def _geometry(self, m, b, in_start, out_start, name):
@@ -109,15 +113,23 @@ class Bands(wiring.Component):
         in_start = Signal(DIM_BITS)
         out_start = Signal(DIM_BITS)
         cur, in_next, out_next = self._geometry(m, b, in_start, out_start, "cur")
-        nxt, _, _ = self._geometry(m, b + 1, in_next, out_next, "nxt")
-        zero, _, _ = self._geometry(m, 0, 0, 0, "zero")
+        nxt, in_nn, out_nn = self._geometry(m, b + 1, in_next, out_next, "nxt")
+        # the band after the next one, after band 0: for the next-band outputs (only their
+        # width and padding are used, which do not depend on the start columns)
+        nn, _, _ = self._geometry(m, b + 2, in_nn, out_nn, "nn")
+        zero, in_one, out_one = self._geometry(m, 0, 0, 0, "zero")
+        one, _, _ = self._geometry(m, 1, in_one, out_one, "one")
         outs = {k: getattr(self, k) for k in cur}
+        nouts = {"last_col": self.next_last_col, "pad_left_b": self.next_pad_left_b}
         with m.If(self.restart):
             m.d.sync += [b.eq(0), in_start.eq(0), out_start.eq(0)]
             m.d.sync += [outs[k].eq(zero[k]) for k in outs]
+            m.d.sync += [nouts[k].eq(one[k]) for k in nouts]
         with m.Elif(self.next):
             m.d.sync += [b.eq(b + 1), in_start.eq(in_next), out_start.eq(out_next)]
             m.d.sync += [outs[k].eq(nxt[k]) for k in outs]
+            m.d.sync += [nouts[k].eq(nn[k]) for k in nouts]
         with m.Else():
             m.d.sync += [outs[k].eq(cur[k]) for k in outs]
+            m.d.sync += [nouts[k].eq(nxt[k]) for k in nouts]
         return m

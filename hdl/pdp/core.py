@@ -57,7 +57,8 @@ class PdpCore(wiring.Component):
     ``start`` In(1) layer-start pulse; ``method`` In(2); ``kw``, ``kh`` In(4) (1..8); ``sx``, ``sy``
     In(5) (1..16); ``pad_top`` In(3); ``height`` / ``out_height`` In(14) (counts);
     ``surfaces`` In(14); band parameters ``last_col`` (columns read - 1), ``pad_left``,
-    ``out_width`` In (counts) and ``band_next`` Out(1) (see :class:`hdl.pdp.pool1d.Pool1d`);
+    ``out_width`` In (counts), the next band's ``next_last_col``, ``next_pad_left`` and
+    ``band_next`` Out(1) (see :class:`hdl.pdp.pool1d.Pool1d`);
     ``pads`` In(ArrayLayout(19, 8)); ``recip_w``, ``recip_h`` In(17).
     """
 
@@ -71,7 +72,8 @@ class PdpCore(wiring.Component):
             "start": In(1), "method": In(2), "kw": In(4), "kh": In(4), "sx": In(5), "sy": In(5),
             "pad_top": In(3), "height": In(DIM_BITS), "out_height": In(DIM_BITS),
             "surfaces": In(DIM_BITS), "last_col": In(DIM_BITS), "pad_left": In(3),
-            "out_width": In(DIM_BITS), "band_next": Out(1),
+            "out_width": In(DIM_BITS), "next_last_col": In(DIM_BITS), "next_pad_left": In(3),
+            "band_next": Out(1),
             "pads": In(data.ArrayLayout(unsigned(19), 8)),
             "recip_w": In(17), "recip_h": In(17),
         })
@@ -127,6 +129,7 @@ class PdpCore(wiring.Component):
         m.d.comb += [
             p1.sx.eq(self.sx), p1.last_col.eq(self.last_col), p1.pad_left.eq(self.pad_left),
             p1.out_width.eq(self.out_width), p1.surfaces.eq(self.surfaces),
+            p1.next_last_col.eq(self.next_last_col), p1.next_pad_left.eq(self.next_pad_left),
             self.band_next.eq(p1.band_next),
             p2.kh.eq(self.kh), p2.sy.eq(self.sy), p2.pad_top.eq(self.pad_top),
             p2.out_height.eq(self.out_height),

@@ -23,7 +23,8 @@ Output items keep the order line, ox, group (the flush has priority; a new line'
 waits until the flush is done).
 
 Parameters (held stable during a band; ``band_next`` pulses after the band's last item so the
-parent can present the next band's ``last_col``/``pad_left``/``out_width``): see the port list.
+parent can present the next band's ``last_col``/``pad_left``/``out_width``; the next band's
+``last_col``/``pad_left`` are also read ahead, when the band's last line ends): see the port list.
 """
 from __future__ import annotations
 
@@ -67,12 +68,15 @@ class Pool1d(wiring.Component):
     :func:`row_item_layout`); ``start`` In(1) pulse: reset the position counters (layer start);
     ``method`` In(2); ``kw`` In(4) kernel width 1..8; ``sx`` In(5) stride 1..16; ``last_col``
     In(14) the band's last input column (columns read - 1); ``pad_left`` In(3); ``out_width``
-    In(14) band output width (>= 1); ``height`` In(14) lines per surface; ``surfaces`` In(14)
-    surfaces per band;
+    In(14) band output width (>= 1); ``next_last_col`` In(14), ``next_pad_left`` In(3) the next
+    band's ``last_col`` / ``pad_left``, valid while a band's last line is taken (read when it
+    ends; the band's own values are read from the cycle after ``band_next``, and in the cycle
+    after ``start``); ``height`` In(14) lines per surface; ``surfaces`` In(14) surfaces per band;
     ``pads`` In(ArrayLayout(19, 8)) raw PAD_VALUE_kX registers at index k (index 0 unused);
     ``band_next`` Out(1) one-cycle pulse after the last item of a band.
-    Throughput: one input item per cycle, one output item per cycle. Latency: three cycles (the
-    emitted window's columns are registered, then reduced in two stages).
+    Throughput: one input item per cycle, one output item per cycle (none in the cycle after
+    ``start``, while the position flags load). Latency: three cycles (the emitted window's
+    columns are registered, then reduced in two stages).
     """
 
     def __init__(self, lanes: int, groups: int):
@@ -86,6 +90,7 @@ class Pool1d(wiring.Component):
             "start": In(1),
             "method": In(2), "kw": In(4), "sx": In(5),
             "last_col": In(DIM_BITS), "pad_left": In(3), "out_width": In(DIM_BITS),
+            "next_last_col": In(DIM_BITS), "next_pad_left": In(3),
             "height": In(DIM_BITS), "surfaces": In(DIM_BITS),
             "pads": In(data.ArrayLayout(unsigned(19), 8)),
             "band_next": Out(1),
@@ -211,12 +216,23 @@ class Pool1d(wiring.Component):
         wiring.connect(m, comb.o, wiring.flipped(self.o))
 
         # ---- normal engine: position of the incoming item ----
+        # The stall and band decisions read only registers (issue 10: comparing the column with
+        # the band's last column, the padded column with the window end, the line and surface
+        # with the last ones started PDP's critical path, through the stall into the band
+        # sequencer): each comparison is a flag register updated with the counter it watches.
         x = Signal(DIM_BITS)
         g = Signal(gb)
         h = Signal(DIM_BITS)
         s = Signal(DIM_BITS)
         ox = Signal(DIM_BITS)
-        ne = Signal(DIM_BITS + 2)       # padded column where window ox ends
+        dist = Signal(DIM_BITS + 2)     # padded column where window ox ends - padded column x
+        last_g = Signal()               # g == groups - 1
+        is_last_col = Signal()          # x == last_col
+        at_end = Signal()               # dist == 0: window ox ends at column x
+        ox_in = Signal()                # ox < out_width
+        h_last = Signal()               # h == height - 1
+        s_last = Signal()               # s == surfaces - 1
+        init = Signal()                 # the cycle after start: the flags load from the inputs
         hist = Signal(hist_layout)
         tail = Signal(hist_layout)
 
@@ -230,22 +246,16 @@ class Pool1d(wiring.Component):
         f_last_row = Signal()
         f_ow = Signal(DIM_BITS)
 
-        p = Signal(DIM_BITS + 2)
-        is_last_col = Signal()
         line_end = Signal()
-        emit_reg = Signal()
         emit = Signal()
         d_now = Signal(6)
-        last_g = Signal()
+        ox_in1 = Signal()               # ox + 1 < out_width
         m.d.comb += [
-            p.eq(x + self.pad_left),
-            last_g.eq(g == G - 1),
-            is_last_col.eq(x == self.last_col),
             line_end.eq(is_last_col & last_g),
-            emit_reg.eq(p == ne),
             # at the last column the first window ending in the padding is emitted at once
-            emit.eq(emit_reg | (is_last_col & (ox < self.out_width))),
-            d_now.eq(Mux(emit_reg, 0, ne - p)),
+            emit.eq(at_end | (is_last_col & ox_in)),
+            d_now.eq(dist),
+            ox_in1.eq(ox + 1 < self.out_width),
         ]
 
         cur = Signal(col)
@@ -266,7 +276,7 @@ class Pool1d(wiring.Component):
         stall = Signal()
         take = Signal()
         m.d.comb += [
-            stall.eq((emit & (f_active | ~out.i.ready)) | (line_end & f_active)),
+            stall.eq((emit & (f_active | ~out.i.ready)) | (line_end & f_active) | init),
             self.i.ready.eq(~stall),
             take.eq(self.i.valid & ~stall),
         ]
@@ -283,8 +293,8 @@ class Pool1d(wiring.Component):
             m.d.comb += [
                 out.i.valid.eq(self.i.valid & emit),
                 out.i.payload.ox.eq(ox), out.i.payload.g.eq(g), out.i.payload.h.eq(h),
-                out.i.payload.last_row.eq(h == self.height - 1),
-                out.i.payload.row_end.eq((ox == self.out_width - 1) & last_g),
+                out.i.payload.last_row.eq(h_last),
+                out.i.payload.row_end.eq(ox_in & ~ox_in1 & last_g),
             ]
             m.d.comb += [out.i.payload.ages.eq(ages_n), out.i.payload.valid.eq(valid_n),
                          out.i.payload.pad.eq(pad_n)]
@@ -297,34 +307,59 @@ class Pool1d(wiring.Component):
                 with m.If(f_ox == f_ow - 1):
                     m.d.sync += f_active.eq(0)
 
+        # the flags of a line's first column: of this band's, or at the band's last line of the
+        # next band's (the band sequencer's next-band registers, which it loads in this cycle)
+        band_end = Signal()
+        lc0 = Signal(DIM_BITS)
+        pl0 = Signal(3)
+        dist0 = Signal(DIM_BITS + 2)
+        m.d.comb += [
+            band_end.eq(h_last & s_last),
+            lc0.eq(Mux(band_end & ~init, self.next_last_col, self.last_col)),
+            pl0.eq(Mux(band_end & ~init, self.next_pad_left, self.pad_left)),
+            dist0.eq(self.kw - 1 - pl0),
+        ]
+
         # normal progress
         shifted = Signal(data.ArrayLayout(col, HIST))
         m.d.comb += shifted.eq(Cat(cur, hist_g.as_value()[:col.size * (HIST - 1)]))
-        ox_next = Signal(DIM_BITS)
-        ne_next = Signal(DIM_BITS + 2)
-        m.d.comb += [ox_next.eq(ox + emit), ne_next.eq(ne + Mux(emit, self.sx, 0))]
         with m.If(take):
-            m.d.sync += [hist[gi].eq(shifted), g.eq(Mux(last_g, 0, g + 1))]
+            m.d.sync += [hist[gi].eq(shifted), g.eq(Mux(last_g, 0, g + 1)),
+                         last_g.eq(1 if G == 1 else Mux(last_g, 0, g == G - 2))]
             with m.If(last_g):
-                m.d.sync += [ox.eq(ox_next), ne.eq(ne_next), x.eq(x + 1)]
+                m.d.sync += [
+                    ox.eq(ox + emit), ox_in.eq(Mux(emit, ox_in1, ox_in)),
+                    # the window end moves sx columns on when window ox is emitted
+                    dist.eq(dist - 1 + Mux(at_end, self.sx, 0)),
+                    at_end.eq(Mux(at_end, self.sx == 1, dist == 1)),
+                    x.eq(x + 1), is_last_col.eq(x + 1 == self.last_col),
+                ]
                 with m.If(is_last_col):
-                    with m.If(ox_next < self.out_width):
+                    with m.If(emit & ox_in1):
                         # snapshot the history (with this item) for the flush engine
                         snap = [Mux(k == g, shifted.as_value(), hist[k].as_value())
                                 for k in range(G)]
                         m.d.sync += [
-                            tail.eq(Cat(*snap)), f_active.eq(1), f_ox.eq(ox_next), f_g.eq(0),
-                            f_d.eq(ne_next - p), f_x.eq(x), f_h.eq(h),
-                            f_last_row.eq(h == self.height - 1), f_ow.eq(self.out_width),
+                            tail.eq(Cat(*snap)), f_active.eq(1), f_ox.eq(ox + 1), f_g.eq(0),
+                            f_d.eq(dist + self.sx), f_x.eq(x), f_h.eq(h),
+                            f_last_row.eq(h_last), f_ow.eq(self.out_width),
                         ]
-                    m.d.sync += [x.eq(0), ox.eq(0), ne.eq(self.kw - 1), h.eq(h + 1)]
-                    with m.If(h == self.height - 1):
-                        m.d.sync += [h.eq(0), s.eq(s + 1)]
-                        with m.If(s == self.surfaces - 1):
-                            m.d.sync += s.eq(0)
+                    m.d.sync += [x.eq(0), ox.eq(0), h.eq(h + 1),
+                                 h_last.eq(h + 1 == self.height - 1), is_last_col.eq(lc0 == 0),
+                                 dist.eq(dist0), at_end.eq(dist0 == 0), ox_in.eq(1)]
+                    with m.If(h_last):
+                        m.d.sync += [h.eq(0), h_last.eq(self.height == 1), s.eq(s + 1),
+                                     s_last.eq(s + 1 == self.surfaces - 1)]
+                        with m.If(s_last):
+                            m.d.sync += [s.eq(0), s_last.eq(self.surfaces == 1)]
                             m.d.comb += self.band_next.eq(1)
 
+        m.d.sync += init.eq(0)
+        with m.If(init):
+            m.d.sync += [last_g.eq(G == 1), is_last_col.eq(lc0 == 0), dist.eq(dist0),
+                         at_end.eq(dist0 == 0), ox_in.eq(1), h_last.eq(self.height == 1),
+                         s_last.eq(self.surfaces == 1)]
         with m.If(self.start):
-            m.d.sync += [x.eq(0), g.eq(0), h.eq(0), s.eq(0), ox.eq(0), ne.eq(self.kw - 1),
-                         f_active.eq(0)]
+            m.d.sync += [x.eq(0), g.eq(0), h.eq(0), s.eq(0), ox.eq(0), f_active.eq(0),
+                         init.eq(1)]
         return m

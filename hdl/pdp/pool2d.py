@@ -18,8 +18,9 @@ others (ending in the bottom padding) are emitted afterwards by a flush engine r
 banks while the next surface's first lines are consumed (they only stall when they need a bank
 still being flushed, or want to emit before the flush is done).
 
-Latency: three cycles (the input register, the emitted window's register, then the padding
-term's). Throughput: one item per cycle.
+Latency: five cycles (the input register, the emitted window's register, then three stages
+for the padding term: the window's real lines, the term's index, the sum). Throughput: one item
+per cycle.
 """
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from hdl.lib.fixed import sign_extend
-from hdl.lib.stream import Map, PipelineStage
+from hdl.lib.stream import Map, SkidBuffer
 from hdl.pdp.pool1d import DIM_BITS, POOL_AVE, POOL_MAX, POOL_MIN, row_item_layout
 
 __all__ = ["Pool2d", "SLOTS", "ACC_BITS", "TOT_BITS"]
@@ -68,29 +69,43 @@ class Pool2d(wiring.Component):
             "pads": In(data.ArrayLayout(unsigned(19), 8)),
         })
 
-    def _final(self, m, acc, start, padkw):
-        """Emitted value of a window starting at padded line ``start`` with partial result
-        ``acc`` (lanes x signed(14)): AVE adds the padding term (cal2d.v), ``padkw[k]`` =
-        (PAD_VALUE_kX * kw)[13:0] for the k missing lines."""
+    def _span(self, m, e, last_real):
+        """First padding-term stage of the emitted window ``e`` (``acc``, ``start`` its first
+        padded line): the window's real lines are ``first`` .. ``last`` (padded line numbers,
+        ``last_real`` the last real padded line). Returns a dict for :meth:`_span_layout`."""
         pt, kh = self.pad_top, self.kh
-        last_real = Signal(DIM_BITS + 1, name="last_real")
         first_real = Signal(DIM_BITS + 1, name="first_real")
         end = Signal(DIM_BITS + 1, name="end")
-        mreal = Signal(DIM_BITS + 1, name="m")
-        # the last real padded line: a register following the configuration (issue 10: from
-        # the height register through these adders into the padding term was PDP's critical
-        # path); ``final`` reads it five cycles after ``start`` at the earliest (``init_wait``)
-        m.d.sync += last_real.eq(pt + self.height - 1)
         m.d.comb += [
-            end.eq(start + kh - 1),
-            first_real.eq(Mux(start > pt, start, pt)),
-            mreal.eq(Mux(end < last_real, end, last_real) - first_real + 1),
+            end.eq(e.start + kh - 1),
+            first_real.eq(Mux(e.start > pt, e.start, pt)),
         ]
+        return {"acc": e.acc, "first": first_real, "last": Mux(end < last_real, end, last_real)}
+
+    def _span_layout(self, acc_l) -> data.StructLayout:
+        return data.StructLayout({"acc": acc_l, "first": unsigned(DIM_BITS + 1),
+                                  "last": unsigned(DIM_BITS + 1)})
+
+    def _pad_select(self, m, e):
+        """Second stage: from :meth:`_span`'s result, whether a padding term is added (AVE and
+        only ``m < kh`` lines real, ``m = last - first + 1``) and its index ``kh - m`` into
+        ``padkw``. Returns a dict for :meth:`_select_layout`."""
+        kh = self.kh
+        mreal = Signal(DIM_BITS + 1, name="m")
         idx = Signal(4, name="padidx")
-        m.d.comb += idx.eq(kh - mreal)
+        m.d.comb += [mreal.eq(e.last - e.first + 1), idx.eq(kh - mreal)]
+        return {"acc": e.acc, "need": (mreal != kh) & (self.method == POOL_AVE), "idx": idx[:3]}
+
+    def _select_layout(self, acc_l) -> data.StructLayout:
+        return data.StructLayout({"acc": acc_l, "need": 1, "idx": 3})
+
+    def _final(self, m, e, padkw):
+        """Last stage: the emitted value, ``acc`` (lanes x signed(14)) plus the padding term
+        (cal2d.v) when :meth:`_pad_select` asks for it; ``padkw[k]`` = (PAD_VALUE_kX *
+        kw)[13:0] for the k missing lines."""
         add = Signal(signed(ACC_BITS), name="add")
-        m.d.comb += add.eq(Mux((mreal != kh) & (self.method == POOL_AVE), padkw[idx[:3]], 0))
-        return [acc[ln] + add for ln in range(self.lanes)]
+        m.d.comb += add.eq(Mux(e.need, padkw[e.idx], 0))
+        return [e.acc[ln] + add for ln in range(self.lanes)]
 
     def elaborate(self, platform):
         m = Module()
@@ -100,19 +115,31 @@ class Pool2d(wiring.Component):
         acc_l = data.ArrayLayout(signed(ACC_BITS), T)
         depth = self.max_width * G
 
-        # two stages (issue 10): ``out`` registers the emitted window's partial result and its
-        # first padded line; ``final`` adds the padding term. (PAD_VALUE_kX * kw)[13:0] are
-        # registers following the pad value and kernel width registers, one cycle behind them:
-        # ``final`` reads them five cycles after ``start`` at the earliest (``init_wait``), so
-        # they hold the layer's values when the registers are stable from its ``start`` on.
+        # four stages (issue 10): ``out`` registers the emitted window's partial result and its
+        # first padded line; ``span`` its real lines, ``select`` the padding term's index,
+        # ``final`` adds the term (one stage for the three was PDP's critical path).
+        # (PAD_VALUE_kX * kw)[13:0] and the last real padded line are registers following the
+        # configuration registers, one cycle behind them: the stages read them five cycles
+        # after ``start`` at the earliest (``init_wait``), so they hold the layer's values when
+        # the registers are stable from its ``start`` on.
+        # ``out`` is a skid buffer: the ready of the stages after it (down to WDMA) does not run
+        # combinationally into this stage's stall logic (issue 10)
         emit_l = data.StructLayout({"acc": acc_l, "start": unsigned(DIM_BITS + 1)})
-        m.submodules.out = out = PipelineStage(emit_l)
+        m.submodules.out = out = SkidBuffer(emit_l)
         padkw = Signal(data.ArrayLayout(signed(ACC_BITS), SLOTS))
         m.d.sync += [padkw[k].eq((sign_extend(self.pads[k], 19) * self.kw)[:ACC_BITS])
                      for k in range(SLOTS)]
-        m.submodules.final = final = Map(
-            emit_l, self._out, lambda m, e: self._final(m, e.acc, e.start, padkw))
-        wiring.connect(m, out.o, final.i)
+        last_real = Signal(DIM_BITS + 1)
+        m.d.sync += last_real.eq(self.pad_top + self.height - 1)
+        span_l, sel_l = self._span_layout(acc_l), self._select_layout(acc_l)
+        m.submodules.span = span = Map(emit_l, span_l,
+                                       lambda m, e: self._span(m, e, last_real))
+        m.submodules.select = select = Map(span_l, sel_l, self._pad_select)
+        m.submodules.final = final = Map(sel_l, self._out,
+                                         lambda m, e: self._final(m, e, padkw))
+        wiring.connect(m, out.o, span.i)
+        wiring.connect(m, span.o, select.i)
+        wiring.connect(m, select.o, final.i)
         wiring.connect(m, final.o, wiring.flipped(self.o))
 
         # the item being processed: an input register, loaded while the line-buffer banks are
@@ -134,8 +161,8 @@ class Pool2d(wiring.Component):
         nstarted = Signal(DIM_BITS)     # windows whose first padded line is <= current line
         nended = Signal(DIM_BITS)       # windows already emitted
         lo_start = Signal(DIM_BITS + 1)  # first padded line of window nended
-        lo_last = Signal(DIM_BITS + 1)   # its last padded line, lo_start + kh - 1 (a register:
-                                         # compared with q in the stall logic)
+        lo_last = Signal(DIM_BITS + 1)   # its last padded line, lo_start + kh - 1
+        hit = Signal()                   # q == lo_last (a register: the stall logic)
         nstart_row = Signal(DIM_BITS + 1)  # first padded line of window nstarted
         base = Signal(3)
         # initial values at a surface start: windows starting in the top padding
@@ -175,6 +202,7 @@ class Pool2d(wiring.Component):
         # nstarted / nended / base (issue 10: derived from them, the count and comparisons
         # started PDP's critical path, into the banks' write enables)
         nopen = Signal(DIM_BITS)
+        nopen_nz = Signal()             # nopen != 0, a register of its own (the stall logic)
         omask = Signal(SLOTS)
 
         def open_banks(n, first):
@@ -189,8 +217,7 @@ class Pool2d(wiring.Component):
         # starts at relative line rel * sy: registers following sy (issue 10: the products and
         # the per-bank start lines were PDP's critical path; valid before init_wait lets the first
         # item in)
-        dq = Signal(signed(DIM_BITS + 3))
-        m.d.comb += dq.eq(q - lo_start)
+        dq = Signal(signed(DIM_BITS + 3))    # q - lo_start, a register (below)
         rel_start = Signal(data.ArrayLayout(unsigned(8), SLOTS))
         m.d.sync += [rel_start[r].eq(r * sy) for r in range(SLOTS)]
 
@@ -213,26 +240,49 @@ class Pool2d(wiring.Component):
         conflict = Signal()
         take = Signal()
         conflicts = []
+        # The banks are written one cycle after the item is taken, from registers (issue 10: the
+        # take decision ran combinationally into the write enables of every bank's RAM blocks):
+        # ``w_addr`` / ``w_data`` / ``w_en`` hold the last item's write and load with every
+        # taken item; the RAM rewrites the held (most recent) write each cycle, which changes
+        # nothing. Reads that the held write has not reached yet take its data instead: the
+        # item loaded with the take that registered it (``fwd``) and the flush's reads.
+        w_addr = Signal(range(depth))
+        fwd = Signal()
+        with m.If(take):
+            m.d.sync += w_addr.eq(addr)
+        with m.If(load):
+            m.d.sync += fwd.eq(take & (in_addr == addr))
+        f_hit = Signal()
+        m.d.comb += f_hit.eq(w_addr == f_addr)
         for k in range(SLOTS):
             mem = Memory(shape=acc_l, depth=depth, init=[])
             m.submodules[f"bank{k}"] = mem
             wp = mem.write_port()
-            # reads the next item's address while the current item writes (new data when equal)
+            # reads the next item's address while the held write is written (new data when
+            # equal)
             rp = mem.read_port(transparent_for=(wp,))
             fp = mem.read_port(domain="comb")
+            w_en = Signal(name=f"w_en{k}")
+            w_data = Signal(acc_l, name=f"w_data{k}")
             rel = Signal(3, name=f"rel{k}")
             m.d.comb += rel.eq(k - base - nended[:3])
             iw = Signal(name=f"in_win{k}")
             m.d.comb += iw.eq(omask[k])
             ini = Signal(name=f"init{k}")
             m.d.comb += ini.eq((dq == rel_start[rel]) | first_line)
+            rd = Signal(acc_l, name=f"rd{k}")
+            m.d.comb += rd.eq(Mux(fwd & w_en, w_data, rp.data))
             new = Signal(acc_l, name=f"new{k}")
-            m.d.comb += [new[ln].eq(v) for ln, v in enumerate(update(rp.data, ini))]
-            m.d.comb += [rp.addr.eq(in_addr), rp.en.eq(load), fp.addr.eq(f_addr), wp.addr.eq(addr),
-                         wp.data.eq(new), wp.en.eq(take & iw)]
+            m.d.comb += [new[ln].eq(v) for ln, v in enumerate(update(rd, ini))]
+            with m.If(take):
+                m.d.sync += [w_en.eq(iw), w_data.eq(new)]
+            m.d.comb += [rp.addr.eq(in_addr), rp.en.eq(load), fp.addr.eq(f_addr),
+                         wp.addr.eq(w_addr), wp.data.eq(w_data), wp.en.eq(w_en)]
             conflicts.append(iw & pending[k])
-            rd_data.append(rp.data)
-            f_data.append(fp.data)
+            rd_data.append(rd)
+            fd = Signal(acc_l, name=f"f_data{k}")
+            m.d.comb += fd.eq(Mux(w_en & f_hit, w_data, fp.data))
+            f_data.append(fd)
         m.d.comb += conflict.eq(Cat(*conflicts).any())
 
         # the oldest open window (relative start 0): emitted when its last line (or the
@@ -246,7 +296,7 @@ class Pool2d(wiring.Component):
         m.d.comb += [lo_new[ln].eq(v)
                      for ln, v in enumerate(update(lo_old, (dq == 0) | first_line))]
         emit = Signal()
-        m.d.comb += emit.eq((nopen != 0) & ((q == lo_last) | it.last_row))
+        m.d.comb += emit.eq(nopen_nz & (hit | it.last_row))
         f_cur = Signal(acc_l)
         m.d.comb += f_cur.eq(Cat(*[d.as_value() for d in f_data]).word_select(f_slot, acc_l.size))
 
@@ -278,10 +328,12 @@ class Pool2d(wiring.Component):
         # line / surface progress
         ends = Signal()         # the oldest window ends with this line
         starts = Signal()       # a window starts with the next line
-        m.d.comb += [ends.eq((nopen != 0) & (q == lo_last)),
+        m.d.comb += [ends.eq(nopen_nz & hit),
                      starts.eq((nstarted < self.out_height) & (nstart_row == q1))]
         new_slot = Signal(3)
         m.d.comb += new_slot.eq(base + nstarted[:3])
+        nopen_next = Signal(DIM_BITS)
+        m.d.comb += nopen_next.eq(nopen + starts - ends)
         with m.If(take & it.row_end):
             with m.If(~it.last_row):
                 with m.If(ends):
@@ -292,7 +344,7 @@ class Pool2d(wiring.Component):
                 # the oldest window's bank is closed before the new one's is opened (the same
                 # bank when 8 windows are open)
                 closed = Mux(ends, omask & ~bank_bit(lo_slot), omask)
-                m.d.sync += [nopen.eq(nopen + starts - ends),
+                m.d.sync += [nopen.eq(nopen_next), nopen_nz.eq(nopen_next != 0),
                              omask.eq(Mux(starts, closed | bank_bit(new_slot), closed))]
             with m.Else():
                 # surface end: windows nended+1 .. nstarted-1 end in the bottom padding
@@ -303,12 +355,42 @@ class Pool2d(wiring.Component):
                                  pending.eq(omask & ~bank_bit(lo_slot))]
                 m.d.sync += [base.eq(new_slot), nended.eq(0), lo_start.eq(0), lo_last.eq(kh - 1),
                              nstarted.eq(init_n_c), nstart_row.eq(init_row),
-                             nopen.eq(init_n_c), omask.eq(open_banks(init_n_c, new_slot))]
+                             nopen.eq(init_n_c), nopen_nz.eq(init_n_c != 0),
+                             omask.eq(open_banks(init_n_c, new_slot))]
+
+        # hit = (q == lo_last) as a register (issue 10: the comparison started the stall
+        # logic): for a loaded item against lo_last as it is after this cycle's update (kept,
+        # + sy when the oldest window ends with a line, kh - 1 at a surface end); for a held
+        # item it only changes when init_wait sets lo_last
+        q_in = Signal(DIM_BITS + 1)
+        lo_last_sy = Signal(DIM_BITS + 1)
+        kh1 = Signal(DIM_BITS + 1)
+        m.d.comb += [q_in.eq(self.i.payload.h + pt), lo_last_sy.eq(lo_last + sy),
+                     kh1.eq(kh - 1)]
+        upd = take & it.row_end
+        hit_in = Mux((upd & it.last_row) | init_wait[1], q_in == kh1,
+                     Mux(upd & ends, q_in == lo_last_sy, q_in == lo_last))
+        with m.If(load):
+            m.d.sync += hit.eq(hit_in)
+        with m.Elif(init_wait[1]):
+            m.d.sync += hit.eq(q == kh1)
+        # dq = q - lo_start likewise (the window comparisons in front of the banks' write data):
+        # lo_start changes to lo_start + sy when the oldest window ends, to 0 at a surface end
+        # and at start
+        lo_start_sy = Signal(DIM_BITS + 1)
+        m.d.comb += lo_start_sy.eq(lo_start + sy)
+        lo_start0 = self.start | (upd & it.last_row)
+        dq_in = Mux(lo_start0, q_in, Mux(upd & ends, q_in - lo_start_sy, q_in - lo_start))
+        with m.If(load):
+            m.d.sync += dq.eq(dq_in)
+        with m.Elif(self.start):
+            m.d.sync += dq.eq(q)
 
         m.d.sync += init_wait.eq(init_wait << 1)
         with m.If(init_wait[1]):
             m.d.sync += [lo_last.eq(kh - 1), nstarted.eq(init_n_c), nstart_row.eq(init_row),
-                         nopen.eq(init_n_c), omask.eq(open_banks(init_n_c, base))]
+                         nopen.eq(init_n_c), nopen_nz.eq(init_n_c != 0),
+                         omask.eq(open_banks(init_n_c, base))]
         with m.If(self.start):
             m.d.sync += [base.eq(0), nended.eq(0), lo_start.eq(0), init_wait.eq(1),
                          f_active.eq(0), pending.eq(0)]

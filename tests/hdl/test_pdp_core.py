@@ -30,6 +30,10 @@ CASES = [
     ("2x2_max_s4", POOL_MAX, 8, 4, 1, 2, 2, 4, 4, 1, 1, 1, 1),
     ("8x8_ave", POOL_AVE, 2, 4, 1, 8, 8, 1, 3, 5, 6, 6, 7),
     ("4x2_max_s2", POOL_MAX, 4, 4, 2, 4, 2, 2, 2, 2, 1, 2, 1),
+    # one output column: with one channel group (lanes = atom) every item of the height pass
+    # reads and writes the same line-buffer address as the one before it, and the flush of the
+    # bottom padding reads the address the surface's last item wrote
+    ("1x3_ave_1col", POOL_AVE, 1, 5, 2, 1, 3, 1, 1, 0, 1, 0, 1),
 ]
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from amaranth.sim import Simulator
 
+from hdl.pdp.bands import Bands
 from hdl.pdp.core import PdpCore
 from hdl.pdp.dma import BandWalker, _OutBandWalker
 from streams import check_stream_stable, stream_get, stream_put
@@ -93,6 +94,43 @@ def test_band_walker(case, max_burst, output):
     assert [last for *_, last in runs] == [0] * (len(runs) - 1) + [1]
 
 
+@pytest.mark.parametrize("gap", [0, 1, 3])
+@pytest.mark.parametrize("case", SPLITS, ids=[c[0] for c in SPLITS])
+def test_band_sequencer(case, gap):
+    """Bands' current-band and next-band registers against the geometry, with ``next`` pulses
+    ``gap`` cycles apart (0: in consecutive cycles, as a band of one item makes them)."""
+    name, method, w, h, surf, kw, kh, sx, sy, pl, pt, pr, pb, ins, outs = case
+    bands = _bands(w, sum(outs), kw, sx, pl, ins, outs)
+    dut = Bands()
+    seen = []
+
+    async def bench(ctx):
+        ctx.set(dut.regs, _regs(case))
+        ctx.set(dut.restart, 1)
+        await ctx.tick()
+        ctx.set(dut.restart, 0)
+        for b in range(len(bands)):
+            for _ in range(gap):
+                await ctx.tick()
+            seen.append((ctx.get(dut.col), ctx.get(dut.width), ctx.get(dut.pad_left_b),
+                         ctx.get(dut.out_col), ctx.get(dut.out_width), ctx.get(dut.last_col),
+                         ctx.get(dut.last), ctx.get(dut.next_last_col),
+                         ctx.get(dut.next_pad_left_b)))
+            ctx.set(dut.next, 1)
+            await ctx.tick()
+            ctx.set(dut.next, 0)
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    for b, (c0, cw, plb, o0, owb) in enumerate(bands):
+        got = seen[b]
+        assert got[:7] == (c0, cw, plb, o0, owb, cw - 1, b == len(bands) - 1), (b, got)
+        if b + 1 < len(bands):
+            assert got[7:] == (bands[b + 1][1] - 1, bands[b + 1][2]), (b, got)
+
+
 @pytest.mark.parametrize("lanes", [1, 8])
 @pytest.mark.parametrize("case", SPLITS, ids=[c[0] for c in SPLITS])
 def test_core_bands(case, lanes):
@@ -120,6 +158,10 @@ def test_core_bands(case, lanes):
         ctx.set(dut.last_col, cw - 1)
         ctx.set(dut.pad_left, plb)
         ctx.set(dut.out_width, owb)
+        # the next band's, as hdl.pdp.bands.Bands presents them (0 after the last band)
+        _, ncw, nplb, _, _ = bands[b + 1] if b + 1 < len(bands) else (0, 1, 0, 0, 0)
+        ctx.set(dut.next_last_col, ncw - 1)
+        ctx.set(dut.next_pad_left, nplb)
 
     async def producer(ctx):
         for sig, v in ((dut.method, method), (dut.kw, kw), (dut.kh, kh), (dut.sx, sx),
