@@ -119,7 +119,7 @@ class Pool2d(wiring.Component):
         # first padded line; ``span`` its real lines, ``select`` the padding term's index,
         # ``final`` adds the term (one stage for the three was PDP's critical path).
         # (PAD_VALUE_kX * kw)[13:0] and the last real padded line are registers following the
-        # configuration registers, one cycle behind them: the stages read them five cycles
+        # configuration registers, one cycle behind them: the stages read them six cycles
         # after ``start`` at the earliest (``init_wait``), so they hold the layer's values when
         # the registers are stable from its ``start`` on.
         # ``out`` is a skid buffer: the ready of the stages after it (down to WDMA) does not run
@@ -166,18 +166,20 @@ class Pool2d(wiring.Component):
         nstart_row = Signal(DIM_BITS + 1)  # first padded line of window nstarted
         base = Signal(3)
         # initial values at a surface start: windows starting in the top padding
-        # Registers following the configuration in two stages (issue 10: computed from it
-        # combinationally, this count and product were PDP's critical path); a layer's
-        # ``start`` waits for them (``init_wait``: its first item is taken three cycles after
+        # Registers following the configuration in three stages (issue 10: computed from it
+        # combinationally, this count and product were PDP's critical path; then the count
+        # from its own products j * sy, now from the registers rel_start below); a layer's
+        # ``start`` waits for them (``init_wait``: its first item is taken four cycles after
         # ``start`` at the earliest). At most 8 windows start in the top padding.
         init_n = Signal(4)
-        m.d.sync += init_n.eq(1 + sum((j * sy <= pt) for j in range(1, SLOTS)))   # window 0 always
+        rel_start = Signal(data.ArrayLayout(unsigned(8), SLOTS))      # j * sy (below)
+        m.d.sync += init_n.eq(1 + sum((rel_start[j] <= pt) for j in range(1, SLOTS)))  # window 0
         init_n_c = Signal(4)
         init_row = Signal(9)            # first padded line of window init_n_c
         few = self.out_height < init_n
         m.d.sync += [init_n_c.eq(Mux(few, self.out_height[:4], init_n)),
                      init_row.eq(Mux(few, self.out_height[:4] * sy, init_n * sy))]
-        init_wait = Signal(2)
+        init_wait = Signal(3)
 
         # ---- flush engine ----
         f_active = Signal()
@@ -218,7 +220,6 @@ class Pool2d(wiring.Component):
         # the per-bank start lines were PDP's critical path; valid before init_wait lets the first
         # item in)
         dq = Signal(signed(DIM_BITS + 3))    # q - lo_start, a register (below)
-        rel_start = Signal(data.ArrayLayout(unsigned(8), SLOTS))
         m.d.sync += [rel_start[r].eq(r * sy) for r in range(SLOTS)]
 
         def update(a, ini):
@@ -368,11 +369,11 @@ class Pool2d(wiring.Component):
         m.d.comb += [q_in.eq(self.i.payload.h + pt), lo_last_sy.eq(lo_last + sy),
                      kh1.eq(kh - 1)]
         upd = take & it.row_end
-        hit_in = Mux((upd & it.last_row) | init_wait[1], q_in == kh1,
+        hit_in = Mux((upd & it.last_row) | init_wait[-1], q_in == kh1,
                      Mux(upd & ends, q_in == lo_last_sy, q_in == lo_last))
         with m.If(load):
             m.d.sync += hit.eq(hit_in)
-        with m.Elif(init_wait[1]):
+        with m.Elif(init_wait[-1]):
             m.d.sync += hit.eq(q == kh1)
         # dq = q - lo_start likewise (the window comparisons in front of the banks' write data):
         # lo_start changes to lo_start + sy when the oldest window ends, to 0 at a surface end
@@ -387,7 +388,7 @@ class Pool2d(wiring.Component):
             m.d.sync += dq.eq(q)
 
         m.d.sync += init_wait.eq(init_wait << 1)
-        with m.If(init_wait[1]):
+        with m.If(init_wait[-1]):
             m.d.sync += [lo_last.eq(kh - 1), nstarted.eq(init_n_c), nstart_row.eq(init_row),
                          nopen.eq(init_n_c), nopen_nz.eq(init_n_c != 0),
                          omask.eq(open_banks(init_n_c, base))]
