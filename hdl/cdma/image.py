@@ -52,7 +52,7 @@ from hdl.dma import ReadDma, read_dma_params
 from hdl.dma.cube import CUBE_DIM_BITS, STRIDE_BITS
 from hdl.dma.walker import RunWalker, log2
 from hdl.lib.fixed import saturate, shift_right_round
-from hdl.lib.stream import Map
+from hdl.lib.stream import Map, SkidBuffer
 from hdl.regfile import unit_layout
 from hdl.regmap import REGMAP
 from hdl.regmap.types import field_enum
@@ -186,20 +186,24 @@ class PixelWalker(RunWalker):
         cur = [Signal(aw, name=f"cur{p}") for p in (0, 1)]       # next atom (aligned)
         first = [Signal(name=f"first{p}") for p in (0, 1)]
         # Per plane, registers updated with every run of the plane (issue 10: derived from one
-        # covered-bytes count they were CDMA's critical path): ``left`` bytes of the plane line
-        # not covered by the atoms issued so far (more than the line at its start: the part of
-        # the first atom before the line), ``natoms`` atoms left ((left + A - 1) / A), ``done``
-        # no bytes left. A run of ``count`` atoms covers count * A bytes, count * A >> pix_log2
-        # pixels (an atom holds whole pixels: pix_log2 <= log2(A)). ``cov_diff``: plane 1's
-        # whole pixels covered minus plane 0's (each negative at the line start: the first
-        # atom's part before the line), kept as one register so that the plane choice is its
-        # sign (issue 10: comparing two counts started CDMA's critical path).
-        left = [Signal(signed(LINE_BYTES_BITS + 3), name=f"left{p}") for p in (0, 1)]
+        # covered-bytes count they were CDMA's critical path): ``natoms`` atoms of the plane line
+        # not yet issued (the first atom counted whole), ``done`` none left, ``tail`` valid
+        # bytes of the line's last atom (1..A, fixed for the line: the atoms issued are whole).
+        # A run of ``count`` atoms covers count * A >> pix_log2 pixels (an atom holds whole
+        # pixels: pix_log2 <= log2(A)). ``cov_diff``: plane 1's whole pixels covered minus
+        # plane 0's (each negative at the line start: the first atom's part before the line),
+        # kept as one register so that the plane choice is its sign (issue 10: comparing two
+        # counts started CDMA's critical path). Each plane's next run (``seg_end``, ``count``)
+        # comes from its own registers, the plane choice only selects between the two (issue
+        # 10: choice -> count -> subtract-compare was CDMA's critical path, 13.4 ns on ECP5).
         cov_diff = Signal(signed(LINE_BYTES_BITS + 3))
         natoms = [Signal(LINE_BYTES_BITS + 1, name=f"natoms{p}") for p in (0, 1)]
+        tail = [Signal(range(A + 1), name=f"tail{p}") for p in (0, 1)]
         done = [Signal(name=f"done{p}") for p in (0, 1)]
         fin = [Signal(name=f"fin{p}") for p in (0, 1)]
         avail = [Signal(range(self.max_atoms + 1), name=f"avail{p}") for p in (0, 1)]
+        p_end = [Signal(name=f"seg_end{p}") for p in (0, 1)]          # plane p's run ends its line
+        p_count = [Signal(range(self.max_atoms + 1), name=f"count{p}") for p in (0, 1)]
         assert a_sh >= 2, "an atom must hold a whole pixel of up to 4 bytes"
         pix_sh = [Signal(range(a_sh + 1), name=f"pix_sh{p}") for p in (0, 1)]   # log2(A / pixel)
         m.d.comb += [pix_sh[p].eq(a_sh - g.pix_log2[p]) for p in (0, 1)]
@@ -208,55 +212,56 @@ class PixelWalker(RunWalker):
                 m.d.comb += avail[p].eq(self.max_atoms - cur[p][a_sh:win_sh])
             else:
                 m.d.comb += avail[p].eq(1)
+            m.d.comb += [p_end[p].eq(natoms[p] <= avail[p]),
+                         p_count[p].eq(Mux(p_end[p], natoms[p], avail[p]))]
         m.d.comb += [fin[0].eq(done[0]), fin[1].eq(done[1] | ~g.planes2)]
         sel = Signal()                          # plane of the next piece
         m.d.comb += sel.eq(~fin[1] & (fin[0] | cov_diff[-1]))
         s_cur = Mux(sel, cur[1], cur[0])
-        s_left = Mux(sel, left[1], left[0])
-        s_natoms = Mux(sel, natoms[1], natoms[0])
-        s_avail = Mux(sel, avail[1], avail[0])
         s_first = Mux(sel, first[1], first[0])
         s_line = Mux(sel, line[1], line[0])
         count = Signal(range(self.max_atoms + 1))
         seg_end = Signal()                      # the piece ends the plane's line
         line_end = Signal()
+        y_last = Signal()                       # y == height, registered at the line's setup
         m.d.comb += [
-            seg_end.eq(s_natoms <= s_avail),
-            count.eq(Mux(seg_end, s_natoms, s_avail)),
+            seg_end.eq(Mux(sel, p_end[1], p_end[0])),
+            count.eq(Mux(sel, p_count[1], p_count[0])),
             line_end.eq(seg_end & Mux(sel, fin[0], fin[1])),
             self.runs.valid.eq(walking & ~setup),
             self.runs.payload.addr.eq(s_cur),
             self.runs.payload.count.eq(count),
-            self.runs.payload.last.eq(line_end & (y == g.height)),
+            self.runs.payload.last.eq(line_end & y_last),
             self.info.plane.eq(sel),
             self.info.skip.eq(Mux(s_first, s_line[:a_sh], 0)),
-            self.info.tail.eq(Mux(seg_end, s_left - ((count - 1) << a_sh), A)),
+            self.info.tail.eq(Mux(seg_end, Mux(sel, tail[1], tail[0]), A)),
             self.busy.eq(walking),
         ]
-        step = Signal(LINE_BYTES_BITS)
-        m.d.comb += step.eq(count << a_sh)
         with m.If(self.runs.valid & self.runs.ready):
             for p in (0, 1):
                 with m.If(sel == p):
-                    m.d.sync += [cur[p].eq(cur[p] + step), left[p].eq(left[p] - step),
-                                 done[p].eq(left[p] <= step), natoms[p].eq(natoms[p] - count),
-                                 first[p].eq(0)]
-            m.d.sync += cov_diff.eq(Mux(sel, cov_diff + (count << pix_sh[1]),
-                                        cov_diff - (count << pix_sh[0])))
+                    # done: natoms <= count, i.e. this run ends the line
+                    m.d.sync += [cur[p].eq(cur[p] + (p_count[p] << a_sh)),
+                                 natoms[p].eq(natoms[p] - p_count[p]),
+                                 done[p].eq(p_end[p]), first[p].eq(0)]
+            m.d.sync += cov_diff.eq(Mux(sel, cov_diff + (p_count[1] << pix_sh[1]),
+                                        cov_diff - (p_count[0] << pix_sh[0])))
             with m.If(line_end):
-                with m.If(y == g.height):
+                with m.If(y_last):
                     m.d.sync += walking.eq(0)
                 with m.Else():
                     m.d.sync += [y.eq(y + 1), setup.eq(1)]
                     m.d.sync += [line[p].eq(line[p] + g.stride[p]) for p in (0, 1)]
         with m.If(setup):
-            m.d.sync += setup.eq(0)
+            m.d.sync += [setup.eq(0), y_last.eq(y == g.height)]
             cov0 = []
             for p in (0, 1):
                 lo = line[p][:a_sh]
+                nbytes = g.bytes[p] + lo        # from the first atom's start to the line's end
                 m.d.sync += [cur[p].eq(Cat(Const(0, a_sh), line[p][a_sh:])),
-                             left[p].eq(g.bytes[p] + lo), done[p].eq(0),
-                             natoms[p].eq((g.bytes[p] + lo + (A - 1)) >> a_sh),
+                             done[p].eq(0),
+                             natoms[p].eq((nbytes + (A - 1)) >> a_sh),
+                             tail[p].eq((nbytes - 1)[:a_sh] + 1),
                              first[p].eq(1)]
                 cov0.append((-lo).as_signed() >> g.pix_log2[p])
             m.d.sync += cov_diff.eq(cov0[1] - cov0[0])
@@ -533,23 +538,34 @@ class PixelFetch(wiring.Component):
             unp.append(u)
             fifos.append(q)
 
+        # the labels (run and its info) through a skid buffer: the walker's plane choice no
+        # longer runs through the plane FIFOs' ready into its own registers' enables (issue 10)
+        label_layout = data.StructLayout({"run": lab.runs.payload.shape(),
+                                          "info": pixel_info_layout(A)})
+        m.submodules.label_skid = label_skid = SkidBuffer(label_layout)
+        m.d.comb += [label_skid.i.valid.eq(lab.runs.valid),
+                     label_skid.i.payload.run.eq(lab.runs.payload),
+                     label_skid.i.payload.info.eq(lab.info),
+                     lab.runs.ready.eq(label_skid.i.ready)]
+        labels = label_skid.o
         idx = Signal(range(max(2, lab.max_atoms)))  # atom of the labelled run
-        run = lab.runs.payload
+        run = labels.payload.run
+        info = labels.payload.info
         at_first = idx == 0
         at_last = idx == run.count - 1
-        lo = Mux(at_first, lab.info.skip, 0)
-        hi = Mux(at_last, lab.info.tail, A)
-        plane = lab.info.plane
+        lo = Mux(at_first, info.skip, 0)
+        hi = Mux(at_last, info.tail, A)
+        plane = info.plane
         rdy = Mux(plane, fifos[1].w_rdy, fifos[0].w_rdy)
         tagged = Signal(unp[0].in_layout)
         fire = Signal()
         m.d.comb += [tagged.data.eq(dma.atoms.payload), tagged.lo.eq(lo), tagged.hi.eq(hi),
-                     fire.eq(dma.atoms.valid & lab.runs.valid & rdy),
-                     dma.atoms.ready.eq(lab.runs.valid & rdy),
-                     lab.runs.ready.eq(fire & at_last)]
+                     fire.eq(dma.atoms.valid & labels.valid & rdy),
+                     dma.atoms.ready.eq(labels.valid & rdy),
+                     labels.ready.eq(fire & at_last)]
         for p in (0, 1):
             m.d.comb += [fifos[p].w_data.eq(tagged),
-                         fifos[p].w_en.eq(dma.atoms.valid & lab.runs.valid & (plane == p))]
+                         fifos[p].w_en.eq(dma.atoms.valid & labels.valid & (plane == p))]
         with m.If(fire):
             m.d.sync += idx.eq(Mux(at_last, 0, idx + 1))
         with m.If(begin):
