@@ -40,7 +40,7 @@ atoms) and goes to the next slice after the entry marked ``slice_last``; no band
 """
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Mux, Signal, signed, unsigned
+from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -48,7 +48,8 @@ from hdl.axi import DmaReadSignature
 from hdl.cbuf import CbufGeometry, wr_layout
 from hdl.cbuf.keep import keep_layout
 from hdl.cdma.dma import BAND_BITS, ENTRY_COUNT_BITS, FeatureReadDma, WeightReadDma
-from hdl.cdma.image import CvtEn, PixelFetch, cvt_finish, cvt_product
+from hdl.cdma.image import (CVT_BIASED_SHAPE, CVT_PRODUCT_SHAPE, CvtEn, PixelFetch, cvt_bias,
+                            cvt_product, cvt_saturate)
 from hdl.config import NvdlaConfig
 from hdl.dma import read_dma_params
 from hdl.dma.cube import CUBE_DIM_BITS
@@ -229,15 +230,17 @@ class Cdma(wiring.Component):
         """CDMA's input converter on feature atoms (D_CVT_CFG.CVT_EN; the model's
         ``ConvCore._fetch_feature`` records it from NVIDIA's nv_small RTL: the converter takes
         the direct-convolution writes too, each byte a signed int8 with CVT_OFFSET, never the
-        means). An input register and two :class:`hdl.lib.stream.Map` stages (product; rounding
-        and saturation), so 3 cycles of latency at one entry per cycle; with CVT_EN off the
-        bytes pass unchanged.
+        means). An input register and three :class:`hdl.lib.stream.Map` stages (product;
+        rounding bias; shift and saturation), so 4 cycles of latency at one entry per cycle;
+        with CVT_EN off the bytes pass unchanged.
         Returns the converted stream of entry-wide atoms."""
         cfg, regs = self.cfg, self.regs
         lanes = cfg.cbuf_bank_width
         cvt = regs.d_cvt_cfg
         mid = data.StructLayout({"byte": unsigned(lanes * 8),
-                                 "prod": data.ArrayLayout(signed(34), lanes)})
+                                 "prod": data.ArrayLayout(CVT_PRODUCT_SHAPE, lanes)})
+        biased = data.StructLayout({"byte": unsigned(lanes * 8),
+                                    "biased": data.ArrayLayout(CVT_BIASED_SHAPE, lanes)})
 
         def product(mm, p):
             return {"byte": p, "prod": Cat(*(cvt_product(mm, p.word_select(i, 8).as_signed(),
@@ -245,19 +248,27 @@ class Cdma(wiring.Component):
                                                          regs.d_cvt_scale.cvt_scale, f"fdiff{i}")
                                              for i in range(lanes)))}
 
+        def bias(mm, p):
+            return {"byte": p.byte,
+                    "biased": Cat(*(cvt_bias(p.prod[i], cvt.cvt_truncate) for i in range(lanes)))}
+
         def finish(mm, p):
-            conv = Cat(*(cvt_finish(p.prod[i], cvt.cvt_truncate) for i in range(lanes)))
+            conv = Cat(*(cvt_saturate(p.biased[i], cvt.cvt_truncate) for i in range(lanes)))
             return Mux(cvt.cvt_en == CvtEn.ENABLE, conv, p.byte)
 
         # the atoms are registered first: the latency buffer's block RAM read (4.3 ns on ECP5)
         # in front of the product was CDMA's critical path (issue 10)
         m.submodules.fcvt0 = s0 = PipelineStage(unsigned(lanes * 8))
         m.submodules.fcvt1 = s1 = Map(unsigned(lanes * 8), mid, product)
-        m.submodules.fcvt2 = s2 = Map(mid, unsigned(lanes * 8), finish)
+        # the rounding bias in a stage of its own (issue 10: bias, shifter and saturation in
+        # one cycle were the image converter's critical path, 12.5 ns on ECP5)
+        m.submodules.fcvt2 = s2 = Map(mid, biased, bias)
+        m.submodules.fcvt3 = s3 = Map(biased, unsigned(lanes * 8), finish)
         wiring.connect(m, atoms, s0.i)
         wiring.connect(m, s0.o, s1.i)
         wiring.connect(m, s1.o, s2.i)
-        return s2.o
+        wiring.connect(m, s2.o, s3.i)
+        return s3.o
 
     def elaborate(self, platform):
         m = Module()

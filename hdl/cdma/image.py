@@ -51,14 +51,15 @@ from hdl.config import NvdlaConfig
 from hdl.dma import ReadDma, read_dma_params
 from hdl.dma.cube import CUBE_DIM_BITS, STRIDE_BITS
 from hdl.dma.walker import RunWalker, log2
-from hdl.lib.fixed import saturate, shift_right_round
+from hdl.lib.fixed import round_bias, round_bias_shape, round_shift, saturate, shift_right_round
 from hdl.lib.stream import Map, SkidBuffer
 from hdl.regfile import unit_layout
 from hdl.regmap import REGMAP
 from hdl.regmap.types import field_enum
 
 __all__ = ["PIXEL_FORMATS", "PixelFetch", "PixelWalker", "PixelReadDma", "PlaneUnpacker",
-           "EntryPacker", "cvt_product", "cvt_finish", "pixel_geom_layout", "pixel_info_layout",
+           "EntryPacker", "cvt_product", "cvt_finish", "cvt_bias", "cvt_saturate",
+           "CVT_PRODUCT_SHAPE", "CVT_BIASED_SHAPE", "pixel_geom_layout", "pixel_info_layout",
            "image_atom_layout", "LINE_BYTES_BITS"]
 
 PixelFormat = field_enum("CDMA", "D_DATAIN_FORMAT", "PIXEL_FORMAT")
@@ -75,6 +76,28 @@ def cvt_product(m: Module, x, offset, scale, name: str):
     diff = Signal(signed(18), name=name)
     m.d.comb += diff.eq(x - offset)
     return diff * scale
+
+
+#: the converter's product (:func:`cvt_product`) and that product plus its rounding bias
+#: (:func:`cvt_bias`, the register between the two halves of :func:`cvt_finish`)
+CVT_PRODUCT_SHAPE = signed(34)
+CVT_BIASED_SHAPE = round_bias_shape(CVT_PRODUCT_SHAPE)
+
+
+def cvt_bias(prod, truncate):
+    """:func:`cvt_finish` split for a pipeline register, first half: the 34-bit ``prod`` plus
+    its rounding bias for a shift of ``truncate`` (:func:`hdl.lib.fixed.round_bias`; a
+    :data:`CVT_BIASED_SHAPE` value). Finish with :func:`cvt_saturate` in the next stage (issue
+    10: the bias adder, the shifter and the saturation in one cycle were CDMA's critical path,
+    12.5 ns on ECP5)."""
+    return round_bias(prod, truncate)
+
+
+def cvt_saturate(biased, truncate):
+    """:func:`cvt_finish`, second half: ``biased`` (:func:`cvt_bias`) shifted right by
+    ``truncate`` (a shift of 34 or more gives 0), saturated to int8. Returns a signed 8-bit
+    value, equal to ``cvt_finish(prod, truncate)``."""
+    return saturate(round_shift(biased, truncate, CVT_PRODUCT_SHAPE), 8)
 
 
 def cvt_finish(prod, truncate):
@@ -577,10 +600,13 @@ class PixelFetch(wiring.Component):
         x = Signal(CUBE_DIM_BITS + 1)           # padded column
         y = Signal(CUBE_DIM_BITS)
         seq_active = Signal()
-        x_last = Signal(CUBE_DIM_BITS + 1)
-        m.d.comb += x_last.eq(pl + w + pr)
+        # the line's bounds as registers of the (stable) registers: the first pixel leaves many
+        # cycles after ``start`` (issue 10: their adders ran into the sequencer's ready path)
+        x_last = Signal(CUBE_DIM_BITS + 1)      # PAD_LEFT + W - 1 + PAD_RIGHT
+        x_data_end = Signal(CUBE_DIM_BITS + 1)  # PAD_LEFT + W - 1, the line's last pixel
+        m.d.sync += [x_last.eq(pl + w + pr), x_data_end.eq(pl + w)]
         in_data = Signal()
-        m.d.comb += in_data.eq((x >= pl) & (x <= pl + w))
+        m.d.comb += in_data.eq((x >= pl) & (x <= x_data_end))
         pix_layout = data.StructLayout({"raw": unsigned(PIXEL_BYTES * 8), "pad": 1, "last": 1})
         pix = stream.Signature(pix_layout).create()
         both = Signal()
@@ -604,7 +630,7 @@ class PixelFetch(wiring.Component):
         with m.If(begin):
             m.d.sync += [x.eq(0), y.eq(0), seq_active.eq(1)]
 
-        # ---------------- reorder and converter: two register stages ----------------
+        # ---------------- reorder and converter: three register stages ----------------
         df = regs.d_datain_format
         signed_in = df.pixel_sign_override == SignOverride.SIGNED_INT
         mean_on = regs.d_mean_format.mean_format == MeanFormat.ENABLE
@@ -614,7 +640,11 @@ class PixelFetch(wiring.Component):
         cvt_on = cvt.cvt_en == CvtEn.ENABLE
         mid_layout = data.StructLayout({
             "byte": data.ArrayLayout(unsigned(8), PIXEL_BYTES),
-            "prod": data.ArrayLayout(signed(34), PIXEL_BYTES),
+            "prod": data.ArrayLayout(CVT_PRODUCT_SHAPE, PIXEL_BYTES),
+            "pad": 1, "last": 1})
+        biased_layout = data.StructLayout({
+            "byte": data.ArrayLayout(unsigned(8), PIXEL_BYTES),
+            "biased": data.ArrayLayout(CVT_BIASED_SHAPE, PIXEL_BYTES),
             "pad": 1, "last": 1})
 
         def stage1(mm, p):
@@ -635,20 +665,31 @@ class PixelFetch(wiring.Component):
         pad_byte = regs.d_zero_padding_value.pad_value[:8]
 
         def stage2(mm, p):
+            return {"byte": p.byte, "pad": p.pad, "last": p.last,
+                    "biased": Cat(*(cvt_bias(p.prod[i], cvt.cvt_truncate)
+                                    for i in range(PIXEL_BYTES)))}
+
+        def stage3(mm, p):
             lanes = []
             for i in range(PIXEL_BYTES):
-                conv = cvt_finish(p.prod[i], cvt.cvt_truncate)
+                conv = cvt_saturate(p.biased[i], cvt.cvt_truncate)
                 v = Mux(p.pad, pad_byte, Mux(cvt_on, conv.as_unsigned(), p.byte[i]))
                 lanes.append(Mux(i < channels, v, 0))
             return {"data": Cat(*lanes), "last": p.last}
 
         m.submodules.cvt1 = s1 = Map(pix_layout, mid_layout, stage1)
         pk_layout = data.StructLayout({"data": unsigned(PIXEL_BYTES * 8), "last": 1})
-        m.submodules.cvt2 = s2 = Map(mid_layout, pk_layout, stage2)
+        m.submodules.cvt2 = s2 = Map(mid_layout, biased_layout, stage2)
+        m.submodules.cvt3 = s3 = Map(biased_layout, pk_layout, stage3)
         m.submodules.packer = pk = EntryPacker(cfg.cbuf_bank_width, PIXEL_BYTES)
-        wiring.connect(m, pix, s1.i)
+        # a skid buffer between the sequencer and the converter: the packer's ready no longer
+        # runs through the converter stages into the plane unpackers' byte shifters (issue 10)
+        m.submodules.pix_skid = pix_skid = SkidBuffer(pix_layout)
+        wiring.connect(m, pix, pix_skid.i)
+        wiring.connect(m, pix_skid.o, s1.i)
         wiring.connect(m, s1.o, s2.i)
-        wiring.connect(m, s2.o, pk.i)
+        wiring.connect(m, s2.o, s3.i)
+        wiring.connect(m, s3.o, pk.i)
         wiring.connect(m, pk.o, wiring.flipped(self.atoms))
         m.d.comb += pk.channels.eq(channels)
 
