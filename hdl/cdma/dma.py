@@ -15,7 +15,7 @@ bursts of ``max_burst`` beats.
 """
 from __future__ import annotations
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import Const, Module, Mux, Signal, signed
 from amaranth.lib.wiring import In
 
 from hdl.dma import ReadDma
@@ -204,7 +204,7 @@ class WeightWalker(RunWalker):
         win_sh = log2(self.max_burst * self.beat_bytes)
         addr = Signal(self.addr_width)
         idx = Signal(ENTRY_COUNT_BITS)          # next atom index
-        total = Signal(ENTRY_COUNT_BITS)
+        rem = Signal(ENTRY_COUNT_BITS)          # atoms left in the stream (>= 1 while walking)
         walking = Signal()
 
         avail = Signal(range(self.max_atoms + 1))   # atoms left in the burst window
@@ -216,29 +216,48 @@ class WeightWalker(RunWalker):
         # keeps its payload (lib.stream rule); 0 right after ``start`` (the caller's limit may
         # still be the previous layer's in the start cycle)
         lim = Signal(ENTRY_COUNT_BITS)
-        rem = Signal(ENTRY_COUNT_BITS)          # atoms left in the stream (>= 1 while walking)
-        room = Signal(ENTRY_COUNT_BITS)         # atoms allowed before the limit
-        c1 = Signal(range(self.max_atoms + 1))
-        count = Signal(range(self.max_atoms + 1))
+        # A run is at most max_atoms long, so the stream's and the limit's room only matter up
+        # to max_atoms: each is clipped right after its one wide operation (``rem`` is a
+        # register; the limit's room one subtraction), and the run length comes from narrow
+        # comparisons (issue 10: 32-bit subtractions and comparisons in series were a long
+        # path of CDMA's weight fetch)
+        k = self.max_atoms.bit_length()         # bits of 0..max_atoms
+        small = range(self.max_atoms + 1)
+        gap = Signal(signed(ENTRY_COUNT_BITS + 1))  # lim - idx
+        rem_s = Signal(small)                   # min(rem, max_atoms)
+        room_s = Signal(small)                  # min(max(lim - idx, 0), max_atoms)
+        rem_big = Signal()
+        gap_big = Signal()
+        def over(v):
+            """v (k bits) > max_atoms; never when max_atoms is all ones (1 on nv_small)"""
+            return v > self.max_atoms if (1 << k) - 1 > self.max_atoms else Const(0, 1)
         m.d.comb += [
-            rem.eq(total - idx),
-            room.eq(Mux(lim > idx, lim - idx, 0)),
-            c1.eq(Mux(rem < avail, rem, avail)),
-            count.eq(Mux(room < c1, room, c1)),
+            gap.eq(lim - idx),
+            rem_big.eq((rem >> k) != 0),
+            gap_big.eq((gap[k:-1] != 0)),
+            rem_s.eq(Mux(rem_big | over(rem[:k]), self.max_atoms, rem[:k])),
+            room_s.eq(Mux(gap[-1], 0, Mux(gap_big | over(gap[:k]), self.max_atoms, gap[:k]))),
+        ]
+        c1 = Signal(small)
+        count = Signal(small)
+        m.d.comb += [
+            c1.eq(Mux(rem_s < avail, rem_s, avail)),
+            count.eq(Mux(room_s < c1, room_s, c1)),
             self.runs.valid.eq(walking & (count != 0)),
             self.runs.payload.addr.eq(addr),
             self.runs.payload.count.eq(count),
-            self.runs.payload.last.eq(count == rem),
+            self.runs.payload.last.eq(~rem_big & (count == rem[:k])),
             self.busy.eq(walking),
         ]
         with m.If(~self.runs.valid | self.runs.ready):
             m.d.sync += lim.eq(self.limit)
         with m.If(self.start & ~walking):
-            m.d.sync += [walking.eq(self.entries != 0), idx.eq(0), total.eq(self.entries),
+            m.d.sync += [walking.eq(self.entries != 0), idx.eq(0), rem.eq(self.entries),
                          addr.eq(self.cube.base), lim.eq(0)]
         with m.If(self.runs.valid & self.runs.ready):
-            m.d.sync += [idx.eq(idx + count), addr.eq(addr + (count << a_sh))]
-            with m.If(count == rem):
+            m.d.sync += [idx.eq(idx + count), rem.eq(rem - count),
+                         addr.eq(addr + (count << a_sh))]
+            with m.If(self.runs.payload.last):
                 m.d.sync += walking.eq(0)
         return m
 

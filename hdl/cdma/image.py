@@ -37,7 +37,9 @@ Structure: :class:`PixelReadDma` (a ReadDma in :class:`PixelWalker` order) -> pe
 ranges from a second :class:`PixelWalker` walking the same runs (runs are deterministic, so a
 replica of the walker labels the atoms: plane, first and last valid byte) -> per-plane atom
 FIFO and byte gearbox (:class:`PlaneUnpacker`) -> pixel sequencer (padding, one pixel per
-cycle) -> two :class:`hdl.lib.stream.Map` stages (reorder, converter) -> :class:`EntryPacker`.
+cycle) -> :class:`hdl.lib.stream.SkidBuffer` -> four :class:`hdl.lib.stream.Map` stages
+(reorder and converter difference, product, rounding bias, shift and saturation) ->
+:class:`EntryPacker`. The walker's run labels reach the plane FIFOs through a SkidBuffer.
 Throughput: one pixel per cycle when memory keeps up.
 """
 from __future__ import annotations
@@ -58,7 +60,7 @@ from hdl.regmap import REGMAP
 from hdl.regmap.types import field_enum
 
 __all__ = ["PIXEL_FORMATS", "PixelFetch", "PixelWalker", "PixelReadDma", "PlaneUnpacker",
-           "EntryPacker", "cvt_product", "cvt_finish", "cvt_bias", "cvt_saturate",
+           "EntryPacker", "cvt_diff", "cvt_product", "cvt_finish", "cvt_bias", "cvt_saturate",
            "CVT_PRODUCT_SHAPE", "CVT_BIASED_SHAPE", "pixel_geom_layout", "pixel_info_layout",
            "image_atom_layout", "LINE_BYTES_BITS"]
 
@@ -66,6 +68,16 @@ PixelFormat = field_enum("CDMA", "D_DATAIN_FORMAT", "PIXEL_FORMAT")
 SignOverride = field_enum("CDMA", "D_DATAIN_FORMAT", "PIXEL_SIGN_OVERRIDE")
 MeanFormat = field_enum("CDMA", "D_MEAN_FORMAT", "MEAN_FORMAT")
 CvtEn = field_enum("CDMA", "D_CVT_CFG", "CVT_EN")
+
+
+def cvt_diff(m: Module, x, offset, name: str):
+    """CDMA input converter's difference ``x - offset`` (one byte lane; ``x`` the byte as a
+    signed value, ``offset`` a signed 16-bit register) as a signed 18-bit signal named
+    ``name``: the multiplicand of :func:`cvt_product`, for a pipeline register before the
+    multiplier."""
+    diff = Signal(signed(18), name=name)
+    m.d.comb += diff.eq(x - offset)
+    return diff
 
 
 def cvt_product(m: Module, x, offset, scale, name: str):
@@ -605,8 +617,8 @@ class PixelFetch(wiring.Component):
         x_last = Signal(CUBE_DIM_BITS + 1)      # PAD_LEFT + W - 1 + PAD_RIGHT
         x_data_end = Signal(CUBE_DIM_BITS + 1)  # PAD_LEFT + W - 1, the line's last pixel
         m.d.sync += [x_last.eq(pl + w + pr), x_data_end.eq(pl + w)]
-        in_data = Signal()
-        m.d.comb += in_data.eq((x >= pl) & (x <= x_data_end))
+        in_data = Signal()                      # x is a pixel of the line (not padding): a
+        # register following x (issue 10: x against the bounds was on the unpackers' ready path)
         pix_layout = data.StructLayout({"raw": unsigned(PIXEL_BYTES * 8), "pad": 1, "last": 1})
         pix = stream.Signature(pix_layout).create()
         both = Signal()
@@ -622,15 +634,16 @@ class PixelFetch(wiring.Component):
         ]
         with m.If(pix.valid & pix.ready):
             with m.If(x == x_last):
-                m.d.sync += [x.eq(0), y.eq(y + 1)]
+                m.d.sync += [x.eq(0), y.eq(y + 1), in_data.eq(pl == 0)]
                 with m.If(y == h):
                     m.d.sync += seq_active.eq(0)
             with m.Else():
-                m.d.sync += x.eq(x + 1)
+                m.d.sync += [x.eq(x + 1),
+                             in_data.eq(Mux(in_data, x != x_data_end, x + 1 == pl))]
         with m.If(begin):
-            m.d.sync += [x.eq(0), y.eq(0), seq_active.eq(1)]
+            m.d.sync += [x.eq(0), y.eq(0), seq_active.eq(1), in_data.eq(pl == 0)]
 
-        # ---------------- reorder and converter: three register stages ----------------
+        # ---------------- reorder and converter: four register stages ----------------
         df = regs.d_datain_format
         signed_in = df.pixel_sign_override == SignOverride.SIGNED_INT
         mean_on = regs.d_mean_format.mean_format == MeanFormat.ENABLE
@@ -638,6 +651,10 @@ class PixelFetch(wiring.Component):
                  regs.d_mean_global_1.mean_bv, regs.d_mean_global_1.mean_ax]
         cvt = regs.d_cvt_cfg
         cvt_on = cvt.cvt_en == CvtEn.ENABLE
+        diff_layout = data.StructLayout({
+            "byte": data.ArrayLayout(unsigned(8), PIXEL_BYTES),
+            "diff": data.ArrayLayout(signed(18), PIXEL_BYTES),
+            "pad": 1, "last": 1})
         mid_layout = data.StructLayout({
             "byte": data.ArrayLayout(unsigned(8), PIXEL_BYTES),
             "prod": data.ArrayLayout(CVT_PRODUCT_SHAPE, PIXEL_BYTES),
@@ -647,20 +664,27 @@ class PixelFetch(wiring.Component):
             "biased": data.ArrayLayout(CVT_BIASED_SHAPE, PIXEL_BYTES),
             "pad": 1, "last": 1})
 
-        def stage1(mm, p):
+        # the reorder and the mean/offset difference in a stage before the multiplier (issue
+        # 10: reorder, difference and product in one cycle were CDMA's critical path)
+        def stage0(mm, p):
             out = {"pad": p.pad, "last": p.last}
             byte = []
-            prod = []
+            diff = []
             for i in range(PIXEL_BYTES):
                 b = Signal(8, name=f"ch{i}")
                 mm.d.comb += b.eq(p.raw.word_select(order[i], 8))
                 xv = Mux(signed_in, b.as_signed(), Cat(b, Const(0, 1)).as_signed())
                 off = Mux(mean_on, means[i], regs.d_cvt_offset.cvt_offset)
                 byte.append(b)
-                prod.append(cvt_product(mm, xv, off, regs.d_cvt_scale.cvt_scale, f"diff{i}"))
+                diff.append(cvt_diff(mm, xv, off, f"diff{i}"))
             out["byte"] = Cat(*byte)
-            out["prod"] = Cat(*prod)
+            out["diff"] = Cat(*diff)
             return out
+
+        def stage1(mm, p):
+            return {"byte": p.byte, "pad": p.pad, "last": p.last,
+                    "prod": Cat(*(p.diff[i] * regs.d_cvt_scale.cvt_scale
+                                  for i in range(PIXEL_BYTES)))}
 
         pad_byte = regs.d_zero_padding_value.pad_value[:8]
 
@@ -677,7 +701,8 @@ class PixelFetch(wiring.Component):
                 lanes.append(Mux(i < channels, v, 0))
             return {"data": Cat(*lanes), "last": p.last}
 
-        m.submodules.cvt1 = s1 = Map(pix_layout, mid_layout, stage1)
+        m.submodules.cvt0 = s0 = Map(pix_layout, diff_layout, stage0)
+        m.submodules.cvt1 = s1 = Map(diff_layout, mid_layout, stage1)
         pk_layout = data.StructLayout({"data": unsigned(PIXEL_BYTES * 8), "last": 1})
         m.submodules.cvt2 = s2 = Map(mid_layout, biased_layout, stage2)
         m.submodules.cvt3 = s3 = Map(biased_layout, pk_layout, stage3)
@@ -686,7 +711,8 @@ class PixelFetch(wiring.Component):
         # runs through the converter stages into the plane unpackers' byte shifters (issue 10)
         m.submodules.pix_skid = pix_skid = SkidBuffer(pix_layout)
         wiring.connect(m, pix, pix_skid.i)
-        wiring.connect(m, pix_skid.o, s1.i)
+        wiring.connect(m, pix_skid.o, s0.i)
+        wiring.connect(m, s0.o, s1.i)
         wiring.connect(m, s1.o, s2.i)
         wiring.connect(m, s2.o, s3.i)
         wiring.connect(m, s3.o, pk.i)
