@@ -625,16 +625,40 @@ class CdpCore(wiring.Component):
         m.submodules.mul = mul_st = Map(l3, l4, mul)
         wiring.connect(m, int_st.o, mul_st.i)
 
-        # ---- 5. output converter: product, rounding bias, shift and saturation (three stages) ----
+        # ---- 5. output converter: difference, partial products, their sum, rounding bias, shift
+        # and saturation (five stages) ----
         off = Value.cast(p.datout_offset)[:25].as_signed()
         # the product's exact shape: a shift of its width or more gives 0 (hdl.lib.fixed)
         ocvt_shape = ((Signal(signed(25)) - off) * p.datout_scale).shape()
 
-        def ocvt_mul(m, v):
-            return [(v[ln] - off) * p.datout_scale for ln in range(tp)]
+        # the difference, the partial products (one 18 x 18 DSP multiplier each) and their sum
+        # in three stages (issue 10: the subtraction, the multipliers and their sum in one
+        # stage were CDP's critical path on ECP5, 10.4 ns)
+        diff_shape = (Signal(signed(25)) - off).shape()
+        scale_shape = Value.cast(p.datout_scale).shape()
+        ocvt_pp_l = data.ArrayLayout(partial_products_layout(diff_shape, scale_shape), tp)
 
-        m.submodules.ocvt_mul = omul_st = Map(l4, data.ArrayLayout(ocvt_shape, tp), ocvt_mul)
-        wiring.connect(m, mul_st.o, omul_st.i)
+        def ocvt_diff(m, v):
+            return [v[ln] - off for ln in range(tp)]
+
+        def ocvt_parts(m, v):
+            pps = Signal(ocvt_pp_l, name="ocvt_parts")
+            for ln in range(tp):
+                for i, pv in enumerate(partial_products(v[ln], p.datout_scale)):
+                    m.d.comb += pps[ln][f"p{i}"].eq(pv)
+            return pps
+
+        def ocvt_mul(m, v):
+            return [sum_partial_products(v[ln]) for ln in range(tp)]
+
+        m.submodules.ocvt_diff = odiff_st = Map(l4, data.ArrayLayout(diff_shape, tp), ocvt_diff)
+        wiring.connect(m, mul_st.o, odiff_st.i)
+        m.submodules.ocvt_pp = opp_st = Map(data.ArrayLayout(diff_shape, tp), ocvt_pp_l,
+                                            ocvt_parts)
+        wiring.connect(m, odiff_st.o, opp_st.i)
+        m.submodules.ocvt_mul = omul_st = Map(ocvt_pp_l, data.ArrayLayout(ocvt_shape, tp),
+                                              ocvt_mul)
+        wiring.connect(m, opp_st.o, omul_st.i)
 
         # the rounding bias is added in a stage of its own (hdl.lib.fixed.round_bias; issue 10:
         # the adder and the barrel shifter in one cycle were CDP's critical path)
