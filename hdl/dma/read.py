@@ -12,12 +12,11 @@ beat_bytes``).
 from __future__ import annotations
 
 from amaranth.hdl import Module, Mux, Signal, unsigned
-from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib import data, fifo, stream
 from amaranth.lib.wiring import Out
 
 from hdl.axi import DmaReadSignature
 from hdl.dma.walker import WalkerDma, log2, run_request
-from hdl.lib.stream import SkidBuffer
 
 __all__ = ["ReadDma"]
 
@@ -45,14 +44,7 @@ class ReadDma(WalkerDma):
 
     def elaborate(self, platform):
         m = Module()
-        walker, *_ = self.add_walker(m)
-        # the walker's runs through a skid buffer: the credit check (the run's length against
-        # the FIFO room) no longer runs combinationally into the walker's next-run logic
-        # (issue 10: SDP's critical path on ECP5, BRDMA's walker -> request length -> credit ->
-        # walker, 12.5 ns)
-        m.submodules.run_skid = skid = SkidBuffer(walker.runs.payload.shape())
-        wiring.connect(m, walker.runs, skid.i)
-        runs = skid.o
+        walker, runs = self.add_runs(m)
         run = runs.payload
         beat_addr, length, lane0 = run_request(run, self.atom_bytes, self.beat_bytes)
 

@@ -12,12 +12,11 @@ its write response.
 from __future__ import annotations
 
 from amaranth.hdl import Module, Mux, Signal, Value
-from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib import data, fifo, stream
 from amaranth.lib.wiring import In, Out
 
 from hdl.axi import DmaWriteSignature, write_data_layout, write_req_layout
 from hdl.dma.walker import WalkerDma, log2, run_request
-from hdl.lib.stream import SkidBuffer
 
 __all__ = ["WriteDma"]
 
@@ -50,13 +49,7 @@ class WriteDma(WalkerDma):
 
     def elaborate(self, platform):
         m = Module()
-        walker, *_ = self.add_walker(m)
-        # the walker's runs through a skid buffer: the packer's end-of-run decision no longer
-        # runs combinationally into the walker's next-piece logic (issue 10: SDP's critical
-        # path on ECP5, WDMA's walker -> line end -> run count -> end of run -> walker, 11.3 ns)
-        m.submodules.run_skid = skid = SkidBuffer(walker.runs.payload.shape())
-        wiring.connect(m, walker.runs, skid.i)
-        runs = skid.o
+        _, runs = self.add_runs(m)
         run = runs.payload
         beat_addr, length, lane0 = run_request(run, self.atom_bytes, self.beat_bytes)
 
