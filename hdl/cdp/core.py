@@ -37,7 +37,7 @@ from hdl.dma import CUBE_DIM_BITS, atom_layout, dma_params
 from hdl.dma.walker import check_dma_params
 from hdl.lib.fixed import (partial_products, partial_products_layout, round_bias, round_bias_shape,
                            round_shift, saturate, sum_partial_products)
-from hdl.lib.stream import Map, SkidBuffer
+from hdl.lib.stream import Map, SkidBuffer, chain
 
 __all__ = ["CdpCore", "LrnWindow", "Gather", "X_BITS", "SQ_BITS", "SQSUM_BITS",
            "MAX_HALF"]
@@ -590,26 +590,14 @@ class CdpCore(wiring.Component):
             fs = [lut.interp_finish(a.rd[ln].r, a.rd[ln].base) for ln in range(tp)]
             return {"x": a.x, "f": _arr(m, fs, signed(16)), "stat": a.stat}
 
-        m.submodules.lut_rd = rd_st = Map(l2, l2r, read)
-        wiring.connect(m, idx_st.o, rd_st.i)
-        m.submodules.lut_sel = sel_st = Map(l2r, l3a, operands)
-        wiring.connect(m, rd_st.o, sel_st.i)
-        m.submodules.lut_pp = lpp_st = Map(l3a, l3p, partial)
-        wiring.connect(m, sel_st.o, lpp_st.i)
-        m.submodules.lut_mul = lmul_st = Map(l3p, l3b, product)
-        wiring.connect(m, lpp_st.o, lmul_st.i)
         # a skid buffer halfway: the ready chain back through the Map stages from the output
         # converter to the LUT read was CDP's critical path on ECP5 (issue 10, 11.5 ns)
-        m.submodules.lut_skid = lut_skid = SkidBuffer(l3b)
-        wiring.connect(m, lmul_st.o, lut_skid.i)
-        m.submodules.lut_bias = lbias_st = Map(l3b, l3d, biasing)
-        wiring.connect(m, lut_skid.o, lbias_st.i)
-        m.submodules.lut_shift = lsh_st = Map(l3d, l3s, shifting)
-        wiring.connect(m, lbias_st.o, lsh_st.i)
-        m.submodules.lut_rnd = rnd_st = Map(l3s, l3c, rounding)
-        wiring.connect(m, lsh_st.o, rnd_st.i)
-        m.submodules.interp = int_st = Map(l3c, l3, finish)
-        wiring.connect(m, rnd_st.o, int_st.i)
+        int_st = chain(m, idx_st.o,
+                       lut_rd=Map(l2, l2r, read), lut_sel=Map(l2r, l3a, operands),
+                       lut_pp=Map(l3a, l3p, partial), lut_mul=Map(l3p, l3b, product),
+                       lut_skid=SkidBuffer(l3b), lut_bias=Map(l3b, l3d, biasing),
+                       lut_shift=Map(l3d, l3s, shifting), lut_rnd=Map(l3s, l3c, rounding),
+                       interp=Map(l3c, l3, finish))
         out_fire = int_st.o.valid & int_st.o.ready
         for c in range(len(lut.STAT_NAMES)):
             cnt = sum((int_st.o.payload.stat[ln][c] for ln in range(1, tp)),
@@ -622,8 +610,6 @@ class CdpCore(wiring.Component):
         def mul(m, a):
             return [Mux(p.mul_bypass, a.f[ln], a.f[ln] * a.x[ln]) for ln in range(tp)]
 
-        m.submodules.mul = mul_st = Map(l3, l4, mul)
-        wiring.connect(m, int_st.o, mul_st.i)
 
         # ---- 5. output converter: difference, partial products, their sum, rounding bias, shift
         # and saturation (five stages) ----
@@ -651,15 +637,6 @@ class CdpCore(wiring.Component):
         def ocvt_mul(m, v):
             return [sum_partial_products(v[ln]) for ln in range(tp)]
 
-        m.submodules.ocvt_diff = odiff_st = Map(l4, data.ArrayLayout(diff_shape, tp), ocvt_diff)
-        wiring.connect(m, mul_st.o, odiff_st.i)
-        m.submodules.ocvt_pp = opp_st = Map(data.ArrayLayout(diff_shape, tp), ocvt_pp_l,
-                                            ocvt_parts)
-        wiring.connect(m, odiff_st.o, opp_st.i)
-        m.submodules.ocvt_mul = omul_st = Map(ocvt_pp_l, data.ArrayLayout(ocvt_shape, tp),
-                                              ocvt_mul)
-        wiring.connect(m, opp_st.o, omul_st.i)
-
         # the rounding bias is added in a stage of its own (hdl.lib.fixed.round_bias; issue 10:
         # the adder and the barrel shifter in one cycle were CDP's critical path)
         biased_shape = round_bias_shape(ocvt_shape)
@@ -671,16 +648,16 @@ class CdpCore(wiring.Component):
             return [saturate(round_shift(v[ln], p.datout_shifter, ocvt_shape), self.cfg.bpe)
                     for ln in range(tp)]
 
-        m.submodules.ocvt_rnd = ornd_st = Map(data.ArrayLayout(ocvt_shape, tp),
-                                              data.ArrayLayout(biased_shape, tp), ocvt_bias)
-        wiring.connect(m, omul_st.o, ornd_st.i)
-        m.submodules.ocvt = ocvt_st = Map(data.ArrayLayout(biased_shape, tp),
-                                          data.ArrayLayout(signed(self.cfg.bpe), tp), ocvt)
-        wiring.connect(m, ornd_st.o, ocvt_st.i)
-
-        m.submodules.gather = gat = Gather(signed(self.cfg.bpe), lanes, tp)
-        wiring.connect(m, ocvt_st.o, gat.i)
-        m.submodules.out_skid = out_skid = SkidBuffer(atom_layout(self.cfg))
-        wiring.connect(m, gat.o, out_skid.i)
+        diff_l = data.ArrayLayout(diff_shape, tp)
+        prod_o = data.ArrayLayout(ocvt_shape, tp)
+        biased_o = data.ArrayLayout(biased_shape, tp)
+        out_skid = chain(m, int_st.o,
+                         mul=Map(l3, l4, mul), ocvt_diff=Map(l4, diff_l, ocvt_diff),
+                         ocvt_pp=Map(diff_l, ocvt_pp_l, ocvt_parts),
+                         ocvt_mul=Map(ocvt_pp_l, prod_o, ocvt_mul),
+                         ocvt_rnd=Map(prod_o, biased_o, ocvt_bias),
+                         ocvt=Map(biased_o, data.ArrayLayout(signed(self.cfg.bpe), tp), ocvt),
+                         gather=Gather(signed(self.cfg.bpe), lanes, tp),
+                         out_skid=SkidBuffer(atom_layout(self.cfg)))
         wiring.connect(m, out_skid.o, wiring.flipped(self.o))
         return m

@@ -14,6 +14,7 @@ unchanged, until that edge; ``ready`` may depend on ``valid`` (it does not here)
   payload (one cycle of latency, full throughput); the usual way to write a datapath stage.
 * :class:`SkidBuffer` -- two entries with a registered ``i.ready`` (no combinational path from
   ``o.ready``), full throughput; put one where a long ready path must be cut.
+* :func:`chain` -- add stages to a module as named submodules, each fed by the one before.
 
 All payload shapes are parameters (any ``ShapeLike``: ``unsigned(n)``, ``signed(n)``, a
 ``lib.data`` layout).
@@ -26,7 +27,7 @@ from amaranth.hdl import Module, ShapeLike, Signal, ValueLike
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["Map", "PipelineStage", "SkidBuffer"]
+__all__ = ["Map", "PipelineStage", "SkidBuffer", "chain"]
 
 
 class Map(wiring.Component):
@@ -156,3 +157,17 @@ class SkidBuffer(wiring.Component):
                 skid_payload.eq(self.i.payload),
             ]
         return m
+
+
+def chain(m: Module, source, **stages):
+    """Add ``stages`` (components with ``i`` / ``o`` stream ports) to ``m`` as submodules of
+    those names, in order, ``source`` (a stream interface) feeding the first and each stage's
+    ``o`` the next one's ``i``. Returns the last stage (its ``o`` is the chain's output).
+    Raises ValueError: no stage."""
+    if not stages:
+        raise ValueError("chain needs at least one stage")
+    for name, stage in stages.items():
+        m.submodules[name] = stage
+        wiring.connect(m, source, stage.i)
+        source = stage.o
+    return stage
