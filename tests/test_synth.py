@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 
 import pytest
 
@@ -350,3 +351,32 @@ def test_pnr_glb_unit(tmp_path):
     t = json.loads((tmp_path / "report.json").read_text())["timing_ecp5"]
     assert t["fmax"] > 100 and t["lut4"] > 10 and t["start"] and t["end"]
     assert "## Place and route (Lattice ECP5)" in (tmp_path / "report.md").read_text()
+
+
+def test_pnr_only_glb_unit(tmp_path, capsys):
+    """``--pnr-only``: GLB placed and routed on ECP5-85F without the Xilinx synthesis (a few
+    seconds): the report has the place-and-route table and no resource table."""
+    assert synth.main(["--unit", "glb", "-o", str(tmp_path), "-q", "--pnr-only"]) == 0
+    data = json.loads((tmp_path / "report.json").read_text())
+    t = data["timing_ecp5"]
+    assert t["fmax"] > 100 and t["lut4"] > 10 and t["ff"] > 10 and t["start"] and t["end"]
+    assert data["rows"] == [] and not data["checked"]
+    report = (tmp_path / "report.md").read_text()
+    assert "## Place and route (Lattice ECP5)" in report and "| glb | clk |" in report
+    assert "LUTRAM" not in report and not (tmp_path / "yosys.log").exists()
+    assert f"wrote {tmp_path / 'report.md'}" in capsys.readouterr().out
+
+
+def test_bench_resources_pnr_only(tmp_path):
+    """``scripts/bench_resources.py --pnr-only`` writes the Fmax table, one row per unit."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "bench_resources", Path(__file__).resolve().parent.parent / "scripts/bench_resources.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert bench.main(["--units", "glb", "--pnr-only", "-o", str(tmp_path)]) == 0
+    rows = [ln for ln in (tmp_path / "fmax.md").read_text().splitlines() if ln.startswith("| glb |")]
+    assert len(rows) == 1
+    fmax = float(rows[0].split("|")[2])
+    assert fmax == json.loads((tmp_path / "glb" / "report.json").read_text())["timing_ecp5"]["fmax"]
+    assert fmax > 100
