@@ -33,7 +33,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from hdl.lib.fixed import sign_extend
-from hdl.lib.stream import Map, PipelineStage
+from hdl.lib.stream import Map, SkidBuffer
 
 __all__ = ["Pool1d", "row_item_layout", "POOL_AVE", "POOL_MAX", "POOL_MIN", "HIST", "DIM_BITS"]
 
@@ -108,22 +108,22 @@ class Pool1d(wiring.Component):
     def _pad(self, m, d, xcur, name):
         """AVE's padding term of the window ending ``d`` columns beyond the newest column
         (column index ``xcur``): PAD_VALUE_{kw-n}X[10:0] sign-extended when only ``n < kw`` of
-        its columns are real, else 0; a signed(11) Signal. ``n`` (the count of ``_valid``'s
-        flags) is min(max(kw - d, 0), xcur + 1), computed from ``d`` and ``xcur`` directly so
-        that the term can be registered with the window (issue 10: counting the registered
-        flags started PDP's critical path)."""
+        its columns are real, else 0. ``n`` (the count of ``_valid``'s flags) is
+        min(max(kw - d, 0), xcur + 1), computed from ``d`` and ``xcur`` directly so that the
+        term's index can be registered with the window (issue 10: counting the registered
+        flags started PDP's critical path). Returns ``(need, idx)``: whether a term is added
+        and its index (the term itself is read from ``padv`` in the next stage, issue 10: the
+        8:1 selection in front of the window register was PDP's critical path)."""
         kw = self.kw
         nd = Signal(4, name=f"{name}_nd")
         nx = Signal(4, name=f"{name}_nx")
         padidx = Signal(4, name=f"{name}_padidx")
-        pad = Signal(signed(ROW_BITS), name=f"{name}_pad")
         m.d.comb += [
             nd.eq(Mux(d >= kw, 0, kw - d)),
             nx.eq(Mux(xcur >= HIST, HIST + 1, xcur + 1)),
             padidx.eq(kw - Mux(nx < nd, nx, nd)),
-            pad.eq(Mux(padidx != 0, sign_extend(self.pads[padidx[:3]][:ROW_BITS], ROW_BITS), 0)),
         ]
-        return pad
+        return padidx != 0, padidx[:3]
 
     @staticmethod
     def _tree(vals, op):
@@ -190,20 +190,33 @@ class Pool1d(wiring.Component):
         hist_layout = data.ArrayLayout(data.ArrayLayout(col, HIST), G)
 
         # three stages: ``out`` registers the emitted window (its 8 columns, which are real, its
-        # padding term) with the item's position; ``reduce`` reduces each half of the window,
+        # padding term's index) with the item's position; ``reduce`` reduces each half of the
+        # window (the padding term added to the second),
         # ``combine`` the two halves (issue 10: one stage for the whole reduction was PDP's
         # critical path)
         win_layout = data.StructLayout({
             "ages": data.ArrayLayout(col, HIST + 1), "valid": HIST + 1,
-            "pad": signed(ROW_BITS),
+            "pad_need": 1, "pad_idx": 3,
             **{k: v for k, v in self._row.members.items() if k != "v"}})
-        m.submodules.out = out = PipelineStage(win_layout)
+        # ``out`` is a skid buffer (issue 10: the ready of the stages after it ran through the
+        # stall logic into the take, the enable of the 448-bit history register)
+        m.submodules.out = out = SkidBuffer(win_layout)
 
         pos = {k: v for k, v in self._row.members.items() if k != "v"}
         half_layout = data.StructLayout({"halves": self._half_layout(), **pos})
 
+        # PAD_VALUE_kX[10:0] sign-extended: registers following the configuration (the window
+        # register reads them from the third cycle after ``start`` on: ``init``, then the first
+        # item taken, so they hold the layer's values when the registers are stable from its
+        # ``start`` on)
+        padv = Signal(data.ArrayLayout(signed(ROW_BITS), HIST + 1))
+        m.d.sync += [padv[k].eq(sign_extend(self.pads[k][:ROW_BITS], ROW_BITS))
+                     for k in range(HIST + 1)]
+
         def reduce(m, w):
-            return {"halves": self._reduce_halves(m, w.ages, w.valid, w.pad),
+            pad = Signal(signed(ROW_BITS), name="pad")
+            m.d.comb += pad.eq(Mux(w.pad_need, padv[w.pad_idx], 0))
+            return {"halves": self._reduce_halves(m, w.ages, w.valid, pad),
                     **{k: w[k] for k in pos}}
 
         def combine(m, w):
@@ -265,12 +278,12 @@ class Pool1d(wiring.Component):
         hist_g = hist[gi]
         ages_n = Cat(cur, hist_g.as_value())
         valid_n = self._valid(m, d_now, x, "wn")
-        pad_n = self._pad(m, d_now, x, "wn")
+        need_n, idx_n = self._pad(m, d_now, x, "wn")
         tail_g = tail[fgi]
         # age 7 is never inside a flushed window (d >= 1)
         ages_f = Cat(tail_g.as_value(), Const(0, col.size))
         valid_f = self._valid(m, f_d, f_x, "wf")
-        pad_f = self._pad(m, f_d, f_x, "wf")
+        need_f, idx_f = self._pad(m, f_d, f_x, "wf")
 
         # ---- handshakes: flush has priority on the output ----
         stall = Signal()
@@ -288,7 +301,7 @@ class Pool1d(wiring.Component):
                 out.i.payload.row_end.eq((f_ox == f_ow - 1) & (f_g == G - 1)),
             ]
             m.d.comb += [out.i.payload.ages.eq(ages_f), out.i.payload.valid.eq(valid_f),
-                         out.i.payload.pad.eq(pad_f)]
+                         out.i.payload.pad_need.eq(need_f), out.i.payload.pad_idx.eq(idx_f)]
         with m.Else():
             m.d.comb += [
                 out.i.valid.eq(self.i.valid & emit),
@@ -297,7 +310,7 @@ class Pool1d(wiring.Component):
                 out.i.payload.row_end.eq(ox_in & ~ox_in1 & last_g),
             ]
             m.d.comb += [out.i.payload.ages.eq(ages_n), out.i.payload.valid.eq(valid_n),
-                         out.i.payload.pad.eq(pad_n)]
+                         out.i.payload.pad_need.eq(need_n), out.i.payload.pad_idx.eq(idx_n)]
 
         # flush progress
         with m.If(f_active & out.i.ready):

@@ -18,9 +18,9 @@ others (ending in the bottom padding) are emitted afterwards by a flush engine r
 banks while the next surface's first lines are consumed (they only stall when they need a bank
 still being flushed, or want to emit before the flush is done).
 
-Latency: five cycles (the input register, the emitted window's register, then three stages
-for the padding term: the window's real lines, the term's index, the sum). Throughput: one item
-per cycle.
+Latency: six cycles (the input register presenting the banks' address, the item's register with
+the read data, the emitted window's register, then three stages for the padding term: the
+window's real lines, the term's index, the sum). Throughput: one item per cycle.
 """
 from __future__ import annotations
 
@@ -142,20 +142,29 @@ class Pool2d(wiring.Component):
         wiring.connect(m, select.o, final.i)
         wiring.connect(m, final.o, wiring.flipped(self.o))
 
-        # the item being processed: an input register, loaded while the line-buffer banks are
-        # read at its address (synchronous reads, issue 10: the asynchronous reads of the deep
-        # banks were PDP's critical path)
+        # the item being processed (``it``) and the input register in front of it (``p``),
+        # loaded while the line-buffer banks are read at its address (synchronous reads, issue
+        # 10: the asynchronous reads of the deep banks were PDP's critical path); the read data
+        # are registered with the item when it moves from ``p`` to ``it`` (``rdr``, issue 10:
+        # the block RAMs' clock-to-output delay started PDP's critical path, through the
+        # update, into the emitted window's register)
+        p = Signal(self._row)
+        p_valid = Signal()
+        p_load = Signal()
         it = Signal(self._row)
         it_valid = Signal()
         load = Signal()
+        m.d.comb += p_load.eq(~p_valid | load)
+        with m.If(p_load):
+            m.d.sync += [p_valid.eq(self.i.valid), p.eq(self.i.payload)]
         pt, kh, sy = self.pad_top, self.kh, self.sy
         # its padded line q and q + 1 are registered with it (issue 10: the adders in front of
         # the window comparisons started PDP's critical path into the banks' write enables)
         q = Signal(DIM_BITS + 1)
         q1 = Signal(DIM_BITS + 1)
         with m.If(load):
-            m.d.sync += [it_valid.eq(self.i.valid), it.eq(self.i.payload),
-                         q.eq(self.i.payload.h + pt), q1.eq(self.i.payload.h + pt + 1)]
+            m.d.sync += [it_valid.eq(p_valid), it.eq(p),
+                         q.eq(p.h + pt), q1.eq(p.h + pt + 1)]
 
         # ---- per-surface window bookkeeping ----
         nstarted = Signal(DIM_BITS)     # windows whose first padded line is <= current line
@@ -190,14 +199,27 @@ class Pool2d(wiring.Component):
         f_g = Signal(max(1, gb))
         f_last_ox = Signal(DIM_BITS)
         pending = Signal(SLOTS)
+        # the flush's reads are synchronous (issue 10: the asynchronous reads of the deep banks,
+        # their read multiplexers and the forward from the write register were PDP's critical
+        # path): ``f_issue`` presents address (f_ox, f_g) of bank f_slot and advances the
+        # counters; the next cycle the read data is the flush's output (``f_dvalid``, held with
+        # its bank ``f_dslot`` and first line ``f_dstart`` until the output takes it)
+        f_issue = Signal()
+        f_dvalid = Signal()
+        f_dslot = Signal(3)
+        f_dstart = Signal(DIM_BITS + 1)
+        f_busy = Signal()
+        m.d.comb += f_busy.eq(f_active | f_dvalid)
 
         addr = Signal(range(depth))
         f_addr = Signal(range(depth))
-        in_addr = Signal(range(depth))      # the address of the item being loaded
+        in_addr = Signal(range(depth))      # the address of the item loaded into ``p``
+        p_addr = Signal(range(depth))       # the address of the item in ``p``
         # a bank's address: (output column, channel group); with one group the group is
         # an empty slice
         m.d.comb += [addr.eq(Cat(it.g[:gb], it.ox[:wb])), f_addr.eq(Cat(f_g[:gb], f_ox[:wb])),
-                     in_addr.eq(Cat(self.i.payload.g[:gb], self.i.payload.ox[:wb]))]
+                     in_addr.eq(Cat(self.i.payload.g[:gb], self.i.payload.ox[:wb])),
+                     p_addr.eq(Cat(p.g[:gb], p.ox[:wb]))]
 
         # open windows (nstarted - nended) and which banks hold them (bank k holds window
         # (k - base) % 8, open when (k - base - nended) % 8 < nopen): registers updated with
@@ -246,15 +268,26 @@ class Pool2d(wiring.Component):
         # ``w_addr`` / ``w_data`` / ``w_en`` hold the last item's write and load with every
         # taken item; the RAM rewrites the held (most recent) write each cycle, which changes
         # nothing. Reads that the held write has not reached yet take its data instead: the
-        # item loaded with the take that registered it (``fwd``) and the flush's reads.
+        # item's read is presented when it enters ``p`` (transparent: it sees the write made in
+        # that cycle) and registered when it moves to ``it``. While it waits in ``p`` only the
+        # item in ``it`` is taken, with the move; so the writes it missed are at most two: the
+        # held write when it moves (the item taken when it entered ``p``: ``p_hit``, forwarded
+        # into ``rdr``) and that of the item taken with the move (``fwd``, forwarded from the
+        # write register the next cycle). The flush's synchronous reads
+        # are transparent for the write port (a read presented in the cycle of the write sees
+        # it). The flush reads a bank only while it is ``pending`` (set the cycle after the
+        # take that starts the flush, the first read one cycle later still): a pending bank's
+        # only write after its first read is the held write of that take, rewritten unchanged
+        # (``conflict`` stalls the items that would write it) -- no write the cycle after a
+        # read, or while its data waits for the output, changes the read address's contents.
         w_addr = Signal(range(depth))
         fwd = Signal()
         with m.If(take):
             m.d.sync += w_addr.eq(addr)
+        p_hit = Signal()
+        m.d.comb += p_hit.eq(w_addr == p_addr)
         with m.If(load):
-            m.d.sync += fwd.eq(take & (in_addr == addr))
-        f_hit = Signal()
-        m.d.comb += f_hit.eq(w_addr == f_addr)
+            m.d.sync += fwd.eq(take & (p_addr == addr))
         for k in range(SLOTS):
             mem = Memory(shape=acc_l, depth=depth, init=[])
             m.submodules[f"bank{k}"] = mem
@@ -262,7 +295,7 @@ class Pool2d(wiring.Component):
             # reads the next item's address while the held write is written (new data when
             # equal)
             rp = mem.read_port(transparent_for=(wp,))
-            fp = mem.read_port(domain="comb")
+            fp = mem.read_port(transparent_for=(wp,))
             w_en = Signal(name=f"w_en{k}")
             w_data = Signal(acc_l, name=f"w_data{k}")
             rel = Signal(3, name=f"rel{k}")
@@ -271,19 +304,21 @@ class Pool2d(wiring.Component):
             m.d.comb += iw.eq(omask[k])
             ini = Signal(name=f"init{k}")
             m.d.comb += ini.eq((dq == rel_start[rel]) | first_line)
+            rdr = Signal(acc_l, name=f"rdr{k}")
+            with m.If(load):
+                m.d.sync += rdr.eq(Mux(w_en & p_hit, w_data, rp.data))
             rd = Signal(acc_l, name=f"rd{k}")
-            m.d.comb += rd.eq(Mux(fwd & w_en, w_data, rp.data))
+            m.d.comb += rd.eq(Mux(fwd & w_en, w_data, rdr))
             new = Signal(acc_l, name=f"new{k}")
             m.d.comb += [new[ln].eq(v) for ln, v in enumerate(update(rd, ini))]
             with m.If(take):
                 m.d.sync += [w_en.eq(iw), w_data.eq(new)]
-            m.d.comb += [rp.addr.eq(in_addr), rp.en.eq(load), fp.addr.eq(f_addr),
+            m.d.comb += [rp.addr.eq(in_addr), rp.en.eq(p_load), fp.addr.eq(f_addr),
+                         fp.en.eq(f_issue),
                          wp.addr.eq(w_addr), wp.data.eq(w_data), wp.en.eq(w_en)]
             conflicts.append(iw & pending[k])
             rd_data.append(rd)
-            fd = Signal(acc_l, name=f"f_data{k}")
-            m.d.comb += fd.eq(Mux(w_en & f_hit, w_data, fp.data))
-            f_data.append(fd)
+            f_data.append(fp.data)
         m.d.comb += conflict.eq(Cat(*conflicts).any())
 
         # the oldest open window (relative start 0): emitted when its last line (or the
@@ -299,24 +334,32 @@ class Pool2d(wiring.Component):
         emit = Signal()
         m.d.comb += emit.eq(nopen_nz & (hit | it.last_row))
         f_cur = Signal(acc_l)
-        m.d.comb += f_cur.eq(Cat(*[d.as_value() for d in f_data]).word_select(f_slot, acc_l.size))
+        m.d.comb += f_cur.eq(Cat(*[d.as_value() for d in f_data]).word_select(f_dslot,
+                                                                                acc_l.size))
 
         stall = Signal()
         m.d.comb += [
-            stall.eq(conflict | (emit & (f_active | ~out.i.ready)) | init_wait.any()),
+            stall.eq(conflict | (emit & (f_busy | ~out.i.ready)) | init_wait.any()),
             take.eq(it_valid & ~stall),
             load.eq(~it_valid | take),
-            self.i.ready.eq(load),
+            self.i.ready.eq(p_load),
         ]
-        with m.If(f_active):
-            m.d.comb += [out.i.valid.eq(1), out.i.payload.acc.eq(f_cur),
-                         out.i.payload.start.eq(f_start)]
+        with m.If(f_busy):
+            m.d.comb += [out.i.valid.eq(f_dvalid), out.i.payload.acc.eq(f_cur),
+                         out.i.payload.start.eq(f_dstart)]
         with m.Else():
             m.d.comb += [out.i.valid.eq(it_valid & emit & ~conflict),
                          out.i.payload.acc.eq(lo_new), out.i.payload.start.eq(lo_start)]
 
-        # flush progress: windows f_slot.. in order, each over ox 0..f_last_ox, groups
-        with m.If(f_active & out.i.ready):
+        # flush progress: windows f_slot.. in order, each over ox 0..f_last_ox, groups; a read
+        # is issued when its data register is free (empty, or its data taken this cycle). A
+        # bank stops being pending with its last read (the data register holds it).
+        m.d.comb += f_issue.eq(f_active & (~f_dvalid | out.i.ready))
+        with m.If(f_issue):
+            m.d.sync += [f_dvalid.eq(1), f_dslot.eq(f_slot), f_dstart.eq(f_start)]
+        with m.Elif(out.i.ready):
+            m.d.sync += f_dvalid.eq(0)
+        with m.If(f_issue):
             m.d.sync += f_g.eq(f_g + 1)
             with m.If(f_g == G - 1):
                 m.d.sync += [f_g.eq(0), f_ox.eq(f_ox + 1)]
@@ -366,7 +409,7 @@ class Pool2d(wiring.Component):
         q_in = Signal(DIM_BITS + 1)
         lo_last_sy = Signal(DIM_BITS + 1)
         kh1 = Signal(DIM_BITS + 1)
-        m.d.comb += [q_in.eq(self.i.payload.h + pt), lo_last_sy.eq(lo_last + sy),
+        m.d.comb += [q_in.eq(p.h + pt), lo_last_sy.eq(lo_last + sy),
                      kh1.eq(kh - 1)]
         upd = take & it.row_end
         hit_in = Mux((upd & it.last_row) | init_wait[-1], q_in == kh1,
@@ -394,5 +437,5 @@ class Pool2d(wiring.Component):
                          omask.eq(open_banks(init_n_c, base))]
         with m.If(self.start):
             m.d.sync += [base.eq(0), nended.eq(0), lo_start.eq(0), init_wait.eq(1),
-                         f_active.eq(0), pending.eq(0)]
+                         f_active.eq(0), f_dvalid.eq(0), pending.eq(0)]
         return m

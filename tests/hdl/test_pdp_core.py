@@ -31,9 +31,15 @@ CASES = [
     ("8x8_ave", POOL_AVE, 2, 4, 1, 8, 8, 1, 3, 5, 6, 6, 7),
     ("4x2_max_s2", POOL_MAX, 4, 4, 2, 4, 2, 2, 2, 2, 1, 2, 1),
     # one output column: with one channel group (lanes = atom) every item of the height pass
-    # reads and writes the same line-buffer address as the one before it, and the flush of the
-    # bottom padding reads the address the surface's last item wrote
+    # reads and writes the same line-buffer address as the two before it (issue 10: its read,
+    # registered, misses their writes; both are forwarded), and the flush of the bottom padding
+    # reads the address the surface's last item wrote: its first (synchronous) read is
+    # presented in the cycle that write is made (it must see it: the read port is transparent
+    # for the write port)
     ("1x3_ave_1col", POOL_AVE, 1, 5, 2, 1, 3, 1, 1, 0, 1, 0, 1),
+    # likewise, three windows in the bottom padding flushed from three banks while the next
+    # surface's first lines wait for them (their writes must not reach a bank being flushed)
+    ("1x4_max_1col_pb3", POOL_MAX, 1, 5, 3, 1, 4, 1, 1, 0, 2, 0, 3),
 ]
 
 
