@@ -5,9 +5,11 @@ A *run* is a group of atoms at consecutive addresses that one AXI burst can carr
 aligned *burst window* of ``max_burst * beat_bytes`` bytes. Windows divide 4 KB, so a run never
 crosses a 4 KB boundary (AXI rule). A run continues across the end of a line (and of a surface)
 when the next line (surface) starts right after the last atom, e.g. when
-``line_stride == (width + 1) * atom_bytes``; the check compares running addresses (the next
-atom's address equals the end of the run), so it needs no multiplier. With ``max_burst = 1`` and
-``atom_bytes = beat_bytes`` (nv_small) every run is one atom and one beat.
+``line_stride == (width + 1) * atom_bytes``; both are properties of the cube, found without a
+multiplier: lines by that comparison (a shift of the width), surfaces by comparing running
+addresses (the end of a surface's last line with the next surface's start) on entering the last
+line. With ``max_burst = 1`` and ``atom_bytes = beat_bytes`` (nv_small) every run is one atom
+and one beat.
 
 Also here: what :class:`hdl.dma.ReadDma` and :class:`hdl.dma.WriteDma` share, the parameter checks
 (:func:`check_dma_params`), the AXI view of a run (:func:`run_request`) and their base class
@@ -134,80 +136,137 @@ class CubeWalker(RunWalker):
         m = Module()
         a_sh = log2(self.atom_bytes)
         win_sh = log2(self.max_burst * self.beat_bytes)
+        big = self.max_atoms                   # atoms per burst window
         cube = self.cube
+        aw = self.addr_width
 
         # --- line pieces: the atoms of one line inside one burst window, one per cycle ---
-        w = Signal(CUBE_DIM_BITS + 1)          # atoms of the current line already walked
-        h = Signal(CUBE_DIM_BITS)
-        s = Signal(CUBE_DIM_BITS)
-        w_max = Signal(CUBE_DIM_BITS)
+        # Issue 10: every decision about the current piece (does it end its line, its surface,
+        # the cube; how many atoms; may it merge into the next) is a register computed when the
+        # previous piece was taken, from registers by at most one addition or comparison; the
+        # loop register -> comparison -> next state (SDP's critical path on ECP5, 10.9 ns, through
+        # left_line = w_max + 1 - w, left_line <= avail, then the next w/h/s/line values) is gone.
+        # Lines and surfaces left are down-counters whose end flags are loaded one piece ahead.
+        w1 = Signal(CUBE_DIM_BITS + 1)         # atoms per line (width + 1)
+        w1_small = Signal()                    # a whole line fits a burst window (w1 <= big)
         h_max = Signal(CUBE_DIM_BITS)
-        s_max = Signal(CUBE_DIM_BITS)
+        h_zero = Signal()                      # one line per surface
         lstride = Signal(STRIDE_BITS)
         sstride = Signal(STRIDE_BITS)
-        addr = Signal(self.addr_width)         # next atom
-        line = Signal(self.addr_width)         # start of the current line
-        surf = Signal(self.addr_width)         # start of the current surface
+        addr = Signal(aw)                      # first atom of the current piece
+        line = Signal(aw)                      # start of the current line
+        surf = Signal(aw)                      # start of the current surface
         walking = Signal()
+        left = Signal(CUBE_DIM_BITS + 1)       # atoms of the line from addr on (>= 1)
+        count = Signal(range(big + 1))         # atoms of the current piece
+        end_line = Signal()                    # the piece ends its line (count == left)
+        h_left = Signal(CUBE_DIM_BITS)         # lines of the surface after the current one
+        end_h = Signal()                       # h_left == 0
+        s_left = Signal(CUBE_DIM_BITS)         # surfaces after the current one
+        end_s = Signal()                       # s_left == 0
+        wend = Signal()                        # the piece ends at the end of its burst window
 
-        left_line = Signal(CUBE_DIM_BITS + 1)  # atoms left in the line (>= 1 while walking)
-        avail = Signal(range(self.max_atoms + 1))   # atoms left in the burst window
-        count = Signal(range(self.max_atoms + 1))
-        end_line = Signal()
-        piece_end = Signal(self.addr_width)    # address after the piece's last atom
-        next_line = Signal(self.addr_width)    # start of the next line of this surface
-        next_surf = Signal(self.addr_width)    # start of the next surface
-        m.d.comb += left_line.eq(w_max + 1 - w)
-        if win_sh > a_sh:
-            m.d.comb += avail.eq(self.max_atoms - addr[a_sh:win_sh])
-        else:
-            m.d.comb += avail.eq(1)
-        end_h, end_s = h == h_max, s == s_max
-        m.d.comb += [end_line.eq(left_line <= avail),
-                     count.eq(Mux(end_line, left_line, avail)),
-                     piece_end.eq(addr + (count << a_sh)),
-                     next_line.eq(line + lstride), next_surf.eq(surf + sstride)]
+        next_line = Signal(aw)                 # start of the next line of this surface
+        next_surf = Signal(aw)                 # start of the next surface
+        m.d.comb += [next_line.eq(line + lstride), next_surf.eq(surf + sstride)]
+
+        def line_start(a_lo, width1, small):
+            """(end_line, count, wend) of the first piece of a line at an address whose atom
+            index in its window is ``a_lo``: ``width1`` atoms (``small``: width1 <= big)."""
+            if big == 1:
+                return width1 == 1, 1, 1
+            avail = Signal(range(big + 1))
+            m.d.comb += avail.eq(big - a_lo)
+            w_lo = width1[:log2(big) + 1]
+            end = small & (w_lo <= avail)
+            return end, Mux(end, width1, avail), ~small | (w_lo >= avail)
+
+        def lo(a):
+            return a[a_sh:win_sh] if win_sh > a_sh else 0
 
         piece = stream.Signature(self._run_layout).create()
-        m.d.comb += [piece.valid.eq(walking), piece.payload.addr.eq(addr),
-                     piece.payload.count.eq(count),
-                     piece.payload.last.eq(end_line & end_h & end_s)]
+        last = Signal()
+        m.d.comb += [last.eq(end_line & end_h & end_s),
+                     piece.valid.eq(walking), piece.payload.addr.eq(addr),
+                     piece.payload.count.eq(count), piece.payload.last.eq(last)]
 
+        def load_line(start_addr, width1, small):
+            """The next piece is the first of a line starting at ``start_addr``."""
+            end, cnt, we = line_start(lo(start_addr), width1, small)
+            m.d.sync += [addr.eq(start_addr), left.eq(width1), end_line.eq(end), count.eq(cnt),
+                         wend.eq(we)]
+
+        # --- merge flags (max_atoms > 1): a piece that ends its line, not at its window's end,
+        # continues into the next line (surface) when that starts right after it; both are
+        # properties of the cube (issue 10: no 32-bit comparison on the piece's ready path).
+        # lines_contig: line_stride == (width + 1) atoms (modulo the address space);
+        # surf_contig, valid while the current line is the last of its surface: the next
+        # surface starts right after it (loaded on entering the last line) ---
+        lines_contig = Signal()
+        surf_contig = Signal()
+        wbytes = Signal(aw)
+        s0_contig = Signal()                   # surface_stride == (width + 1) atoms
+        in_wbytes = Signal(aw)
+        m.d.comb += in_wbytes.eq((cube.width + 1) << a_sh)
+
+        left_next = Signal.like(left)          # after a piece cut by its window
+        m.d.comb += left_next.eq(left - count)
         with m.If(self.start & ~self.busy):
-            m.d.sync += [walking.eq(1), w.eq(0), h.eq(0), s.eq(0),
-                         w_max.eq(cube.width), h_max.eq(cube.height),
-                         s_max.eq(cube.channel >> self.atom_elems_log2),
+            m.d.sync += [walking.eq(1), line.eq(cube.base), surf.eq(cube.base),
+                         w1.eq(cube.width + 1), w1_small.eq(cube.width < big),
+                         h_max.eq(cube.height), h_zero.eq(cube.height == 0),
+                         h_left.eq(cube.height), end_h.eq(cube.height == 0),
                          lstride.eq(cube.line_stride), sstride.eq(cube.surface_stride),
-                         addr.eq(cube.base), line.eq(cube.base), surf.eq(cube.base)]
+                         wbytes.eq(in_wbytes)]
+            s_first = cube.channel >> self.atom_elems_log2
+            m.d.sync += [s_left.eq(s_first), end_s.eq(s_first == 0)]
+            load_line(cube.base, cube.width + 1, cube.width < big)
+            if big > 1:
+                s0 = cube.surface_stride[:aw] == in_wbytes
+                m.d.sync += [lines_contig.eq(cube.line_stride[:aw] == in_wbytes),
+                             s0_contig.eq(s0), surf_contig.eq(s0)]
         with m.If(piece.valid & piece.ready):
             with m.If(~end_line):
-                m.d.sync += [w.eq(w + count), addr.eq(piece_end)]
+                # the piece was cut by its window: the next one starts a window
+                if big == 1:
+                    m.d.sync += end_line.eq(left == 2)
+                else:
+                    m.d.sync += [end_line.eq(left_next <= big), wend.eq(left_next >= big),
+                                 count.eq(Mux(left_next <= big, left_next, big))]
+                m.d.sync += [left.eq(left_next), addr.eq(addr + (count << a_sh))]
             with m.Elif(~end_h):
-                m.d.sync += [w.eq(0), h.eq(h + 1), line.eq(next_line), addr.eq(next_line)]
+                m.d.sync += [h_left.eq(h_left - 1), end_h.eq(h_left == 1), line.eq(next_line)]
+                load_line(next_line, w1, w1_small)
+                if big > 1:
+                    with m.If(h_left == 1):
+                        m.d.sync += surf_contig.eq((next_line + wbytes)[:aw] == next_surf)
             with m.Elif(~end_s):
-                m.d.sync += [w.eq(0), h.eq(0), s.eq(s + 1), surf.eq(next_surf),
-                             line.eq(next_surf), addr.eq(next_surf)]
+                m.d.sync += [h_left.eq(h_max), end_h.eq(h_zero),
+                             s_left.eq(s_left - 1), end_s.eq(s_left == 1),
+                             surf.eq(next_surf), line.eq(next_surf)]
+                load_line(next_surf, w1, w1_small)
+                if big > 1:
+                    m.d.sync += surf_contig.eq(s0_contig)
             with m.Else():
                 m.d.sync += walking.eq(0)
 
-        if self.max_atoms == 1:
+        if big == 1:
             # every piece fills its window: nothing can be merged
             wiring.connect(m, piece, wiring.flipped(self.runs))
             m.d.comb += self.busy.eq(walking)
             return m
 
-        # --- merge: a piece continues into its successor when that starts at piece_end, inside
-        # the same window (a piece cut by its window ends at a window boundary: never) ---
+        # --- merge: a piece continues into its successor when that starts right after it, in
+        # the same window ---
         cont = Signal()
-        m.d.comb += cont.eq(end_line & ~piece.payload.last & (piece_end[a_sh:win_sh] != 0)
-                            & (Mux(end_h, next_surf, next_line) == piece_end))
+        m.d.comb += cont.eq(end_line & ~wend & ~last & Mux(end_h, surf_contig, lines_contig))
         held_valid = Signal()                  # a run's first pieces are held
-        held_addr = Signal(self.addr_width)
-        held_count = Signal(range(self.max_atoms + 1))
+        held_addr = Signal(aw)
+        held_count = Signal(range(big + 1))
         run = Signal(self._run_layout)         # the run ending with this piece (if ~cont)
         m.d.comb += [run.addr.eq(Mux(held_valid, held_addr, addr)),
                      run.count.eq(Mux(held_valid, held_count, 0) + count),
-                     run.last.eq(piece.payload.last)]
+                     run.last.eq(last)]
         # fall-through buffer of one run
         buf = Signal(self._run_layout)
         buf_valid = Signal()

@@ -49,6 +49,20 @@ def line_pieces(cube, atom_bytes, atom_elems, window):
     return sum(len({a // window for a in atoms[i:i + n]}) for i in range(0, len(atoms), n))
 
 
+def merge_kinds(cube, atom_bytes, atom_elems, window):
+    """Where runs of ``cube`` go on across a line end: ``"line"`` (into the next line of the
+    surface), ``"surface"`` (into the next surface, from a surface of several lines),
+    ``"surface1"`` (the same with one line per surface)."""
+    atoms = expected_atoms(cube, atom_bytes, atom_elems)
+    n = cube["width"] + 1
+    per_surf = n * (cube["height"] + 1)
+    kinds = set()
+    for i in range(n, len(atoms), n):
+        if atoms[i] % window and atoms[i] == atoms[i - 1] + atom_bytes:
+            kinds.add("line" if i % per_surf else "surface" if cube["height"] else "surface1")
+    return kinds
+
+
 def random_cube(rng, atom_bytes, atom_elems):
     """A random small cube; lines (surfaces) are exactly contiguous half of the time, else gaps
     of 1 or 2 atoms; atoms never overlap."""
@@ -165,17 +179,25 @@ def test_walker_random_cubes(atom_bytes, atom_elems, beat_bytes, max_burst):
     dut = CubeWalker(addr_width=ADDR_WIDTH, atom_bytes=atom_bytes, atom_elems=atom_elems,
                      beat_bytes=beat_bytes, max_burst=max_burst)
     cubes = dma_cubes(rng, atom_bytes, atom_elems, 30, gap=0)
+    # contiguous lines and surfaces (line_stride == width + 1 atoms), several lines per surface
+    # and one line per surface: runs across both kinds of surface ends
+    cubes += [dict(base=0x3000 + atom_bytes, line_stride=3 * atom_bytes,
+                   surface_stride=6 * atom_bytes, width=2, height=1, channel=3 * atom_elems - 1),
+              dict(base=0x5000 - 3 * atom_bytes, line_stride=0x400, surface_stride=2 * atom_bytes,
+                   width=1, height=0, channel=5 * atom_elems - 1)]
     window = max_burst * beat_bytes
     merged = 0
+    kinds = set()
 
     async def bench(ctx):
-        nonlocal merged
+        nonlocal merged, kinds
         for n, cube in enumerate(cubes):
             await start_cube(ctx, dut, cube)
             assert ctx.get(dut.busy)
             n_runs = len(expected_runs(cube, atom_bytes, atom_elems, window))
             pieces = line_pieces(cube, atom_bytes, atom_elems, window)
             merged += n_runs < pieces
+            kinds |= merge_kinds(cube, atom_bytes, atom_elems, window)
             stall = 0.0 if n % 3 == 0 else 0.4
             stamps = []
             runs = await stream_get(ctx, dut.runs, n_runs, rng=rng, p_stall=stall,
@@ -193,6 +215,7 @@ def test_walker_random_cubes(atom_bytes, atom_elems, beat_bytes, max_burst):
     run_sim(dut, bench, stable=[("runs", dut.runs)])
     if window > atom_bytes:
         assert merged >= 5, "too few cubes with runs across lines or surfaces"
+        assert kinds == {"line", "surface", "surface1"}
 
 
 def test_walker_start_ignored_while_busy():
