@@ -34,8 +34,8 @@ Convolution") or the post-extension layout (model ``read_weights_post_ext``).
 
 Structure::
 
-  ImgOpSeq ─► ImgReads ─► stage ─► wait dat_slices ─► Fork ─► dat_rd_req ─► CBUF ─┐
-                                                        └──► tag FIFO ────────────┴► ImgAssemble ─► o
+  ImgOpSeq ─► skid ─► ImgReads ─► stage ─► wait dat_slices ─► Fork ─► dat_rd_req ─► CBUF ─┐
+                                                                └──► tag FIFO ────────────┴► ImgAssemble ─► o
 
 One CBUF read per op when its bytes lie in one entry per line (NVIDIA's img_* traces: C = 4,
 sx = 2, every op aligned), so such layers run at one op per cycle; two reads per line
@@ -47,7 +47,7 @@ image mode (CDMA inserted the left/right padding; model ``ConvCore.run``).
 """
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
@@ -55,7 +55,7 @@ from amaranth.lib.wiring import In, Out
 from hdl.cbuf import CbufGeometry, rd_req_layout, rd_resp_layout
 from hdl.csc.seq import DIM, stripe_counter
 from hdl.lib.gearbox import Fork, Join
-from hdl.lib.stream import PipelineStage
+from hdl.lib.stream import PipelineStage, SkidBuffer
 from hdl.regmap.types import field_enum
 
 __all__ = ["PIXEL", "is_image", "img_params_layout", "img_params", "img_wt_params",
@@ -189,7 +189,8 @@ class ImgOpSeq(wiring.Component):
     direct-convolution sequencer (:func:`hdl.csc.seq.stripe_len`). Addresses kept
     incrementally (adds only).
 
-    Ports: ``params`` In(:func:`img_params_layout`) stable from ``start`` to the layer's end;
+    Ports: ``params`` In(:func:`img_params_layout`) stable from the cycle before ``start`` to
+    the layer's end (:func:`hdl.csc.seq.stripe_counter` registers what it derives from them);
     ``start`` In(1); ``o`` Out(stream of :func:`img_op_layout`); ``busy`` Out(1).
     """
 
@@ -287,7 +288,8 @@ class ImgReads(wiring.Component):
     entry 0 whose data is unused. Combinational: the op is consumed with its last read, so an
     op of one read passes at one per cycle.
 
-    Ports: ``params`` In(:func:`img_params_layout`); ``i`` In(stream of :func:`img_op_layout`);
+    Ports: ``params`` In(:func:`img_params_layout`), settled a cycle before the first op (``h``
+    is registered once more); ``i`` In(stream of :func:`img_op_layout`);
     ``o`` Out(stream of ``{addr, y, tag}``): CBUF entry address, line ``y`` (wait for
     ``dat_slices > y`` unless ``tag.pad``), tag :func:`img_tag_layout`.
     """
@@ -317,10 +319,17 @@ class ImgReads(wiring.Component):
         ring = Signal(geom.addr_bits)
         pad, two, seg_done, op_done = Signal(), Signal(), Signal(), Signal()
         off = Signal(max(1, es))
+        # line j of the op is a pad line when op.line + j < 0 or >= h: op.line against
+        # thresholds chosen by j (-j constants, registers h - j following the parameters), not
+        # the sum (issue 10: j -> op.line + j -> the bound comparisons -> two -> op_done -> the
+        # op skid buffer's registers was CSC's critical path on ECP5)
+        h_j = Array(Signal(signed(DIM + 1), name=f"h_minus_{jj}") for jj in range(MAX_EXT))
+        m.d.sync += [h_j[jj].eq(p.h - jj) for jj in range(MAX_EXT)]
+        below = Array(op.line < -jj for jj in range(MAX_EXT))
         m.d.comb += [
             line.eq(op.line + j),
             ye.eq(op.ye + Mux(j[0], p.eps, 0) + Mux(j[1], p.eps << 1, 0)),
-            pad.eq((line < 0) | (line >= p.h)),
+            pad.eq(below[j] | (op.line >= h_j[j])),
             off.eq(op.bo[:es] if es else 0),
             two.eq((off + op.seg > eb) & ~pad),
             addr.eq(ye + (op.bo >> es) + second),
@@ -437,7 +446,13 @@ class ImgData(wiring.Component):
                      self.busy.eq(seq.busy)]
         reads = m.submodules.reads = ImgReads(geom, ac, ak, sm)
         m.d.comb += reads.params.eq(self.params)
-        wiring.connect(m, seq.o, reads.i)
+        # the ops through a skid buffer: the op's line (yb + lo, an adder after the sequencer's
+        # registers) does not reach ImgReads' line checks and read expansion in the same cycle,
+        # nor ImgReads' op_done the sequencer's registers (issue 10: seq -> reads -> stage was
+        # CSC's critical path on ECP5 once the stripe counter was registered)
+        skid = m.submodules.op_skid = SkidBuffer(seq.o.payload.shape())
+        wiring.connect(m, seq.o, skid.i)
+        wiring.connect(m, skid.o, reads.i)
         stage = m.submodules.stage = PipelineStage(reads.o_layout)
         wiring.connect(m, reads.o, stage.i)
         s = stage.o

@@ -87,30 +87,42 @@ def stripe_len(m: Module, remaining, stripe_max: int) -> Signal:
 
 
 def stripe_counter(m: Module, npix, stripe_max: int):
-    """The stripe bookkeeping of a pixel sequencer: ``remaining`` (the kernel group's pixels
-    from the current stripe's first on) and ``last`` (the current stripe's last pixel index,
-    its :func:`stripe_len` minus 1), registers loaded when a stripe starts. Both candidate
-    lengths are computed from registers before the choice, so that no stripe length is
-    computed in the cycle it is needed (issue 10: that was CSC's critical path on ECP5).
+    """The stripe bookkeeping of a pixel sequencer: ``last`` (the current stripe's last pixel
+    index, its :func:`stripe_len` minus 1) and ``after`` (the kernel group's pixels after the
+    current stripe), registers loaded when a stripe starts, from registers only (issue 10:
+    :func:`stripe_len` of a value computed in the same cycle, and of the layer parameter
+    ``npix``, were CSC's critical path on ECP5, into the image op sequencer's registers):
+
+    * the next stripe's last index ``next_last`` = stripe_len(after) - 1 is a register
+      following ``after`` one cycle later. It is read when the current stripe ends, at least
+      two cycles after ``after`` was loaded: a stripe followed by another is at least
+      ``ceil((stripe_max + 1) / 2)`` >= 2 pixels long when ``stripe_max`` >= 2 (one op each at least),
+      and with ``stripe_max`` = 1 every length is 1, so ``next_last`` = 0 even one cycle late;
+    * a group's first stripe (``group_last``, ``group_after``) comes from registers following
+      ``npix``: CSC registers its parameters from its registers and starts the sequencers two
+      cycles after its own ``start`` (hdl/csc/__init__.py), so these are settled by then.
 
     ``npix``: the kernel group's pixels (stable in a layer). Returns ``(last, again, after)``:
     the ``last`` Signal and the statements that start a group's first stripe (``again``: all
     ``npix`` pixels left) or the stripe after the current one (``after``)."""
-    remaining = Signal(2 * DIM, name="remaining")
     last = Signal(range(stripe_max), name="stripe_last_pos")
-    rem_after = Signal(2 * DIM, name="remaining_after")
-    m.d.comb += rem_after.eq(remaining - (last + 1))
-    again_len = stripe_len(m, npix, stripe_max)
-    after_len = stripe_len(m, rem_after, stripe_max)
-    return (last, [remaining.eq(npix), last.eq(again_len - 1)],
-            [remaining.eq(rem_after), last.eq(after_len - 1)])
+    after = Signal(2 * DIM, name="remaining_after")
+    next_last = Signal(range(stripe_max), name="next_stripe_last_pos")
+    group_last = Signal(range(stripe_max), name="group_stripe_last_pos")
+    group_after = Signal(2 * DIM, name="group_remaining_after")
+    group_len = stripe_len(m, npix, stripe_max)
+    m.d.sync += [next_last.eq(stripe_len(m, after, stripe_max) - 1),
+                 group_last.eq(group_len - 1), group_after.eq(npix - group_len)]
+    return (last, [after.eq(group_after), last.eq(group_last)],
+            [after.eq(after - (next_last + 1)), last.eq(next_last)])
 
 
 class OpSeq(wiring.Component):
     """The op sequencer: one item of :func:`dop_layout` per atomic operation, in the order of
     docs/conv.md (g, stripe, cb, r, s, pixel), one per cycle.
 
-    Ports: ``params`` In(:func:`params_layout`), stable from ``start`` to the end of the layer;
+    Ports: ``params`` In(:func:`params_layout`), stable from the cycle before ``start`` to the
+    end of the layer (:func:`stripe_counter` registers what it derives from them);
     ``start`` In(1) one-cycle pulse; ``o`` Out(stream of :func:`dop_layout`); ``busy`` Out(1)
     (items left to emit).
     """

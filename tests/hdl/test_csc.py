@@ -420,6 +420,10 @@ CASES = {
     "1px_output": (Layer(w=1, h=1, c=5, k=2), 8),
     "balanced_last_stripes": (Layer(w=5, h=4, c=9, k=3, r=2, s=2, pl=1, pt=1), 8),
     "stripe_max_1": (Layer(w=3, h=2, c=10, k=9, r=2, s=2, pl=1, pb=1, pad_value=0x80), 1),
+    # stripes of 2 and 3 pixels of one weight set: a stripe ends every 2 cycles (the next
+    # stripe's length is a register following the stripe counter, hdl/csc/seq.py)
+    "stripe_max_2_1x1": (Layer(w=3, h=3, c=3, k=10), 2),
+    "stripe_max_3_1x1": (Layer(w=5, h=1, c=3, k=3), 3),
     "c20_k17_stride2": (Layer(w=6, h=5, c=20, k=17, r=3, s=3, sx=2, sy=1, pl=1, pt=2, pr=1,
                               pb=2, pad_value=0x33), 8),
 }
@@ -429,6 +433,11 @@ CASES = {
 def test_layer(name):
     L, sm = CASES[name]
     _run(L, sm, seed=sorted(CASES).index(name) + 1)
+
+
+def test_short_stripes_no_stall():
+    """Stripes of 2, 2, 2, 2, 1 pixels of one weight set each, no stalls (see CASES)."""
+    _run(Layer(w=3, h=3, c=3, k=10), 2, seed=5, p_stall=0.0)
 
 
 def _random_layer(rng: random.Random) -> Layer:

@@ -344,7 +344,9 @@ def _run(L: ImgLayer, stripe_max: int, seed: int, *, unit="csc", p_stall=0.3, sl
             ctx.set(dut.dat_slices, L.h)
             if unit == "csc":
                 ctx.set(dut.wt_entries, L.wentries)
-        await ctx.tick()
+        # the parameters (registered from the registers) settle a cycle before ``start``, as
+        # Csc guarantees its sequencers (hdl/csc/seq.py stripe_counter)
+        await ctx.tick().repeat(2)
         ctx.set(dut.start, 1)
         await ctx.tick()
         ctx.set(dut.start, 0)
