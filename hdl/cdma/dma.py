@@ -15,7 +15,7 @@ bursts of ``max_burst`` beats.
 """
 from __future__ import annotations
 
-from amaranth.hdl import Const, Module, Mux, Signal, signed
+from amaranth.hdl import Module, Mux, Signal, signed
 from amaranth.lib.wiring import In
 
 from hdl.dma import ReadDma
@@ -202,60 +202,65 @@ class WeightWalker(RunWalker):
         m = Module()
         a_sh = log2(self.atom_bytes)
         win_sh = log2(self.max_burst * self.beat_bytes)
+        mx = self.max_atoms
         addr = Signal(self.addr_width)
         idx = Signal(ENTRY_COUNT_BITS)          # next atom index
         rem = Signal(ENTRY_COUNT_BITS)          # atoms left in the stream (>= 1 while walking)
         walking = Signal()
 
-        avail = Signal(range(self.max_atoms + 1))   # atoms left in the burst window
+        avail = Signal(range(mx + 1))           # atoms left in the burst window
         if win_sh > a_sh:
-            m.d.comb += avail.eq(self.max_atoms - addr[a_sh:win_sh])
+            m.d.comb += avail.eq(mx - addr[a_sh:win_sh])
         else:
             m.d.comb += avail.eq(1)
-        # ``limit`` as sampled while no run waits, so that a run offered and not yet taken
-        # keeps its payload (lib.stream rule); 0 right after ``start`` (the caller's limit may
-        # still be the previous layer's in the start cycle)
-        lim = Signal(ENTRY_COUNT_BITS)
         # A run is at most max_atoms long, so the stream's and the limit's room only matter up
-        # to max_atoms: each is clipped right after its one wide operation (``rem`` is a
-        # register; the limit's room one subtraction), and the run length comes from narrow
-        # comparisons (issue 10: 32-bit subtractions and comparisons in series were a long
-        # path of CDMA's weight fetch)
-        k = self.max_atoms.bit_length()         # bits of 0..max_atoms
-        small = range(self.max_atoms + 1)
-        gap = Signal(signed(ENTRY_COUNT_BITS + 1))  # lim - idx
+        # to max_atoms. Both are known from the signs of registers kept next to ``rem`` and
+        # ``idx`` (issue 10: a 32-bit subtraction (limit - idx) and 32-bit zero tests (rem, the
+        # limit's room above the window) before the run-length choice, and that choice into the
+        # run's valid and the 32-bit updates of idx, were CDMA's critical path on ECP5):
+        # ``rem_m`` = rem - (max_atoms + 1) (< 0: rem <= max_atoms), ``g1`` = lim - idx - 1
+        # (>= 0: the limit allows a run) and ``gm`` = lim - idx - (max_atoms + 1) (>= 0: it
+        # allows a whole window), where ``lim`` is ``limit`` as sampled while no run waits (so
+        # that a run offered and not yet taken keeps its payload, lib.stream rule), 0 right
+        # after ``start`` (the caller's limit may still be the previous layer's in the start
+        # cycle): the same runs as with ``lim`` and the differences computed each cycle.
+        k = mx.bit_length()                     # bits of 0..max_atoms
+        small = range(mx + 1)
+        wide = signed(ENTRY_COUNT_BITS + 2)
+        rem_m, g1, gm = Signal(wide), Signal(wide), Signal(wide)
         rem_s = Signal(small)                   # min(rem, max_atoms)
         room_s = Signal(small)                  # min(max(lim - idx, 0), max_atoms)
-        rem_big = Signal()
-        gap_big = Signal()
-        def over(v):
-            """v (k bits) > max_atoms; never when max_atoms is all ones (1 on nv_small)"""
-            return v > self.max_atoms if (1 << k) - 1 > self.max_atoms else Const(0, 1)
         m.d.comb += [
-            gap.eq(lim - idx),
-            rem_big.eq((rem >> k) != 0),
-            gap_big.eq((gap[k:-1] != 0)),
-            rem_s.eq(Mux(rem_big | over(rem[:k]), self.max_atoms, rem[:k])),
-            room_s.eq(Mux(gap[-1], 0, Mux(gap_big | over(gap[:k]), self.max_atoms, gap[:k]))),
+            rem_s.eq(Mux(rem_m[-1], rem[:k], mx)),
+            room_s.eq(Mux(g1[-1], 0, Mux(gm[-1], g1[:k] + 1, mx))),
         ]
         c1 = Signal(small)
         count = Signal(small)
         m.d.comb += [
             c1.eq(Mux(rem_s < avail, rem_s, avail)),
             count.eq(Mux(room_s < c1, room_s, c1)),
-            self.runs.valid.eq(walking & (count != 0)),
+            # count != 0: rem >= 1 while walking and avail >= 1, so the limit's room decides
+            self.runs.valid.eq(walking & ~g1[-1]),
             self.runs.payload.addr.eq(addr),
             self.runs.payload.count.eq(count),
-            self.runs.payload.last.eq(~rem_big & (count == rem[:k])),
+            self.runs.payload.last.eq(rem_m[-1] & (count == rem[:k])),
             self.busy.eq(walking),
         ]
-        with m.If(~self.runs.valid | self.runs.ready):
-            m.d.sync += lim.eq(self.limit)
+        take = self.runs.valid & self.runs.ready
+        # limit - idx - 1 in one adder: ~idx (sign-extended) = -idx - 1
+        idx_x = Signal(wide)
+        base1 = Signal(wide)
+        m.d.comb += [idx_x.eq(idx), base1.eq(self.limit + ~idx_x)]
+        with m.If(take):
+            m.d.sync += [g1.eq(base1 - count), gm.eq(base1 - (count + mx))]
+        with m.Elif(~self.runs.valid):
+            m.d.sync += [g1.eq(base1), gm.eq(base1 - mx)]
         with m.If(self.start & ~walking):
             m.d.sync += [walking.eq(self.entries != 0), idx.eq(0), rem.eq(self.entries),
-                         addr.eq(self.cube.base), lim.eq(0)]
-        with m.If(self.runs.valid & self.runs.ready):
-            m.d.sync += [idx.eq(idx + count), rem.eq(rem - count),
+                         rem_m.eq(self.entries - (mx + 1)), addr.eq(self.cube.base),
+                         g1.eq(-1), gm.eq(-(mx + 1))]
+        with m.If(take):
+            m.d.sync += [idx.eq(idx + count), rem.eq(rem - count), rem_m.eq(rem_m - count),
                          addr.eq(addr + (count << a_sh))]
             with m.If(self.runs.payload.last):
                 m.d.sync += walking.eq(0)
