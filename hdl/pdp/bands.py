@@ -74,6 +74,7 @@ class Bands(wiring.Component):
         r = self.regs
         first, last = Signal(name=f"{name}_first"), Signal(name=f"{name}_last")
         split = Signal(name=f"{name}_split")
+        win1 = Signal(10, name=f"{name}_win1")     # the band's input width - 1
         win = Signal(DIM_BITS, name=f"{name}_win")
         overlap = Signal(signed(6), name=f"{name}_overlap")
         g = {"col": Signal(signed(DIM_BITS + 1), name=f"{name}_col"),
@@ -86,20 +87,24 @@ class Bands(wiring.Component):
         m.d.comb += [
             first.eq(b == 0), last.eq(b == r.split_num), split.eq(r.split_num != 0),
             overlap.eq(r.kw - r.sx),
-            win.eq(Mux(first, r.in_first, Mux(last, r.in_last, r.in_mid)) + 1),
+            win1.eq(Mux(first, r.in_first, Mux(last, r.in_last, r.in_mid))),
+            win.eq(win1 + 1),
             g["out_width"].eq(Mux(split, Mux(first, r.out_first,
                                              Mux(last, r.out_last, r.out_mid)) + 1,
                                   r.cube_out_width + 1)),
             g["pad_left_b"].eq(Mux(first, r.pad_left, 0)),
             g["out_col"].eq(out_start),
-            g["last_col"].eq(g["width"] - 1),
         ]
+        # last_col = width - 1 from the minus-one widths directly (issue 10: width's adders and
+        # the - 1 in series were PDP's critical path, from b into the width pass's last_col)
         with m.If(~split):
-            m.d.comb += [g["col"].eq(0), g["width"].eq(r.cube_width + 1)]
+            m.d.comb += [g["col"].eq(0), g["width"].eq(r.cube_width + 1),
+                         g["last_col"].eq(r.cube_width)]
         with m.Elif(first):
-            m.d.comb += [g["col"].eq(0), g["width"].eq(win)]
+            m.d.comb += [g["col"].eq(0), g["width"].eq(win), g["last_col"].eq(win1)]
         with m.Else():
-            m.d.comb += [g["col"].eq(in_start - overlap), g["width"].eq(win + overlap)]
+            m.d.comb += [g["col"].eq(in_start - overlap), g["width"].eq(win + overlap),
+                         g["last_col"].eq(win1 + overlap)]
         return g, in_start + win, out_start + g["out_width"]
 
     def elaborate(self, platform):
