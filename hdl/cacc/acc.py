@@ -35,7 +35,7 @@ from amaranth.utils import exact_log2
 
 from hdl.cmac.layouts import psum_layout
 from hdl.config import NvdlaConfig
-from hdl.lib.fixed import saturate
+from hdl.lib.fixed import in_range, saturate
 from hdl.lib.stream import Map, PipelineStage
 from hdl.regfile import unit_layout
 from hdl.regmap import REGMAP
@@ -86,7 +86,7 @@ def cacc_round_finish(shifted) -> tuple[Value, Value]:
     point5 = v.guide & (~v.neg | v.sticky)
     rounded_v = v.sft + point5                              # signed(35)
     value = saturate(rounded_v, 32)
-    sat = (rounded_v > (1 << 31) - 1) | (rounded_v < -(1 << 31))
+    sat = ~in_range(rounded_v, 32)
     return value, sat
 
 

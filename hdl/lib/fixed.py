@@ -21,7 +21,7 @@ from amaranth.hdl import (Cat, Const, Mux, Shape, Signal, Value, ValueLike, sign
                           unsigned as _unsigned)
 from amaranth.lib import data
 
-__all__ = ["sign_extend", "saturate", "shift_right_round", "round_bias", "round_bias_shape",
+__all__ = ["sign_extend", "in_range", "saturate", "shift_right_round", "round_bias", "round_bias_shape",
            "round_shift", "partial_products", "partial_products_shapes", "partial_products_layout",
            "sum_partial_products",
            "PIECE_BITS", "truncate", "shift_left_sat", "floor_log2"]
@@ -69,12 +69,43 @@ def sign_extend(value: ValueLike, bits: int, width: int | None = None) -> Value:
     return _resize(result, width).as_signed()
 
 
+def in_range(value: ValueLike, bits: int, *, signed: bool | None = None) -> Value:
+    """Whether ``value`` lies in the range of a ``bits``-bit integer (1 bit).
+
+    Signed range [-2**(bits-1), 2**(bits-1) - 1], unsigned [0, 2**bits - 1]; ``signed`` as in
+    :func:`saturate`. Built from the bits alone, never a comparison with a constant: a signed
+    value is in a signed range when its bits from ``bits - 1`` up are all equal, an unsigned
+    one when its bits from ``bits`` up are zero (a LUT tree on an FPGA; the comparisons were
+    carry chains as long as the value, issue 10: SDP's critical path on ECP5 after the rounding
+    shifter).
+
+    Raises:
+        ValueError: if ``bits`` < 1.
+    """
+    value = Value.cast(value)
+    if bits < 1:
+        raise ValueError(f"bits must be >= 1, not {bits}")
+    in_signed = value.shape().signed
+    out_signed = in_signed if signed is None else signed
+    n = len(value)
+    if in_signed and out_signed:             # all of value[bits-1:] equal the sign
+        top = value[min(bits - 1, n):]
+        return Const(1, 1) if len(top) <= 1 else (top.all() | ~top.any())
+    # otherwise: no bit set at or above bit ``bits`` (``bits - 1`` for a signed range), and
+    # for a signed value to an unsigned range, not negative (the sign bit is among those bits)
+    high = value[min(bits - 1 if out_signed else bits, n):]
+    if in_signed:
+        high = Cat(high, value[-1])
+    return ~high.any() if len(high) else Const(1, 1)
+
+
 def saturate(value: ValueLike, bits: int, *, signed: bool | None = None) -> Value:
     """Clamp ``value`` to the range of an ``bits``-bit integer.
 
     Signed output: [-2**(bits-1), 2**(bits-1) - 1]; unsigned output: [0, 2**bits - 1]. Values
     inside the range are unchanged. (v1_ias_precision.rst: "Saturation is dependent on the
-    number of output bits".)
+    number of output bits".) The range test is :func:`in_range` (bits, no comparisons); out of
+    range, the sign picks the bound.
 
     Widths: ``value`` any shape (signed or unsigned); result ``signed(bits)`` or
     ``unsigned(bits)``.
@@ -88,19 +119,13 @@ def saturate(value: ValueLike, bits: int, *, signed: bool | None = None) -> Valu
         ValueError: if ``bits`` < 1.
     """
     value = Value.cast(value)
-    if bits < 1:
-        raise ValueError(f"bits must be >= 1, not {bits}")
+    ok = in_range(value, bits, signed=signed)      # raises for bits < 1
     in_signed = value.shape().signed
     out_signed = in_signed if signed is None else signed
     lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if out_signed else (0, (1 << bits) - 1)
-    in_lo, in_hi = ((-(1 << (len(value) - 1)), (1 << (len(value) - 1)) - 1) if in_signed
-                    else (0, (1 << len(value)) - 1))
-    clamped = value
-    if lo > in_lo:
-        clamped = Mux(value < lo, lo, clamped)
-    if hi < in_hi:
-        clamped = Mux(value > hi, hi, clamped)
-    result = _resize(Value.cast(clamped), bits)       # in range, so the low bits are exact
+    low = _resize(value, bits)                     # exact when in range
+    bound = Mux(value[-1], lo, hi) if in_signed else Const(hi, bits)
+    result = Mux(ok, low, Value.cast(bound)[:bits])
     return result.as_signed() if out_signed else result.as_unsigned()
 
 

@@ -36,15 +36,14 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from hdl.config import NvdlaConfig
-from hdl.lib.fixed import (partial_products, partial_products_layout, round_bias, round_bias_shape,
-                           round_shift, sum_partial_products)
+from hdl.lib.fixed import (in_range, partial_products, partial_products_layout, round_bias,
+                           round_bias_shape, round_shift, saturate, sum_partial_products)
 from hdl.lib.stream import Map, SkidBuffer
 from hdl.lib.gearbox import Join, Merge, Split, narrow_layout
 from hdl.sdp.rdma import atom_layout
 from hdl.sdp import lut
 from hdl.sdp.y import YSubUnit, y_cfg_layout
-from hdl.sdp.x import (X_DATA_BITS, XSubUnit, array_signal, in_range, operand_layout,
-                      saturate_signed, x_cfg_layout)
+from hdl.sdp.x import X_DATA_BITS, XSubUnit, array_signal, operand_layout, x_cfg_layout
 
 __all__ = ["SdpCore", "op_sel_layout", "core_lanes", "wide_atom_layout"]
 
@@ -247,7 +246,7 @@ class SdpCore(wiring.Component):
             vs, sats = [], []
             for k in range(lanes):
                 q = round_shift(p[k], self.cvt_shift, signed(_PROD_BITS))
-                vs.append(saturate_signed(q, cfg.bpe))
+                vs.append(saturate(q, cfg.bpe))
                 sats.append(~in_range(q, 17))
             return {"v": array_signal(m, out_group, vs, "cvt_out"), "sat": Cat(*sats)}
 

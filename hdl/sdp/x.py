@@ -37,7 +37,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from hdl.lib.fixed import (partial_products, partial_products_layout, round_bias, round_bias_shape,
-                           round_shift, shift_left_sat, sum_partial_products)
+                           round_shift, saturate, shift_left_sat, sum_partial_products)
 from hdl.lib.stream import Map
 
 __all__ = ["X_DATA_BITS", "X_OP_BITS", "ALU_MAX", "ALU_MIN", "ALU_SUM", "ALU_EQL",
@@ -171,8 +171,7 @@ class XSubUnit(wiring.Component):
         def trt_relu(m, s):
             xs = []
             for k in range(n):
-                t = saturate_signed(round_shift(s.t[k], cfg.mul_shift, signed(_MUL_BITS)),
-                                    X_DATA_BITS)
+                t = saturate(round_shift(s.t[k], cfg.mul_shift, signed(_MUL_BITS)), X_DATA_BITS)
                 prelu_pass = cfg.mul_prelu & ~cfg.mul_bypass & (s.a[k] >= 0)
                 y = Mux(prelu_pass, s.a[k][:X_DATA_BITS].as_signed(), t)
                 y = Mux(cfg.relu_bypass, y, Mux(y[-1], 0, y))
@@ -194,21 +193,6 @@ class XSubUnit(wiring.Component):
         wiring.connect(m, st_rnd.o, st_trt.i)
         wiring.connect(m, st_trt.o, wiring.flipped(self.o))
         return m
-
-
-def in_range(q, bits: int):
-    """Whether signed ``q`` lies in the range of a signed ``bits``-bit integer: its bits from
-    ``bits - 1`` up all equal (issue 10: two comparisons with constants were 49-bit carry chains
-    after the rounding shifter, SDP's critical path on ECP5, 10.9 ns; this is a LUT tree)."""
-    top = q[bits - 1:]
-    return top.all() | ~top.any()
-
-
-def saturate_signed(q, bits: int):
-    """:func:`hdl.lib.fixed.saturate` of a signed value to ``bits`` bits (the same result),
-    by :func:`in_range` and the sign instead of comparisons."""
-    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
-    return Mux(in_range(q, bits), q[:bits].as_signed(), Mux(q[-1], lo, hi))
 
 
 def array_signal(m: Module, layout: data.ArrayLayout, values, name: str) -> data.View:

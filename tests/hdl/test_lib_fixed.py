@@ -7,9 +7,9 @@ import pytest
 from amaranth.hdl import Module, Signal, signed, unsigned
 from amaranth.sim import Simulator
 
-from hdl.lib.fixed import (partial_products, partial_products_shapes, round_bias, round_bias_shape,
-                           round_shift, saturate, shift_left_sat, shift_right_round, sign_extend,
-                           sum_partial_products, truncate)
+from hdl.lib.fixed import (in_range, partial_products, partial_products_shapes, round_bias,
+                           round_bias_shape, round_shift, saturate, shift_left_sat,
+                           shift_right_round, sign_extend, sum_partial_products, truncate)
 
 
 # ------------------------------------------------------------------ reference formulas (Python)
@@ -298,3 +298,19 @@ def test_floor_log2():
     sim.add_testbench(bench)
     sim.run()
     assert got == {x: max(x.bit_length() - 1, 0) for x in range(512)}
+
+
+@pytest.mark.parametrize("shape", [signed(6), unsigned(6)])
+def test_in_range_exhaustive(shape):
+    """in_range of every 6-bit value against 1..8 signed and unsigned bits (the formula)."""
+    x = Signal(shape)
+    outs = {f"{'s' if sg else 'u'}{b}": (in_range(x, b, signed=sg), unsigned(1))
+            for b in range(1, 9) for sg in (True, False)}
+    vecs = [{"x": v} for v in _values(shape)]
+    for vec, r in zip(vecs, evaluate({"x": x}, outs, vecs)):
+        v = vec["x"]
+        for b in range(1, 9):
+            assert r[f"s{b}"] == (-(1 << (b - 1)) <= v < (1 << (b - 1))), (v, b)
+            assert r[f"u{b}"] == (0 <= v < (1 << b)), (v, b)
+    with pytest.raises(ValueError, match="bits"):
+        in_range(x, 0)
