@@ -304,7 +304,13 @@ class Sdp(DatapathUnit):
             m.d.sync += fly_open.eq(1)
         with m.Elif(fly_in_last):
             m.d.sync += fly_open.eq(0)
-        m.d.comb += [rdma.start.eq(start & ~flying), wdma.start.eq(start & ~to_pdp & ~eql)]
+        # the DMAs start a cycle after the layer (issue 10: the configuration's decode into
+        # ``stuck`` and ``start`` ran on into every walker's load enables, SDP's critical path
+        # on ECP5, 10.6 ns); the configuration holds while the layer runs
+        dma_start = Signal()
+        m.d.sync += dma_start.eq(start)
+        m.d.comb += [rdma.start.eq(dma_start & ~flying),
+                     wdma.start.eq(dma_start & ~to_pdp & ~eql)]
 
         # X1 (BS) / X2 (BN): configuration and register operands
         for sub in ("bs", "bn"):
@@ -410,7 +416,7 @@ class Sdp(DatapathUnit):
                     surface_stride=getattr(rc, f"d_{sub}_surface_stride").as_value(),
                     atom_bytes=cfg.atom_bytes, addr_width=aw)),
                 # the operand DMA runs with the layer when the sub-unit reads memory operands
-                opdma.start.eq(start & getattr(core, f"{sub}_mem_en")),
+                opdma.start.eq(dma_start & getattr(core, f"{sub}_mem_en")),
             ]
 
         # ---- D_PERF_* counters (NV_NVDLA_SDP_reg.v: a group's copy takes the live counter when
