@@ -403,18 +403,21 @@ class Sdp(DatapathUnit):
             repeat = Signal.like(unpack.repeat, name=f"{sub}_repeat")
             m.d.sync += repeat.eq(Mux(fmt.per_element, 1,
                                       (data_cube.width + 1) * (data_cube.height + 1)))
+            # the operand cube registered too (issue 10: its width arithmetic ran on into the
+            # operand DMA's walker load at start, 10.3 ns); the DMAs start two cycles after the
+            # register group flips at the earliest (``dma_start``), so it has settled by then
+            m.d.sync += opdma.cube.eq(operand_cube(
+                data_cube, fmt,
+                base=Cat(getattr(rc, f"d_{sub}_base_addr_low").as_value(),
+                         getattr(rc, f"d_{sub}_base_addr_high").as_value()),
+                line_stride=getattr(rc, f"d_{sub}_line_stride").as_value(),
+                surface_stride=getattr(rc, f"d_{sub}_surface_stride").as_value(),
+                atom_bytes=cfg.atom_bytes, addr_width=aw))
             m.d.comb += [
                 fmt.use.eq(Value.cast(getattr(dcfg, f"{dma_name}_data_use"))),
                 fmt.two_byte.eq(Value.cast(getattr(dcfg, f"{dma_name}_data_size"))),
                 fmt.per_element.eq(Value.cast(getattr(dcfg, f"{dma_name}_data_mode"))),
                 unpack.repeat.eq(repeat),
-                opdma.cube.eq(operand_cube(
-                    data_cube, fmt,
-                    base=Cat(getattr(rc, f"d_{sub}_base_addr_low").as_value(),
-                             getattr(rc, f"d_{sub}_base_addr_high").as_value()),
-                    line_stride=getattr(rc, f"d_{sub}_line_stride").as_value(),
-                    surface_stride=getattr(rc, f"d_{sub}_surface_stride").as_value(),
-                    atom_bytes=cfg.atom_bytes, addr_width=aw)),
                 # the operand DMA runs with the layer when the sub-unit reads memory operands
                 opdma.start.eq(dma_start & getattr(core, f"{sub}_mem_en")),
             ]
