@@ -438,11 +438,12 @@ class Sdp(DatapathUnit):
             m.d.comb += field.eq(Mux(producer, grp[1], grp[0]))
 
         def perf(name, reg, enable, inc):
-            """Live counter of one D_PERF_* register: cleared at the layer start and adding
+            """Live counter of one D_PERF_* register: cleared at the layer start (with the DMAs'
+            start, a cycle later: nothing counts before it; issue 10) and adding
             ``inc`` while ``enable`` (else holding, clear included), saturating at 2**32-1."""
             cnt = Signal(32, name=f"perf_{name}")
             with m.If(enable):
-                with m.If(start):
+                with m.If(dma_start):
                     m.d.sync += cnt.eq(0)
                 with m.Elif(inc != 0):
                     nxt = cnt + inc
@@ -451,13 +452,14 @@ class Sdp(DatapathUnit):
 
         # D_STATUS.STATUS_UNEQUAL (module docstring; NV_NVDLA_SDP_WDMA_DAT_out.v
         # dp2reg_status_unequal): OR of every byte of the atoms WDMA takes (written, or dropped
-        # in compare mode), cleared at the layer start; the group copy is loaded with the value
-        # including the atom taken in the done cycle (compare mode ends on its last atom)
+        # in compare mode), cleared at the layer start (``dma_start``); the group copy is loaded
+        # with the value including the atom taken in the done cycle (compare mode ends on its
+        # last atom)
         unequal = Signal()
         took = Signal()
         m.d.comb += took.eq(core.o.valid & core.o.ready & ~to_pdp
                             & (core.o.payload.as_value() != 0))
-        with m.If(start):
+        with m.If(dma_start):
             m.d.sync += unequal.eq(0)
         with m.Elif(took):
             m.d.sync += unequal.eq(1)
