@@ -75,11 +75,11 @@ def main(argv=None) -> int:
     # whole pipeline: nextpnr did not route it within an hour on nv_small)
     units = args.units.split(",") if args.units else [u for u in synth.unit_names(cfg) if u != "conv"]
     out = Path(args.out)
+    if args.pnr_only:
+        return timing_table(cfg, units, out, args.freq, args.router)
     from verif.shared import nvdla_dir
     ref = synth.load_nvidia_reference(nvdla_dir() / synth.NVIDIA_REFERENCE)
     rows, status = [], 0
-    if args.pnr_only:
-        return timing_table(cfg, units, out, args.freq, args.router)
     for u in units:
         print(f"== {u}", file=sys.stderr, flush=True)
         try:
