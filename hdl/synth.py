@@ -62,6 +62,7 @@ from collections import Counter
 from pathlib import Path
 
 from hdl.config import add_config_arguments, config_from_args
+from hdl.lib.memory import RDWR_UNDEFINED_ATTR
 
 __all__ = ["Resources", "Violation", "SynthError", "SynthResult", "synthesize", "synthesize_file",
            "unit_component", "unit_names", "resources_of", "rollup", "parse_stat",
@@ -219,17 +220,50 @@ def rollup(mods: dict, top: str) -> dict:
     return memo
 
 
+def _rdwr_undefined_memories(text: str) -> set:
+    """``{(module, MEMID)}`` of the memories of an RTLIL text declared with the attribute
+    :data:`hdl.lib.memory.RDWR_UNDEFINED_ATTR` (MEMID as ``$memrd_v2`` cells quote it)."""
+    found, module, attr = set(), None, False
+    for line in text.splitlines():
+        s = line.strip()
+        if s.startswith("module "):
+            module = s.split()[1]
+        elif s.startswith(f"attribute \\{RDWR_UNDEFINED_ATTR} "):
+            attr = True
+            continue
+        elif s.startswith("memory ") and attr:
+            name = s.split()[-1]
+            found.add((module, '"' + name.replace("\\", "\\\\") + '"'))
+        if not s.startswith("attribute "):
+            attr = False
+    return found
+
+
 _TOKEN_BRACKET = re.compile(r"(?<![^\s{])([\\$][^\s]*\[[^\s]*)")
 
 
 def sanitize_rtlil(text: str, keep=()) -> str:
     """Amaranth RTLIL made safe for Yosys' ABC9 flow: ``[``/``]`` inside identifiers become
     ``<``/``>`` (bit selects are separate tokens and stay), and each module named in ``keep``
-    gets ``attribute \\keep_hierarchy 1`` so ``flatten`` leaves it a module of its own."""
+    gets ``attribute \\keep_hierarchy 1`` so ``flatten`` leaves it a module of its own.
+    The read ports (``$memrd_v2``) of a memory carrying :data:`hdl.lib.memory.RDWR_UNDEFINED`
+    get ``COLLISION_X_MASK`` all ones: a read of the entry written in the same cycle is
+    undefined, so Yosys maps the memory to block RAM without emulating the collision."""
     keep = {k.lstrip("\\") for k in keep}
+    undefined = _rdwr_undefined_memories(text)
     out = []
+    module = memid = None
     for line in text.splitlines(keepends=True):
         s = line.lstrip()
+        if s.startswith("module "):
+            module = s.split()[1]
+        elif s.startswith("cell "):
+            memid = None
+        elif s.startswith("parameter \\MEMID "):
+            memid = s.split()[2]
+        elif (s.startswith("parameter \\COLLISION_X_MASK ") and (module, memid) in undefined):
+            width = int(s.split()[2].split("'")[0])
+            line = f"{line[:len(line) - len(s)]}parameter \\COLLISION_X_MASK {width}'{'1' * width}\n"
         if "[" in line and not s.startswith("attribute"):
             line = _TOKEN_BRACKET.sub(
                 lambda m: m.group(1).replace("[", "<").replace("]", ">"), line)

@@ -125,6 +125,28 @@ def test_sanitize_rtlil_and_hierarchy():
     assert synth.rtlil_hierarchy(text) == {"top": [("u", "top.u")], "top.u": []}
 
 
+def test_sanitize_rtlil_rdwr_undefined():
+    """Read ports of a memory declared RDWR_UNDEFINED get COLLISION_X_MASK all ones; other
+    memories' (same name in another module, or without the attribute) stay defined."""
+    from amaranth.back import rtlil
+    from amaranth.hdl import Module
+    from amaranth.lib.memory import Memory
+    from hdl.lib.memory import RDWR_UNDEFINED
+
+    m = Module()
+    for name, attrs in (("free", RDWR_UNDEFINED), ("kept", None)):
+        mem = Memory(shape=8, depth=16, init=[], attrs=attrs)
+        m.submodules[name] = mem
+        wp, rp = mem.write_port(), mem.read_port()
+        m.d.comb += [wp.en.eq(1), rp.en.eq(1)]
+    masks = {}
+    text = synth.sanitize_rtlil(rtlil.convert(m, ports=[]))
+    for cell in text.split("cell $memrd_v2")[1:]:
+        memid = cell.split("parameter \\MEMID ")[1].split()[0]
+        masks[memid] = cell.split("parameter \\COLLISION_X_MASK ")[1].split()[0]
+    assert masks == {'"\\\\free"': "1'1", '"\\\\kept"': "1'0"}
+
+
 def test_report_tree():
     hier = {"NV_nvdla": [("core", "NV_nvdla.core")],
             "NV_nvdla.core": [("csb", "c.csb"), ("sdp", "c.sdp"), ("cacc", "c.conv")],

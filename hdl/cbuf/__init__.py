@@ -31,6 +31,7 @@ from amaranth.lib.wiring import In, Out
 from amaranth.utils import ceil_log2, exact_log2
 
 from hdl.config import NvdlaConfig
+from hdl.lib.memory import RDWR_UNDEFINED
 
 __all__ = ["CbufGeometry", "Cbuf", "wr_layout", "rd_req_layout", "rd_resp_layout"]
 
@@ -149,6 +150,10 @@ class Cbuf(wiring.Component):
     stage plus a 3-deep response FIFO, counted by a credit: ``*_rd_req.ready`` does not depend
     on the response's ``ready``), so a consumer always ready gets one response per cycle.
 
+    An entry is never read in the cycle it is written (the CDMA/CSC pointers guarantee it): the
+    banks carry :data:`hdl.lib.memory.RDWR_UNDEFINED`, so synthesis leaves that collision
+    undefined (simulation returns the old entry).
+
     Bank conflicts: each bank has one write port and one read port. When both write ports (or
     both read ports) address the same bank in one cycle, one of them waits (``ready`` low);
     priority alternates on each conflict so neither starves. No entry is lost or corrupted.
@@ -235,7 +240,10 @@ class Cbuf(wiring.Component):
         # ---- banks
         rd_data = []
         for b in range(g.banks):
-            mem = Memory(shape=unsigned(g.entry_bits), depth=g.depth, init=[])
+            # never read in the cycle it is written (CDMA writes only entries CSC released,
+            # CSC reads only entries CDMA reported written): bare block RAM (hdl.lib.memory)
+            mem = Memory(shape=unsigned(g.entry_bits), depth=g.depth, init=[],
+                         attrs=RDWR_UNDEFINED)
             m.submodules[f"bank{b}"] = mem
             wp = mem.write_port()
             rp = mem.read_port()
