@@ -132,7 +132,8 @@ def rd_resp_layout(geom: CbufGeometry) -> data.StructLayout:
     return data.StructLayout({"data": geom.entry_bits})
 
 
-_RESP_FIFO_DEPTH = 3      # RAM stage + 2 queued: full throughput without a ready path
+_RD_GROUP = 4             # banks per first-stage read mux (registered beside its banks)
+_RESP_FIFO_DEPTH = 4      # RAM stage + group stage + 2 queued: full throughput, no ready path
 
 
 class Cbuf(wiring.Component):
@@ -146,9 +147,13 @@ class Cbuf(wiring.Component):
       Out(:func:`rd_resp_layout`): one response per request, in request order.
 
     Timing: each port takes one item per cycle; a read request accepted in cycle t has its
-    response valid from cycle t+2. Each read port keeps at most 3 requests in flight (RAM
-    stage plus a 3-deep response FIFO, counted by a credit: ``*_rd_req.ready`` does not depend
-    on the response's ``ready``), so a consumer always ready gets one response per cycle.
+    response valid from cycle t+3: the banks' read data is selected in two registered stages,
+    first among groups of 4 banks (a register per group beside its block RAMs), then among the
+    groups into the response FIFO (issue 10: one 32:1 mux from the block RAMs' outputs across
+    the device did not make 100 MHz on ECP5, 81.8 MHz). Each read port keeps at most 4 requests
+    in flight (RAM stage, group stage and a 4-deep response FIFO, counted by a credit:
+    ``*_rd_req.ready`` does not depend on the response's ``ready``), so a consumer always ready
+    gets one response per cycle.
 
     An entry is never read in the cycle it is written (the CDMA/CSC pointers guarantee it): the
     banks carry :data:`hdl.lib.memory.RDWR_UNDEFINED`, so synthesis leaves that collision
@@ -218,18 +223,28 @@ class Cbuf(wiring.Component):
             fifo = SyncFIFO(width=g.entry_bits, depth=_RESP_FIFO_DEPTH)
             m.submodules[f"{name}_resp_fifo"] = fifo
             inflight = Signal(name=f"{name}_inflight")          # a read in the RAM stage
+            inflight2 = Signal(name=f"{name}_inflight2")        # ... in the group stage
             bank_q = Signal(range(g.banks), name=f"{name}_bank_q")
+            # free response slots: taken by an accepted request, returned by a delivered
+            # response (a counter, not a sum of the FIFO level and the stages: issue 10, the
+            # sum ran into the arbitration and every bank's read enable, 9.1 ns)
+            credit = Signal(range(_RESP_FIFO_DEPTH + 1), init=_RESP_FIFO_DEPTH,
+                            name=f"{name}_credits")
             ok = Signal(name=f"{name}_credit")
             m.d.comb += [
-                ok.eq(fifo.level + inflight < _RESP_FIFO_DEPTH),
+                ok.eq(credit != 0),
                 resp.valid.eq(fifo.r_rdy),
                 resp.payload.data.eq(fifo.r_data),
                 fifo.r_en.eq(resp.ready),
             ]
-            ports.append((req, fifo, inflight, bank_q, ok))
-        (dr, dfifo, dinf, dbank, dok), (wr, wfifo, winf, wbank, wok) = ports
+            ports.append((req, fifo, inflight, inflight2, bank_q, ok, credit))
+        (dr, dfifo, dinf, dinf2, dbank, dok, dcred), (wr, wfifo, winf, winf2, wbank, wok, wcred) \
+            = ports
         dr_take, wr_take = self._arbitrate(m, "rd", dr.valid, dr.payload.addr,
                                            wr.valid, wr.payload.addr, dok, wok)
+        for take, credit, resp in ((dr_take, dcred, self.dat_rd_resp),
+                                   (wr_take, wcred, self.wt_rd_resp)):
+            m.d.sync += credit.eq(credit - take + (resp.valid & resp.ready))
         m.d.comb += [dr.ready.eq(dr_take), wr.ready.eq(wr_take)]
         m.d.sync += [dinf.eq(dr_take), winf.eq(wr_take)]
         with m.If(dr_take):
@@ -266,11 +281,25 @@ class Cbuf(wiring.Component):
                 m.d.comb += rp.addr.eq(row(dr.payload.addr))
             rd_data.append(rp.data)
 
-        # ---- responses: the RAM output of the bank read in the previous cycle
-        for inflight, bank_q, fifo in ((dinf, dbank, dfifo), (winf, wbank, wfifo)):
-            with m.Switch(bank_q):
-                for b in range(g.banks):
-                    with m.Case(b):
-                        m.d.comb += fifo.w_data.eq(rd_data[b])
-            m.d.comb += fifo.w_en.eq(inflight)
+        # ---- responses: the RAM outputs of the bank read in the previous cycle, selected
+        # within each group of _RD_GROUP banks into a register, then among the groups
+        sel_bits = min(exact_log2(_RD_GROUP), len(dbank))
+        groups = [rd_data[i:i + _RD_GROUP] for i in range(0, g.banks, _RD_GROUP)]
+        for name, inflight, inflight2, bank_q, fifo in (("dat", dinf, dinf2, dbank, dfifo),
+                                                        ("wt", winf, winf2, wbank, wfifo)):
+            group_q = Signal(range(len(groups)), name=f"{name}_group_q")
+            picked = []
+            for k, members in enumerate(groups):
+                reg = Signal(g.entry_bits, name=f"{name}_group{k}_data")
+                with m.Switch(bank_q[:sel_bits]):
+                    for i, d in enumerate(members):
+                        with m.Case(i):
+                            m.d.sync += reg.eq(d)
+                picked.append(reg)
+            m.d.sync += [inflight2.eq(inflight), group_q.eq(bank_q >> sel_bits)]
+            with m.Switch(group_q):
+                for k, reg in enumerate(picked):
+                    with m.Case(k):
+                        m.d.comb += fifo.w_data.eq(reg)
+            m.d.comb += fifo.w_en.eq(inflight2)
         return m

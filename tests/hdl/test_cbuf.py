@@ -38,17 +38,17 @@ def _mk_reader(req, resp, addrs, key, wrote, got, rng, p_stall):
     return [prod, cons]
 
 
-def _run(seed, same_banks, p_stall):
+def _run(seed, same_banks, p_stall, banks=BANKS):
     rng = random.Random(seed)
-    g = CbufGeometry(BANKS, DEPTH, EB)
-    dut = Cbuf(BANKS, DEPTH, EB)
+    g = CbufGeometry(banks, DEPTH, EB)
+    dut = Cbuf(banks, DEPTH, EB)
     addrs = list(range(g.entries))
     rng.shuffle(addrs)
     if same_banks:        # both ports on all banks (disjoint addresses): many conflicts
         dat_addrs, wt_addrs = addrs[::2], addrs[1::2]
     else:                 # data banks [0, 2), weight banks [2, 4) as in legal programs
-        dat_addrs = [a for a in addrs if a < 2 * DEPTH]
-        wt_addrs = [a for a in addrs if a >= 2 * DEPTH]
+        dat_addrs = [a for a in addrs if a < banks // 2 * DEPTH]
+        wt_addrs = [a for a in addrs if a >= banks // 2 * DEPTH]
     mem = {}
     dat_w = [(a, _rand_entry(rng)) for a in dat_addrs]
     wt_w = [(a, _rand_entry(rng)) for a in wt_addrs]
@@ -75,6 +75,13 @@ def _run(seed, same_banks, p_stall):
 @pytest.mark.parametrize("same_banks", [False, True])
 def test_random_writes_then_reads(seed, same_banks):
     _run(seed, same_banks, p_stall=0.3)
+
+
+@pytest.mark.parametrize("banks", [6, 16])
+@pytest.mark.parametrize("same_banks", [False, True])
+def test_bank_groups(banks, same_banks):
+    """More banks than one read-mux group (4): 6 (a partial last group) and 16 (4 groups)."""
+    _run(11, same_banks, p_stall=0.3, banks=banks)
 
 
 def test_no_stalls_same_banks():
