@@ -216,41 +216,16 @@ class Cbuf(wiring.Component):
                                            ww.valid, ww.payload.addr)
         m.d.comb += [dw.ready.eq(dw_take), ww.ready.eq(ww_take)]
 
-        # ---- read credits and response FIFOs
-        ports = []
-        for name in ("dat", "wt"):
-            req, resp = getattr(self, f"{name}_rd_req"), getattr(self, f"{name}_rd_resp")
-            fifo = SyncFIFO(width=g.entry_bits, depth=_RESP_FIFO_DEPTH)
-            m.submodules[f"{name}_resp_fifo"] = fifo
-            inflight = Signal(name=f"{name}_inflight")          # a read in the RAM stage
-            inflight2 = Signal(name=f"{name}_inflight2")        # ... in the group stage
-            bank_q = Signal(range(g.banks), name=f"{name}_bank_q")
-            # free response slots: taken by an accepted request, returned by a delivered
-            # response (a counter, not a sum of the FIFO level and the stages: issue 10, the
-            # sum ran into the arbitration and every bank's read enable, 9.1 ns)
-            credit = Signal(range(_RESP_FIFO_DEPTH + 1), init=_RESP_FIFO_DEPTH,
-                            name=f"{name}_credits")
-            ok = Signal(name=f"{name}_credit")
-            m.d.comb += [
-                ok.eq(credit != 0),
-                resp.valid.eq(fifo.r_rdy),
-                resp.payload.data.eq(fifo.r_data),
-                fifo.r_en.eq(resp.ready),
-            ]
-            ports.append((req, fifo, inflight, inflight2, bank_q, ok, credit))
-        (dr, dfifo, dinf, dinf2, dbank, dok, dcred), (wr, wfifo, winf, winf2, wbank, wok, wcred) \
-            = ports
+        # ---- reads: credits (free response slots, taken by an accepted request, returned by a
+        # delivered response; a counter, not a sum of the FIFO level and the stages: issue 10,
+        # the sum ran into the arbitration and every bank's read enable, 9.1 ns)
+        dr, wr = self.dat_rd_req, self.wt_rd_req
+        credits = {name: Signal(range(_RESP_FIFO_DEPTH + 1), init=_RESP_FIFO_DEPTH,
+                                name=f"{name}_credits") for name in ("dat", "wt")}
         dr_take, wr_take = self._arbitrate(m, "rd", dr.valid, dr.payload.addr,
-                                           wr.valid, wr.payload.addr, dok, wok)
-        for take, credit, resp in ((dr_take, dcred, self.dat_rd_resp),
-                                   (wr_take, wcred, self.wt_rd_resp)):
-            m.d.sync += credit.eq(credit - take + (resp.valid & resp.ready))
+                                           wr.valid, wr.payload.addr,
+                                           credits["dat"] != 0, credits["wt"] != 0)
         m.d.comb += [dr.ready.eq(dr_take), wr.ready.eq(wr_take)]
-        m.d.sync += [dinf.eq(dr_take), winf.eq(wr_take)]
-        with m.If(dr_take):
-            m.d.sync += dbank.eq(self._bank(dr.payload.addr))
-        with m.If(wr_take):
-            m.d.sync += wbank.eq(self._bank(wr.payload.addr))
 
         # ---- banks
         rd_data = []
@@ -282,12 +257,22 @@ class Cbuf(wiring.Component):
             rd_data.append(rp.data)
 
         # ---- responses: the RAM outputs of the bank read in the previous cycle, selected
-        # within each group of _RD_GROUP banks into a register, then among the groups
-        sel_bits = min(exact_log2(_RD_GROUP), len(dbank))
+        # within each group of _RD_GROUP banks into a register, then among the groups into the
+        # response FIFO
         groups = [rd_data[i:i + _RD_GROUP] for i in range(0, g.banks, _RD_GROUP)]
-        for name, inflight, inflight2, bank_q, fifo in (("dat", dinf, dinf2, dbank, dfifo),
-                                                        ("wt", winf, winf2, wbank, wfifo)):
+        for name, req, take, resp in (("dat", dr, dr_take, self.dat_rd_resp),
+                                      ("wt", wr, wr_take, self.wt_rd_resp)):
+            credit = credits[name]
+            m.d.sync += credit.eq(credit - take + (resp.valid & resp.ready))
+            inflight = Signal(name=f"{name}_inflight")          # a read in the RAM stage
+            bank_q = Signal(range(g.banks), name=f"{name}_bank_q")
+            m.d.sync += inflight.eq(take)
+            with m.If(take):
+                m.d.sync += bank_q.eq(self._bank(req.payload.addr))
+            sel_bits = min(exact_log2(_RD_GROUP), len(bank_q))
+            inflight2 = Signal(name=f"{name}_inflight2")        # ... in the group stage
             group_q = Signal(range(len(groups)), name=f"{name}_group_q")
+            m.d.sync += [inflight2.eq(inflight), group_q.eq(bank_q >> sel_bits)]
             picked = []
             for k, members in enumerate(groups):
                 reg = Signal(g.entry_bits, name=f"{name}_group{k}_data")
@@ -296,10 +281,16 @@ class Cbuf(wiring.Component):
                         with m.Case(i):
                             m.d.sync += reg.eq(d)
                 picked.append(reg)
-            m.d.sync += [inflight2.eq(inflight), group_q.eq(bank_q >> sel_bits)]
+            fifo = SyncFIFO(width=g.entry_bits, depth=_RESP_FIFO_DEPTH)
+            m.submodules[f"{name}_resp_fifo"] = fifo
             with m.Switch(group_q):
                 for k, reg in enumerate(picked):
                     with m.Case(k):
                         m.d.comb += fifo.w_data.eq(reg)
-            m.d.comb += fifo.w_en.eq(inflight2)
+            m.d.comb += [
+                fifo.w_en.eq(inflight2),
+                resp.valid.eq(fifo.r_rdy),
+                resp.payload.data.eq(fifo.r_data),
+                fifo.r_en.eq(resp.ready),
+            ]
         return m
