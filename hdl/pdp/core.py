@@ -5,8 +5,12 @@ Stream stages (all ``lib.stream``, ``lanes`` = cfg.pdp_throughput elements per i
 ``groups`` = atom / lanes items per atom):
 
   atoms --Split--> groups --SkidBuffer--> Pool1d (width pass) --SkidBuffer--> Pool2d (height pass)
-        --Map (x RECIP_KERNEL_WIDTH, round to 11 bits)--> Map (x RECIP_KERNEL_HEIGHT, round to 8)
-        --Merge--> atoms
+        --SkidBuffer (x RECIP_KERNEL_WIDTH)--> Map (round to 11 bits)
+        --Map (x RECIP_KERNEL_HEIGHT)--> Map (round to 8) --Merge--> atoms
+
+(each reciprocal's product registered before its rounding, issue 10: the multiplier block, the
+rounding adder and the method mux in one stage were PDP's critical path on ECP5, 10.4 ns; the
+width's product by a skid buffer, which registers the ready chain)
 
 (:class:`hdl.lib.gearbox.Split` / :class:`hdl.lib.gearbox.Merge` cut atoms into element groups
 and back.)
@@ -23,7 +27,7 @@ result is the low ``bits`` bits (no saturation).
 """
 from __future__ import annotations
 
-from amaranth.hdl import Module, Mux, signed, unsigned
+from amaranth.hdl import Cat, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -32,13 +36,17 @@ from hdl.lib.stream import Map, SkidBuffer
 from hdl.pdp.pool1d import DIM_BITS, POOL_AVE, ROW_BITS, Pool1d, row_item_layout
 from hdl.pdp.pool2d import TOT_BITS, Pool2d
 
-__all__ = ["PdpCore", "recip_round"]
+__all__ = ["PdpCore", "recip_round", "recip_finish"]
 
 
 def recip_round(v, recip, bits: int):
     """``v * recip / 2**16`` rounded as NVIDIA's PDP (module docstring) into ``signed(bits)``.
     ``v`` signed value, ``recip`` unsigned 17-bit value. Pure combinational."""
-    p = v * recip
+    return recip_finish(v * recip, bits)
+
+
+def recip_finish(p, bits: int):
+    """The rounding of :func:`recip_round` on the product ``p = v * recip`` (signed)."""
     fl = (p >> 16)
     frac = p[:16]
     neg = p < 0
@@ -90,15 +98,31 @@ class PdpCore(wiring.Component):
         outl = data.ArrayLayout(signed(8), T)
         ave = self.method == POOL_AVE
 
-        def scale_w(m, v):
-            return [Mux(ave, recip_round(v[k], self.recip_w, ROW_BITS), v[k]) for k in range(T)]
+        # the products registered with the value (MAX/MIN pass it through), then rounded
+        # (issue 10, module docstring)
+        def prod_layout(vl, recip):
+            return data.StructLayout({
+                "p": data.ArrayLayout((Signal(vl.elem_shape) * recip).shape(), T), "v": vl})
 
-        def scale_h(m, v):
-            return [Mux(ave, recip_round(v[k], self.recip_h, 8), v[k][:8].as_signed())
+        prod_w, prod_h = prod_layout(tot, self.recip_w), prod_layout(mid, self.recip_h)
+
+        def scale_w(m, e):
+            return [Mux(ave, recip_finish(e.p[k], ROW_BITS), e.v[k]) for k in range(T)]
+
+        def mul_h(m, v):
+            return {"p": Cat(*[v[k] * self.recip_h for k in range(T)]), "v": v}
+
+        def scale_h(m, e):
+            return [Mux(ave, recip_finish(e.p[k], 8), e.v[k][:8].as_signed())
                     for k in range(T)]
 
-        m.submodules.recip_w = rw = Map(tot, mid, scale_w)
-        m.submodules.recip_h = rh = Map(mid, outl, scale_h)
+        # the width's product is registered by a skid buffer (issue 10: the ready chain from
+        # Merge through the Map stages into the height pass's skid buffer was PDP's critical
+        # path, 10.0 ns): its input is the product of the height pass's output
+        m.submodules.mul_w = mw = SkidBuffer(prod_w)
+        m.submodules.recip_w = rw = Map(prod_w, mid, scale_w)
+        m.submodules.mul_h = mh = Map(mid, prod_h, mul_h)
+        m.submodules.recip_h = rh = Map(prod_h, outl, scale_h)
         m.submodules.merge = merge = Merge(outl, G)
         # plain wires between equal bit layouts (atom <-> struct of one atom; groups <-> array)
         m.d.comb += [
@@ -120,8 +144,12 @@ class PdpCore(wiring.Component):
         m.submodules.mid_skid = mid = SkidBuffer(row_item_layout(T, G))
         wiring.connect(m, p1.o, mid.i)
         wiring.connect(m, mid.o, p2.i)
-        wiring.connect(m, p2.o, rw.i)
-        wiring.connect(m, rw.o, rh.i)
+        m.d.comb += [mw.i.valid.eq(p2.o.valid), p2.o.ready.eq(mw.i.ready),
+                     mw.i.payload.p.eq(Cat(*[p2.o.payload[k] * self.recip_w for k in range(T)])),
+                     mw.i.payload.v.eq(p2.o.payload)]
+        wiring.connect(m, mw.o, rw.i)
+        wiring.connect(m, rw.o, mh.i)
+        wiring.connect(m, mh.o, rh.i)
         wiring.connect(m, rh.o, merge.i)
         for c in (p1, p2):
             m.d.comb += [c.start.eq(self.start), c.method.eq(self.method), c.kw.eq(self.kw),

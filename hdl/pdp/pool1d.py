@@ -75,8 +75,8 @@ class Pool1d(wiring.Component):
     ``pads`` In(ArrayLayout(19, 8)) raw PAD_VALUE_kX registers at index k (index 0 unused);
     ``band_next`` Out(1) one-cycle pulse after the last item of a band.
     Throughput: one input item per cycle, one output item per cycle (none in the cycle after
-    ``start``, while the position flags load). Latency: three cycles (the emitted window's
-    columns are registered, then reduced in two stages).
+    ``start``, while the position flags load). Latency: four cycles (the emitted window's
+    columns are registered, then reduced in three stages).
     """
 
     def __init__(self, lanes: int, groups: int):
@@ -134,24 +134,56 @@ class Pool1d(wiring.Component):
                     for i in range(0, len(vals), 2)]
         return vals[0]
 
-    def _reduce_halves(self, m, ages, valid, pad):
+    def _reduce_pairs(self, m, ages, valid):
         """First reduction stage of one window: ``ages`` (ArrayLayout(ArrayLayout(signed(8),
         lanes), 8) view) the window's last 8 columns, ``valid`` Signal(8) which of them are real
-        columns (age 0 always is), ``pad`` its padding term (``_pad``). Returns a value of
-        :meth:`_half_layout`: per lane the sums (the padding term in the second), maxima and
-        minima of ages 0-3 and 4-7, invalid columns as the neutral element (0, -128, 127)."""
-        out = Signal(self._half_layout(), name="halves")
-        h = (HIST + 1) // 2
+        columns (age 0 always is). Returns a value of :meth:`_pair_layout`: per lane the sums,
+        maxima and minima of ages 0-1, 2-3, 4-5, 6-7, invalid columns as the neutral element
+        (0, -128, 127)."""
+        out = Signal(self._pair_layout(), name="pairs")
         for ln in range(self.lanes):
             vals = [ages[a][ln] for a in range(HIST + 1)]
-            for i, ages_i in enumerate((range(h), range(h, HIST + 1))):
-                adds = [Mux(valid[a], vals[a], 0) for a in ages_i] + ([pad] if i else [])
+            for i in range((HIST + 1) // 2):
+                a, b = 2 * i, 2 * i + 1
                 m.d.comb += [
-                    out[ln].s[i].eq(self._tree(adds, lambda x, y: x + y)),
-                    out[ln].mx[i].eq(self._tree([Mux(valid[a], vals[a], -128) for a in ages_i],
-                                                lambda x, y: Mux(x > y, x, y))),
-                    out[ln].mn[i].eq(self._tree([Mux(valid[a], vals[a], 127) for a in ages_i],
-                                                lambda x, y: Mux(x < y, x, y))),
+                    out[ln].s[i].eq(Mux(valid[a], vals[a], 0) + Mux(valid[b], vals[b], 0)),
+                    out[ln].mx[i].eq(self._max(Mux(valid[a], vals[a], -128),
+                                               Mux(valid[b], vals[b], -128))),
+                    out[ln].mn[i].eq(self._min(Mux(valid[a], vals[a], 127),
+                                               Mux(valid[b], vals[b], 127))),
+                ]
+        return out
+
+    @staticmethod
+    def _max(x, y):
+        return Mux(x > y, x, y)
+
+    @staticmethod
+    def _min(x, y):
+        return Mux(x < y, x, y)
+
+    def _pair_layout(self) -> data.ArrayLayout:
+        """Per lane: ``s`` the four pair sums (signed 9), ``mx``/``mn`` the four pair
+        maxima/minima (int8)."""
+        n = (HIST + 1) // 2
+        return data.ArrayLayout(data.StructLayout({
+            "s": data.ArrayLayout(signed(9), n),
+            "mx": data.ArrayLayout(signed(8), n), "mn": data.ArrayLayout(signed(8), n)}),
+            self.lanes)
+
+    def _reduce_halves(self, m, pairs, pad):
+        """Second reduction stage: from :meth:`_reduce_pairs`'s result, ``pad`` the window's
+        padding term (``_pad``). Returns a value of :meth:`_half_layout`: per lane the sums (the
+        padding term in the second), maxima and minima of ages 0-3 and 4-7."""
+        out = Signal(self._half_layout(), name="halves")
+        for ln in range(self.lanes):
+            pv = pairs[ln]
+            for i in range(2):
+                m.d.comb += [
+                    out[ln].s[i].eq(self._tree([pv.s[2 * i], pv.s[2 * i + 1]] +
+                                               ([pad] if i else []), lambda x, y: x + y)),
+                    out[ln].mx[i].eq(self._max(pv.mx[2 * i], pv.mx[2 * i + 1])),
+                    out[ln].mn[i].eq(self._min(pv.mn[2 * i], pv.mn[2 * i + 1])),
                 ]
         return out
 
@@ -164,7 +196,7 @@ class Pool1d(wiring.Component):
             self.lanes)
 
     def _combine(self, m, halves):
-        """Second reduction stage: the pooled value per lane from :meth:`_reduce_halves`'s
+        """Third reduction stage: the pooled value per lane from :meth:`_reduce_halves`'s
         result. AVE: the sum wrapping to 11 bits (cal1d.v); MAX / MIN: over the real columns.
         Returns a list of ``lanes`` signed(11) values."""
         out = []
@@ -189,11 +221,12 @@ class Pool1d(wiring.Component):
         col = data.ArrayLayout(elem, T)
         hist_layout = data.ArrayLayout(data.ArrayLayout(col, HIST), G)
 
-        # three stages: ``out`` registers the emitted window (its 8 columns, which are real, its
-        # padding term's index) with the item's position; ``reduce`` reduces each half of the
-        # window (the padding term added to the second),
-        # ``combine`` the two halves (issue 10: one stage for the whole reduction was PDP's
-        # critical path)
+        # four stages: ``out`` registers the emitted window (its 8 columns, which are real, its
+        # padding term's index) with the item's position; ``pair`` reduces pairs of columns
+        # (and selects the padding term), ``reduce`` the pairs into each half of the window (the
+        # padding term added to the second), ``combine`` the two halves (issue 10: one stage
+        # for the whole reduction was PDP's critical path; then the reduction of the halves in
+        # one stage, 11.4 ns)
         win_layout = data.StructLayout({
             "ages": data.ArrayLayout(col, HIST + 1), "valid": HIST + 1,
             "pad_need": 1, "pad_idx": 3,
@@ -213,18 +246,25 @@ class Pool1d(wiring.Component):
         m.d.sync += [padv[k].eq(sign_extend(self.pads[k][:ROW_BITS], ROW_BITS))
                      for k in range(HIST + 1)]
 
+        pair_layout = data.StructLayout({"pairs": self._pair_layout(),
+                                         "pad": signed(ROW_BITS), **pos})
+
+        def pair(m, w):
+            return {"pairs": self._reduce_pairs(m, w.ages, w.valid),
+                    "pad": Mux(w.pad_need, padv[w.pad_idx], 0), **{k: w[k] for k in pos}}
+
         def reduce(m, w):
-            pad = Signal(signed(ROW_BITS), name="pad")
-            m.d.comb += pad.eq(Mux(w.pad_need, padv[w.pad_idx], 0))
-            return {"halves": self._reduce_halves(m, w.ages, w.valid, pad),
+            return {"halves": self._reduce_halves(m, w.pairs, w.pad),
                     **{k: w[k] for k in pos}}
 
         def combine(m, w):
             return {"v": Cat(*self._combine(m, w.halves)), **{k: w[k] for k in pos}}
 
-        m.submodules.reduce = red = Map(win_layout, half_layout, reduce)
+        m.submodules.pair = pr = Map(win_layout, pair_layout, pair)
+        m.submodules.reduce = red = Map(pair_layout, half_layout, reduce)
         m.submodules.combine = comb = Map(half_layout, self._row, combine)
-        wiring.connect(m, out.o, red.i)
+        wiring.connect(m, out.o, pr.i)
+        wiring.connect(m, pr.o, red.i)
         wiring.connect(m, red.o, comb.i)
         wiring.connect(m, comb.o, wiring.flipped(self.o))
 
@@ -280,8 +320,16 @@ class Pool1d(wiring.Component):
         valid_n = self._valid(m, d_now, x, "wn")
         need_n, idx_n = self._pad(m, d_now, x, "wn")
         tail_g = tail[fgi]
-        # age 7 is never inside a flushed window (d >= 1)
-        ages_f = Cat(tail_g.as_value(), Const(0, col.size))
+        # the history snapshot for the flush engine (``tail``) is loaded from ``hist`` the
+        # cycle after the line's last item is taken (``snap``, issue 10: loaded with the take,
+        # the stall logic ran into the enable of its 448 flip-flops, PDP's critical path,
+        # 11.9 ns); in that cycle the flush reads its first group (f_g = 0) from ``hist``,
+        # which holds the snapshot's value then
+        snap = Signal()
+        ages_f = Cat(Mux(snap, hist[0].as_value(), tail_g.as_value()), Const(0, col.size))
+        m.d.sync += snap.eq(0)
+        with m.If(snap):
+            m.d.sync += tail.eq(hist)
         valid_f = self._valid(m, f_d, f_x, "wf")
         need_f, idx_f = self._pad(m, f_d, f_x, "wf")
 
@@ -350,10 +398,8 @@ class Pool1d(wiring.Component):
                 with m.If(is_last_col):
                     with m.If(emit & ox_in1):
                         # snapshot the history (with this item) for the flush engine
-                        snap = [Mux(k == g, shifted.as_value(), hist[k].as_value())
-                                for k in range(G)]
                         m.d.sync += [
-                            tail.eq(Cat(*snap)), f_active.eq(1), f_ox.eq(ox + 1), f_g.eq(0),
+                            snap.eq(1), f_active.eq(1), f_ox.eq(ox + 1), f_g.eq(0),
                             f_d.eq(dist + self.sx), f_x.eq(x), f_h.eq(h),
                             f_last_row.eq(h_last), f_ow.eq(self.out_width),
                         ]

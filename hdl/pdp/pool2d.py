@@ -20,7 +20,9 @@ still being flushed, or want to emit before the flush is done).
 
 Latency: six cycles (the input register presenting the banks' address, the item's register with
 the read data, the emitted window's register, then three stages for the padding term: the
-window's real lines, the term's index, the sum). Throughput: one item per cycle.
+window's real lines, the term's index, the sum). Throughput: one item per cycle (but for lines of
+one item, i.e. one output column and one channel group, with kh > sy: a cycle's wait after the
+item ending the oldest window, see ``lo_wait``).
 """
 from __future__ import annotations
 
@@ -154,6 +156,7 @@ class Pool2d(wiring.Component):
         it = Signal(self._row)
         it_valid = Signal()
         load = Signal()
+        take = Signal()
         m.d.comb += p_load.eq(~p_valid | load)
         with m.If(p_load):
             m.d.sync += [p_valid.eq(self.i.valid), p.eq(self.i.payload)]
@@ -165,6 +168,8 @@ class Pool2d(wiring.Component):
         with m.If(load):
             m.d.sync += [it_valid.eq(p_valid), it.eq(p),
                          q.eq(p.h + pt), q1.eq(p.h + pt + 1)]
+        with m.Elif(take):
+            m.d.sync += it_valid.eq(0)      # a bubble (``lo_wait`` below)
 
         # ---- per-surface window bookkeeping ----
         nstarted = Signal(DIM_BITS)     # windows whose first padded line is <= current line
@@ -186,8 +191,17 @@ class Pool2d(wiring.Component):
         init_n_c = Signal(4)
         init_row = Signal(9)            # first padded line of window init_n_c
         few = self.out_height < init_n
+        # whether windows remain to start after the first init_n_c (``more`` below): when
+        # init_n > out_height none do, and init_n_c = out_height
+        init_more = Signal()
+        m.d.sync += init_more.eq(init_n < self.out_height)
+        # init_row = init_n_c * sy from the products rel_start[r] = r * sy (issue 10: a
+        # multiplier behind the comparison ``few`` was PDP's critical path, 10.5 ns):
+        # init_n_c <= 7 but for init_n = 8 <= out_height
+        init_sel = Signal(3)
+        m.d.comb += init_sel.eq(Mux(few, self.out_height[:3], init_n[:3]))
         m.d.sync += [init_n_c.eq(Mux(few, self.out_height[:4], init_n)),
-                     init_row.eq(Mux(few, self.out_height[:4] * sy, init_n * sy))]
+                     init_row.eq(Mux(~few & init_n[3], sy << 3, rel_start[init_sel]))]
         init_wait = Signal(3)
 
         # ---- flush engine ----
@@ -261,7 +275,6 @@ class Pool2d(wiring.Component):
         m.d.comb += first_line.eq(it.h == 0)
         rd_data, f_data = [], []
         conflict = Signal()
-        take = Signal()
         conflicts = []
         # The banks are written one cycle after the item is taken, from registers (issue 10: the
         # take decision ran combinationally into the write enables of every bank's RAM blocks):
@@ -304,9 +317,11 @@ class Pool2d(wiring.Component):
             m.d.comb += iw.eq(omask[k])
             ini = Signal(name=f"init{k}")
             m.d.comb += ini.eq((dq == rel_start[rel]) | first_line)
+            rdr_in = Signal(acc_l, name=f"rdr_in{k}")
+            m.d.comb += rdr_in.eq(Mux(w_en & p_hit, w_data, rp.data))
             rdr = Signal(acc_l, name=f"rdr{k}")
             with m.If(load):
-                m.d.sync += rdr.eq(Mux(w_en & p_hit, w_data, rp.data))
+                m.d.sync += rdr.eq(rdr_in)
             rd = Signal(acc_l, name=f"rd{k}")
             m.d.comb += rd.eq(Mux(fwd & w_en, w_data, rdr))
             new = Signal(acc_l, name=f"new{k}")
@@ -317,20 +332,53 @@ class Pool2d(wiring.Component):
                          fp.en.eq(f_issue),
                          wp.addr.eq(w_addr), wp.data.eq(w_data), wp.en.eq(w_en)]
             conflicts.append(iw & pending[k])
-            rd_data.append(rd)
+            rd_data.append(rdr_in)
             f_data.append(fp.data)
         m.d.comb += conflict.eq(Cat(*conflicts).any())
 
         # the oldest open window (relative start 0): emitted when its last line (or the
-        # surface's last line) arrives; its bank's read data selected before the update
+        # surface's last line) arrives. Its bank's read data are selected when the item moves
+        # to ``it`` and registered with it (``lo_rdr``; issue 10: ``fwd`` -> the forward mux ->
+        # the 8:1 select by ``lo_slot`` -> the update -> the emitted window's register was PDP's
+        # critical path, 10.8 ns): selected by ``lo_slot`` as it is after this cycle's update
+        # (``lo_adv`` when the taken item ends a line: + 1 when the oldest window ends, the next
+        # surface's base at a surface end; 0 at ``start``). The forward of the item taken with
+        # the move (``fwd``: the lines are one item long) is ``lo_fd``, the oldest window's
+        # updated value registered with that take; it is right when the oldest window stays
+        # (or the taken item ends the surface: the next item is a first line, which stores
+        # itself). When the taken item ends the oldest window while the next one is open
+        # (``lo_wait``), the next oldest's updated value is not at hand: the move waits a cycle
+        # (a bubble; ``p_hit`` then forwards the write), only with one-item lines and kh > sy.
         lo_slot = Signal(3)
         m.d.comb += lo_slot.eq(base + nended[:3])
+        upd = Signal()
+        m.d.comb += upd.eq(take & it.row_end)
+        new_slot = Signal(3)
+        m.d.comb += new_slot.eq(base + nstarted[:3])
+        ends = Signal()         # the oldest window ends with this line
+        m.d.comb += ends.eq(nopen_nz & hit)
+        lo_adv = Signal(3)
+        lo_hold = Signal(3)
+        m.d.comb += [lo_adv.eq(Mux(it.last_row, new_slot, Mux(ends, lo_slot + 1, lo_slot))),
+                     lo_hold.eq(Mux(self.start, 0, lo_slot))]
+        rd_cat = Cat(*[r.as_value() for r in rd_data])
+        lo_rdr = Signal(acc_l)
+        lo_rdr_adv = Signal(acc_l)
+        lo_rdr_hold = Signal(acc_l)
+        m.d.comb += [lo_rdr_adv.eq(rd_cat.word_select(lo_adv, acc_l.size)),
+                     lo_rdr_hold.eq(rd_cat.word_select(lo_hold, acc_l.size))]
+        with m.If(load):
+            m.d.sync += lo_rdr.eq(Mux(upd & ~self.start, lo_rdr_adv, lo_rdr_hold))
+        lo_fd = Signal(acc_l)
         lo_old = Signal(acc_l)
-        m.d.comb += lo_old.eq(Cat(*[r.as_value() for r in rd_data]).word_select(lo_slot,
-                                                                                  acc_l.size))
+        m.d.comb += lo_old.eq(Mux(fwd, lo_fd, lo_rdr))
+        lo_wait = Signal()
+        m.d.comb += lo_wait.eq((p_addr == addr) & ~it.last_row & ends & nopen[1:].any())
         lo_new = Signal(acc_l)
         m.d.comb += [lo_new[ln].eq(v)
                      for ln, v in enumerate(update(lo_old, (dq == 0) | first_line))]
+        with m.If(take):
+            m.d.sync += lo_fd.eq(lo_new)
         emit = Signal()
         m.d.comb += emit.eq(nopen_nz & (hit | it.last_row))
         f_cur = Signal(acc_l)
@@ -341,7 +389,7 @@ class Pool2d(wiring.Component):
         m.d.comb += [
             stall.eq(conflict | (emit & (f_busy | ~out.i.ready)) | init_wait.any()),
             take.eq(it_valid & ~stall),
-            load.eq(~it_valid | take),
+            load.eq(~it_valid | (take & ~(upd & lo_wait))),
             self.i.ready.eq(p_load),
         ]
         with m.If(f_busy):
@@ -370,12 +418,11 @@ class Pool2d(wiring.Component):
                         m.d.sync += f_active.eq(0)
 
         # line / surface progress
-        ends = Signal()         # the oldest window ends with this line
         starts = Signal()       # a window starts with the next line
-        m.d.comb += [ends.eq(nopen_nz & hit),
-                     starts.eq((nstarted < self.out_height) & (nstart_row == q1))]
-        new_slot = Signal(3)
-        m.d.comb += new_slot.eq(base + nstarted[:3])
+        # more = nstarted < out_height, a register updated with nstarted (issue 10: the
+        # comparison ran into the open-window count's adder and nopen_nz, 10.4 ns)
+        more = Signal()
+        m.d.comb += starts.eq(more & (nstart_row == q1))
         nopen_next = Signal(DIM_BITS)
         m.d.comb += nopen_next.eq(nopen + starts - ends)
         with m.If(take & it.row_end):
@@ -384,7 +431,8 @@ class Pool2d(wiring.Component):
                     m.d.sync += [nended.eq(nended + 1), lo_start.eq(lo_start + sy),
                                  lo_last.eq(lo_last + sy)]
                 with m.If(starts):
-                    m.d.sync += [nstarted.eq(nstarted + 1), nstart_row.eq(nstart_row + sy)]
+                    m.d.sync += [nstarted.eq(nstarted + 1), nstart_row.eq(nstart_row + sy),
+                                 more.eq(nstarted + 1 < self.out_height)]
                 # the oldest window's bank is closed before the new one's is opened (the same
                 # bank when 8 windows are open)
                 closed = Mux(ends, omask & ~bank_bit(lo_slot), omask)
@@ -398,7 +446,7 @@ class Pool2d(wiring.Component):
                                  f_g.eq(0), f_last_ox.eq(it.ox),
                                  pending.eq(omask & ~bank_bit(lo_slot))]
                 m.d.sync += [base.eq(new_slot), nended.eq(0), lo_start.eq(0), lo_last.eq(kh - 1),
-                             nstarted.eq(init_n_c), nstart_row.eq(init_row),
+                             nstarted.eq(init_n_c), nstart_row.eq(init_row), more.eq(init_more),
                              nopen.eq(init_n_c), nopen_nz.eq(init_n_c != 0),
                              omask.eq(open_banks(init_n_c, new_slot))]
 
@@ -411,7 +459,6 @@ class Pool2d(wiring.Component):
         kh1 = Signal(DIM_BITS + 1)
         m.d.comb += [q_in.eq(p.h + pt), lo_last_sy.eq(lo_last + sy),
                      kh1.eq(kh - 1)]
-        upd = take & it.row_end
         hit_in = Mux((upd & it.last_row) | init_wait[-1], q_in == kh1,
                      Mux(upd & ends, q_in == lo_last_sy, q_in == lo_last))
         with m.If(load):
@@ -433,6 +480,7 @@ class Pool2d(wiring.Component):
         m.d.sync += init_wait.eq(init_wait << 1)
         with m.If(init_wait[-1]):
             m.d.sync += [lo_last.eq(kh - 1), nstarted.eq(init_n_c), nstart_row.eq(init_row),
+                         more.eq(init_more),
                          nopen.eq(init_n_c), nopen_nz.eq(init_n_c != 0),
                          omask.eq(open_banks(init_n_c, base))]
         with m.If(self.start):

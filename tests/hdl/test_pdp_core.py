@@ -40,6 +40,14 @@ CASES = [
     # likewise, three windows in the bottom padding flushed from three banks while the next
     # surface's first lines wait for them (their writes must not reach a bank being flushed)
     ("1x4_max_1col_pb3", POOL_MAX, 1, 5, 3, 1, 4, 1, 1, 0, 2, 0, 3),
+    # eight windows starting in the top padding (the height pass's init_n = 8, its first line
+    # 8 * sy), and more of them than output lines (init_n_c = out_height)
+    ("1x8_max_pt7", POOL_MAX, 2, 10, 2, 1, 8, 1, 1, 0, 7, 0, 7),
+    ("1x8_ave_pt7_few", POOL_AVE, 2, 2, 2, 1, 8, 1, 1, 0, 7, 0, 0),
+    ("1x5_min_pt4_s2_few", POOL_MIN, 2, 1, 2, 1, 5, 1, 2, 0, 4, 0, 0),
+    # every window starts in the top padding (init_n = out_height: none starts later, though
+    # the next one's first line would be a real line)
+    ("1x5_max_pt4_s2_all_top", POOL_MAX, 2, 5, 2, 1, 5, 1, 2, 0, 4, 0, 0),
 ]
 
 
@@ -94,3 +102,28 @@ def _run(lanes, case, seed, p_stall=0.3):
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_pdp_core_vs_model(lanes, case):
     _run(lanes, case, seed=CASES.index(case) * 10 + lanes)
+
+
+# one output column without stalls, so the height pass's items follow back to back: with one
+# channel group (lanes = atom) each is taken while the next moves in, which reads the oldest
+# window's bank before the taken item's write reaches it (issue 10: the oldest window's read data
+# are registered a cycle ahead, ``lo_rdr``; ``lo_fd`` forwards the taken item's update, and when
+# it ends the oldest window while the next is open, kh > sy, the move waits a cycle)
+BACK_TO_BACK = [
+    ("1x3_ave_1col_s1", POOL_AVE, 1, 7, 2, 1, 3, 1, 1, 0, 1, 0, 1),
+    ("1x4_max_1col_s2", POOL_MAX, 1, 8, 2, 1, 4, 1, 2, 0, 1, 0, 1),
+    ("1x5_min_1col_s3", POOL_MIN, 1, 9, 2, 1, 5, 1, 3, 0, 1, 0, 1),
+    ("1x2_ave_1col_s2", POOL_AVE, 1, 6, 2, 1, 2, 1, 2, 0, 0, 0, 0),
+    ("2x8_max_s1", POOL_MAX, 2, 9, 1, 2, 8, 1, 1, 0, 3, 0, 4),
+    # windows ending in the right padding: the width pass's flush starts the cycle after a
+    # line's last item, reading the history register before its snapshot is loaded
+    ("3x3_ave_pr2", POOL_AVE, 5, 4, 2, 3, 3, 1, 1, 1, 1, 2, 1),
+    ("8x2_max_pr7", POOL_MAX, 3, 3, 2, 8, 2, 1, 1, 0, 0, 7, 1),
+    ("4x3_min_s2_pr1", POOL_MIN, 6, 6, 2, 4, 3, 2, 2, 1, 1, 1, 0),
+]
+
+
+@pytest.mark.parametrize("lanes", [1, 8])
+@pytest.mark.parametrize("case", BACK_TO_BACK, ids=[c[0] for c in BACK_TO_BACK])
+def test_pdp_core_back_to_back(lanes, case):
+    _run(lanes, case, seed=BACK_TO_BACK.index(case) * 10 + lanes + 500, p_stall=0)
