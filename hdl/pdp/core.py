@@ -93,6 +93,7 @@ class PdpCore(wiring.Component):
         m.submodules.split = split = Split(data.StructLayout({"v": atom_l}), G)
         m.submodules.pool1d = p1 = Pool1d(T, G)
         m.submodules.pool2d = p2 = Pool2d(T, G, self.max_width)
+        self.pool2d = p2        # test hook (tests/hdl/test_pdp_core.py: its ``collision``)
         tot = data.ArrayLayout(signed(TOT_BITS), T)
         mid = data.ArrayLayout(signed(ROW_BITS), T)
         outl = data.ArrayLayout(signed(8), T)

@@ -32,6 +32,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from hdl.lib.fixed import sign_extend
+from hdl.lib.memory import RDWR_UNDEFINED
 from hdl.lib.stream import Map, SkidBuffer
 from hdl.pdp.pool1d import DIM_BITS, POOL_AVE, POOL_MAX, POOL_MIN, row_item_layout
 
@@ -293,22 +294,44 @@ class Pool2d(wiring.Component):
         # only write after its first read is the held write of that take, rewritten unchanged
         # (``conflict`` stalls the items that would write it) -- no write the cycle after a
         # read, or while its data waits for the output, changes the read address's contents.
+        #
+        # All of this is needed only when a line may have fewer than four items (G < 4, e.g.
+        # lanes = atom): an item's read misses at most the writes of the three items before it
+        # (the last take before its read cycle is of one of them), and the items of one
+        # address are a line apart (>= G items). With G >= 4 (nv_small: G = 8) no read ever
+        # needs a forward, and ``forwards`` is off (issue 10: the forward muxes sat between the
+        # banks' RAM outputs and the oldest window's select): the banks are written once, in the
+        # cycle after the take (``w_en`` a pulse), so an item's read never meets a write of its
+        # entry (that write's item is one of the three before), and a flush read of a pending
+        # bank never does either (its last write, of the take that starts the flush, is made
+        # in the cycle its first read is presented at the earliest, at the surface's last
+        # address, not the first one read; flush reads of the other banks meeting the items'
+        # writes are discarded): the banks are bare block RAM (hdl.lib.memory.RDWR_UNDEFINED,
+        # non-transparent ports; tests/hdl/test_pdp_core.py watches ``collision``).
+        forwards = self.forwards = G < 4
         w_addr = Signal(range(depth))
         fwd = Signal()
         with m.If(take):
             m.d.sync += w_addr.eq(addr)
         p_hit = Signal()
-        m.d.comb += p_hit.eq(w_addr == p_addr)
-        with m.If(load):
-            m.d.sync += fwd.eq(take & (p_addr == addr))
+        if forwards:
+            m.d.comb += p_hit.eq(w_addr == p_addr)
+            with m.If(load):
+                m.d.sync += fwd.eq(take & (p_addr == addr))
+        # test hook: a read presented in the cycle its entry is written, whose data are used
+        # (an item's read when an item enters ``p``; the flush uses bank f_slot's)
+        collision = self.collision = Signal()
+        collisions = []
         for k in range(SLOTS):
-            mem = Memory(shape=acc_l, depth=depth, init=[])
+            mem = Memory(shape=acc_l, depth=depth, init=[],
+                         attrs=None if forwards else RDWR_UNDEFINED)
             m.submodules[f"bank{k}"] = mem
             wp = mem.write_port()
-            # reads the next item's address while the held write is written (new data when
-            # equal)
-            rp = mem.read_port(transparent_for=(wp,))
-            fp = mem.read_port(transparent_for=(wp,))
+            # with forwards: reads the next item's address while the held write is written
+            # (new data when equal)
+            tr = (wp,) if forwards else ()
+            rp = mem.read_port(transparent_for=tr)
+            fp = mem.read_port(transparent_for=tr)
             w_en = Signal(name=f"w_en{k}")
             w_data = Signal(acc_l, name=f"w_data{k}")
             rel = Signal(3, name=f"rel{k}")
@@ -328,13 +351,18 @@ class Pool2d(wiring.Component):
             m.d.comb += [new[ln].eq(v) for ln, v in enumerate(update(rd, ini))]
             with m.If(take):
                 m.d.sync += [w_en.eq(iw), w_data.eq(new)]
+            if not forwards:
+                with m.Else():
+                    m.d.sync += w_en.eq(0)
+            collisions.append(w_en & (((rp.addr == w_addr) & rp.en & self.i.valid) |
+                                      ((fp.addr == w_addr) & fp.en & (f_slot == k))))
             m.d.comb += [rp.addr.eq(in_addr), rp.en.eq(p_load), fp.addr.eq(f_addr),
                          fp.en.eq(f_issue),
                          wp.addr.eq(w_addr), wp.data.eq(w_data), wp.en.eq(w_en)]
             conflicts.append(iw & pending[k])
             rd_data.append(rdr_in)
             f_data.append(fp.data)
-        m.d.comb += conflict.eq(Cat(*conflicts).any())
+        m.d.comb += [conflict.eq(Cat(*conflicts).any()), collision.eq(Cat(*collisions).any())]
 
         # the oldest open window (relative start 0): emitted when its last line (or the
         # surface's last line) arrives. Its bank's read data are selected when the item moves
@@ -371,14 +399,18 @@ class Pool2d(wiring.Component):
             m.d.sync += lo_rdr.eq(Mux(upd & ~self.start, lo_rdr_adv, lo_rdr_hold))
         lo_fd = Signal(acc_l)
         lo_old = Signal(acc_l)
-        m.d.comb += lo_old.eq(Mux(fwd, lo_fd, lo_rdr))
         lo_wait = Signal()
-        m.d.comb += lo_wait.eq((p_addr == addr) & ~it.last_row & ends & nopen[1:].any())
+        if forwards:
+            m.d.comb += [lo_old.eq(Mux(fwd, lo_fd, lo_rdr)),
+                         lo_wait.eq((p_addr == addr) & ~it.last_row & ends & nopen[1:].any())]
+        else:
+            m.d.comb += lo_old.eq(lo_rdr)
         lo_new = Signal(acc_l)
         m.d.comb += [lo_new[ln].eq(v)
                      for ln, v in enumerate(update(lo_old, (dq == 0) | first_line))]
-        with m.If(take):
-            m.d.sync += lo_fd.eq(lo_new)
+        if forwards:
+            with m.If(take):
+                m.d.sync += lo_fd.eq(lo_new)
         emit = Signal()
         m.d.comb += emit.eq(nopen_nz & (hit | it.last_row))
         f_cur = Signal(acc_l)
