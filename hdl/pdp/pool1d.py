@@ -360,6 +360,13 @@ class Pool1d(wiring.Component):
             m.d.comb += [out.i.payload.ages.eq(ages_n), out.i.payload.valid.eq(valid_n),
                          out.i.payload.pad_need.eq(need_n), out.i.payload.pad_idx.eq(idx_n)]
 
+        # the flush's start: loaded while a line's last item waits with windows left to flush
+        # and no flush running, from registers that change only when it is taken (so with the
+        # values of its take; issue 10: loaded with the take, the stall logic ran into their
+        # enables, PDP's critical path, 9.9 ns); the take waits for a running flush
+        with m.If(last_g & is_last_col & emit & ox_in1 & ~f_active):
+            m.d.sync += [f_ox.eq(ox + 1), f_g.eq(0), f_d.eq(dist + self.sx), f_x.eq(x),
+                         f_h.eq(h), f_last_row.eq(h_last), f_ow.eq(self.out_width)]
         # flush progress
         with m.If(f_active & out.i.ready):
             m.d.sync += f_g.eq(f_g + 1)
@@ -398,11 +405,7 @@ class Pool1d(wiring.Component):
                 with m.If(is_last_col):
                     with m.If(emit & ox_in1):
                         # snapshot the history (with this item) for the flush engine
-                        m.d.sync += [
-                            snap.eq(1), f_active.eq(1), f_ox.eq(ox + 1), f_g.eq(0),
-                            f_d.eq(dist + self.sx), f_x.eq(x), f_h.eq(h),
-                            f_last_row.eq(h_last), f_ow.eq(self.out_width),
-                        ]
+                        m.d.sync += [snap.eq(1), f_active.eq(1)]
                     m.d.sync += [x.eq(0), ox.eq(0), h.eq(h + 1),
                                  h_last.eq(h + 1 == self.height - 1), is_last_col.eq(lc0 == 0),
                                  dist.eq(dist0), at_end.eq(dist0 == 0), ox_in.eq(1)]
