@@ -36,17 +36,13 @@ from hdl.lib.stream import Map, SkidBuffer
 from hdl.pdp.pool1d import DIM_BITS, POOL_AVE, ROW_BITS, Pool1d, row_item_layout
 from hdl.pdp.pool2d import TOT_BITS, Pool2d
 
-__all__ = ["PdpCore", "recip_round", "recip_finish"]
-
-
-def recip_round(v, recip, bits: int):
-    """``v * recip / 2**16`` rounded as NVIDIA's PDP (module docstring) into ``signed(bits)``.
-    ``v`` signed value, ``recip`` unsigned 17-bit value. Pure combinational."""
-    return recip_finish(v * recip, bits)
+__all__ = ["PdpCore", "recip_finish"]
 
 
 def recip_finish(p, bits: int):
-    """The rounding of :func:`recip_round` on the product ``p = v * recip`` (signed)."""
+    """``p / 2**16`` rounded as NVIDIA's PDP (module docstring) into ``signed(bits)``, ``p``
+    the signed product ``v * recip`` of a value and an unsigned 17-bit reciprocal
+    (RECIP_KERNEL_WIDTH/HEIGHT). Pure combinational."""
     fl = (p >> 16)
     frac = p[:16]
     neg = p < 0
@@ -110,8 +106,11 @@ class PdpCore(wiring.Component):
         def scale_w(m, e):
             return [Mux(ave, recip_finish(e.p[k], ROW_BITS), e.v[k]) for k in range(T)]
 
+        def products(v, recip):
+            return Cat(*[v[k] * recip for k in range(T)])
+
         def mul_h(m, v):
-            return {"p": Cat(*[v[k] * self.recip_h for k in range(T)]), "v": v}
+            return {"p": products(v, self.recip_h), "v": v}
 
         def scale_h(m, e):
             return [Mux(ave, recip_finish(e.p[k], 8), e.v[k][:8].as_signed())
@@ -146,7 +145,7 @@ class PdpCore(wiring.Component):
         wiring.connect(m, p1.o, mid.i)
         wiring.connect(m, mid.o, p2.i)
         m.d.comb += [mw.i.valid.eq(p2.o.valid), p2.o.ready.eq(mw.i.ready),
-                     mw.i.payload.p.eq(Cat(*[p2.o.payload[k] * self.recip_w for k in range(T)])),
+                     mw.i.payload.p.eq(products(p2.o.payload, self.recip_w)),
                      mw.i.payload.v.eq(p2.o.payload)]
         wiring.connect(m, mw.o, rw.i)
         wiring.connect(m, rw.o, mh.i)
