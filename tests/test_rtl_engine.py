@@ -311,6 +311,31 @@ def test_max_cycles_overrides_the_budget(stub_filelist):
 
 
 @needs_sim
+def test_timeout_report_has_no_false_csb_error(stub_filelist):
+    """Issue 36 item 2: a timed-out trace's report names the busy units and shows no protocol
+    error - the report's own status reads (RBK's ``S_STATUS`` at 0x11000 last, the trace ends
+    right after it) all got their responses. The CSB monitor stays strict: a DUT that never
+    answers that read gets the timed-out read named and the monitor's missing response."""
+    from verif.trace.rtl_runner import run_rtl
+    t = TRACES / "sdp_8x8x32_bypass_int8_0"
+    res = _run([t], stub_filelist, intr_budget=300)[t.name]
+    assert res.status == "FAIL"
+    assert "no interrupt within 300 cycles" in res.message
+    assert "units still busy: SDP(S_STATUS=0x1)" in res.message
+    assert "protocol error" not in res.message, res.message
+    # a DUT that never answers a read of word address 0x4400 (byte 0x11000, RBK S_STATUS)
+    mute = _stub_variant("test_stub_mute_rbk", STUB_V.replace(
+        "nvdla2csb_valid <= s1_valid && !s1_write;",
+        "nvdla2csb_valid <= s1_valid && !s1_write && s1_addr != 16'h4400;"))
+    (bad,) = run_rtl([t], config="test_stub_mute_rbk", rtl_filelist=mute, intr_budget=300,
+                     engine={"csb_timeout": 200})
+    assert bad.status == "FAIL"
+    assert "units still busy: SDP(S_STATUS=0x1), RBK(S_STATUS read timed out)" in bad.message
+    assert "protocol error: CSB at cycle" in bad.message
+    assert "1 request(s) without a response (oldest: read of 0x11000" in bad.message
+
+
+@needs_sim
 def test_project_rtl_smoke():
     if not (REPO / "hdl" / "build.py").is_file():
         pytest.skip("no project RTL yet")

@@ -60,3 +60,17 @@ def test_amaranth_engine_profiles(profile, capsys):
     assert main(["run", _trace("sdp_1x1x8_pass_through_int8_0"), "--engine", "amaranth", *profile]) == 0
     out = capsys.readouterr().out
     assert "1 passed, 0 failed, 0 not runnable" in out and f"memory {profile[1]}" in out
+
+
+@needs_shared
+def test_amaranth_timeout_report_names_busy_units_without_protocol_error(capsys):
+    """Issue 36 item 2 on the amaranth engine: the timeout report's status reads (RBK's at
+    0x11000 last) are each answered before the trace ends (the CSB monitor counts every response
+    in the same tick the engine sees it), so the report shows the busy units and no protocol
+    error (the rtl engine's case: tests/test_rtl_engine.py)."""
+    assert main(["run", _trace("sdp_8x8x32_bypass_int8_0"), "--engine", "amaranth",
+                 "--max-cycles", "300"]) == 1
+    out = capsys.readouterr().out
+    assert "no interrupt within 300 cycles" in out
+    assert "units still busy: SDP_RDMA(S_STATUS=0x1), SDP(S_STATUS=0x1)" in out
+    assert "protocol error" not in out

@@ -9,7 +9,7 @@ from hdl.config import NV_LARGE, NV_SMALL
 from hdl.glb import Glb
 from hdl.regmap import REGMAP
 from verif.model import Nvdla
-from verif.trace.amaranth_engine import simulate
+from verif.trace.amaranth_engine import PERIOD, simulate
 
 
 def addr(name):
@@ -164,3 +164,56 @@ def test_glb_done_ports_of_configuration():
     assert hasattr(large, "done_bdma") and hasattr(large, "done_rubik")
     for g in (small, large):
         g._MustUse__silence = True
+
+
+# ---- units nv_small does not have ----------------------------------------------------------------
+# NVIDIA's nv_small csb_master (nvdla/hw nv_small, vmod/nvdla/csb_master/NV_NVDLA_csb_master.v:
+# select_bdma and select_rbk tied to 0, no CVIF select) hands every request that selects no unit to
+# its dummy client, which answers reads with data 0 and non-posted writes with a write response and
+# drops posted writes (issue 36 item 2); hdl/csb.py does the same (no unit hit: rdata 0, the
+# responses do not depend on a hit). The windows: the register map's units
+# nv_small lacks (NvdlaConfig.units: CVIF 0xf000, BDMA 0x10000, RBK 0x11000), 0xe000 (GEC in
+# NVIDIA's opendla_small.h, no unit in either register map) and unmapped space above RBK up to the
+# top of the 16-bit word address (byte 0x3ffff).
+def _absent_windows(cfg):
+    units = {u.base: u.name for u in REGMAP.units}
+    present = set(cfg.units())
+    absent = [(b, n) for b, n in units.items() if n not in present]
+    top = max(units)
+    absent += [(b, "none") for b in range(0, top, 0x1000) if b not in units]
+    return sorted(absent + [(top + 0x1000, "none"), (0x3F000, "none")])
+
+
+def test_absent_units_answer_reads_and_nonposted_writes():
+    windows = _absent_windows(NV_SMALL)
+    assert [n for _, n in windows] == ["none", "CVIF", "BDMA", "RBK", "none", "none"]
+    assert [b for b, _ in windows] == [0xE000, 0xF000, 0x10000, 0x11000, 0x12000, 0x3F000]
+    glb_mask = addr("GLB.S_INTR_MASK")
+    # first word, GLB.S_INTR_MASK's offset (a write must not alias into GLB), middle, last word
+    offsets = (0, glb_mask & 0xFFF, 0x800, 0xFFC)
+    requests = 0
+
+    async def bench(eng):
+        nonlocal requests
+        mon = eng.csb_mon
+        for base, _ in windows:
+            for off in offsets:
+                a = base + off
+                got = mon.responses
+                # non-posted write: reg_write waits for nvdla2csb_wr_complete (TraceFailure if none)
+                await eng.reg_write(a, 0xFFFFFFFF, nposted=True)
+                assert await eng.reg_read(a) == 0, hex(a)
+                requests += 2
+                assert mon.responses == got + 2, hex(a)
+        for _ in range(16):                           # a late or repeated response would show
+            o = await eng.csb_step()
+            assert not o["valid"] and not o["wr_complete"]
+        mon.check_idle(eng.cycle)
+        assert mon.error is None, mon.error
+        assert mon.requests == mon.responses == requests
+        assert await eng.reg_read(glb_mask) == 0      # nothing landed in GLB
+        assert not (await eng.csb_step())["intr"]
+
+    # the CSB port in its own clock through the clock-domain crossing, as in NV_nvdla
+    simulate(NV_SMALL, bench, csb_period=PERIOD)
+    assert requests == 2 * len(windows) * len(offsets)

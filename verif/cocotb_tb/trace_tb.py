@@ -66,8 +66,10 @@ def _config(spec: str | None):
         return NV_SMALL
 
 
-def _protocol_verdict(eng: RtlEngine, res: TraceResult) -> TraceResult:
-    err = eng.final_check()
+async def _protocol_verdict(eng: RtlEngine, res: TraceResult) -> TraceResult:
+    # end_check, not final_check: the CSB responses still due (the last status read of a
+    # timeout report) are counted first, so no false "request(s) without a response"
+    err = await eng.end_check()
     if err and err not in res.message:
         res.message = f"protocol error: {err}" + (f"; {res.message}" if res.message else "")
         res.status = FAIL
@@ -98,7 +100,7 @@ async def play_traces(dut):
         from verif.trace.budget import trace_budget
         budget = trace_budget(trace, hw, override)
         res = await play(trace, eng, on_timeout=on_timeout, intr_budget=budget, **player, **kw)
-        return _protocol_verdict(eng, res), budget
+        return await _protocol_verdict(eng, res), budget
 
     def emit(out, res, c0, t0, p0=None, **extra):
         if res.status == FAIL and waves and waves not in res.message:

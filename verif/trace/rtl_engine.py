@@ -28,7 +28,13 @@ Pieces (all on NVIDIA's NV_nvdla ports):
   cycle the core evaluates (IDs allowed: ``axi_ids``); the CSB monitor counts the engine's own
   requests and every cycle ``nvdla2csb_valid``/``nvdla2csb_wr_complete`` is high (a coroutine
   woken by their rising edges, so no per-cycle cost while they are low). A violation fails the
-  trace at the engine's next call (``_check_error``) or at :meth:`RtlEngine.final_check`.
+  trace at the engine's next call (``_check_error``) or at the end of the trace
+  (:meth:`RtlEngine.end_check`: first :meth:`RtlEngine.drain_csb`, then
+  :meth:`RtlEngine.final_check`). The monitor's coroutine and ``reg_read`` wake at the same
+  falling edge of ``dla_csb_clk``; when ``reg_read`` runs first, the monitor counts that
+  response only after the caller's code up to its next ``await`` has run - so a trace that
+  ends right after a read (the status reads of a timeout report) must let that edge finish
+  before the end-of-trace check (issue 36 item 2).
 * clocks (``clocks=``): ``tb`` (default with the testbench top of ``sim.build``) - generated
   inside the simulation (``sim/tb/top.py``: Verilog delay loops, no GPI callback per edge) and,
   when the two periods are equal, ``dla_csb_clk`` is ``dla_core_clk`` itself (one event per
@@ -384,9 +390,30 @@ class RtlEngine(SimEngineBase):
         self.csb_reads = self.csb_writes = 0
         await self.wait_cycles(self.post_reset_cycles)
 
+    async def drain_csb(self) -> None:
+        """Let the CSB monitor see the responses still due before the end-of-trace check: wait
+        (whole ``dla_csb_clk`` cycles) while a read or non-posted write is outstanding, for at
+        most ``csb_timeout`` CSB cycles after the oldest one was issued (``reg_read``'s own
+        limit; a request older than that returns at once and stays outstanding, so a response
+        that never comes is still reported by :meth:`final_check`). Needed after a trace that
+        ends with a read (module docstring: the monitor may count the last read's response
+        only after ``reg_read`` has returned it); costs no time when nothing is outstanding."""
+        mon = self.csb_mon
+        while mon.pending:
+            waited = (self.cycle - mon.pending[0][1]) * self._period_steps
+            if waited >= self.csb_timeout * self._csb_period_steps:
+                return
+            await self._csb_fall
+
+    async def end_check(self) -> str | None:
+        """At the end of a trace: :meth:`drain_csb`, then :meth:`final_check`."""
+        await self.drain_csb()
+        return self.final_check()
+
     def final_check(self) -> str | None:
         """At the end of a trace: the first protocol violation (AXI, CSB, a CSB request left
-        without its response), or None."""
+        without its response), or None. Call :meth:`end_check` instead unless the CSB monitor
+        is known to be up to date (see :meth:`drain_csb`)."""
         self.csb_mon.check_idle(self.cycle)
         mon = self.axi.core.monitor
         if mon is not None:
