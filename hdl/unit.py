@@ -133,7 +133,8 @@ class DatapathUnit(wiring.Component):
             wiring.connect(m, wiring.flipped(getattr(self, f"csb_{name.lower()}")), rf.bus)
         return rf
 
-    def add_layer_control(self, m: Module, rfs: list, done, uses: dict | None = None) -> Signal:
+    def add_layer_control(self, m: Module, rfs: list, done, uses: dict | None = None,
+                          completes: dict | None = None) -> Signal:
         """Hardware-layer sequencing (v1_hwarch.rst "Ping-pong synchronization"): a layer
         starts when the consumer group of every register file in ``rfs`` is armed (D_OP_ENABLE)
         and no layer runs; the one-cycle pulse ``done`` (e.g. the write DMA's last B response;
@@ -144,8 +145,13 @@ class DatapathUnit(wiring.Component):
         ``uses`` maps a register file of ``rfs`` (by unit name) to a 1-bit value, 1 when it takes part in
         the layer, read from register files that always do (e.g. PDP_RDMA is not used
         when PDP's FLYING_MODE = ON_FLYING); such a file is neither waited for nor completed
-        when it is 0. Files not in ``uses`` always take part."""
+        when it is 0. Files not in ``uses`` always take part.
+
+        ``completes`` maps a register file (by unit name) to a 1-bit value read at ``done``: 0
+        leaves that file's group armed when the layer is done (a DMA of it that never finishes:
+        SDP_RDMA in hdl/sdp); default 1."""
         uses = uses or {}
+        completes = completes or {}
         running = Signal(name="layer_running")
         start = Signal(name="layer_start")
         finish = Signal(name="layer_done")
@@ -158,7 +164,7 @@ class DatapathUnit(wiring.Component):
         with m.If(finish):
             m.d.sync += running.eq(0)
         own = next(rf for rf in rfs if rf.unit.name == self.INTERRUPT.upper())
-        m.d.comb += [rf.done.eq(finish & uses[rf.unit.name] if rf.unit.name in uses else finish)
+        m.d.comb += [rf.done.eq(finish & uses.get(rf.unit.name, 1) & completes.get(rf.unit.name, 1))
                      for rf in rfs]
         m.d.comb += [self.done_grp.eq(own.done_grp), self.busy.eq(running)]
         return start

@@ -1,7 +1,7 @@
 """Sweep: random register programs per layer type on the RTL against the numpy model (issue 11
 items 1, 2, 9; generators in verif/gen/).
 
-    python scripts/sweep.py --unit sdp|pdp|cdp|sdp_illegal|dc|all -n N --seed S -j 2
+    python scripts/sweep.py --unit sdp|pdp|cdp|sdp_operands|dc|all -n N --seed S -j 2
         [--mem-profile random|nvidia|fast] [--mem-seed M] [--per-process 16]
         [--keep /tmp/gen_fails] [--config nv_small] [--set NAME=VALUE] [--rtl-filelist F]
 

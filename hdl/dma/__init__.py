@@ -13,12 +13,12 @@
 """
 from hdl.dma.clients import (READ_CLIENTS, WRITE_CLIENTS, dma_params, read_client, read_dma_params,
                              write_client, write_dma_params)
-from hdl.dma.cube import CUBE_DIM_BITS, atom_layout, cube_from_regs, cube_layout
+from hdl.dma.cube import CUBE_DIM_BITS, atom_layout, cube_from_regs, cube_layout, one_run_if_1x1
 from hdl.dma.read import ReadDma
 from hdl.dma.walker import CubeWalker, RunWalker, WalkerDma
 from hdl.dma.write import WriteDma
 
 __all__ = ["CUBE_DIM_BITS", "atom_layout", "CubeWalker", "READ_CLIENTS", "ReadDma", "RunWalker", "WRITE_CLIENTS",
            "WalkerDma", "WriteDma",
-           "cube_from_regs", "cube_layout", "dma_params", "read_client", "read_dma_params",
+           "cube_from_regs", "cube_layout", "one_run_if_1x1", "dma_params", "read_client", "read_dma_params",
            "write_client", "write_dma_params"]

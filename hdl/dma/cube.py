@@ -9,10 +9,11 @@ each (``atom_elems`` channels); element (w, h, c) lives at byte
 """
 from __future__ import annotations
 
-from amaranth.hdl import Cat, signed, unsigned
+from amaranth.hdl import Cat, Mux, signed, unsigned
 from amaranth.lib import data
 
-__all__ = ["CUBE_DIM_BITS", "STRIDE_BITS", "atom_layout", "cube_layout", "cube_from_regs"]
+__all__ = ["CUBE_DIM_BITS", "STRIDE_BITS", "atom_layout", "cube_layout", "cube_from_regs",
+           "one_run_if_1x1"]
 
 CUBE_DIM_BITS = 13     # D_DATA_CUBE_WIDTH/HEIGHT/CHANNEL fields are [12:0], minus-one encoded
 STRIDE_BITS = 32       # D_*_LINE_STRIDE / D_*_SURFACE_STRIDE registers are 32-bit byte strides
@@ -78,3 +79,18 @@ def cube_from_regs(regs, *, base: str, line_stride: str, surface_stride: str, wi
         _reg(regs, channel)[:CUBE_DIM_BITS],
     )
     return data.View(cube_layout(addr_width), bits)
+
+
+def one_run_if_1x1(cube, one_by_one, run_stride: int) -> data.View:
+    """``cube`` (a :func:`cube_layout` view) with its surface stride replaced by ``run_stride``
+    bytes while ``one_by_one`` (1 bit: the cube is 1 x 1, ``width`` = ``height`` = 0; a register
+    of it may be passed to keep the comparison off the DMA's start path) is set: its surfaces
+    then follow each other as one contiguous run from the base address, as NVIDIA's SDP DMAs
+    move such a cube whatever the surface stride (nv_small RTL, NV_NVDLA_SDP_MRDMA_ig.v /
+    NV_NVDLA_SDP_RDMA_ig.v / NV_NVDLA_SDP_WDMA_cmd.v ``cfg_mode_1x1_pack``: one request for the
+    whole cube; the model's ``verif.model.sdp.one_by_one``). ``run_stride``: the bytes of one
+    surface of the run (a memory atom for feature data). Combinational, no statements."""
+    lay = cube_layout(len(cube.base))
+    return data.View(lay, Cat(cube.base, cube.line_stride,
+                              Mux(one_by_one, run_stride, cube.surface_stride)[:STRIDE_BITS],
+                              cube.width, cube.height, cube.channel))

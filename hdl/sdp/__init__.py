@@ -44,14 +44,21 @@ non-zero); with OUTPUT_DST = PDP WDMA takes zero atoms (flag 0). Each register g
 copy, loaded when its layer is done and cleared when its OP_EN is set, like the D_PERF_*
 registers (below).
 
-Programs NVIDIA's hardware cannot complete (issue 11 item 9; model ``SdpCore._check``): a
-sub-unit whose non-bypassed ALU or multiplier takes its operand from memory that its
-BRDMA/NRDMA/ERDMA does not deliver (DMA disabled, or DATA_USE not selecting it), or an enabled
-operand DMA whose DATA_USE delivers an operand nothing takes from memory. NVIDIA's nv_small RTL
-never raises the interrupt for the first kind (observed through our player: 10 of 10 generated
-programs) and for most of the second; here the layer is armed but never started (``stuck``):
-nothing is read or written, the unit stays busy and the player's cycle budget names it. The
-check is only over operand sources, so it costs a few gates.
+Operand DMAs that disagree with the sub-units' operand sources (issue 36 item 1; the model's
+``SdpCore._check`` and ``untaken_operand_fits`` give NVIDIA's behaviour and its sources):
+
+* an operand a non-bypassed ALU or multiplier takes from memory that its BRDMA/NRDMA/ERDMA does
+  not fetch (DMA disabled, or DATA_USE not selecting it): NVIDIA's core waits for it forever;
+  here the layer is armed but never started (``stuck``: nothing is read or written, the unit
+  stays busy and the player's cycle budget names it);
+* an operand fetched that nothing takes: the layer runs without it (the operand DMA reads only
+  for sub-units that take memory operands) and completes, but NVIDIA's DMA never finishes, so
+  SDP_RDMA's group stays armed (``wedged``) and every later layer that needs SDP_RDMA is never
+  started; with DATA_USE = BOTH and the other operand taken, the layer is ``stuck`` unless the
+  untaken operand fits NVIDIA's FIFOs (:meth:`Sdp._both_absorbed`).
+
+The checks are over the operand sources and the cube's size (counts saturating at 5), so they
+cost a few gates.
 
 Not implemented (the registers exist and read back): batches, Winograd, int16/fp16, the NaN/Inf
 counters.
@@ -61,7 +68,7 @@ from __future__ import annotations
 from amaranth.hdl import Cat, Module, Mux, Signal, Value, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
-from hdl.dma import CUBE_DIM_BITS, ReadDma, cube_from_regs, read_dma_params
+from hdl.dma import CUBE_DIM_BITS, ReadDma, cube_from_regs, one_run_if_1x1, read_dma_params
 from hdl.dma.walker import log2
 from hdl.regfile import raw_field, reg_word
 from hdl.regmap import REGMAP
@@ -139,6 +146,35 @@ class Sdp(DatapathUnit):
         return {"pdp_flying": Out(stream.Signature(atom_layout(cfg))), "pdp_done": In(1),
                 "cacc_flying": In(stream.Signature(
                     data.ArrayLayout(signed(32), cfg.memory_atomic)))}
+
+    @staticmethod
+    def _both_absorbed(dcfg, dma_name: str, data_cube, atom: int):
+        """1 when the untaken operand of a DATA_USE = BOTH fetch whose sub-unit takes the other
+        one fits NVIDIA's operand DMA, so that the layer completes (issue 36 item 1): the closed
+        form of the model's ``verif.model.sdp.untaken_operand_fits`` (settled on NVIDIA's
+        nv_small RTL; the model's docstring has the mechanism). With A untaken atoms:
+        PER_KERNEL (and a 1 x 1 PER_ELEMENT cube, one request): A = channel atoms, at most
+        ``base`` + 2 when W x H = 1, + 1 when W x H is 2 or 3, + 0 beyond (``base`` 2 for
+        one-byte, 1 for two-byte operands); PER_ELEMENT otherwise: A = W x H x channel atoms,
+        at most 3 (two-byte operands, or an odd W) or 4. Every limit is at most 4, so the
+        counts are kept to 3 bits saturating at 5 (no multiplier on the layer's start path)."""
+        def small(minus_one):                     # the count 1..4, or 5 for anything larger
+            return Mux(minus_one < 4, minus_one + 1, 5)[:3]
+        w, h = small(data_cube.width), small(data_cube.height)
+        c = small(data_cube.channel >> log2(atom))
+        two_byte = Value.cast(getattr(dcfg, f"{dma_name}_data_size"))
+        per_element = Value.cast(getattr(dcfg, f"{dma_name}_data_mode"))
+        wh = Signal(5, name=f"{dma_name}_wh")
+        whc = Signal(7, name=f"{dma_name}_whc")
+        one = (w == 1) & (h == 1)
+        base = Mux(two_byte, 1, 2)
+        kern_limit = base + Mux(wh == 1, 2, Mux(wh <= 3, 1, 0))
+        elem_limit = Mux(two_byte | ~data_cube.width[0], 3, 4)
+        fits = Signal(name=f"{dma_name}_untaken_fits")
+        m = Module()
+        m.d.comb += [wh.eq(w * h), whc.eq(wh * c),
+                     fits.eq(Mux(per_element & ~one, whc <= elem_limit, c <= kern_limit))]
+        return m, fits
 
     def elaborate(self, platform):
         m = Module()
@@ -234,9 +270,15 @@ class Sdp(DatapathUnit):
         # the data cube as the core sees it (SDP's D_DATA_CUBE_*: also when on the fly, where
         # SDP_RDMA's copy may not be programmed)
         data_cube = dst_cube
+        # a 1 x 1 cube is moved as one run of atoms from the base address, whatever the surface
+        # strides (NVIDIA's cfg_mode_1x1_pack: hdl.dma.cube.one_run_if_1x1); from registers
+        # (a layer constant that settles a cycle after the group flips, before the DMAs start)
+        src_1x1, dst_1x1 = Signal(name="src_1x1"), Signal(name="dst_1x1")
+        m.d.sync += [src_1x1.eq((src_cube.width == 0) & (src_cube.height == 0)),
+                     dst_1x1.eq((dst_cube.width == 0) & (dst_cube.height == 0))]
         m.d.comb += [
-            rdma.cube.eq(src_cube),
-            wdma.cube.eq(dst_cube),
+            rdma.cube.eq(one_run_if_1x1(src_cube, src_1x1, cfg.atom_bytes)),
+            wdma.cube.eq(one_run_if_1x1(dst_cube, dst_1x1, cfg.atom_bytes)),
             # typed fields (hdl/regmap/types.py): offset and scale are signed; the identity in
             # compare mode, where NVIDIA's converter passes its input (Y already kept the low
             # bits an int8 output keeps: hdl/sdp/y.py)
@@ -271,33 +313,51 @@ class Sdp(DatapathUnit):
         # verif/model/nvdla.py _sdp_needs_rdma)
         mem_ops = Signal()
         m.d.comb += mem_ops.eq(core.bs_mem_en | core.bn_mem_en | core.ew_mem_en)
-        # (compare mode: with the last atom; NVIDIA's WDMA raises the done interrupt for it
-        # without write responses, NV_NVDLA_SDP_WDMA_dmaif.v intr0_internal)
-        armed = self.add_layer_control(m, [rf_rdma, rf_sdp],
-                                       Mux(to_pdp, fly_sent & self.pdp_done,
-                                           Mux(eql, fly_done, wdma.done)),
-                                       uses={"SDP_RDMA": ~flying | mem_ops})
-        # a program the hardware cannot complete (module docstring) is armed, never started
-        stuck = Signal()
+        # operand DMAs against what the sub-units take from memory (issue 36 item 1; the model's
+        # SdpCore._check states NVIDIA's behaviour with its sources): an operand taken but not
+        # fetched (DMA disabled, or DATA_USE not selecting it) never arrives: the layer is armed
+        # but never started (``stuck``: nothing is read or written, the unit stays busy and the
+        # player's cycle budget names it); an operand fetched that nothing takes runs the layer
+        # without it (the operand DMA reads only for the sub-units that take memory operands),
+        # but NVIDIA's DMA then never finishes, so SDP_RDMA's group stays armed (``wedged``)
+        # and every later layer that needs SDP_RDMA never starts; with DATA_USE = BOTH and the
+        # other operand taken, the layer hangs unless the untaken operand fits NVIDIA's FIFOs
+        uses_rdma = Signal()
+        m.d.comb += uses_rdma.eq(~flying | mem_ops)
         subs = [("bs", "brdma", core.bs_cfg, core.bs_sel.alu_mem, core.bs_sel.mul_mem)
                 if cfg.sdp_bs else None,
                 ("bn", "nrdma", core.bn_cfg, core.bn_sel.alu_mem, core.bn_sel.mul_mem)
                 if cfg.sdp_bn else None,
                 ("ew", "erdma", core.ew_cfg, core.ew_cfg.alu.mem, core.ew_cfg.mul.mem)
                 if cfg.sdp_ew else None]
-        bad = []
+        missing, extra, overflow = [], [], []
         for sub, dma_name, c, alu_src, mul_src in filter(None, subs):
             dcfg = getattr(rc, f"d_{dma_name}_cfg")
             use = Value.cast(getattr(dcfg, f"{dma_name}_data_use"))       # 0 MUL 1 ALU 2 BOTH
-            dma_on = ~Value.cast(getattr(dcfg, f"{dma_name}_disable")) & (~flying | mem_ops)
+            dma_on = ~Value.cast(getattr(dcfg, f"{dma_name}_disable")) & uses_rdma
             alu_take = ~c.bypass & ~c.alu_bypass & alu_src
             mul_take = ~c.bypass & ~c.mul_bypass & mul_src
             fed_alu = dma_on & ((use == 1) | (use == 2))
             fed_mul = dma_on & ((use == 0) | (use == 2))
-            bad.append((alu_take ^ fed_alu) | (mul_take ^ fed_mul))
-        m.d.comb += stuck.eq(Cat(*bad).any() if bad else 0)
+            missing.append((alu_take & ~fed_alu) | (mul_take & ~fed_mul))
+            extra.append((fed_alu & ~alu_take) | (fed_mul & ~mul_take))
+            fit_m, fits = self._both_absorbed(dcfg, dma_name, data_cube, cfg.memory_atomic)
+            m.submodules[f"{dma_name}_fit"] = fit_m
+            overflow.append((use == 2) & dma_on & (alu_take ^ mul_take) & ~fits)
+        wedged = Signal()       # SDP_RDMA's group of an earlier layer never completes
+        stuck = Signal()
+        m.d.comb += stuck.eq(Cat(*missing, *overflow).any() | (wedged & uses_rdma))
+        # (compare mode: with the last atom; NVIDIA's WDMA raises the done interrupt for it
+        # without write responses, NV_NVDLA_SDP_WDMA_dmaif.v intr0_internal)
+        armed = self.add_layer_control(m, [rf_rdma, rf_sdp],
+                                       Mux(to_pdp, fly_sent & self.pdp_done,
+                                           Mux(eql, fly_done, wdma.done)),
+                                       uses={"SDP_RDMA": uses_rdma},
+                                       completes={"SDP_RDMA": ~Cat(*extra).any()})
         start = Signal()
         m.d.comb += start.eq(armed & ~stuck)
+        with m.If(start & uses_rdma & Cat(*extra).any()):
+            m.d.sync += wedged.eq(1)
         with m.If(start):
             m.d.sync += fly_sent.eq(0)
         with m.If(start & flying):

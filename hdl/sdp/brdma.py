@@ -59,13 +59,15 @@ def operand_cube(data_cube, fmt, *, base, line_stride, surface_stride, atom_byte
     :func:`operand_fmt_layout` value; see the module docstring), from the operand base address
     ``base`` and byte strides ``line_stride`` / ``surface_stride`` (D_<BS|BN>_* registers).
 
-    PER_ELEMENT: width ``k * W``, the data cube's height and channels, the given strides.
+    PER_ELEMENT: width ``k * W``, the data cube's height and channels, the given strides (a
+    1 x 1 cube: surface stride ``k * atom_bytes``, one contiguous run as NVIDIA reads it).
     PER_KERNEL: width ``k`` atoms, height 1, surface stride ``k * atom_bytes`` (contiguous).
 
     Widths: the PER_ELEMENT width ``k * W - 1`` is cut to CUBE_DIM_BITS (data widths above
     8192 / k atoms are not supported).
     """
     k = bytes_per_elem(fmt)
+    one_by_one = (data_cube.width == 0) & (data_cube.height == 0)
     # k * W as a shift by log2(k) (issue 10: a multiplier here, a DSP block in the path from
     # the configuration into the operand DMA's walker, was SDP's critical path on ECP5)
     k_log2 = fmt.two_byte + (fmt.use == 2)
@@ -75,7 +77,9 @@ def operand_cube(data_cube, fmt, *, base, line_stride, surface_stride, atom_byte
     return data.View(lay, Cat(
         base[:addr_width],
         Mux(fmt.per_element, line_stride, kern_stride)[:32],
-        Mux(fmt.per_element, surface_stride, kern_stride)[:32],
+        # a 1 x 1 PER_ELEMENT cube is read as one run (NVIDIA's cfg_mode_1x1_pack,
+        # NV_NVDLA_SDP_RDMA_ig.v; hdl.dma.cube.one_run_if_1x1): k atoms per surface
+        Mux(fmt.per_element & ~one_by_one, surface_stride, kern_stride)[:32],
         Mux(fmt.per_element, per_w, k - 1)[:CUBE_DIM_BITS],
         Mux(fmt.per_element, data_cube.height, 0)[:CUBE_DIM_BITS],
         data_cube.channel[:CUBE_DIM_BITS],

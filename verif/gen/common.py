@@ -32,12 +32,13 @@ class Layer:
 @dataclass
 class Program:
     """A generated register program: its trace writer, layer type (``sdp``, ``pdp``, ``cdp``,
-    ``sdp_illegal``), seed, layers, and whether NVIDIA's hardware completes it (``legal``)."""
+    ``sdp_operands``, ...), seed, layers, and whether NVIDIA's hardware completes it (``legal``:
+    True, False, or None when the model decides)."""
     kind: str
     seed: int
     writer: TraceWriter
     layers: list[Layer] = field(default_factory=list)
-    legal: bool = True
+    legal: bool | None = True
 
     @property
     def name(self) -> str:

@@ -9,7 +9,9 @@ unit/layer/w,h,c with expected and got, the seed and a command reproducing it; t
 directory is kept), ``fail`` (the RTL did not finish or broke a protocol rule), and for the
 illegal programs ``hang-ok`` (the model rejected it naming the registers and the RTL failed on
 the cycle budget naming busy units) or ``illegal-bad`` (anything else, e.g. a valid-looking
-result).
+result). A program whose completion the model decides (``Program.legal`` None, the
+``sdp_operands`` kind) is judged as legal when the model completes it and as illegal when the
+model rejects it.
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ import numpy as np
 
 from verif.gen.common import Program
 
-KINDS = ("sdp", "pdp", "cdp", "sdp_illegal", "dc", "img")
+KINDS = ("sdp", "pdp", "cdp", "sdp_operands", "dc", "img")
 
 
 class GenError(AssertionError):
@@ -31,9 +33,9 @@ class GenError(AssertionError):
 
 def generate(kind: str, seed: int, cfg) -> Program:
     """The program of layer type ``kind`` (one of ``KINDS``) drawn from ``seed``."""
-    if kind in ("sdp", "sdp_illegal"):
+    if kind in ("sdp", "sdp_operands"):
         from verif.gen.sdp import generate as g
-        return g(seed, cfg, illegal=kind == "sdp_illegal")
+        return g(seed, cfg, mismatch=kind == "sdp_operands")
     if kind == "pdp":
         from verif.gen.pdp import generate as g
     elif kind == "cdp":
@@ -70,6 +72,11 @@ def prepare(prog: Program, root: Path, cfg) -> Prepared:
         warnings.simplefilter("ignore", LimitationWarning)
         res = fill_crcs_from_model(prog.writer, d, cfg)
     complete = len(res.checks) == len(prog.writer.checks)
+    if prog.legal is None:          # the model decides
+        if not complete and "ModelConfigError" not in res.message:
+            raise GenError(f"{prog.kind} seed {prog.seed}: the model neither completed nor "
+                           f"rejected the program ({res.status}: {res.message})\n  {prog.describe()}")
+        prog.legal = complete
     if prog.legal and not complete:
         raise GenError(f"{prog.kind} seed {prog.seed}: the model rejected a generated legal "
                        f"program: {res.message}\n  {prog.describe()}\n  trace: {d}")

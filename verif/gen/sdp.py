@@ -11,12 +11,14 @@ nv_small (EW sub-unit fields behind EW_BYPASS, batch strides, NAN_TO_ZERO, perf 
 random values, as NVIDIA's traces do. The BRDMA/NRDMA configuration is derived from what the
 sub-units take from memory: disabled when nothing, DATA_USE = MUL / ALU / BOTH exactly.
 
-``illegal=True`` (issue 11 item 9) breaks that rule in one sub-unit, giving a program NVIDIA's
-RTL cannot complete: an operand taken from memory that the DMA does not fetch (DMA disabled,
-or DATA_USE=ALU for a MUL operand / MUL for an ALU operand: observed on NVIDIA's nv_small RTL,
-its interrupt never comes), or an operand the DMA fetches that the sub-unit does not take
-(sub-unit, ALU or MUL bypassed, or ``*_SRC = REG``: NVIDIA's RTL completes small cubes but
-hung on 8 of 11 generated multi-layer programs with such a fetch).
+``mismatch=True`` (issue 36 item 1; kind ``sdp_operands``) draws one layer in which the BRDMA /
+NRDMA settings (DISABLE, DATA_USE) are drawn independently of what the BS / BN sub-units take
+from memory, so that every combination occurs: an operand taken from memory that the DMA does
+not fetch (NVIDIA's RTL never finishes), an operand fetched that nothing takes (NVIDIA's RTL
+finishes the layer, and hangs when DATA_USE = BOTH also delivers a taken operand and the
+untaken one does not fit its FIFOs), and matching ones. Whether NVIDIA's hardware completes
+such a program is the model's decision (``Program.legal`` None): the model's output where it
+completes, its ``ModelConfigError`` where it does not (verif/model/sdp.py ``SdpCore._check``).
 """
 from __future__ import annotations
 
@@ -72,21 +74,14 @@ def _subunit(rng: random.Random, sub: str, need_mem: bool = False) -> tuple[dict
     return f, on and not alu_bypass and alu_src, on and not mul_bypass and mul_src
 
 
-def _illegal_use(rng: random.Random, alu_mem: bool, mul_mem: bool):
-    """(DISABLE, DATA_USE, description) that does not match what the sub-unit takes from MEM."""
-    if not (alu_mem or mul_mem):
-        return 0, rng.randint(0, 2), "the DMA fetches an operand the sub-unit does not take from MEM"
-    choices = ["disable"] + (["use_mul"] if alu_mem else []) + (["use_alu"] if mul_mem else [])
-    if not (alu_mem and mul_mem):
-        choices.append("use_both")
-    c = rng.choice(choices)
-    if c == "use_both":
-        return 0, USE_BOTH, "DATA_USE=BOTH fetches an operand the sub-unit does not take from MEM"
-    if c == "disable":
-        return 1, rng.randint(0, 2), "operand from MEM but the DMA is disabled"
-    if c == "use_mul":
-        return 0, USE_MUL, "ALU operand from MEM, DATA_USE=MUL"
-    return 0, USE_ALU, "MUL operand from MEM, DATA_USE=ALU"
+def _mismatch_use(rng: random.Random, alu_mem: bool, mul_mem: bool) -> tuple[int, int, str]:
+    """(DISABLE, DATA_USE, description) drawn independently of what the sub-unit takes from
+    memory (``alu_mem``, ``mul_mem``): every DMA setting in about equal shares."""
+    disable = int(rng.random() < 0.2)
+    use = rng.randint(0, 2)
+    take = "+".join(k for k, t in (("alu", alu_mem), ("mul", mul_mem)) if t) or "none"
+    fetch = "none" if disable else ["mul", "alu", "alu+mul"][use]
+    return disable, use, f"takes {take} from MEM, fetches {fetch}"
 
 
 def operand_image(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, sub: str,
@@ -121,11 +116,22 @@ def operand_image(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, sub: st
 
 
 def sdp_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, *,
-              illegal: bool = False) -> Layer:
+              mismatch: bool = False, force: dict | None = None) -> Layer:
     """One random SDP layer (module docstring): its input and operand images are loaded into
-    ``w``; returns the Layer (writes of SDP_RDMA and SDP, output region)."""
+    ``w``; returns the Layer (writes of SDP_RDMA and SDP, output region).
+
+    ``force`` fixes parts of the draw (for targeted programs, e.g. the size at which an untaken
+    operand stops fitting): ``cube`` (W, H, C), and per sub-unit (``BS`` / ``BN``) a dict with
+    ``take`` (ALU from MEM, MUL from MEM: the sub-unit on, each of its ALU / MUL on with its
+    operand from memory, or bypassed), ``disable``, ``use``, ``size``, ``mode`` (the DMA's
+    DISABLE, DATA_USE, DATA_SIZE, DATA_MODE)."""
+    force = force or {}
     atom, ab = cfg.memory_atomic, cfg.atom_bytes
     W, H, C = _size(rng)
+    if mismatch and rng.random() < 0.4:
+        # small cubes too: whether an untaken operand fits NVIDIA's FIFOs depends on its size
+        W, H, C = rng.randint(1, 4), rng.randint(1, 3), rng.randint(1, 24)
+    W, H, C = force.get("cube", (W, H, C))
     writes = []
     # input cube
     line, surf = cube_strides(rng, W, H, ab)
@@ -154,9 +160,15 @@ def sdp_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, *,
               "D_EW_LINE_STRIDE", "D_EW_SURFACE_STRIDE"):
         writes.append(("SDP_RDMA", r, rng.getrandbits(32) & ~31))
     desc = [f"{W}x{H}x{C}"]
-    bad = rng.choice(SUBS)[0] if illegal else None
     for sub, dma in SUBS:
-        fields, alu_mem, mul_mem = _subunit(rng, sub, need_mem=sub == bad and rng.random() < 0.6)
+        fields, alu_mem, mul_mem = _subunit(rng, sub, need_mem=mismatch and rng.random() < 0.5)
+        fs = force.get(sub, {})
+        if "take" in fs:
+            alu_mem, mul_mem = fs["take"]
+            fields["D_DP_{s}_CFG"].update(BYPASS=0, ALU_BYPASS=int(not alu_mem),
+                                          MUL_BYPASS=int(not mul_mem), MUL_PRELU=0)
+            fields["D_DP_{s}_ALU_CFG"]["ALU_SRC"] = 1
+            fields["D_DP_{s}_MUL_CFG"]["MUL_SRC"] = 1
         for reg, fl in fields.items():
             writes.append(regs("SDP", reg.format(s=sub), **{f"{sub}_{k}": v for k, v in fl.items()}))
         cfgf = fields["D_DP_{s}_CFG"]
@@ -165,14 +177,16 @@ def sdp_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, *,
                     f"{'(mem)' if alu_mem else ''},mul={'-' if cfgf['MUL_BYPASS'] else 'prelu' if cfgf['MUL_PRELU'] else 'mul'}"
                     f"{'(mem)' if mul_mem else ''},relu={0 if cfgf['RELU_BYPASS'] else 1}"))
         size, mode = rng.randint(0, 1), rng.randint(0, 1)
-        if sub == bad:
-            disable, use, why = _illegal_use(rng, alu_mem, mul_mem)
-            desc.append(f"ILLEGAL {dma}: {why}")
+        if mismatch:
+            disable, use, why = _mismatch_use(rng, alu_mem, mul_mem)
+            desc.append(f"{dma}: {why}")
         else:
             disable = int(not (alu_mem or mul_mem))
             use = USE_BOTH if alu_mem and mul_mem else USE_ALU if alu_mem else USE_MUL
             if disable:
                 use = rng.randint(0, 2)
+        disable, use = fs.get("disable", disable), fs.get("use", use)
+        size, mode = fs.get("size", size), fs.get("mode", mode)
         writes.append(regs("SDP_RDMA", f"D_{dma}_CFG", **{f"{dma}_DISABLE": disable,
                       f"{dma}_DATA_USE": use, f"{dma}_DATA_SIZE": size, f"{dma}_DATA_MODE": mode,
                       f"{dma}_RAM_TYPE": 1}))
@@ -207,14 +221,17 @@ def sdp_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, *,
     return Layer(("SDP", "SDP_RDMA"), writes, [(dst, dn)], " ".join(desc))
 
 
-def generate(seed: int, cfg, *, illegal: bool = False, layers: int | None = None) -> Program:
+def generate(seed: int, cfg, *, mismatch: bool = False, layers: int | None = None,
+             force: dict | None = None) -> Program:
     """A random SDP program from ``seed``: 1..3 layers in alternating register groups (one when
-    ``illegal``: see the module docstring)."""
-    rng = random.Random(f"sdp-{seed}-{illegal}")
-    kind = "sdp_illegal" if illegal else "sdp"
-    prog = Program(kind, seed, TraceWriter(f"{kind}_{seed}"), legal=not illegal)
+    ``mismatch`` unless ``layers`` says otherwise; the model decides whether it completes: see the
+    module docstring); ``force``: see :func:`sdp_layer` (every layer)."""
+    rng = random.Random(f"sdp-{seed}-{'mismatch' if mismatch else False}")
+    kind = "sdp_operands" if mismatch else "sdp"
+    prog = Program(kind, seed, TraceWriter(f"{kind}_{seed}"), legal=None if mismatch else True)
     alloc = Alloc(rng)
-    n = 1 if illegal else (layers or rng.choice((1, 1, 2, 2, 3)))
-    prog.layers = [sdp_layer(rng, cfg, alloc, prog.writer, illegal=illegal) for _ in range(n)]
+    n = (layers or 1) if mismatch else (layers or rng.choice((1, 1, 2, 2, 3)))
+    prog.layers = [sdp_layer(rng, cfg, alloc, prog.writer, mismatch=mismatch, force=force)
+                   for _ in range(n)]
     emit(prog)
     return prog

@@ -32,6 +32,7 @@ from hdl.config import NV_SMALL, NvdlaConfig
 from hdl.regmap import REGMAP
 from verif.model.memory import Memory
 from verif.model.regs import UnitRegs
+from verif.model.formats import ModelConfigError
 
 CONV_UNITS = ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC")
 # GLB S_INTR_STATUS field prefix of each unit that raises a done interrupt
@@ -73,6 +74,9 @@ class Nvdla:
         self.glb = self.units["GLB"]
         self.intr_status = 0
         self.layers_run = 0       # hardware layers executed (for tests and statistics)
+        #: why SDP_RDMA's group of an earlier layer never completes (verif/model/sdp.py
+        #: SdpCore._check): the next layer that needs SDP_RDMA hangs; None while it is not stuck
+        self.sdp_rdma_wedged: str | None = None
         self.cdma = self.units["CDMA"]
         self.cdma.hw_fields["FLUSH_DONE"] = 1
         self.conv = conv.ConvCore(cfg, self.mem)
@@ -207,6 +211,14 @@ class Nvdla:
         sdp = sdp_u.view()
         flying = sdp.f("FLYING_MODE") == 1
         need_rdma = self._sdp_needs_rdma(sdp)
+        if need_rdma and self.sdp_rdma_wedged:
+            # SDP_RDMA's group of an earlier layer never completed (verif/model/sdp.py _check):
+            # NVIDIA's SDP_RDMA never moves on to this layer's group, so MRDMA / the operand
+            # DMAs never start and the layer never finishes
+            raise ModelConfigError(
+                f"SDP layer {self.layers_run}: SDP_RDMA is still busy with an earlier layer whose "
+                f"group never completes ({self.sdp_rdma_wedged}): this layer's SDP_RDMA group "
+                f"never starts and the layer hangs")
         if need_rdma and not rdma_u.armed:
             return False
         if flying and not all(self._armed(u) for u in CONV_UNITS):
@@ -231,7 +243,10 @@ class Nvdla:
                 self.units[u].complete()
             self._raise("CACC", self.units["CACC"].complete())
         if need_rdma:
-            rdma_u.complete()
+            if self.sdp.rdma_wedge:
+                self.sdp_rdma_wedged = self.sdp.rdma_wedge     # its group stays busy
+            else:
+                rdma_u.complete()
         self._raise("SDP", sdp_u.complete())
         if to_pdp:
             self._raise("PDP", self.units["PDP"].complete())

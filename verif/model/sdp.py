@@ -326,6 +326,110 @@ def sdp_lut(x: np.ndarray, le_table: np.ndarray, lo_table: np.ndarray,
     return y, stats
 
 
+def one_by_one(w: int, h: int) -> bool:
+    """A W x H = 1 x 1 data cube: NVIDIA's SDP DMAs move it as one contiguous run of its
+    channel atoms from the base address, ignoring the surface stride (nv_small RTL:
+    NV_NVDLA_SDP_MRDMA_ig.v, NV_NVDLA_SDP_RDMA_ig.v and NV_NVDLA_SDP_WDMA_cmd.v
+    ``cfg_mode_1x1_pack = (width == 0) & (height == 0)`` make the whole cube one request;
+    observed: a 1x1x16 layer with a 32-byte destination surface stride writes its second atom
+    at base + 8). Applies to MRDMA's input, the PER_ELEMENT operands and WDMA's output."""
+    return w == 1 and h == 1
+
+
+def _both_absorbed(rdma, dma: str, sdp, atom: int) -> bool:
+    """Whether an operand DMA with DATA_USE = BOTH whose sub-unit takes one operand from memory
+    but not the other still completes the layer: every atom of the untaken operand must find
+    room (issue 36 item 1). Settled on NVIDIA's nv_small RTL (720 programs over DATA_SIZE,
+    DATA_MODE, which operand is untaken, W 1..6, H 1..3, C 8..48, under the ``nvidia`` memory
+    profile; see :func:`untaken_operand_fits` for the mechanism).
+
+    Shapes: the data cube W x H x C of ``sdp`` (SDP.D_DATA_CUBE_*), ``atom`` channels per memory
+    atom.
+    """
+    w, h = sdp.f("WIDTH") + 1, sdp.f("HEIGHT") + 1
+    catoms = -(-(sdp.f("CHANNEL") + 1) // atom)
+    return untaken_operand_fits(w, h, catoms, two_byte=bool(rdma.f(f"{dma}_DATA_SIZE")),
+                                per_element=rdma.f(f"{dma}_DATA_MODE") == 1)
+
+
+def untaken_operand_fits(w: int, h: int, catoms: int, *, two_byte: bool, per_element: bool) -> bool:
+    """Whether all of an untaken DATA_USE = BOTH operand stream fits NVIDIA's SDP operand DMA
+    (``w`` x ``h`` pixels, ``catoms`` channel atoms; DATA_SIZE two bytes or one, DATA_MODE).
+
+    What NVIDIA's RTL does (nv_small NV_NVDLA_SDP_RDMA_ig.v, NV_NVDLA_SDP_RDMA_eg.v,
+    NV_NVDLA_SDP_RDMA_EG_ro.v, NV_NVDLA_SDP_core.v), step by step as simulated here:
+
+    * the DMA reads one request per line (PER_ELEMENT: ``w`` atoms of 2 or 4 bytes per element)
+      or one for the whole cube (PER_KERNEL, or a 1 x 1 cube); the egress cuts each request into
+      groups of up to four 8-byte beats and writes a group's untaken half into the re-order
+      FIFOs together with its taken half: one-byte operands put two atoms in a group (re-order
+      FIFOs rod0, rod1), two-byte operands one atom across rod0 and rod1;
+    * a group waits until every re-order FIFO it writes has room; the taken operand then moves
+      on, the untaken one stays. A re-order FIFO takes one more entry only in the cycle right
+      after the one before (registered ready): with a group at most every few cycles, each
+      holds one atom;
+    * the untaken stream's output stage and the core's operand packer hold two outputs, three
+      when three follow back to back from atoms already waiting (the first group's atoms
+      repeated, PER_KERNEL); an atom's entry is freed after its last output: one per atom
+      PER_ELEMENT, W x H per atom PER_KERNEL (one per data atom of its surface).
+
+    The layer completes when every group got written (the taken operand then has all of its
+    atoms); otherwise it hangs. Observed limits, e.g.: one-byte PER_KERNEL 4 atoms with
+    W x H = 1, 3 with 2 or 3 (2 when the last group is full), 2 from 4 on; two-byte PER_KERNEL 3,
+    2, 2, 1; one-byte PER_ELEMENT 4 with an even W, 3 with W = 1 or 3.
+    Near these limits the outcome depends on the egress's cycle timing (when groups and outputs
+    meet), which this untimed rule fixes to what the ``nvidia`` memory profile showed.
+    """
+    per_atom = 1 if per_element else w * h
+    atoms = catoms * (w * h if per_element else 1)
+    if atoms > 8:       # the room for it, FIFOs and tail together, is at most 5 atoms
+        return False
+    # groups: lists of atoms (in stream order); the atom's re-order FIFOs
+    if per_element and not (w == 1 and h == 1):
+        runs = [w] * (h * catoms)                       # one request per line
+    else:
+        runs = [catoms * (w * h if per_element else 1)]  # one request
+    groups, n = [], 0
+    for run in runs:
+        step = 1 if two_byte else 2
+        for k in range(0, run, step):
+            groups.append(list(range(n + k, n + min(k + step, run))))
+        n += run
+    rods_of = (lambda pos: (0, 1)) if two_byte else (lambda pos: (pos,))
+    first = len(groups[0]) * per_atom
+    room = 3 if first >= 3 else 2                       # outputs the stream's tail holds
+    busy: dict[int, int] = {}                           # rod -> atom waiting in it
+    outputs = {}                                        # atom -> outputs taken downstream
+    taken = 0
+    order = []
+    g = 0
+    while True:
+        progress = False
+        if g < len(groups):
+            need = [r for pos, a in enumerate(groups[g]) for r in rods_of(pos)]
+            if not any(r in busy for r in need):
+                for pos, a in enumerate(groups[g]):
+                    for r in rods_of(pos):
+                        busy[r] = a
+                    order.append(a)
+                g += 1
+                progress = True
+        # outputs of the oldest waiting atom while the tail has room
+        while order and taken < room:
+            a = order[0]
+            outputs[a] = outputs.get(a, 0) + 1
+            taken += 1
+            progress = True
+            if outputs[a] == per_atom:
+                order.pop(0)
+                for r in [r for r, x in busy.items() if x == a]:
+                    del busy[r]
+        if g == len(groups):
+            return True
+        if not progress:
+            return False
+
+
 class SdpCore:
     """SDP data path of one NVDLA (``cfg``: NvdlaConfig, ``mem``: Memory).
 
@@ -344,6 +448,9 @@ class SdpCore:
         self.lut_lo = np.zeros(LO_ENTRIES, np.int64)
         self.lut_addr = 0
         self.lut_stats = dict.fromkeys(SDP_LUT_PERF_FIELDS, 0)      # samples of the last layer
+        #: why the last layer's SDP_RDMA group never completes (an operand DMA fetching an
+        #: operand nothing takes: see ``_check``), or None
+        self.rdma_wedge = None
         self.lut_counters = dict.fromkeys(SDP_LUT_PERF_FIELDS, 0)   # live D_PERF_LUT_* counters
 
     # ---- CSB hooks: LUT access (v1_ias_lut-programming.rst) and status ----------------------
@@ -451,6 +558,8 @@ class SdpCore:
         if per_element:
             line = rdma.reg(f"D_{sub}_LINE_STRIDE")
             surf = rdma.reg(f"D_{sub}_SURFACE_STRIDE")
+            if one_by_one(w, h):
+                surf = atom * bpe       # a 1x1 cube is read as one run (see one_by_one)
             cc = np.arange(c, dtype=np.int64)
             off = ((cc // atom) * surf + (cc % atom) * bpe)[:, None, None] \
                 + (np.arange(h, dtype=np.int64) * line)[None, :, None] \
@@ -520,28 +629,45 @@ class SdpCore:
                     "programming guide Limitation/SDP ('If PReLU is enabled for one sub-unit, the "
                     "ALU in that unit MUST be bypassed'); computing what NVIDIA's RTL computes: "
                     "PReLU on the 33-bit ALU output", stacklevel=4)
+        # An operand DMA that fetches an operand its sub-unit does not take from memory (issue 36
+        # item 1; facts from NVIDIA's nv_small RTL, settled by running generated programs on it,
+        # verif/gen/sdp.py ``mismatch``). NV_NVDLA_SDP_core.v accepts an operand stream only
+        # while the sub-unit's ALU/MUL is on and takes it from MEM (bs_alu_in_prdy = bs_alu_in_en
+        # & ..., bs_alu_in_en = cfg_bs_en & !alu_bypass & alu_src; MUL, BN, EW alike), so the
+        # stream the DMA's DATA_USE selects but nothing takes stops at its first element:
+        # * the data path does not need it: the layer runs as if the operand were not fetched
+        #   (the sub-unit uses its register operand or its ALU/MUL is bypassed) and SDP's done
+        #   interrupt comes from WDMA as usual;
+        # * but the DMA's egress never sees that stream's cube end (NV_NVDLA_SDP_RDMA_EG_ro.v
+        #   layer_end needs the core to take the last element), so the DMA never reports done
+        #   and SDP_RDMA's register group never completes (NV_NVDLA_SDP_rdma.v dp2reg_done ANDs
+        #   every enabled DMA's done): :attr:`rdma_wedge` names it, and the next layer that
+        #   needs SDP_RDMA waits forever (verif/model/nvdla.py);
+        # * with DATA_USE = BOTH and the other operand taken, both operands leave the unpacker
+        #   together (NV_NVDLA_SDP_RDMA_eg.v: unpack_out_prdy = alu_rod_rdy & mul_rod_rdy), so
+        #   the taken stream also stops once the untaken one's re-order FIFOs are full: the layer
+        #   hangs unless all of the untaken stream fits (:func:`_both_absorbed`).
+        self.rdma_wedge = None
         for sub, dma in self._subunits():
-            # The converse of _read_operands' checks (issue 11 item 9): an enabled BRDMA/NRDMA/
-            # ERDMA delivers every operand its DATA_USE selects (NV_NVDLA_SDP_RDMA_eg.v
-            # cfg_alu_en / cfg_mul_en), but NV_NVDLA_SDP_core.v accepts an operand only when the
-            # sub-unit's ALU/MUL is on and takes it from MEM (bs_alu_in_prdy = bs_alu_in_en &
-            # ..., bs_alu_in_en = cfg_bs_en & !alu_bypass & alu_src==1; same for MUL, BN, EW):
-            # nothing drains the other operand. Observed on NVIDIA's nv_small RTL through our
-            # player (verif/gen sweep): small single-layer cubes still complete (the operand
-            # FIFOs absorb them) but 8 of 11 generated multi-layer programs with such a fetch
-            # never raised the interrupt (SDP_RDMA busy): not a program the hardware completes.
             if rdma is None or rdma.f(f"{dma}_DISABLE"):
                 continue
             use = rdma.f(f"{dma}_DATA_USE")
             alu_mem, mul_mem = self._uses(sdp, sub)
-            extra = [k for k, fed, taken in (("ALU", use in (1, 2), alu_mem), ("MUL", use in (0, 2), mul_mem))
-                     if fed and not taken]
-            if extra:
+            taken = {"ALU": alu_mem, "MUL": mul_mem}
+            fed = {"ALU": use in (1, 2), "MUL": use in (0, 2)}
+            extra = [k for k in ("ALU", "MUL") if fed[k] and not taken[k]]
+            if not extra:
+                continue
+            why = (f"SDP_RDMA.D_{dma}_CFG.{dma}_DATA_USE={['MUL', 'ALU', 'BOTH'][use]} with "
+                   f"{dma}_DISABLE=NO fetches the {extra[0]} operand that SDP.D_DP_{sub}_CFG / "
+                   f"D_DP_{sub}_{extra[0]}_CFG do not take from MEM (sub-unit, {extra[0]} bypassed "
+                   f"or {sub}_{extra[0]}_SRC=REG)")
+            if use == 2 and any(taken.values()) and not _both_absorbed(
+                    rdma, dma, sdp, self.cfg.memory_atomic):
                 raise ModelConfigError(
-                    f"SDP_RDMA.D_{dma}_CFG.{dma}_DATA_USE={['MUL', 'ALU', 'BOTH', 3][use]} with "
-                    f"{dma}_DISABLE=NO fetches the {'/'.join(extra)} operand that SDP.D_DP_{sub}_CFG / "
-                    f"D_DP_{sub}_{extra[0]}_CFG do not take from MEM (sub-unit, ALU/MUL bypassed or "
-                    f"*_SRC=REG): nothing consumes it and the layer can hang")
+                    f"{why}, while it delivers the other operand with it: the untaken operand "
+                    f"fills the DMA's re-order FIFOs and stops the taken one: the layer hangs")
+            self.rdma_wedge = self.rdma_wedge or why
         if sdp.f("OUTPUT_DST") == 1 and not cfg.pdp:
             raise ModelConfigError("SDP.D_FEATURE_MODE_CFG.OUTPUT_DST=PDP but the configuration has no PDP")
 
@@ -572,8 +698,9 @@ class SdpCore:
                 raise ModelConfigError(
                     f"SDP_RDMA.D_DATA_CUBE_* {rw}x{rh}x{rc} differ from SDP.D_DATA_CUBE_* {w}x{h}x{c}")
             base = rdma.addr("D_SRC_BASE_ADDR_HIGH", "D_SRC_BASE_ADDR_LOW")
+            src_surf = atom if one_by_one(w, h) else rdma.reg("D_SRC_SURFACE_STRIDE")
             x = read_cube(self.mem, base, w, h, cp, rdma.reg("D_SRC_LINE_STRIDE"),
-                          rdma.reg("D_SRC_SURFACE_STRIDE"), atom).view(np.int8).astype(np.int64)
+                          src_surf, atom).view(np.int8).astype(np.int64)
 
         self.lut_stats = dict.fromkeys(SDP_LUT_PERF_FIELDS, 0)
         for sub, dma in self._subunits():
@@ -618,8 +745,8 @@ class SdpCore:
         dst = sdp.addr("D_DST_BASE_ADDR_HIGH", "D_DST_BASE_ADDR_LOW")
         # WDMA writes whole atoms (channels c..cp-1 of the last surface carry the pipeline's
         # values for the atom's padding lanes)
-        addrs = cube_addresses(dst, w, h, cp, sdp.reg("D_DST_LINE_STRIDE"),
-                               sdp.reg("D_DST_SURFACE_STRIDE"), atom)
+        dst_surf = atom if one_by_one(w, h) else sdp.reg("D_DST_SURFACE_STRIDE")
+        addrs = cube_addresses(dst, w, h, cp, sdp.reg("D_DST_LINE_STRIDE"), dst_surf, atom)
         self.mem.scatter(addrs, out & 0xFF)
         return None
 
