@@ -231,3 +231,30 @@ def test_rtl_dc_weight_bytes_not_a_multiple_of_128_hangs(tmp_path):
     assert res.status != "PASS"
     assert "no interrupt within" in res.message and "units still busy: " in res.message, res.message
     assert "units still busy: none" not in res.message, res.message
+
+
+@pytest.mark.rtl
+@needs_verilator
+def test_rtl_sdp_operand_fetch_nothing_takes_across_layers(tmp_path):
+    """Issue 36 item 1 across layers, as NVIDIA's nv_small RTL ran these programs: an operand
+    fetch nothing takes leaves SDP_RDMA's group busy, so the next layer hangs (seed 14, two
+    layers); a single-output fetch (1x1x8) finishes into the core's operand packer, so the
+    second layer runs and the third, whose same fetch finds the packer full, hangs (seed 16)."""
+    from verif.gen.sdp import generate as sdp_generate
+    off = dict(take=(False, False), disable=1, use=0, size=0, mode=0)
+    preps = []
+    for seed, layers, bs, cube in (
+            (14, 2, dict(take=(False, False), disable=0, use=1, size=0, mode=0), (3, 2, 12)),
+            (16, 2, dict(take=(True, False), disable=0, use=2, size=0, mode=0), (1, 1, 8)),
+            (16, 3, dict(take=(True, False), disable=0, use=2, size=0, mode=0), (1, 1, 8))):
+        prog = sdp_generate(seed, NV_SMALL, mismatch=True, layers=layers,
+                            force={"cube": cube, "BS": bs, "BN": off})
+        prog.writer.name += f"_L{layers}"
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            preps.append(prepare(prog, tmp_path, NV_SMALL))
+    assert [p.prog.legal for p in preps] == [False, True, False]
+    outs = {o.dir.name: o for o in run_programs(preps, NV_SMALL, mem_profile="random",
+                                                  mem_seed=2, jobs=1, per_process=3)}
+    assert [outs[p.dir.name].status for p in preps] == ["hang-ok", "pass", "hang-ok"], \
+        [outs[p.dir.name].message for p in preps]

@@ -54,7 +54,9 @@ Operand DMAs that disagree with the sub-units' operand sources (issue 36 item 1;
 * an operand fetched that nothing takes: the layer runs without it (the operand DMA reads only
   for sub-units that take memory operands) and completes, but NVIDIA's DMA never finishes, so
   SDP_RDMA's group stays armed (``wedged``) and every later layer that needs SDP_RDMA is never
-  started; with DATA_USE = BOTH and the other operand taken, the layer is ``stuck`` unless the
+  started, unless the fetch is a single output (1 x 1 x one atom), which the core's operand
+  packer keeps (``stale_*``: the DMA finishes; the next untaken fetch of that operand wedges, a
+  later layer taking it is never started); with DATA_USE = BOTH and the other operand taken, the layer is ``stuck`` unless the
   untaken operand fits NVIDIA's FIFOs (:meth:`Sdp._both_absorbed`).
 
 The checks are over the operand sources and the cube's size (counts saturating at 5), so they
@@ -330,7 +332,13 @@ class Sdp(DatapathUnit):
                 if cfg.sdp_bn else None,
                 ("ew", "erdma", core.ew_cfg, core.ew_cfg.alu.mem, core.ew_cfg.mul.mem)
                 if cfg.sdp_ew else None]
-        missing, extra, overflow = [], [], []
+        # a stream of a single output (1 x 1 x one atom) reaches its cube end in the core's
+        # operand packer, which keeps it (``stale_*``, the model's SdpCore.stale_ops): that DMA
+        # finishes; a later untaken fetch of that operand wedges, a later layer taking it hangs
+        one_out = Signal()
+        m.d.comb += one_out.eq((data_cube.width == 0) & (data_cube.height == 0)
+                               & (data_cube.channel < cfg.memory_atomic))
+        missing, wedge, overflow, stale_next = [], [], [], []
         for sub, dma_name, c, alu_src, mul_src in filter(None, subs):
             dcfg = getattr(rc, f"d_{dma_name}_cfg")
             use = Value.cast(getattr(dcfg, f"{dma_name}_data_use"))       # 0 MUL 1 ALU 2 BOTH
@@ -339,8 +347,12 @@ class Sdp(DatapathUnit):
             mul_take = ~c.bypass & ~c.mul_bypass & mul_src
             fed_alu = dma_on & ((use == 1) | (use == 2))
             fed_mul = dma_on & ((use == 0) | (use == 2))
-            missing.append((alu_take & ~fed_alu) | (mul_take & ~fed_mul))
-            extra.append((fed_alu & ~alu_take) | (fed_mul & ~mul_take))
+            stale_alu, stale_mul = Signal(name=f"{sub}_stale_alu"), Signal(name=f"{sub}_stale_mul")
+            extra_alu, extra_mul = fed_alu & ~alu_take, fed_mul & ~mul_take
+            missing.append((alu_take & (~fed_alu | stale_alu)) | (mul_take & (~fed_mul | stale_mul)))
+            wedge.append((extra_alu & (~one_out | stale_alu)) | (extra_mul & (~one_out | stale_mul)))
+            stale_next += [stale_alu.eq(stale_alu | (extra_alu & one_out)),
+                           stale_mul.eq(stale_mul | (extra_mul & one_out))]
             fit_m, fits = self._both_absorbed(dcfg, dma_name, data_cube, cfg.memory_atomic)
             m.submodules[f"{dma_name}_fit"] = fit_m
             overflow.append((use == 2) & dma_on & (alu_take ^ mul_take) & ~fits)
@@ -353,11 +365,13 @@ class Sdp(DatapathUnit):
                                        Mux(to_pdp, fly_sent & self.pdp_done,
                                            Mux(eql, fly_done, wdma.done)),
                                        uses={"SDP_RDMA": uses_rdma},
-                                       completes={"SDP_RDMA": ~Cat(*extra).any()})
+                                       completes={"SDP_RDMA": ~Cat(*wedge).any()})
         start = Signal()
         m.d.comb += start.eq(armed & ~stuck)
-        with m.If(start & uses_rdma & Cat(*extra).any()):
-            m.d.sync += wedged.eq(1)
+        with m.If(start & uses_rdma):
+            m.d.sync += stale_next
+            with m.If(Cat(*wedge).any()):
+                m.d.sync += wedged.eq(1)
         with m.If(start):
             m.d.sync += fly_sent.eq(0)
         with m.If(start & flying):

@@ -19,6 +19,7 @@ import pytest
 from hdl.config import NV_SMALL
 from verif.gen.run import generate as generate_kind, prepare
 from verif.gen.sdp import generate
+from verif.model.formats import ModelConfigError
 from verif.model.memory import Memory
 from verif.trace.runner import run_model
 
@@ -156,3 +157,31 @@ def test_one_by_one_cube_is_one_run():
     SdpCore(NV_SMALL, mem).run(rdma.view(), sdp.view(), None)
     assert fetch(mem, 0x4000, 16, 1, 1, 8, 8).ravel().tolist() == list(range(-8, 8))
     assert bytes(mem.read(0x4020, 8)) == bytes(8)          # not at the surface stride
+
+
+def test_single_output_untaken_fetch_finishes_once(tmp_path):
+    """A 1 x 1 x one-atom fetch that nothing takes is one output, which the core's operand
+    packer keeps: its DMA finishes (NVIDIA's RTL ran the next layer), the packer stays full, so
+    the same fetch in the next layer wedges SDP_RDMA and the third layer hangs (NVIDIA's RTL:
+    layer 1 done, no interrupt for layer 2)."""
+    bs = dict(take=(True, False), disable=0, use=2, size=0, mode=0)     # MUL fetched, not taken
+    done, msg, _ = run(tmp_path / "2", 16, layers=2, cube=(1, 1, 8), BS=bs)
+    assert done, msg
+    done, msg, _ = run(tmp_path / "3", 16, layers=3, cube=(1, 1, 8), BS=bs)
+    assert not done and "SDP layer 2: SDP_RDMA is still busy" in msg, msg
+
+
+def test_taking_an_operand_left_in_the_packer_hangs():
+    """After a single-output fetch nothing took, a layer that takes that operand from memory
+    would first take the stale one with its cube end: rejected, naming the sub-unit."""
+    core = SdpCore(NV_SMALL, Memory())
+    sdp, rdma = layer(1, 1, 8)
+    for sub in ("BS", "BN"):
+        setf(sdp, f"D_DP_{sub}_CFG", **{f"{sub}_BYPASS": 1})
+    setf(rdma, "D_BRDMA_CFG", BRDMA_DISABLE=0, BRDMA_DATA_USE=1)       # ALU fetched, BS bypassed
+    core.run(rdma.view(), sdp.view(), None)
+    assert core.stale_ops == {("BS", "ALU")} and core.rdma_wedge is None
+    setf(sdp, "D_DP_BS_CFG", BS_BYPASS=0, BS_ALU_BYPASS=0, BS_MUL_BYPASS=1)
+    setf(sdp, "D_DP_BS_ALU_CFG", BS_ALU_SRC=1)
+    with pytest.raises(ModelConfigError, match="BS ALU operand packer still holds"):
+        core.run(rdma.view(), sdp.view(), None)

@@ -451,6 +451,9 @@ class SdpCore:
         #: why the last layer's SDP_RDMA group never completes (an operand DMA fetching an
         #: operand nothing takes: see ``_check``), or None
         self.rdma_wedge = None
+        #: (sub-unit, "ALU" / "MUL") whose operand packer holds an output of an earlier layer's
+        #: fetch that nothing took (see ``_check``)
+        self.stale_ops: set[tuple[str, str]] = set()
         self.lut_counters = dict.fromkeys(SDP_LUT_PERF_FIELDS, 0)   # live D_PERF_LUT_* counters
 
     # ---- CSB hooks: LUT access (v1_ias_lut-programming.rst) and status ----------------------
@@ -646,14 +649,33 @@ class SdpCore:
         # * with DATA_USE = BOTH and the other operand taken, both operands leave the unpacker
         #   together (NV_NVDLA_SDP_RDMA_eg.v: unpack_out_prdy = alu_rod_rdy & mul_rod_rdy), so
         #   the taken stream also stops once the untaken one's re-order FIFOs are full: the layer
-        #   hangs unless all of the untaken stream fits (:func:`_both_absorbed`).
+        #   hangs unless all of the untaken stream fits (:func:`_both_absorbed`);
+        # * the core's operand packer (NV_NVDLA_SDP_core.v u_bs_alu_pack ...) takes one output of
+        #   the stream whatever the sub-unit does, so a stream of a single output (W x H x
+        #   channel atoms = 1) does reach its cube end and the DMA finishes; that output then
+        #   waits in the packer (:attr:`stale_ops`), so the next fetch of that operand that
+        #   nothing takes wedges the DMA at once, and a later layer that takes that operand
+        #   would first take the stale one with its cube end (rejected: observed to hang when
+        #   it needs more than one operand; a layer of one operand is not settled).
         self.rdma_wedge = None
+        stale = set(self.stale_ops)
+        w, h = sdp.f("WIDTH") + 1, sdp.f("HEIGHT") + 1
+        outputs = w * h * -(-(sdp.f("CHANNEL") + 1) // self.cfg.memory_atomic)
         for sub, dma in self._subunits():
-            if rdma is None or rdma.f(f"{dma}_DISABLE"):
+            if rdma is None:
                 continue
-            use = rdma.f(f"{dma}_DATA_USE")
             alu_mem, mul_mem = self._uses(sdp, sub)
             taken = {"ALU": alu_mem, "MUL": mul_mem}
+            for k in ("ALU", "MUL"):
+                if taken[k] and (sub, k) in self.stale_ops:
+                    raise ModelConfigError(
+                        f"SDP.D_DP_{sub}_{k}_CFG takes the {k} operand from MEM while SDP's {sub} "
+                        f"{k} operand packer still holds the last operand of an earlier layer's "
+                        f"fetch that nothing took: the core takes that one with its cube end "
+                        f"first and the layer hangs")
+            if rdma.f(f"{dma}_DISABLE"):
+                continue
+            use = rdma.f(f"{dma}_DATA_USE")
             fed = {"ALU": use in (1, 2), "MUL": use in (0, 2)}
             extra = [k for k in ("ALU", "MUL") if fed[k] and not taken[k]]
             if not extra:
@@ -667,7 +689,12 @@ class SdpCore:
                 raise ModelConfigError(
                     f"{why}, while it delivers the other operand with it: the untaken operand "
                     f"fills the DMA's re-order FIFOs and stops the taken one: the layer hangs")
-            self.rdma_wedge = self.rdma_wedge or why
+            for k in extra:
+                if outputs == 1 and (sub, k) not in self.stale_ops:
+                    stale.add((sub, k))         # its one output waits in the packer
+                else:
+                    self.rdma_wedge = self.rdma_wedge or why
+        self.stale_ops = stale
         if sdp.f("OUTPUT_DST") == 1 and not cfg.pdp:
             raise ModelConfigError("SDP.D_FEATURE_MODE_CFG.OUTPUT_DST=PDP but the configuration has no PDP")
 
