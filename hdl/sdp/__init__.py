@@ -77,7 +77,7 @@ from hdl.regmap import REGMAP
 from hdl.sdp import lut
 from hdl.sdp.brdma import OperandUnpack, operand_cube
 from hdl.lib.fixed import sign_extend
-from hdl.lib.stream import Map, SkidBuffer
+from hdl.lib.stream import SkidBuffer
 from hdl.sdp.core import SdpCore, core_lanes, wide_atom_layout
 from hdl.sdp.rdma import SdpRdma, atom_layout
 from hdl.sdp.wdma import SdpWdma
@@ -224,15 +224,16 @@ class Sdp(DatapathUnit):
         # (D_FEATURE_MODE_CFG.FLYING_MODE = ON_FLYING; docs/conv.md "SDP on the fly")
         flying = Signal()
         m.d.comb += flying.eq(Value.cast(sc.d_feature_mode_cfg.flying_mode))
-        m.submodules.mrdma_ext = ext = Map(
-            atom_layout(cfg), wide_atom_layout(cfg),
-            lambda m, a: [sign_extend(a[k], cfg.bpe, 32) for k in range(cfg.memory_atomic)])
         # a skid buffer after MRDMA: the core's join (its ready from the other inputs' valid
         # and the configuration's enables) no longer runs combinationally into MRDMA's latency
         # FIFO and beat counter (issue 10: SDP's critical path on ECP5, 12.3 ns)
         m.submodules.mrdma_skid = mskid = SkidBuffer(atom_layout(cfg))
         wiring.connect(m, rdma.atoms, mskid.i)
-        wiring.connect(m, mskid.o, ext.i)
+        # its atoms sign-extended by wiring alone, not in a register stage of their own (issue
+        # 36: a cycle of latency; the core's Split registers them next)
+        ext_atom = Signal(wide_atom_layout(cfg))
+        m.d.comb += [ext_atom[k].eq(sign_extend(mskid.o.payload[k], cfg.bpe, 32))
+                     for k in range(cfg.memory_atomic)]
         cacc = self.cacc_flying
         # on the fly, SDP takes exactly its layer's atoms, and only while its layer runs: CACC
         # may offer the next layer's first atoms while this layer's last writes are in flight,
@@ -240,10 +241,10 @@ class Sdp(DatapathUnit):
         # (found by verif/gen/dc.py programs that reuse a group over layers)
         fly_open = Signal()
         m.d.comb += [
-            core.i.valid.eq(Mux(flying, cacc.valid & fly_open, ext.o.valid)),
-            core.i.payload.eq(Mux(flying, cacc.payload.as_value(), ext.o.payload.as_value())),
+            core.i.valid.eq(Mux(flying, cacc.valid & fly_open, mskid.o.valid)),
+            core.i.payload.eq(Mux(flying, cacc.payload.as_value(), ext_atom.as_value())),
             cacc.ready.eq(flying & fly_open & core.i.ready),
-            ext.o.ready.eq(~flying & core.i.ready),
+            mskid.o.ready.eq(~flying & core.i.ready),
         ]
         # converter output: WDMA, or PDP when OUTPUT_DST = PDP, or nowhere in compare mode
         # (NVIDIA's WDMA then takes every atom at once and requests nothing:

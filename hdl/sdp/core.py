@@ -10,11 +10,12 @@ Stages (all :mod:`hdl.lib.stream` / :mod:`hdl.lib.gearbox` valid/ready stages):
    registered, a cycle after the configuration).
 2. :class:`hdl.lib.gearbox.Split` into groups of ``lanes`` elements (``lanes`` = the largest of
    cfg.sdp_bs/bn/ew_throughput, capped at the atom; nv_small: 1 element per cycle, like
-   NVIDIA's nv_small SDP), then a :class:`hdl.lib.stream.Map` that selects the X operands: from
-   memory (``*_mem``) or the register operand (D_DP_<X>_ALU/MUL_SRC_VALUE); Y's raw memory
+   NVIDIA's nv_small SDP); the X operands are selected on the way into the next skid buffer:
+   from memory (``*_mem``) or the register operand (D_DP_<X>_ALU/MUL_SRC_VALUE); Y's raw memory
    operands pass to Y, which selects and converts them itself.
-3. X1, X2: :class:`hdl.sdp.x.XSubUnit` (6 stages each), present when cfg.sdp_bs / cfg.sdp_bn;
-   Y: :class:`hdl.sdp.y.YSubUnit` (3 stages, 5 with the LUT), present when cfg.sdp_ew.
+3. X1, X2: :class:`hdl.sdp.x.XSubUnit` (6 stages each), present when cfg.sdp_bs / cfg.sdp_bn,
+   skipped (with X2's skid buffer) while bypassed; Y: :class:`hdl.sdp.y.YSubUnit` (3 stages, 5
+   with the LUT), present when cfg.sdp_ew.
 4. output converter, four Map stages: ``(x - offset) * scale`` as partial products
    (:func:`hdl.lib.fixed.partial_products`), their sum exact on 49 bits, the rounding bias
    added (:func:`hdl.lib.fixed.round_bias`), then ``saturate_int8(round(p / 2**shift))``
@@ -162,9 +163,16 @@ class SdpCore(wiring.Component):
         op_en = Signal(max(1, len(en) - 1), name="op_en")
         m.d.sync += op_en.eq(Cat(*en[1:]))
         m.d.comb += join.en.eq(Cat(en[0], op_en[:len(en) - 1]))
-        wiring.connect(m, wiring.flipped(self.i), join.i_d)
         for s in self.op_subs:
             wiring.connect(m, wiring.flipped(getattr(self, f"{s}_op")), getattr(join, f"i_{s}"))
+        # the data input's ready without its own valid (the join's includes it; the transfers
+        # are the same): its source's valid (MRDMA's skid buffer, beside the DMA) then does not
+        # run through the join into CACC's on-the-fly ready and SDP's atom counters (issue 36)
+        ops_ok = Const(1, 1)
+        for k, s in enumerate(self.op_subs):
+            ops_ok = ops_ok & (getattr(self, f"{s}_op").valid | ~join.en[k + 1])
+        m.d.comb += [join.i_d.valid.eq(self.i.valid), join.i_d.payload.eq(self.i.payload),
+                     self.i.ready.eq(join.o.ready & ops_ok)]
 
         # 2. split into throughput-wide groups, then widen them and pick the operands
         m.submodules.split = split = Split(join.layout, atom // lanes)
@@ -184,27 +192,46 @@ class SdpCore(wiring.Component):
                 out["ew"] = p.ew            # raw memory operands: Y converts / selects them
             return out
 
-        m.submodules.widen = wid = Map(split.narrow, narrow, widen)
-        wiring.connect(m, split.o, wid.i)
         # skid buffers at the sub-units' input and output and before the merge cut the ready
         # chain through the Map stages (issue 10: from the merge into BRDMA's credit counter it
-        # was SDP's critical path)
+        # was SDP's critical path); the operand selection (a 2:1 mux after Split's group mux)
+        # goes into the first one's registers directly (issue 36: a Map stage of its own was a
+        # cycle of latency; Split's output and the skid buffer's ready are registers)
         m.submodules.skid_in = skid_in = SkidBuffer(narrow)
-        wiring.connect(m, wid.o, skid_in.i)
+        m.d.comb += [skid_in.i.valid.eq(split.o.valid), split.o.ready.eq(skid_in.i.ready),
+                     *[skid_in.i.payload[k].eq(v) for k, v in widen(m, split.o.payload).items()]]
         last = skid_in.o
 
         # 3. X1, X2 (a skid buffer between them: the ready chain through both sub-units' stages
-        # was SDP's critical path on ECP5, 10.6 ns, mostly the routing of its fan-out; issue 10)
+        # was SDP's critical path on ECP5, 10.6 ns, mostly the routing of its fan-out; issue 10).
+        # A bypassed sub-unit (D_DP_<X>_CFG.<X>_BYPASS: its elements pass unchanged, as its
+        # stages would pass them) is skipped with the skid buffer before it: its six stages'
+        # latency saved (issue 36: sdp_pdp_32x16x32_pass_through bypasses both). The selects
+        # are registers following the configuration (held for the layer, set well before its
+        # first group reaches them); they switch only between layers, when the pipeline is
+        # empty (a layer completes only after its last atom left the core), so the order of
+        # items never changes. Their muxes sit at skid buffers' inputs and in the ready chain
+        # beside the stages' own (~valid | ready) terms.
         for i, s in enumerate(self.subs):
-            if i:
-                m.submodules[f"skid_{s}"] = skid = SkidBuffer(narrow)
-                wiring.connect(m, last, skid.i)
-                last = skid.o
             xu = XSubUnit(lanes, narrow, s)
             m.submodules[f"x_{s}"] = xu
             m.d.comb += xu.cfg.eq(getattr(self, f"{s}_cfg"))
-            wiring.connect(m, last, xu.i)
-            last = xu.o
+            head = xu.i
+            if i:
+                m.submodules[f"skid_{s}"] = skid = SkidBuffer(narrow)
+                wiring.connect(m, skid.o, xu.i)
+                head = skid.i
+            skip = Signal(name=f"{s}_skip")
+            m.d.sync += skip.eq(getattr(self, f"{s}_cfg").bypass)
+            out = stream.Signature(narrow).create(path=(f"{s}_out",))
+            m.d.comb += [
+                head.valid.eq(last.valid & ~skip), head.payload.eq(last.payload),
+                last.ready.eq(Mux(skip, out.ready, head.ready)),
+                out.valid.eq(Mux(skip, last.valid, xu.o.valid)),
+                out.payload.eq(Mux(skip, last.payload, xu.o.payload)),
+                xu.o.ready.eq(out.ready & ~skip),
+            ]
+            last = out
         if cfg.sdp_ew:
             m.submodules.y = yu = YSubUnit(lanes, narrow, "ew", lut=cfg.sdp_lut)
             m.d.comb += [yu.cfg.eq(self.ew_cfg), yu.lut_p.eq(self.lut_p),
@@ -273,11 +300,11 @@ class SdpCore(wiring.Component):
                           trt.o.payload.sat[0].as_unsigned()), 0))
 
         # 5. merge into atoms (the merged groups have the bit layout of an atom)
+        # (Merge registers the atom; its bits are the output atom's: no stage after it, issue 36)
         m.submodules.merge = merge = Merge(out_group, atom // lanes)
         m.d.comb += merge.count.eq(atom // lanes)
-        m.submodules.to_atom = to_atom = Map(merge.wide, atom_layout(cfg), lambda m, g: g.as_value())
         m.d.comb += [merge.i.valid.eq(skid_out.o.valid), merge.i.payload.eq(skid_out.o.payload.v),
-                     skid_out.o.ready.eq(merge.i.ready)]
-        wiring.connect(m, merge.o, to_atom.i)
-        wiring.connect(m, to_atom.o, wiring.flipped(self.o))
+                     skid_out.o.ready.eq(merge.i.ready),
+                     self.o.valid.eq(merge.o.valid), self.o.payload.eq(merge.o.payload.as_value()),
+                     merge.o.ready.eq(self.o.ready)]
         return m
