@@ -147,9 +147,11 @@ class DatapathUnit(wiring.Component):
         when PDP's FLYING_MODE = ON_FLYING); such a file is neither waited for nor completed
         when it is 0. Files not in ``uses`` always take part.
 
-        ``completes`` maps a register file (by unit name) to a 1-bit value read at ``done``: 0
-        leaves that file's group armed when the layer is done (a DMA of it that never finishes:
-        SDP_RDMA in hdl/sdp); default 1."""
+        ``completes`` maps a register file (by unit name) to a 1-bit value read at ``done``
+        instead of its ``uses`` value: 1 completes that file's group with the layer, 0 leaves it
+        armed (a DMA of it that never finishes: SDP_RDMA in hdl/sdp). A register taken at the
+        layer's start keeps the configuration's decode off the path from ``done`` into the
+        register files' load enables."""
         uses = uses or {}
         completes = completes or {}
         running = Signal(name="layer_running")
@@ -164,7 +166,7 @@ class DatapathUnit(wiring.Component):
         with m.If(finish):
             m.d.sync += running.eq(0)
         own = next(rf for rf in rfs if rf.unit.name == self.INTERRUPT.upper())
-        m.d.comb += [rf.done.eq(finish & uses.get(rf.unit.name, 1) & completes.get(rf.unit.name, 1))
+        m.d.comb += [rf.done.eq(finish & completes.get(rf.unit.name, uses.get(rf.unit.name, 1)))
                      for rf in rfs]
         m.d.comb += [self.done_grp.eq(own.done_grp), self.busy.eq(running)]
         return start

@@ -116,13 +116,19 @@ class WriteDma(WalkerDma):
         running = Signal()
         all_queued = Signal()
         outstanding = Signal(OUTSTANDING_BITS)
+        outstanding_next = Signal(OUTSTANDING_BITS)
+        # ``outstanding == 0`` as a register of its own, from the next count (issue 10: the
+        # counter's comparison started the path from ``done`` into the units' register files,
+        # whose layer-done load enables fan out to every configuration register)
+        none_outstanding = Signal(init=1)
         queued = reqq.w_en
-        m.d.sync += outstanding.eq(outstanding + queued - self.dma.done)
+        m.d.comb += outstanding_next.eq(outstanding + queued - self.dma.done)
+        m.d.sync += [outstanding.eq(outstanding_next), none_outstanding.eq(outstanding_next == 0)]
         with m.If(self.start & ~running):
             m.d.sync += [running.eq(1), all_queued.eq(0)]
         with m.If(queued & run.last):
             m.d.sync += all_queued.eq(1)
-        with m.If(running & all_queued & (outstanding == 0)):
+        with m.If(running & all_queued & none_outstanding):
             m.d.comb += self.done.eq(1)
             m.d.sync += [running.eq(0), all_queued.eq(0)]
         m.d.comb += self.busy.eq(running)

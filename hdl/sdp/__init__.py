@@ -158,24 +158,31 @@ class Sdp(DatapathUnit):
         PER_KERNEL (and a 1 x 1 PER_ELEMENT cube, one request): A = channel atoms, at most
         ``base`` + 2 when W x H = 1, + 1 when W x H is 2 or 3, + 0 beyond (``base`` 2 for
         one-byte, 1 for two-byte operands); PER_ELEMENT otherwise: A = W x H x channel atoms,
-        at most 3 (two-byte operands, or an odd W) or 4. Every limit is at most 4, so the
-        counts are kept to 3 bits saturating at 5 (no multiplier on the layer's start path)."""
-        def small(minus_one):                     # the count 1..4, or 5 for anything larger
-            return Mux(minus_one < 4, minus_one + 1, 5)[:3]
-        w, h = small(data_cube.width), small(data_cube.height)
-        c = small(data_cube.channel >> log2(atom))
+        at most 3 (two-byte operands, or an odd W) or 4. Every limit is at most 4: the counts
+        are decoded one-hot up to 4 (no multiplier on the layer's start path)."""
+        # counts 1..4 one-hot from the minus-one register fields (two levels of logic: a
+        # multiplier here put DSP blocks on the layer's start path, 57 MHz on ECP5)
+        def onehot(minus_one):
+            return [minus_one == k for k in range(4)]          # count 1, 2, 3, 4
+        w, h = onehot(data_cube.width), onehot(data_cube.height)
+        c = onehot(data_cube.channel >> log2(atom))
+
+        def le(x, n):                                           # count <= n (n in 1..4)
+            return Cat(*x[:n]).any()
         two_byte = Value.cast(getattr(dcfg, f"{dma_name}_data_size"))
         per_element = Value.cast(getattr(dcfg, f"{dma_name}_data_mode"))
-        wh = Signal(5, name=f"{dma_name}_wh")
-        whc = Signal(7, name=f"{dma_name}_whc")
-        one = (w == 1) & (h == 1)
-        base = Mux(two_byte, 1, 2)
-        kern_limit = base + Mux(wh == 1, 2, Mux(wh <= 3, 1, 0))
-        elem_limit = Mux(two_byte | ~data_cube.width[0], 3, 4)
+        wh1 = w[0] & h[0]
+        wh_le3 = (w[0] & le(h, 3)) | (h[0] & le(w, 3))
+        kern = Mux(two_byte,
+                   Mux(wh1, le(c, 3), Mux(wh_le3, le(c, 2), le(c, 1))),
+                   Mux(wh1, le(c, 4), Mux(wh_le3, le(c, 3), le(c, 2))))
+        prod_le3 = (w[0] & h[0] & le(c, 3)) | (w[0] & c[0] & le(h, 3)) | (h[0] & c[0] & le(w, 3))
+        prod_4 = ((w[0] & h[0] & c[3]) | (w[0] & c[0] & h[3]) | (h[0] & c[0] & w[3])
+                  | (w[1] & h[1] & c[0]) | (w[1] & c[1] & h[0]) | (h[1] & c[1] & w[0]))
+        elem = prod_le3 | (~two_byte & data_cube.width[0] & prod_4)    # W even: limit 4
         fits = Signal(name=f"{dma_name}_untaken_fits")
         m = Module()
-        m.d.comb += [wh.eq(w * h), whc.eq(wh * c),
-                     fits.eq(Mux(per_element & ~one, whc <= elem_limit, c <= kern_limit))]
+        m.d.comb += fits.eq(Mux(per_element & ~wh1, elem, kern))
         return m, fits
 
     def elaborate(self, platform):
@@ -358,6 +365,11 @@ class Sdp(DatapathUnit):
             m.submodules[f"{dma_name}_fit"] = fit_m
             overflow.append((use == 2) & dma_on & (alu_take ^ mul_take) & ~fits)
         wedged = Signal()       # SDP_RDMA's group of an earlier layer never completes
+        # SDP_RDMA's group completes with this layer (it takes part and no fetch wedges it):
+        # taken at the start from the layer's constant configuration (issue 10: the decode ran
+        # on into the register file's done and every configuration register's load enable,
+        # 84 MHz on ECP5)
+        rdma_completes = Signal()
         stuck = Signal()
         m.d.comb += stuck.eq(Cat(*missing, *overflow).any() | (wedged & uses_rdma))
         # (compare mode: with the last atom; NVIDIA's WDMA raises the done interrupt for it
@@ -366,9 +378,11 @@ class Sdp(DatapathUnit):
                                        Mux(to_pdp, fly_sent & self.pdp_done,
                                            Mux(eql, fly_done, wdma.done)),
                                        uses={"SDP_RDMA": uses_rdma},
-                                       completes={"SDP_RDMA": ~Cat(*wedge).any()})
+                                       completes={"SDP_RDMA": rdma_completes})
         start = Signal()
         m.d.comb += start.eq(armed & ~stuck)
+        with m.If(start):
+            m.d.sync += rdma_completes.eq(uses_rdma & ~Cat(*wedge).any())
         with m.If(start & uses_rdma):
             m.d.sync += stale_next
             with m.If(Cat(*wedge).any()):
