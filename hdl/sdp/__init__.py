@@ -56,10 +56,10 @@ Operand DMAs that disagree with the sub-units' operand sources (issue 36 item 1;
   SDP_RDMA's group stays armed (``wedged``) and every later layer that needs SDP_RDMA is never
   started, unless the fetch is a single output (1 x 1 x one atom), which the core's operand
   packer keeps (``stale_*``: the DMA finishes; the next untaken fetch of that operand wedges, a
-  later layer taking it is never started); with DATA_USE = BOTH and the other operand taken, the layer is ``stuck`` unless the
-  untaken operand fits NVIDIA's FIFOs (:meth:`Sdp._both_absorbed`).
+  later layer taking it is never started); with DATA_USE = BOTH and the other operand taken,
+  the layer is ``stuck`` unless the untaken operand fits NVIDIA's FIFOs (``_both_absorbed``).
 
-The checks are over the operand sources and the cube's size (counts saturating at 5), so they
+The checks are over the operand sources and the cube's size (counts one-hot up to 4), so they
 cost a few gates.
 
 Not implemented (the registers exist and read back): batches, Winograd, int16/fp16, the NaN/Inf

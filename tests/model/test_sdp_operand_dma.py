@@ -1,7 +1,7 @@
 """SDP operand DMAs against the operands their sub-units take from memory (issue 36 item 1), and
 1 x 1 cubes moved as one run (NVIDIA's ``cfg_mode_1x1_pack``), on the numpy model.
 
-The rule (verif/model/sdp.py ``SdpCore._check`` and ``_both_absorbed``; settled on NVIDIA's
+The rule (verif/model/sdp.py ``SdpCore._check`` and ``untaken_operand_fits``; settled on NVIDIA's
 nv_small RTL with programs of verif/gen/sdp.py): an operand taken from memory that its DMA does
 not fetch hangs the layer; an operand fetched that nothing takes is ignored by the data path,
 but SDP_RDMA's group never completes, so the next layer that needs SDP_RDMA hangs; with
@@ -80,7 +80,7 @@ def test_untaken_fetch_completes_as_if_not_fetched(tmp_path, use):
 
 
 # NVIDIA's nv_small RTL, DATA_USE = BOTH with one operand taken: the largest untaken operand (in
-# memory atoms) that completes, by DATA_SIZE, DATA_MODE and W x H (see _both_absorbed)
+# memory atoms) that completes, by DATA_SIZE, DATA_MODE and W x H (see untaken_operand_fits)
 BOTH_LIMITS = [
     # (size, mode, (W, H), atoms that complete, atoms that hang)
     (0, 1, (4, 1), 4, 5), (1, 1, (3, 1), 3, 4),              # PER_ELEMENT, one atom per surface

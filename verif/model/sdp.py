@@ -336,25 +336,12 @@ def one_by_one(w: int, h: int) -> bool:
     return w == 1 and h == 1
 
 
-def _both_absorbed(rdma, dma: str, sdp, atom: int) -> bool:
-    """Whether an operand DMA with DATA_USE = BOTH whose sub-unit takes one operand from memory
-    but not the other still completes the layer: every atom of the untaken operand must find
-    room (issue 36 item 1). Settled on NVIDIA's nv_small RTL (720 programs over DATA_SIZE,
-    DATA_MODE, which operand is untaken, W 1..6, H 1..3, C 8..48, under the ``nvidia`` memory
-    profile; see :func:`untaken_operand_fits` for the mechanism).
-
-    Shapes: the data cube W x H x C of ``sdp`` (SDP.D_DATA_CUBE_*), ``atom`` channels per memory
-    atom.
-    """
-    w, h = sdp.f("WIDTH") + 1, sdp.f("HEIGHT") + 1
-    catoms = -(-(sdp.f("CHANNEL") + 1) // atom)
-    return untaken_operand_fits(w, h, catoms, two_byte=bool(rdma.f(f"{dma}_DATA_SIZE")),
-                                per_element=rdma.f(f"{dma}_DATA_MODE") == 1)
-
-
 def untaken_operand_fits(w: int, h: int, catoms: int, *, two_byte: bool, per_element: bool) -> bool:
     """Whether all of an untaken DATA_USE = BOTH operand stream fits NVIDIA's SDP operand DMA
-    (``w`` x ``h`` pixels, ``catoms`` channel atoms; DATA_SIZE two bytes or one, DATA_MODE).
+    (``w`` x ``h`` pixels, ``catoms`` channel atoms; DATA_SIZE two bytes or one, DATA_MODE), so
+    that the layer completes (issue 36 item 1). Settled on NVIDIA's nv_small RTL: 720 programs
+    over DATA_SIZE, DATA_MODE, which operand is untaken, W 1..6, H 1..3, C 8..48, under the
+    ``nvidia`` memory profile.
 
     What NVIDIA's RTL does (nv_small NV_NVDLA_SDP_RDMA_ig.v, NV_NVDLA_SDP_RDMA_eg.v,
     NV_NVDLA_SDP_RDMA_EG_ro.v, NV_NVDLA_SDP_core.v), step by step as simulated here:
@@ -385,13 +372,13 @@ def untaken_operand_fits(w: int, h: int, catoms: int, *, two_byte: bool, per_ele
     if atoms > 8:       # the room for it, FIFOs and tail together, is at most 5 atoms
         return False
     # groups: lists of atoms (in stream order); the atom's re-order FIFOs
-    if per_element and not (w == 1 and h == 1):
+    if per_element and not one_by_one(w, h):
         runs = [w] * (h * catoms)                       # one request per line
     else:
-        runs = [catoms * (w * h if per_element else 1)]  # one request
+        runs = [atoms]                                  # one request
+    step = 1 if two_byte else 2                         # atoms per group
     groups, n = [], 0
     for run in runs:
-        step = 1 if two_byte else 2
         for k in range(0, run, step):
             groups.append(list(range(n + k, n + min(k + step, run))))
         n += run
@@ -649,7 +636,7 @@ class SdpCore:
         # * with DATA_USE = BOTH and the other operand taken, both operands leave the unpacker
         #   together (NV_NVDLA_SDP_RDMA_eg.v: unpack_out_prdy = alu_rod_rdy & mul_rod_rdy), so
         #   the taken stream also stops once the untaken one's re-order FIFOs are full: the layer
-        #   hangs unless all of the untaken stream fits (:func:`_both_absorbed`);
+        #   hangs unless all of the untaken stream fits (:func:`untaken_operand_fits`);
         # * the core's operand packer (NV_NVDLA_SDP_core.v u_bs_alu_pack ...) takes one output of
         #   the stream whatever the sub-unit does, so a stream of a single output (W x H x
         #   channel atoms = 1) does reach its cube end and the DMA finishes; that output then
@@ -660,7 +647,8 @@ class SdpCore:
         self.rdma_wedge = None
         stale = set(self.stale_ops)
         w, h = sdp.f("WIDTH") + 1, sdp.f("HEIGHT") + 1
-        outputs = w * h * -(-(sdp.f("CHANNEL") + 1) // self.cfg.memory_atomic)
+        catoms = -(-(sdp.f("CHANNEL") + 1) // self.cfg.memory_atomic)
+        outputs = w * h * catoms            # of an untaken stream, either DATA_MODE
         for sub, dma in self._subunits():
             if rdma is None:
                 continue
@@ -684,8 +672,9 @@ class SdpCore:
                    f"{dma}_DISABLE=NO fetches the {extra[0]} operand that SDP.D_DP_{sub}_CFG / "
                    f"D_DP_{sub}_{extra[0]}_CFG do not take from MEM (sub-unit, {extra[0]} bypassed "
                    f"or {sub}_{extra[0]}_SRC=REG)")
-            if use == 2 and any(taken.values()) and not _both_absorbed(
-                    rdma, dma, sdp, self.cfg.memory_atomic):
+            if use == 2 and any(taken.values()) and not untaken_operand_fits(
+                    w, h, catoms, two_byte=bool(rdma.f(f"{dma}_DATA_SIZE")),
+                    per_element=rdma.f(f"{dma}_DATA_MODE") == 1):
                 raise ModelConfigError(
                     f"{why}, while it delivers the other operand with it: the untaken operand "
                     f"fills the DMA's re-order FIFOs and stops the taken one: the layer hangs")
