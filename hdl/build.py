@@ -11,7 +11,9 @@ Options:
                        exit status 1 when Verilator reports anything.
 
 Output paths are checked before elaborating: one line and exit status 2 when one cannot be
-written. Exit status: 0 on success, 1 on a lint failure, 2 on a usage/configuration error.
+written, and so is a configuration the RTL does not build yet (``hdl.support``: the line names
+the missing features). Exit status: 0 on success, 1 on a lint failure, 2 on a usage/configuration
+error.
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ import time
 from pathlib import Path
 
 from hdl.config import add_config_arguments, config_from_args
+from hdl.support import UnbuiltConfig, check_buildable
 from sim.verilator import find_verilator, verilator_env
 
 __all__ = ["build", "lint", "main", "LINT_WAIVERS"]
@@ -34,10 +37,14 @@ TOP = "NV_nvdla"
 
 def build(cfg, out_dir: Path) -> list[Path]:
     """Elaborate :class:`hdl.top.NV_nvdla` for ``cfg`` and write ``NV_nvdla.v`` and
-    ``NV_nvdla.f`` into ``out_dir``. Returns the paths written."""
+    ``NV_nvdla.f`` into ``out_dir``. Returns the paths written.
+
+    Raises :class:`hdl.support.UnbuiltConfig` (before writing anything) when the RTL does not
+    build every feature ``cfg`` names."""
     from amaranth.back import verilog
 
     from hdl.top import NV_nvdla
+    check_buildable(cfg)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     text = verilog.convert(NV_nvdla(cfg), name=TOP, emit_src=False)
@@ -93,6 +100,11 @@ def main(argv=None) -> int:
                     help="run verilator --lint-only -Wall with sim/lint.vlt on the output")
     args = ap.parse_args(argv)
     cfg = config_from_args(args, ap)
+    try:
+        check_buildable(cfg)
+    except UnbuiltConfig as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     out = Path(args.out or f"build/{cfg.name}")
     for path, is_dir, what in ((out, True, "-o"), (args.c_header, False, "--c-header")):
         why = check_writable(Path(path), is_dir) if path else None

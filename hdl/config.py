@@ -1,9 +1,10 @@
 """The one hardware configuration object that parameterises every unit, the model and the tests.
 
 Parameters are NVDLA's (``../shared/nvdla/spec/defs/*.spec`` and the derived values of
-``projects.spec``; v2_scalability.rst "Parameters"). Presets: ``NV_SMALL`` (elaborated today) and
-``NV_LARGE`` (defined and validated now, elaborated later). ``tests/test_config.py`` proves both
-equal to NVIDIA's spec files.
+``projects.spec``; v2_scalability.rst "Parameters"). Presets: NVIDIA's six v2 configurations
+(nv_small, nv_small_256, nv_small_256_full, nv_medium_512, nv_medium_1024_full, nv_large) and v1's
+nv_full; ``tests/test_config.py`` proves each equal to NVIDIA's spec file. Which of them the RTL
+builds today: :func:`hdl.support.unbuilt` (``hdl.build`` refuses the others in one line).
 
 Units: sizes named ``*_width`` are bits unless the name says bytes; atomic sizes are elements.
 """
@@ -77,30 +78,46 @@ class NvdlaConfig:
                 raise ConfigError(f"{self.name}: {param}={v!r} is not one of {sorted(allowed, key=str)}")
         one_of("feature_data_type", {"int8", "int16_fp16"})
         one_of("weight_data_type", {"int8", "int16_fp16"})
+        # the values projects.spec (v1, nv_full) and projects.master.spec (v2) allow
         one_of("mac_atomic_c", {8, 32, 64})
-        one_of("mac_atomic_k", {8, 32})
-        one_of("memory_atomic", {8, 32})
+        one_of("mac_atomic_k", {8, 16, 32})
+        one_of("memory_atomic", {8, 16, 32})
+        one_of("max_batch", {None, 32})
         one_of("cbuf_bank_number", {16, 32})
         one_of("cbuf_bank_width", {8, 32, 64})
         one_of("cbuf_bank_depth", {128, 512})
-        one_of("primary_memif_width", {64, 512})
+        one_of("primary_memif_width", {64, 128, 256, 512})
+        one_of("secondary_memif_width", {None, 64, 128, 256, 512})
         one_of("mem_address_width", {32, 64})
         one_of("primary_memif_max_burst", {1, 4})
-        one_of("pdp_throughput", {1, 8})
-        one_of("cdp_throughput", {1, 8})
+        one_of("secondary_memif_max_burst", {None, 1, 4})
+        one_of("pdp_throughput", {1, 2, 4, 8})
+        one_of("cdp_throughput", {1, 2, 4, 8})
+        allowed_tp = {"bs": {1, 2, 4, 8, 16}, "bn": {1, 2, 4, 8, 16}, "ew": {1, 2, 4}}
         for unit in ("bs", "bn", "ew"):
             en, tp = getattr(self, f"sdp_{unit}"), getattr(self, f"sdp_{unit}_throughput")
-            if en and tp <= 0:
-                raise ConfigError(f"{self.name}: sdp_{unit}_throughput must be > 0 when sdp_{unit} is enabled")
+            if en and tp not in allowed_tp[unit]:
+                raise ConfigError(f"{self.name}: sdp_{unit}_throughput={tp} is not one of "
+                                  f"{sorted(allowed_tp[unit])} (sdp_{unit} is enabled)")
             if not en and tp != 0:
                 raise ConfigError(f"{self.name}: sdp_{unit}_throughput must be 0 when sdp_{unit} is disabled")
+        for param in ("primary_memif_latency", "secondary_memif_latency"):
+            v = getattr(self, param)
+            if v is not None and v <= 0:
+                raise ConfigError(f"{self.name}: {param}={v} must be a positive number of cycles")
+        for param in ("num_dma_read_clients", "num_dma_write_clients"):
+            if getattr(self, param) < 1:
+                raise ConfigError(f"{self.name}: {param} must be >= 1")
         if self.mac_atomic_k > self.mac_atomic_c:
             raise ConfigError(f"{self.name}: mac_atomic_k={self.mac_atomic_k} exceeds mac_atomic_c={self.mac_atomic_c}")
-        if self.cbuf_bank_width != self.mac_atomic_c:
-            raise ConfigError(f"{self.name}: cbuf_bank_width={self.cbuf_bank_width} bytes must equal "
-                              f"mac_atomic_c={self.mac_atomic_c} (one int8 atomic-C per CBUF entry)")
-        if self.batch != (self.max_batch is not None):
-            raise ConfigError(f"{self.name}: max_batch must be set exactly when batch is enabled")
+        if self.cbuf_bank_width * 8 != self.mac_atomic_c * self.bpe:
+            raise ConfigError(f"{self.name}: cbuf_bank_width={self.cbuf_bank_width} bytes must hold one "
+                              f"atomic C ({self.mac_atomic_c} x {self.bpe} bits; NVDLA_CBUF_ENTRY_WIDTH)")
+        if self.memory_atomic > self.mac_atomic_c:
+            raise ConfigError(f"{self.name}: memory_atomic={self.memory_atomic} exceeds mac_atomic_c="
+                              f"{self.mac_atomic_c} (a CBUF entry holds whole memory atoms)")
+        if self.batch and self.max_batch is None:
+            raise ConfigError(f"{self.name}: batch needs max_batch")
         if self.rubik_contract and not self.rubik or self.rubik_reshape and not self.rubik:
             raise ConfigError(f"{self.name}: rubik_contract/rubik_reshape need rubik")
         if self.sdp_lut and not self.sdp_ew:
@@ -190,9 +207,50 @@ class NvdlaConfig:
 
 NV_SMALL = NvdlaConfig(name="nv_small")
 
+# NVIDIA's v2 configurations (spec/defs/<name>.spec, with projects.master.spec's values).
+NV_SMALL_256 = NvdlaConfig(
+    name="nv_small_256", mac_atomic_c=32, cbuf_bank_width=32, cbuf_bank_depth=128,
+    primary_memif_latency=64, secondary_memif_width=None)
+
+NV_SMALL_256_FULL = NvdlaConfig(
+    name="nv_small_256_full", secondary_memif=True, sdp_lut=True, sdp_ew=True,
+    mac_atomic_c=32, cbuf_bank_width=32, cbuf_bank_depth=128,
+    sdp_bs_throughput=2, sdp_bn_throughput=2, sdp_ew_throughput=1,
+    primary_memif_latency=64, secondary_memif_latency=64, primary_memif_max_burst=4,
+    secondary_memif_max_burst=4, secondary_memif_width=64, num_dma_read_clients=8)
+
+NV_MEDIUM_512 = NvdlaConfig(
+    name="nv_medium_512", mac_atomic_c=32, mac_atomic_k=16, memory_atomic=16,
+    cbuf_bank_width=32, sdp_bs_throughput=4, sdp_bn_throughput=4,
+    pdp_throughput=2, cdp_throughput=2, primary_memif_latency=256,
+    primary_memif_max_burst=4, primary_memif_width=128, secondary_memif_width=None,
+    mem_address_width=64)
+
+NV_MEDIUM_1024_FULL = NvdlaConfig(
+    name="nv_medium_1024_full", secondary_memif=True, sdp_lut=True, sdp_ew=True,
+    mac_atomic_c=32, mac_atomic_k=32, memory_atomic=32, cbuf_bank_width=32,
+    sdp_bs_throughput=8, sdp_bn_throughput=8, sdp_ew_throughput=2,
+    pdp_throughput=4, cdp_throughput=4, primary_memif_latency=1024,
+    secondary_memif_latency=1024, primary_memif_max_burst=4, primary_memif_width=256,
+    secondary_memif_max_burst=4, secondary_memif_width=256, mem_address_width=64,
+    num_dma_read_clients=8)
+
+# NVIDIA's nv_large (nv_large.master.spec): int8, no Winograd/batch/BDMA/RUBIK, 256-bit AXI; the
+# configuration NVIDIA has v2 RTL and traces for (MAX_BATCH_SIZE_32 is defined but unused there).
 NV_LARGE = NvdlaConfig(
-    name="nv_large",
-    feature_data_type="int8", weight_data_type="int8",   # nv_large.spec: INT8
+    name="nv_large", secondary_memif=True, sdp_lut=True, sdp_ew=True,
+    mac_atomic_c=64, mac_atomic_k=32, memory_atomic=32, max_batch=32,
+    cbuf_bank_number=16, cbuf_bank_width=64, cbuf_bank_depth=512,
+    sdp_bs_throughput=16, sdp_bn_throughput=16, sdp_ew_throughput=4,
+    pdp_throughput=8, cdp_throughput=8, primary_memif_latency=1024,
+    secondary_memif_latency=1024, primary_memif_max_burst=1, primary_memif_width=256,
+    secondary_memif_max_burst=1, secondary_memif_width=256, mem_address_width=64,
+    num_dma_read_clients=8)
+
+# NVDLA v1's nv_full (nv_full.spec; the values it leaves out from v1's nv_large.spec): the
+# configuration the programming guide and unit description describe.
+NV_FULL = NvdlaConfig(
+    name="nv_full",
     weight_compression=True, winograd=True, batch=True, secondary_memif=True,
     sdp_lut=True, sdp_bs=True, sdp_bn=True, sdp_ew=True, bdma=True, rubik=True,
     rubik_contract=True, rubik_reshape=True, pdp=True, cdp=True, retiming=True,
@@ -210,7 +268,10 @@ NV_LARGE = NvdlaConfig(
 # NVIDIA's four sdp_*_ew_* nv_small traces were written for (../shared/nvdla/README.md).
 NV_SMALL_EW = NV_SMALL.derive(name="nv_small_ew", sdp_ew=True, sdp_lut=True, sdp_ew_throughput=1)
 
-PRESETS = {c.name: c for c in (NV_SMALL, NV_LARGE, NV_SMALL_EW)}
+#: every preset by name; each but nv_small_ew equals NVIDIA's spec file of that name
+#: (tests/test_config.py)
+PRESETS = {c.name: c for c in (NV_SMALL, NV_SMALL_256, NV_SMALL_256_FULL, NV_MEDIUM_512,
+                                NV_MEDIUM_1024_FULL, NV_LARGE, NV_FULL, NV_SMALL_EW)}
 
 #: separates a preset name from its overrides in a configuration spec (``nv_small+a=1+b=2``)
 SPEC_SEP = "+"

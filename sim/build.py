@@ -56,7 +56,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hdl.config import SPEC_SEP, add_config_arguments, config_from_args
+from hdl.config import SPEC_SEP, add_config_arguments, config_from_args, get_config
+from hdl.support import UnbuiltConfig, check_buildable
 from sim.tb import top as tbtop
 from sim.verilator import activate
 
@@ -511,10 +512,13 @@ def build_sim(config: str = "nv_small", *, rtl_filelist: str | Path | None = Non
     see the module docstring). A training that fails or writes no profile is reported in
     ``SimBuild.pgo`` and on stderr, and the model is compiled without a profile (same results,
     slower).
-    Raises SimBuildError (with the log path), RtlGenerationError, FileNotFoundError, ValueError
+    Raises hdl.support.UnbuiltConfig (our RTL of a configuration it does not build yet),
+    SimBuildError (with the log path), RtlGenerationError, FileNotFoundError, ValueError
     (a file list option without its value, another --top-module; see parse_filelist).
     """
     import cocotb
+    if not rtl_filelist:
+        check_buildable(get_config(config))   # one line naming what our RTL lacks
     inst = activate()
     flist_path = Path(rtl_filelist) if rtl_filelist else generate_rtl(config)
     fl = parse_filelist(flist_path)
@@ -679,6 +683,9 @@ def main(argv=None) -> int:
     try:
         b = build_sim(cfg.name, rtl_filelist=a.rtl_filelist, waves=a.waves, public=a.public,
                       force=a.force, xrand=a.xrand, threads=a.threads, pgo=a.pgo)
+    except UnbuiltConfig as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     except (SimBuildError, RtlGenerationError, FileNotFoundError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -71,6 +71,36 @@ def test_set_overrides_the_configuration(tmp_path, capsys, no_elaboration):
     assert "primary_memif_max_burst=x" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("spec, missing", [
+    ("nv_small_256", "the convolution pipeline for atomic C 32 x atomic K 8 with 8-byte memory "
+                     "atoms in 32-byte CBUF entries"),
+    ("nv_medium_512", "atomic C 32 x atomic K 16 with 16-byte memory atoms"),
+    ("nv_large", "the secondary memory interface (CVIF, nvdla_core2cvsram)"),
+    ("nv_full", "Winograd convolution; multi-batch convolution; weight compression; BDMA; RUBIK"),
+    ("nv_medium_1024_full", "the secondary memory interface"),
+])
+def test_unbuilt_configuration_is_one_line_exit_2(spec, missing, tmp_path, capsys, no_elaboration):
+    """Issue 30 item 1: a configuration the RTL does not build yet stops hdl.build (and sim.build,
+    and the trace CLI's rtl engine) with one line naming what is missing; nothing is built."""
+    assert hdl.build.main(["--config", spec, "-o", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith(f"error: {spec}: the RTL does not build ")
+    assert missing in err and not no_elaboration
+    assert sim.build.main(["--config", spec]) == 2
+    assert missing in capsys.readouterr().err
+    from verif.trace.__main__ import main as trace_main
+    assert trace_main(["run", str(tmp_path), "--engine", "rtl", "--config", spec]) == 2
+    assert missing in capsys.readouterr().err
+
+
+def test_built_configurations_list_nothing_missing():
+    from hdl.config import get_config
+    from hdl.support import unbuilt
+    for spec in ("nv_small", "nv_small_ew", "nv_small+primary_memif_max_burst=4",
+                 "nv_medium_1024_full+secondary_memif=false"):
+        assert unbuilt(get_config(spec)) == [], spec
+
+
 def test_one_way_to_find_verilator():
     import sim.verilator
     assert hdl.build.verilator_env is sim.verilator.verilator_env

@@ -114,3 +114,30 @@ def test_player_timeout_names_busy_units(tmp_path):
 def test_missing_dat_is_not_runnable(tmp_path):
     r = asyncio.run(play(_trace(tmp_path, 0, 'mem_load(pri_mem, 0x0, "gone.dat");\n'), FakeEngine()))
     assert r.status == NOT_RUNNABLE and "gone.dat" in r.message
+
+
+def test_sync_notify_and_wait(tmp_path):
+    """v2_verif_guide "Configuration File Format": sync_notify/sync_wait order OP_ENABLE writes
+    between resource sequencers (NVIDIA's nv_large dc_8x8x32_1x1x32x32 uses them). Played in file
+    order they are no-ops; a sync_wait with no earlier sync_notify would never be released."""
+    c = parse_line("sync_notify(NVDLA_CACC, L0_CACC_OP_EN);", "t.cfg", 4)
+    assert c.kind == "sync_notify" and c.args == {"resource": "NVDLA_CACC", "sync": "L0_CACC_OP_EN"}
+    good = zlib.crc32(b"\x01\x02\x03\x04")
+    ok = "sync_notify(NVDLA_CACC, a);\nsync_wait(NVDLA_CSC, a);\n"
+    r = asyncio.run(play(_trace(tmp_path, good, ok), FakeEngine()))
+    assert r.status == PASS, r.message
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "t1").mkdir()
+    (bad / "t1" / "t1.cfg").write_text(
+        "sync_wait(NVDLA_CSC, a);\nsync_notify(NVDLA_CACC, a);\n"
+        "reg_write(NVDLA_SDP.D_OP_ENABLE_0, 0x1);\nintr_notify(SDP_0, s);\ncheck_nothing(s);\n")
+    with pytest.raises(TraceSyntaxError, match=r"t1.cfg:1: sync_wait waits for sync id 'a', which no "
+                                               r"earlier sync_notify sends"):
+        load_trace(bad / "t1")
+
+
+def test_interrupt_id_is_case_insensitive():
+    """NVIDIA's nv_large dc_8x8x32_1x1x32x32 writes intr_notify(cdma_dat_0, ...)."""
+    c = parse_line("intr_notify(cdma_dat_0, s0);", "t.cfg", 1)
+    assert c.args == {"unit": "CDMA_DAT", "group": 0, "sync": "s0"}

@@ -57,10 +57,25 @@ def _check(engine: str, tid: str, result) -> None:
     pytest.xfail(f"not in the {engine} manifest: {text}")
 
 
+#: NVIDIA's trace suites of the other v2 configurations, each played on the model of the
+#: configuration of the same name (manifest sections model_<config>)
+CONFIG_SUITES = ("nv_small_256", "nv_medium_512", "nv_large")
+
+
+def _suite_ids(suite: str) -> list[str]:
+    d = nvdla_dir() / "traces" / suite
+    if not have_shared() or not d.is_dir():
+        return []
+    return [f"{suite}/{t.name}" for t in sorted(d.iterdir()) if any(t.glob("*.cfg"))]
+
+
+CONFIG_TRACES = [(suite, tid) for suite in CONFIG_SUITES for tid in _suite_ids(suite)]
+
+
 @needs_shared
 def test_manifest_names_real_traces():
     """Every manifest entry is a trace that exists (a typo would otherwise never run)."""
-    known = set(TRACES)
+    known = set(TRACES) | {tid for _, tid in CONFIG_TRACES}
     for engine, names in MANIFEST.items():
         missing = sorted(names - known)
         assert not missing, f"{engine} manifest names traces that do not exist: {missing}"
@@ -86,6 +101,33 @@ def test_model_ew(tid):
     cfg = get_config(manifest.configs()["model_ew"])
     (res,) = run_model([nvdla_dir() / "traces" / tid], cfg)
     _check("model_ew", tid, res)
+
+
+#: the CRC NVIDIA's nv_small_256 RTL writes for the 4 sdp_*_ew_* traces (it has no EW
+#: sub-unit; ../shared/nvdla/README.md)
+EW_WITHOUT_EW_CRC = 0xC43621C5
+
+
+@needs_shared
+@pytest.mark.parametrize("suite,tid", CONFIG_TRACES or [("-", "<no traces>")],
+                         ids=[t for _, t in CONFIG_TRACES] or None)
+def test_model_other_configs(suite, tid):
+    """NVIDIA's nv_small_256 / nv_medium_512 / nv_large traces on the model of that configuration;
+    nv_small_256's EW traces also on nv_small_256_full, and on nv_small_256 itself they must give
+    the CRC NVIDIA's nv_small_256 RTL gives."""
+    from hdl.config import get_config
+    from verif.trace.runner import run_model
+    if suite == "-":
+        pytest.skip("no trace suites of other configurations in ../shared/nvdla/traces")
+    path = nvdla_dir() / "traces" / tid
+    (res,) = run_model([path], get_config(suite))
+    if suite == "nv_small_256" and "_ew_" in tid:
+        assert res.status != PASS, f"{tid} passed on nv_small_256, which has no EW sub-unit"
+        assert [c.actual for c in res.checks] == [EW_WITHOUT_EW_CRC], res.message
+        (res,) = run_model([path], get_config("nv_small_256_full"))
+        _check("model_nv_small_256_full", tid, res)
+        return
+    _check(f"model_{suite}", tid, res)
 
 
 WIDE = "nv_small+cdp_throughput=8+pdp_throughput=8+sdp_bn_throughput=8+sdp_bs_throughput=8"

@@ -354,10 +354,12 @@ def test_semi_planar_wide(burst):
     run_layers(cfg, layers, seed=burst, max_latency=30)
 
 
-def test_nv_large_sizes():
-    """Sizes from the configuration: nv_large (32-byte atoms, two atoms per 64-byte AXI beat,
-    64-byte CBUF entries, 64-bit addresses), random formats."""
-    cfg = get_config("nv_large")
+@pytest.mark.parametrize("spec", ["nv_full", "nv_large"])
+def test_wide_sizes(spec):
+    """Sizes from the configuration: nv_full (32-byte atoms, two atoms per 64-byte AXI beat,
+    64-byte CBUF entries, 64-bit addresses) and nv_large (one atom per 32-byte beat), random
+    formats."""
+    cfg = get_config(spec)
     rng = random.Random(5)
     run_layers(cfg, [random_layer(rng, cfg) for _ in range(6)], seed=5)
 

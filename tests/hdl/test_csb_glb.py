@@ -5,7 +5,7 @@ import random
 import pytest
 from amaranth.sim import Simulator
 
-from hdl.config import NV_LARGE, NV_SMALL
+from hdl.config import NV_FULL, NV_SMALL
 from hdl.glb import Glb
 from hdl.regmap import REGMAP
 from verif.model import Nvdla
@@ -83,7 +83,7 @@ def test_glb_interrupt_set_mask_clear():
 # NVIDIA's GLB (nv_small branch, vmod/nvdla/glb/NV_NVDLA_GLB_CSB_reg.v, NV_NVDLA_GLB_ic.v) has
 # the status bits of the units compiled in only; mask bits of BDMA/RUBIK only with the unit, of
 # CDP/PDP always; S_INTR_SET reads 0.
-GLB_CONFIGS = [NV_SMALL, NV_LARGE, NV_SMALL.derive(name="nv_small_nocdp_nopdp", cdp=False, pdp=False)]
+GLB_CONFIGS = [NV_SMALL, NV_FULL, NV_SMALL.derive(name="nv_small_nocdp_nopdp", cdp=False, pdp=False)]
 
 
 def _glb_bench(cfg, ops):
@@ -160,7 +160,7 @@ def test_glb_done_ports_of_configuration():
     small = Glb(NV_SMALL)
     assert not hasattr(small, "done_bdma") and not hasattr(small, "done_rubik")
     assert all(hasattr(small, f"done_{s}") for s in ("sdp", "cdp", "pdp", "cdma_dat", "cdma_wt", "cacc"))
-    large = Glb(NV_LARGE)
+    large = Glb(NV_FULL)
     assert hasattr(large, "done_bdma") and hasattr(large, "done_rubik")
     for g in (small, large):
         g._MustUse__silence = True

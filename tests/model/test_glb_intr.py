@@ -4,7 +4,7 @@ the units compiled in; the mask bits of BDMA and RUBIK only with their unit, tho
 always; S_INTR_SET reads 0. Facts checked by field name from the register map."""
 import pytest
 
-from hdl.config import NV_LARGE, NV_SMALL
+from hdl.config import NV_FULL, NV_SMALL
 from hdl.regmap import REGMAP
 from verif.model import Nvdla
 
@@ -22,7 +22,7 @@ CONV = ("SDP", "CDMA_DAT", "CDMA_WT", "CACC")
 
 @pytest.mark.parametrize("cfg, status, mask", [
     (NV_SMALL, CONV + ("CDP", "PDP"), CONV + ("CDP", "PDP")),
-    (NV_LARGE, CONV + ("CDP", "PDP", "BDMA", "RUBIK"), CONV + ("CDP", "PDP", "BDMA", "RUBIK")),
+    (NV_FULL, CONV + ("CDP", "PDP", "BDMA", "RUBIK"), CONV + ("CDP", "PDP", "BDMA", "RUBIK")),
     (NV_SMALL.derive(name="nv_small_nocdp_nopdp", cdp=False, pdp=False), CONV, CONV + ("CDP", "PDP")),
 ], ids=lambda v: getattr(v, "name", None))
 def test_glb_intr_bits_follow_configuration(cfg, status, mask):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hdl.config import NV_LARGE, NV_SMALL
+from hdl.config import NV_FULL, NV_SMALL
 from hdl.regmap import REGMAP
 from verif.model import Nvdla
 from verif.model.nvdla import RegisterAccessError
@@ -99,7 +99,7 @@ def test_memory_wraps_at_configured_address_width():
     dla.mem.write(0xFFFF_FFFE, b"\x01\x02\x03\x04")
     assert bytes(dla.mem.read(0, 2)) == b"\x03\x04"
     assert bytes(dla.mem.read(0xFFFF_FFFE, 4)) == b"\x01\x02\x03\x04"
-    big = Nvdla(NV_LARGE)                       # 64-bit: no wrap at 4 GiB
+    big = Nvdla(NV_FULL)                       # 64-bit: no wrap at 4 GiB
     big.mem.write(0xFFFF_FFFE, b"\x01\x02\x03\x04")
     assert bytes(big.mem.read(0, 2)) == b"\x00\x00"
     assert bytes(big.mem.read(0x1_0000_0000, 2)) == b"\x03\x04"

@@ -165,6 +165,25 @@ def read_weights_post_ext(mem, base: int, k: int, r: int, cw: int, ext: int, ato
     return out
 
 
+
+def feature_entries_per_slice(cfg, width: int, channels: int) -> int:
+    """CBUF entries one input slice (one line of ``width`` pixels x ``channels``) of feature data
+    takes in direct convolution.
+
+    A CBUF entry (``cfg.cbuf_bank_width`` bytes, one atomic C) holds R = entry / memory atom
+    atoms. Whole groups of R atoms take one entry per pixel; the last group's L = T mod R atoms
+    (T = ceil(C x BPE / atom)) are packed densely: ceil(L x W / R) entries, except L = 3, which
+    takes a whole entry per pixel. This is NVIDIA's compiler's formula
+    (umd ConvCoreNode::calculateEPS, ``sw/`` in ../shared) and NVIDIA's nv_small_256 traces,
+    which program it, pass on NVIDIA's nv_small_256 RTL (e.g. dc_24x44x14_5x3x14x41: W 24, C 14,
+    2 atoms of 8 bytes in 32-byte entries: 12 entries). On nv_small (R = 1): W x ceil(C / 8).
+    """
+    r = cfg.cbuf_bank_width // cfg.atom_bytes
+    atoms = -(-channels * cfg.bpe // (8 * cfg.atom_bytes))
+    last = atoms % r
+    frac = width if last == 3 else -(-last * width // r)
+    return atoms // r * width + frac
+
 class ConvCore:
     """Direct/image convolution of one hardware layer; keeps CBUF contents across layers.
 
@@ -463,8 +482,7 @@ class ConvCore:
             bpk = r * s * cw
             sd, rd = (s - 1) * dx + 1, (r - 1) * dy + 1
             pl, pr, pb = csc.f("PAD_LEFT"), cdma.f("PAD_RIGHT"), cdma.f("PAD_BOTTOM")
-            atoms = -(-c_in // cfg.mac_atomic_c)
-            need_entries = w_in * atoms
+            need_entries = feature_entries_per_slice(cfg, w_in, c_in)
         else:
             if (dx, dy) != (1, 1):
                 raise ModelConfigError("CSC.D_DILATION_EXT: dilation is not supported for image input "

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from hdl.config import ConfigError, add_config_arguments, config_from_args
+from hdl.support import UnbuiltConfig, check_buildable
 from verif.axi_slave import PROFILES, MemTiming, MemTimingError
 from verif.trace.parser import find_traces
 from verif.trace.player import FAIL, NOT_RUNNABLE, PASS
@@ -106,8 +107,10 @@ def main(argv=None) -> int:
         if args.max_cycles is not None and args.max_cycles < 1:
             raise MemTimingError(f"--max-cycles {args.max_cycles}: must be >= 1")
         csb_kw = _csb_clock(args.csb_clock_mhz, args.engine)
+        if args.engine != "model" and args.rtl_filelist is None:
+            check_buildable(cfg)              # our RTL of cfg: refused before anything runs
         dirs = find_traces(args.paths)
-    except (ConfigError, MemTimingError, FileNotFoundError) as e:
+    except (ConfigError, MemTimingError, FileNotFoundError, UnbuiltConfig) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     counts = {PASS: 0, FAIL: 0, NOT_RUNNABLE: 0}

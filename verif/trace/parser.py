@@ -4,7 +4,9 @@ Grammar (v2_verif_guide.rst "Configuration File Format" and "Memory Surface File
 one command per line, ``//`` comments, commands ``reg_write(NAME, VALUE)``,
 ``poll_reg_equal(NAME, VALUE)``, ``intr_notify(INTR_ID, SYNC_ID)``,
 ``check_crc(SYNC_ID, MEM, BASE, SIZE, CRC)``, ``check_nothing(SYNC_ID)``,
-``mem_init(MEM, BASE, SIZE, PATTERN)``, ``mem_load(MEM, BASE, "FILE")``.
+``mem_init(MEM, BASE, SIZE, PATTERN)``, ``mem_load(MEM, BASE, "FILE")``,
+``sync_notify(RESOURCE, SYNC_ID)``, ``sync_wait(RESOURCE, SYNC_ID)`` (the guide's per-resource
+sequencers ordering OP_ENABLE writes, CACC -> CMAC -> CSC; NVIDIA's nv_large traces use them).
 A ``.dat`` file holds packets ``{offset:0x20, size:4, payload:0x00 0x10 0x20 0x30}`` joined by commas.
 
 Checks made here, before anything runs (each error names the file and line):
@@ -12,6 +14,8 @@ Checks made here, before anything runs (each error names the file and line):
 * every line is UTF-8 and a known command with the right arguments;
 * register values (``reg_write``/``poll_reg_equal``) and CRCs fit 32 bits (0 to 2**32-1);
 * bases and sizes are not negative, sizes are at most ``MAX_REGION_BYTES``;
+* every ``sync_wait`` waits for a sync id a ``sync_notify`` earlier in the file sends (the
+  player runs commands in file order, which is then a valid order of the guide's sequencers);
 * a trace checks something: at least one ``check_crc``/``check_nothing``, and one after the
   last kick-off (a ``D_OP_ENABLE`` write with bit 0 set), otherwise it would PASS unchecked.
 
@@ -112,7 +116,7 @@ class Trace:
 
 _CMD = re.compile(r"^\s*([a-z_]+)\s*\((.*)\)\s*;?\s*$")
 _ARITY = {"reg_write": 2, "poll_reg_equal": 2, "intr_notify": 2, "check_crc": 5,
-          "check_nothing": 1, "mem_init": 4, "mem_load": 3}
+          "check_nothing": 1, "mem_init": 4, "mem_load": 3, "sync_notify": 2, "sync_wait": 2}
 
 
 def _int(text: str, where: str, what: str, lo: int = 0, hi: int | None = None) -> int:
@@ -153,16 +157,19 @@ def parse_line(text: str, file: str, line: int) -> Command | None:
         a = {"reg": _reg(args[0], where), "value": _int(args[1], where, "value", 0, WORD_MAX)}
     elif kind == "intr_notify":
         intr = args[0]
-        m2 = re.fullmatch(r"([A-Z_]+)_([01])", intr)
+        # NVIDIA's nv_large dc_8x8x32_1x1x32x32 writes cdma_dat_0: the unit is case-insensitive
+        m2 = re.fullmatch(r"([A-Za-z_]+)_([01])", intr)
         if not m2:
             raise TraceSyntaxError(f"{where}: interrupt id {intr!r} is not <UNIT>_<group 0|1>")
-        a = {"unit": m2.group(1), "group": int(m2.group(2)), "sync": args[1]}
+        a = {"unit": m2.group(1).upper(), "group": int(m2.group(2)), "sync": args[1]}
     elif kind == "check_crc":
         a = {"sync": args[0], "mem": args[1], "base": _int(args[2], where, "base"),
              "size": _int(args[3], where, "size", 0, MAX_REGION_BYTES),
              "crc": _int(args[4], where, "crc", 0, WORD_MAX)}
     elif kind == "check_nothing":
         a = {"sync": args[0]}
+    elif kind in ("sync_notify", "sync_wait"):
+        a = {"resource": args[0], "sync": args[1]}
     elif kind == "mem_init":
         if args[3] != "ALL_ZERO":
             raise TraceSyntaxError(f"{where}: mem_init pattern {args[3]!r} is not supported (ALL_ZERO is)")
@@ -199,8 +206,16 @@ def parse_cfg(path: Path) -> list[Command]:
 
 def check_program(cmds: list[Command], path: Path) -> None:
     """Trace-level rules of a parsed ``.cfg`` (raise TraceSyntaxError naming file:line):
-    every ``check_crc``/``check_nothing`` waits for a sync id some ``intr_notify`` fires; the
+    every ``check_crc``/``check_nothing`` waits for a sync id some ``intr_notify`` fires, every
+    ``sync_wait`` for one an earlier ``sync_notify`` sends; the
     trace checks something, and something after its last kick-off."""
+    sent = set()
+    for c in cmds:
+        if c.kind == "sync_notify":
+            sent.add(c.args["sync"])
+        elif c.kind == "sync_wait" and c.args["sync"] not in sent:
+            raise TraceSyntaxError(f"{c.where}: sync_wait waits for sync id {c.args['sync']!r}, which "
+                                   "no earlier sync_notify sends (commands run in file order)")
     notified = {c.args["sync"] for c in cmds if c.kind == "intr_notify"}
     checks = [i for i, c in enumerate(cmds) if c.kind in ("check_crc", "check_nothing")]
     for i in checks:

@@ -1,0 +1,48 @@
+"""Which configurations the RTL builds today, and one line naming what a refused one lacks.
+
+Every CLI that elaborates ``NV_nvdla`` (``hdl.build``, ``sim.build``, the trace CLI's rtl and
+amaranth engines, ``hdl.synth``) calls :func:`check_buildable` first, so a configuration whose
+features are not built yet stops with one line naming them instead of building something else
+(issue 30 item 1). The model (``verif.model``) has its own limits and does not use this.
+"""
+from __future__ import annotations
+
+from hdl.config import NvdlaConfig
+
+__all__ = ["UnbuiltConfig", "unbuilt", "check_buildable"]
+
+
+class UnbuiltConfig(ValueError):
+    """A configuration the RTL cannot build yet; the message is one line naming what is missing."""
+
+
+def unbuilt(cfg: NvdlaConfig) -> list[str]:
+    """The features ``cfg`` names that the RTL does not build yet, each a short phrase; empty
+    when ``hdl.top.NV_nvdla(cfg)`` builds exactly what ``cfg`` names."""
+    missing = []
+    if cfg.feature_data_type != "int8" or cfg.weight_data_type != "int8":
+        missing.append("int16/fp16 data")
+    for flag, what in (("winograd", "Winograd convolution"), ("batch", "multi-batch convolution"),
+                       ("weight_compression", "weight compression"), ("bdma", "BDMA"),
+                       ("rubik", "RUBIK"),
+                       ("secondary_memif", "the secondary memory interface (CVIF, nvdla_core2cvsram)")):
+        if getattr(cfg, flag):
+            missing.append(what)
+    # docs/conv.md: the convolution pipeline keeps one memory atom per CBUF entry and one weight
+    # atom per kernel group row
+    if not (cfg.cbuf_bank_width == cfg.mac_atomic_c == cfg.atom_bytes
+            and cfg.mac_atomic_k == cfg.memory_atomic):
+        missing.append(f"the convolution pipeline for atomic C {cfg.mac_atomic_c} x atomic K "
+                       f"{cfg.mac_atomic_k} with {cfg.atom_bytes}-byte memory atoms in "
+                       f"{cfg.cbuf_bank_width}-byte CBUF entries")
+    if cfg.axi_data_bytes < cfg.atom_bytes:
+        missing.append(f"AXI beats ({cfg.axi_data_bytes} B) narrower than a memory atom "
+                       f"({cfg.atom_bytes} B)")
+    return missing
+
+
+def check_buildable(cfg: NvdlaConfig) -> None:
+    """Raise :class:`UnbuiltConfig` (one line) when :func:`unbuilt` lists anything for ``cfg``."""
+    missing = unbuilt(cfg)
+    if missing:
+        raise UnbuiltConfig(f"{cfg.name}: the RTL does not build {'; '.join(missing)} yet")
