@@ -34,16 +34,10 @@ from hdl.cdma import Cdma
 from hdl.cdma.dma import BAND_BITS
 from hdl.cmac import CmacArray
 from hdl.config import NvdlaConfig
-from hdl.csc import Csc
+from hdl.csc import STRIPE_MAX, Csc
 from hdl.unit import DatapathUnit
 
 __all__ = ["ConvPipeline", "conv_unit", "CONV_UNITS", "STRIPE_MAX", "sdp_flying_layout", "first_band_lines"]
-
-#: output pixels per stripe at most (CSC's stripe, CACC's assembly buffer entries). A stripe
-#: of n pixels re-uses one weight set for n atomic operations; 32 hides the loading of the next
-#: set (at most atomic_k + 1 CBUF entries, docs/conv.md "CSC") behind the current one.
-STRIPE_MAX = 32
-
 
 def first_band_lines(m: Module, csc, stripe_max: int) -> Signal:
     """Input lines CSC's first stripe reads (CDMA fetches them surface by surface first,

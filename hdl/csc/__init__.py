@@ -51,7 +51,13 @@ from hdl.csc.seq import DIM, OpSeq, WtSeq, dop_layout, params_layout, wreq_layou
 from hdl.csc.wtset import WtCollect, WtUnpack, aligned_set_layout, entry_tag_layout
 from hdl.csc.image import ImgData, img_params, img_wt_params, is_image
 
-__all__ = ["Csc"]
+#: output pixels per stripe at most (CSC's stripe, CACC's assembly buffer entries; the
+#: convolution pipeline, hdl.conv, builds CSC and CACC with it). A stripe of n pixels re-uses
+#: one weight set for n atomic operations; 32 hides the loading of the next set (at most
+#: atomic_k + 1 CBUF entries, docs/conv.md "CSC") behind the current one.
+STRIPE_MAX = 32
+
+__all__ = ["Csc", "STRIPE_MAX"]
 
 TAG_FIFO_DEPTH = 4
 
@@ -70,7 +76,7 @@ class Csc(wiring.Component):
         cfg: the configuration; needs int8 features, ``cbuf_bank_width == mac_atomic_c ==
             memory_atomic`` and ``mac_atomic_k == memory_atomic`` (docs/conv.md).
         stripe_max: most output pixels of a stripe (CACC's assembly buffer entries), >= 1;
-            default the pipeline's :data:`hdl.conv.STRIPE_MAX` (so that ``python -m hdl.synth
+            default :data:`STRIPE_MAX`, the pipeline's (so that ``python -m hdl.synth
             --unit hdl.csc.Csc`` builds the unit as the pipeline does).
 
     Ports:
@@ -104,7 +110,6 @@ class Csc(wiring.Component):
 
     def __init__(self, cfg: NvdlaConfig, stripe_max: int | None = None):
         if stripe_max is None:
-            from hdl.conv import STRIPE_MAX     # hdl.conv imports this module
             stripe_max = STRIPE_MAX
         if cfg.feature_data_type != "int8" or cfg.weight_data_type != "int8":
             raise NotImplementedError("CSC: int8 only (docs/conv.md)")
