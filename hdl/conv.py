@@ -75,7 +75,7 @@ def conv_unit(cfg: NvdlaConfig, name: str):
     as :class:`ConvPipeline` builds it; ``hdl.synth`` synthesizes one alone. KeyError for
     another name."""
     make = {"cdma": lambda: Cdma(cfg),
-            "cbuf": lambda: Cbuf(cfg.cbuf_bank_number, cfg.cbuf_bank_depth, cfg.cbuf_bank_width),
+            "cbuf": lambda: Cbuf.from_config(cfg),
             "csc": lambda: Csc(cfg, STRIPE_MAX),
             "cmac": lambda: CmacArray(cfg.mac_atomic_c, cfg.mac_atomic_k, cfg.mac_result_width,
                                       STRIPE_MAX),

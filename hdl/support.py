@@ -28,13 +28,10 @@ def unbuilt(cfg: NvdlaConfig) -> list[str]:
                        ("secondary_memif", "the secondary memory interface (CVIF, nvdla_core2cvsram)")):
         if getattr(cfg, flag):
             missing.append(what)
-    # docs/conv.md: the convolution pipeline keeps one memory atom per CBUF entry and one weight
-    # atom per kernel group row
-    if not (cfg.cbuf_bank_width == cfg.mac_atomic_c == cfg.atom_bytes
-            and cfg.mac_atomic_k == cfg.memory_atomic):
-        missing.append(f"the convolution pipeline for atomic C {cfg.mac_atomic_c} x atomic K "
-                       f"{cfg.mac_atomic_k} with {cfg.atom_bytes}-byte memory atoms in "
-                       f"{cfg.cbuf_bank_width}-byte CBUF entries")
+    # docs/conv.md: CACC delivers output atoms of atomic K channels, one memory atom each
+    if cfg.mac_atomic_k != cfg.memory_atomic:
+        missing.append(f"the convolution pipeline for atomic K {cfg.mac_atomic_k} with "
+                       f"{cfg.memory_atomic}-channel memory atoms")
     if cfg.axi_data_bytes < cfg.atom_bytes:
         missing.append(f"AXI beats ({cfg.axi_data_bytes} B) narrower than a memory atom "
                        f"({cfg.atom_bytes} B)")

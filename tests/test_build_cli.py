@@ -72,9 +72,8 @@ def test_set_overrides_the_configuration(tmp_path, capsys, no_elaboration):
 
 
 @pytest.mark.parametrize("spec, missing", [
-    ("nv_small_256", "the convolution pipeline for atomic C 32 x atomic K 8 with 8-byte memory "
-                     "atoms in 32-byte CBUF entries"),
-    ("nv_medium_512", "atomic C 32 x atomic K 16 with 16-byte memory atoms"),
+    ("nv_small_256+mac_atomic_k=16", "the convolution pipeline for atomic K 16 with 8-channel "
+                                     "memory atoms"),
     ("nv_large", "the secondary memory interface (CVIF, nvdla_core2cvsram)"),
     ("nv_full", "Winograd convolution; multi-batch convolution; weight compression; BDMA; RUBIK"),
     ("nv_medium_1024_full", "the secondary memory interface"),
@@ -96,8 +95,8 @@ def test_unbuilt_configuration_is_one_line_exit_2(spec, missing, tmp_path, capsy
 def test_built_configurations_list_nothing_missing():
     from hdl.config import get_config
     from hdl.support import unbuilt
-    for spec in ("nv_small", "nv_small_ew", "nv_small+primary_memif_max_burst=4",
-                 "nv_medium_1024_full+secondary_memif=false"):
+    for spec in ("nv_small", "nv_small_ew", "nv_small+primary_memif_max_burst=4", "nv_small_256",
+                 "nv_medium_512", "nv_medium_1024_full+secondary_memif=false"):
         assert unbuilt(get_config(spec)) == [], spec
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from amaranth.hdl import Module, Signal, unsigned
+from amaranth.hdl import Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.memory import Memory
@@ -44,26 +44,40 @@ class CbufGeometry:
         banks: number of banks (cfg.cbuf_bank_number).
         depth: entries per bank (cfg.cbuf_bank_depth), a power of two.
         entry_bytes: bytes per entry (cfg.cbuf_bank_width).
+        atoms: memory atoms per entry R (cbuf_bank_width / memory atom bytes; 1 on nv_small,
+            4 on nv_small_256): with R > 1 the write ports carry a ``mask`` of R atom lanes
+            (CDMA writes a feature atom into one lane of its entry, docs/conv.md "CBUF").
 
-    Raises ValueError when ``depth`` or ``entry_bytes`` is not a power of two or a size < 1.
+    Raises ValueError when ``depth``, ``entry_bytes`` or ``atoms`` is not a power of two or a
+    size < 1, or ``atoms`` does not divide ``entry_bytes``.
     """
     banks: int
     depth: int
     entry_bytes: int
+    atoms: int = 1
 
     def __post_init__(self):
-        for name in ("banks", "depth", "entry_bytes"):
+        for name in ("banks", "depth", "entry_bytes", "atoms"):
             if getattr(self, name) < 1:
                 raise ValueError(f"CBUF {name} must be >= 1, not {getattr(self, name)}")
-        for name in ("depth", "entry_bytes"):
+        for name in ("depth", "entry_bytes", "atoms"):
             v = getattr(self, name)
             if v & (v - 1):
                 raise ValueError(f"CBUF {name}={v} must be a power of two")
+        if self.entry_bytes % self.atoms:
+            raise ValueError(f"CBUF atoms={self.atoms} does not divide entry_bytes={self.entry_bytes}")
 
     @classmethod
     def from_config(cls, cfg: NvdlaConfig) -> "CbufGeometry":
-        """The geometry of ``cfg`` (cbuf_bank_number x cbuf_bank_depth x cbuf_bank_width)."""
-        return cls(cfg.cbuf_bank_number, cfg.cbuf_bank_depth, cfg.cbuf_bank_width)
+        """The geometry of ``cfg`` (cbuf_bank_number x cbuf_bank_depth x cbuf_bank_width, R =
+        cbuf_bank_width / memory atom atoms per entry)."""
+        return cls(cfg.cbuf_bank_number, cfg.cbuf_bank_depth, cfg.cbuf_bank_width,
+                   cfg.cbuf_bank_width // cfg.atom_bytes)
+
+    @property
+    def atom_shift(self) -> int:
+        """log2(atoms per entry)."""
+        return exact_log2(self.atoms)
 
     @property
     def entries(self) -> int:
@@ -118,8 +132,13 @@ class CbufGeometry:
 
 def wr_layout(geom: CbufGeometry) -> data.StructLayout:
     """Payload of a write port: ``addr`` (entry address), ``data`` (the entry, byte i in bits
-    8i..8i+7)."""
-    return data.StructLayout({"addr": geom.addr_bits, "data": geom.entry_bits})
+    8i..8i+7) and, when an entry holds several memory atoms (``geom.atoms`` > 1), ``mask``:
+    bit j set writes atom lane j (bytes ``j*entry_bytes/atoms ..``), the others keep their
+    contents."""
+    fields = {"addr": geom.addr_bits, "data": geom.entry_bits}
+    if geom.atoms > 1:
+        fields["mask"] = geom.atoms
+    return data.StructLayout(fields)
 
 
 def rd_req_layout(geom: CbufGeometry) -> data.StructLayout:
@@ -164,13 +183,14 @@ class Cbuf(wiring.Component):
     priority alternates on each conflict so neither starves. No entry is lost or corrupted.
 
     Args:
-        banks, depth, entry_bytes: see :class:`CbufGeometry` (depth, entry_bytes powers of two).
+        banks, depth, entry_bytes, atoms: see :class:`CbufGeometry` (depth, entry_bytes, atoms
+            powers of two; atoms > 1: masked writes of atom lanes, one RAM write enable each).
 
     Raises ValueError for bad sizes (see :class:`CbufGeometry`).
     """
 
-    def __init__(self, banks: int, depth: int, entry_bytes: int):
-        self.geom = g = CbufGeometry(banks, depth, entry_bytes)
+    def __init__(self, banks: int, depth: int, entry_bytes: int, atoms: int = 1):
+        self.geom = g = CbufGeometry(banks, depth, entry_bytes, atoms)
         super().__init__({
             "dat_wr": In(stream.Signature(wr_layout(g))),
             "wt_wr": In(stream.Signature(wr_layout(g))),
@@ -182,8 +202,9 @@ class Cbuf(wiring.Component):
 
     @classmethod
     def from_config(cls, cfg: NvdlaConfig) -> "Cbuf":
-        """The CBUF of ``cfg`` (cbuf_bank_number x cbuf_bank_depth x cbuf_bank_width)."""
-        return cls(cfg.cbuf_bank_number, cfg.cbuf_bank_depth, cfg.cbuf_bank_width)
+        """The CBUF of ``cfg`` (:meth:`CbufGeometry.from_config`)."""
+        g = CbufGeometry.from_config(cfg)
+        return cls(g.banks, g.depth, g.entry_bytes, g.atoms)
 
     def _bank(self, addr):
         g = self.geom
@@ -235,15 +256,24 @@ class Cbuf(wiring.Component):
             mem = Memory(shape=unsigned(g.entry_bits), depth=g.depth, init=[],
                          attrs=RDWR_UNDEFINED)
             m.submodules[f"bank{b}"] = mem
-            wp = mem.write_port()
+            wp = mem.write_port(granularity=g.entry_bits // g.atoms) if g.atoms > 1 else \
+                mem.write_port()
             rp = mem.read_port()
             d_here = self._bank(dw.payload.addr) == b
             w_here = self._bank(ww.payload.addr) == b
-            m.d.comb += [
-                wp.en.eq((dw_take & d_here) | (ww_take & w_here)),
-                wp.addr.eq(row(ww.payload.addr)),
-                wp.data.eq(ww.payload.data),
-            ]
+            if g.atoms > 1:
+                m.d.comb += [
+                    wp.en.eq(Mux(dw_take & d_here, dw.payload.mask, 0)
+                             | Mux(ww_take & w_here, ww.payload.mask, 0)),
+                    wp.addr.eq(row(ww.payload.addr)),
+                    wp.data.eq(ww.payload.data),
+                ]
+            else:
+                m.d.comb += [
+                    wp.en.eq((dw_take & d_here) | (ww_take & w_here)),
+                    wp.addr.eq(row(ww.payload.addr)),
+                    wp.data.eq(ww.payload.data),
+                ]
             with m.If(dw_take & d_here):
                 m.d.comb += [wp.addr.eq(row(dw.payload.addr)), wp.data.eq(dw.payload.data)]
             dr_here = self._bank(dr.payload.addr) == b

@@ -54,6 +54,7 @@ from hdl.config import NvdlaConfig
 from hdl.dma import read_dma_params
 from hdl.dma.cube import CUBE_DIM_BITS
 from hdl.dma.walker import log2
+from hdl.lib.gearbox import Merge
 from hdl.lib.stream import Map, PipelineStage, SkidBuffer
 from hdl.regfile import unit_layout
 from hdl.regmap import REGMAP
@@ -72,15 +73,15 @@ DatainFormat = field_enum("CDMA", "D_DATAIN_FORMAT", "DATAIN_FORMAT")
 
 def check_config(cfg: NvdlaConfig):
     """Raise NotImplementedError for configurations docs/conv.md excludes: int8 only,
-    ``cbuf_bank_width == mac_atomic_c == memory_atomic`` bytes, ``mac_atomic_k ==
+    ``cbuf_bank_width == mac_atomic_c`` bytes holding R >= 1 memory atoms, ``mac_atomic_k ==
     memory_atomic``, an AXI beat at least one atom wide."""
     if cfg.bpe != 8:
         raise NotImplementedError(f"CDMA: {cfg.name}: only int8 feature data is supported "
                                   f"(bpe {cfg.bpe})")
-    if not (cfg.cbuf_bank_width == cfg.mac_atomic_c == cfg.atom_bytes):
+    if not (cfg.cbuf_bank_width == cfg.mac_atomic_c and cfg.atom_bytes <= cfg.cbuf_bank_width):
         raise NotImplementedError(
             f"CDMA: {cfg.name}: needs cbuf_bank_width ({cfg.cbuf_bank_width} B) == mac_atomic_c "
-            f"({cfg.mac_atomic_c}) == memory atom ({cfg.atom_bytes} B) (docs/conv.md)")
+            f"({cfg.mac_atomic_c}) >= memory atom ({cfg.atom_bytes} B) (docs/conv.md)")
     if cfg.mac_atomic_k != cfg.memory_atomic:
         raise NotImplementedError(f"CDMA: {cfg.name}: needs mac_atomic_k ({cfg.mac_atomic_k}) == "
                                   f"memory_atomic ({cfg.memory_atomic}) (docs/conv.md)")
@@ -233,9 +234,9 @@ class Cdma(wiring.Component):
         means). An input register and three :class:`hdl.lib.stream.Map` stages (product;
         rounding bias; shift and saturation), so 4 cycles of latency at one entry per cycle;
         with CVT_EN off the bytes pass unchanged.
-        Returns the converted stream of entry-wide atoms."""
+        Returns the converted stream of memory atoms."""
         cfg, regs = self.cfg, self.regs
-        lanes = cfg.cbuf_bank_width
+        lanes = cfg.atom_bytes
         cvt = regs.d_cvt_cfg
         mid = data.StructLayout({"byte": unsigned(lanes * 8),
                                  "prod": data.ArrayLayout(CVT_PRODUCT_SHAPE, lanes)})
@@ -269,6 +270,76 @@ class Cdma(wiring.Component):
         wiring.connect(m, s1.o, s2.i)
         wiring.connect(m, s2.o, s3.i)
         return s3.o
+
+    def packed_entries(self, m: Module, begin, dat_fetch, feature, band, x, yb, nband, cb, w_max,
+                       cb_max, eps, dcap, fire, end_slice):
+        """Feature entries when a CBUF entry holds R > 1 memory atoms (docs/conv.md "Where
+        things live in CBUF"): memory surface ``cb`` is lane ``cb mod R`` of channel block
+        ``cb // R``; block g of line y takes W entries from ``slice(y) + g*W``, except the last
+        block when its L = ``cb_max mod R + 1`` atoms fit in a power-of-two part Lp < R of an
+        entry: then P = R / Lp pixels share an entry (pixel x in entry ``x // P``, lanes from
+        ``(x mod P) * Lp``), so a slice takes at most NVIDIA's D_ENTRY_PER_SLICE (the model's
+        ``feature_entries_per_slice``). Walks in step with the fetch order of :meth:`elaborate`
+        (the band surface by surface, then line by line; the same counters ``x``, ``yb``,
+        ``cb``).
+
+        Returns ``(addr, lane, block_done)``: the entry (ring address) and atom lane of the
+        atom being written, and 1 when the band surface being finished completes a block."""
+        geom = self.geom
+        R, lr, abits = geom.atoms, geom.atom_shift, geom.addr_bits
+        keep = self.keep
+        w = w_max + 1
+        lsb = Signal(abits, name="pk_line_base")        # slice base of the line being written
+        gofs = Signal(abits, name="pk_block_offset")     # (cb // R) * W
+        band0 = Signal(abits, name="pk_band_base")       # the band's first slice
+        after = Signal(abits, name="pk_after_band")      # the slice after the band
+        lsh = Signal(range(lr + 1), name="pk_last_shift")   # log2 P of the last block
+        lane_in_last = Signal(lr, name="pk_last_atoms_m1")
+        m.d.comb += lane_in_last.eq(cb_max[:lr])
+        with m.Switch(lane_in_last):
+            for lm1 in range(R):
+                with m.Case(lm1):
+                    m.d.comb += lsh.eq(lr - (lm1 + 1 - 1).bit_length())   # lr - ceil_log2(L)
+        last_block = (cb >> lr) == (cb_max >> lr)
+        sh = Signal(range(lr + 1), name="pk_shift")
+        m.d.comb += sh.eq(Mux(feature & last_block, lsh, 0))
+        xo = Signal(abits + 1, name="pk_x_entry")
+        lane = Signal(lr, name="pk_lane")
+        with m.Switch(sh):
+            for k in range(lr + 1):
+                with m.Case(k):
+                    m.d.comb += [xo.eq(x >> k),
+                                 lane.eq(cb[:lr] | ((x[:k] << (lr - k)) if k else 0))]
+        raw = Signal(abits + 2, name="pk_raw")
+        addr = Signal(abits, name="pk_addr")
+        m.d.comb += [raw.eq(lsb + gofs + xo),
+                     addr.eq(Mux(raw >= dcap, raw - dcap, raw))]
+
+        def wrap(v):
+            return Mux(v >= dcap, v - dcap, v)
+        lsb_next = Signal(abits + 1, name="pk_line_next")
+        m.d.comb += lsb_next.eq(lsb + eps)
+        block_end = Signal(name="pk_block_end")        # surface cb is the last of its block
+        m.d.comb += block_end.eq((cb[:lr] == R - 1) | (cb == cb_max))
+        with m.If(fire & band):
+            with m.If((x == w_max) & (cb == 0) & (yb == nband - 1)):
+                m.d.sync += after.eq(wrap(lsb_next))
+            with m.If(x != w_max):
+                pass
+            with m.Elif(yb != nband - 1):
+                m.d.sync += lsb.eq(wrap(lsb_next))
+            with m.Elif(cb != cb_max):
+                m.d.sync += [lsb.eq(band0), gofs.eq(Mux(block_end, gofs + w, gofs))]
+            with m.Else():
+                m.d.sync += [lsb.eq(Mux(cb == 0, wrap(lsb_next), after)), gofs.eq(0)]
+        with m.Elif(fire):
+            with m.If(end_slice):
+                m.d.sync += [lsb.eq(wrap(lsb_next)), gofs.eq(0)]
+            with m.Elif((x == w_max) & block_end):
+                m.d.sync += gofs.eq(gofs + w)
+        with m.If(begin):
+            m.d.sync += [lsb.eq(keep.dat_next), band0.eq(keep.dat_next), gofs.eq(0)]
+        return addr, lane, block_end
 
     def elaborate(self, platform):
         m = Module()
@@ -318,11 +389,23 @@ class Cdma(wiring.Component):
         # (cb 0: run0 is the slice base of line yb) goes one slice past the band's last line
         after = Signal(abits)
         band_after_w = Mux(cb == 0, run_next_w, after)
+        if geom.atoms > 1:
+            pk_addr, wr_lane, block_done = self.packed_entries(
+                m, begin, dat_fetch, feature, band, x, yb, nband, cb, w_max, cb_max, eps, dcap,
+                dat_fire, end_slice)
+            wr_addr = Mux(feature, pk_addr, entry)     # image lines: consecutive entries
+            m.d.comb += self.dat_wr.payload.mask.eq(Mux(feature, 1 << wr_lane,
+                                                         (1 << geom.atoms) - 1))
+            # a feature atom in every lane (the mask picks one); image entries whole
+            wr_data = Mux(feature, atoms.payload[:cfg.atom_bytes * 8].replicate(geom.atoms),
+                          atoms.payload)
+        else:
+            wr_addr, wr_data, block_done = entry, atoms.payload, 1
         m.d.comb += [
             self.dat_wr.valid.eq(atoms.valid),
             atoms.ready.eq(self.dat_wr.ready),
-            self.dat_wr.payload.addr.eq(entry),
-            self.dat_wr.payload.data.eq(atoms.payload),
+            self.dat_wr.payload.addr.eq(wr_addr),
+            self.dat_wr.payload.data.eq(wr_data),
             dat_fire.eq(atoms.valid & self.dat_wr.ready),
             end_slice.eq(Mux(feature, (x == w_max) & (cb == cb_max), img_slice_end)),
         ]
@@ -340,7 +423,7 @@ class Cdma(wiring.Component):
             with m.Elif(cb != cb_max):                  # next surface of the band
                 m.d.sync += [x.eq(0), yb.eq(0), cb.eq(cb + 1), cb_base.eq(cb_next_w),
                              run0.eq(cb_next_w), entry.eq(cb_next_w),
-                             self.band_cbs.eq(self.band_cbs + 1)]
+                             self.band_cbs.eq(self.band_cbs + block_done)]
             with m.Else():                              # band complete: line by line from here
                 m.d.sync += [x.eq(0), yb.eq(0), cb.eq(0), band.eq(0),
                              entry.eq(band_after_w), slice_base.eq(band_after_w),
@@ -388,22 +471,32 @@ class Cdma(wiring.Component):
             m.d.sync += limit.eq(Mux(wcap < WT_AHEAD, wcap, WT_AHEAD))
         with m.Else():
             m.d.sync += limit.eq(Mux(ring_lim < ahead_lim, ring_lim, ahead_lim))
+        lr = geom.atom_shift                    # the DMA counts memory atoms, R per entry
         m.d.comb += [
             wdma.start.eq(begin & wt_fetch),
             wdma.cube.base.eq(Cat(regs.d_weight_addr_low.as_value(),
                                   regs.d_weight_addr_high.as_value())[:cfg.mem_address_width]),
-            wdma.entries.eq(n_entries),
-            wdma.limit.eq(limit),
+            wdma.entries.eq(n_entries << lr if lr else n_entries),
+            wdma.limit.eq(limit << lr if lr else limit),
         ]
+        if geom.atoms > 1:
+            # R consecutive atoms of the weight stream make one entry (atom j in lane j)
+            m.submodules.wt_pack = pack = Merge(unsigned(cfg.atom_bytes * 8), geom.atoms)
+            m.d.comb += pack.count.eq(geom.atoms)
+            wiring.connect(m, wdma.atoms, pack.i)
+            wentries = pack.o
+            m.d.comb += self.wt_wr.payload.mask.eq((1 << geom.atoms) - 1)
+        else:
+            wentries = wdma.atoms
         ring = Signal(abits)                    # n % WCAP of the next entry
         wt_active = Signal()
         wt_fire = Signal()
         m.d.comb += [
-            self.wt_wr.valid.eq(wdma.atoms.valid),
-            wdma.atoms.ready.eq(self.wt_wr.ready),
+            self.wt_wr.valid.eq(wentries.valid),
+            wentries.ready.eq(self.wt_wr.ready),
             self.wt_wr.payload.addr.eq(wbase + ring),
-            self.wt_wr.payload.data.eq(wdma.atoms.payload),
-            wt_fire.eq(wdma.atoms.valid & self.wt_wr.ready),
+            self.wt_wr.payload.data.eq(wentries.payload),
+            wt_fire.eq(wentries.valid & self.wt_wr.ready),
         ]
         with m.If(wt_fire):
             m.d.sync += [ring.eq(Mux(ring == wcap - 1, 0, ring + 1)),

@@ -34,7 +34,7 @@ low byte of D_ZERO_PADDING_VALUE, signed (NV_NVDLA_CSC_dl pad_value[7:0]; model
 """
 from __future__ import annotations
 
-from amaranth.hdl import Module, Mux, Signal, signed
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
@@ -113,18 +113,19 @@ class Csc(wiring.Component):
             stripe_max = STRIPE_MAX
         if cfg.feature_data_type != "int8" or cfg.weight_data_type != "int8":
             raise NotImplementedError("CSC: int8 only (docs/conv.md)")
-        if not (cfg.cbuf_bank_width == cfg.mac_atomic_c == cfg.memory_atomic
+        if not (cfg.cbuf_bank_width == cfg.mac_atomic_c >= cfg.memory_atomic
                 and cfg.mac_atomic_k == cfg.memory_atomic):
             raise NotImplementedError(
-                f"CSC needs cbuf_bank_width == mac_atomic_c == mac_atomic_k == memory_atomic, "
-                f"got {cfg.cbuf_bank_width}, {cfg.mac_atomic_c}, {cfg.mac_atomic_k}, "
-                f"{cfg.memory_atomic} (docs/conv.md)")
+                f"CSC needs cbuf_bank_width == mac_atomic_c >= memory_atomic == mac_atomic_k, "
+                f"got {cfg.cbuf_bank_width}, {cfg.mac_atomic_c}, {cfg.memory_atomic}, "
+                f"{cfg.mac_atomic_k} (docs/conv.md)")
         if stripe_max < 1:
             raise ValueError(f"stripe_max must be >= 1, not {stripe_max}")
         self.cfg = cfg
         self.stripe_max = stripe_max
         self.geom = g = CbufGeometry.from_config(cfg)
         self.ac, self.ak = cfg.mac_atomic_c, cfg.mac_atomic_k
+        self.atom_elems = cfg.memory_atomic
         super().__init__({
             "regs": In(unit_layout(REGMAP.unit("CSC"), "cfg")),
             "start": In(1),
@@ -183,6 +184,22 @@ class Csc(wiring.Component):
         ]
         return p
 
+    def _last_block_shift(self, m: Module, p):
+        """log2 of the pixels sharing an entry in the last channel block (R atoms per entry):
+        its L = ceil(cw_last / atom) atoms take a power-of-two part R / 2**lsh of an entry
+        (lsh = log2 R - ceil_log2 L; CDMA packs them so, :meth:`hdl.cdma.Cdma.packed_entries`).
+        From the layer parameters (registers), combinational."""
+        lr = self.geom.atom_shift
+        la = (self.atom_elems - 1).bit_length()
+        lm1 = Signal(lr)
+        m.d.comb += lm1.eq((p.cw_last - 1) >> la)
+        lsh = Signal(range(lr + 1))
+        with m.Switch(lm1):
+            for v in range(1 << lr):
+                with m.Case(v):
+                    m.d.comb += lsh.eq(lr - v.bit_length())
+        return lsh
+
     def elaborate(self, platform):
         m = Module()
         g, ac, ak, sm = self.geom, self.ac, self.ak, self.stripe_max
@@ -204,8 +221,13 @@ class Csc(wiring.Component):
         # ---------------------------------------------------------------- data path
         opseq = m.submodules.opseq = OpSeq(g, ac, ak, sm)
         m.d.comb += [opseq.params.eq(p), opseq.start.eq(start_d[1] & ~img)]
-        tag_l = data.StructLayout({"pad": 1, "pos": range(sm), "first": 1, "last": 1,
-                                   "set_last": 1, "end": 1})
+        R, lr = g.atoms, g.atom_shift
+        tag_fields = {"pad": 1, "pos": range(sm), "first": 1, "last": 1, "set_last": 1, "end": 1}
+        if R > 1:
+            # the atom lane where the op's pixel starts in its entry (packed last block)
+            tag_fields["off"] = lr
+            lsh = self._last_block_shift(m, p)
+        tag_l = data.StructLayout(tag_fields)
         daddr_l = data.StructLayout({"addr": g.addr_bits, "y": DIM, "cb": DIM, "tag": tag_l})
 
         # two stages (issue 10: the sums, then the bounds and the CBUF ring in one stage were
@@ -219,7 +241,22 @@ class Csc(wiring.Component):
             mm.d.comb += [tag.pos.eq(d.pos), tag.first.eq(d.first), tag.last.eq(d.last),
                           tag.set_last.eq(d.set_last), tag.end.eq(d.end)]
             # d.ye includes dat_base: addr < 2 * DCAP inside the input (hdl/cbuf/keep.py)
-            return {"x": d.xb + d.xs, "y": d.yb + d.yr, "addr": d.ye + d.xb + d.rs_off,
+            if R == 1:
+                return {"x": d.xb + d.xs, "y": d.yb + d.yr, "addr": d.ye + d.xb + d.rs_off,
+                        "cb": d.cb, "tag": tag}
+            # R atoms per entry: the last block's pixels are packed P = 2**sh to an entry
+            # (docs/conv.md "Where things live in CBUF"): pixel x in entry x >> sh, from
+            # lane (x mod P) * R / P; rs_off - xs = r*dy*eps + cb*w
+            x = Signal(signed(21))
+            sh = Signal(range(lr + 1))
+            mm.d.comb += [x.eq(d.xb + d.xs), sh.eq(Mux(d.cb == p.ncb - 1, lsh, 0))]
+            xu = x[:DIM]
+            xo, off = xu, Const(0, lr)
+            for k in range(1, lr + 1):
+                xo = Mux(sh == k, xu >> k, xo)
+                off = Mux(sh == k, (xu[:k] << (lr - k))[:lr], off)
+            mm.d.comb += tag.off.eq(off)
+            return {"x": x, "y": d.yb + d.yr, "addr": d.ye + (d.rs_off - d.xs) + xo,
                     "cb": d.cb, "tag": tag}
 
         def daddr(mm, d):
@@ -341,10 +378,18 @@ class Csc(wiring.Component):
             out.i.payload.op.last.eq(dsel.last),
             out.i.payload.end.eq(dsel.end),
         ]
+        if R == 1:
+            dat = resp.payload.data
+        else:
+            # the pixel's atoms down to lane 0 (lanes past its channels meet zero weights)
+            dat = Signal(g.entry_bits)
+            rd = resp.payload.data
+            abits8 = g.entry_bits // R
+            m.d.comb += dat.eq((Cat(rd, rd) >> (dtag_v.off * abits8))[:g.entry_bits])
         for c in range(ac):
             m.d.comb += out.i.payload.op.data[c].eq(
                 Mux(img, imgd.o.payload.data[c * 8:(c + 1) * 8],
-                    Mux(dtag_v.pad, p.pad, resp.payload.data[c * 8:(c + 1) * 8])))
+                    Mux(dtag_v.pad, p.pad, dat[c * 8:(c + 1) * 8])))
         m.d.comb += [self.op.valid.eq(out.o.valid), self.op.payload.eq(out.o.payload.op),
                      out.o.ready.eq(self.op.ready)]
         fin = out.o.valid & self.op.ready & out.o.payload.end

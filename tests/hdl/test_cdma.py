@@ -416,9 +416,9 @@ def test_cdma_fast_memory_no_stalls():
                p_release=1.0, chunk=64)
 
 
-@pytest.mark.parametrize("spec", ["nv_large", "nv_small+mac_atomic_c=32+cbuf_bank_width=32"])
+@pytest.mark.parametrize("spec", ["nv_small_256+mac_atomic_k=16"])
 def test_cdma_rejects_excluded_configs(spec):
-    """docs/conv.md: cbuf_bank_width == mac_atomic_c == memory atom, mac_atomic_k ==
+    """docs/conv.md: cbuf_bank_width == mac_atomic_c >= memory atom, mac_atomic_k ==
     memory_atomic, int8; anything else is NotImplementedError."""
     with pytest.raises(NotImplementedError):
         Cdma(get_config(spec))
@@ -426,7 +426,8 @@ def test_cdma_rejects_excluded_configs(spec):
 
 def test_cdma_elaborates_nv_small_variants():
     from amaranth.back import rtlil
-    for spec in ("nv_small_ew", "nv_small+primary_memif_max_burst=4"):
+    for spec in ("nv_small_ew", "nv_small+primary_memif_max_burst=4", "nv_small_256",
+                 "nv_medium_512", "nv_large"):
         rtlil.convert(Cdma(get_config(spec)))
 
 

@@ -22,10 +22,12 @@ from verif.trace.reference import nvidia_cycles
 from verif.trace.runner import ENGINES, run
 
 
-def format_result(r) -> str:
+def format_result(r, config: str = "nv_small") -> str:
+    """One result line (and its reason under a failure); cycles beside NVIDIA's RTL's of the
+    same configuration (verif.trace.reference) when known."""
     cyc = f"{r.cycles:>9} cycles" if r.cycles is not None else f"{'-':>9}       "
     line = f"{r.status:<12} {r.name:<48} {cyc} {r.wall:8.2f} s"
-    ref = nvidia_cycles().get(r.name)
+    ref = nvidia_cycles(config).get(r.name)
     if r.cycles is not None and ref:
         line += f"   (NVIDIA RTL {ref} cycles, x{r.cycles / ref:.2f})"
     if r.status != PASS and r.message:
@@ -119,7 +121,7 @@ def main(argv=None) -> int:
                  jobs=args.jobs, timing=timing, max_cycles=args.max_cycles,
                  **({"memory": args.memory} if args.engine == "rtl" else {}), **csb_kw):
         counts[r.status] += 1
-        print(format_result(r), flush=True)
+        print(format_result(r, cfg.name), flush=True)
     mem = f", memory {timing}" if args.engine != "model" else ""
     if args.csb_clock_mhz is not None:
         mem += f", dla_csb_clk {args.csb_clock_mhz:g} MHz, dla_core_clk {CORE_CLOCK_MHZ:g} MHz"

@@ -1,4 +1,5 @@
-"""NVIDIA's nv_small RTL cycle counts per trace (../shared/nvdla/reference/nv_small_nvidia_rtl_cycles.tsv).
+"""NVIDIA's RTL cycle counts per trace (../shared/nvdla/reference/<config>_nvidia_rtl_cycles.tsv:
+nv_small's and nv_small_256's).
 
 Used for the cycle comparison in reports and to size each trace's interrupt budget.
 """
@@ -13,11 +14,17 @@ BUDGET_FACTOR = 4                    # we allow 4x NVIDIA's cycles before declar
 MIN_BUDGET = 100_000
 
 
+#: configurations whose traces are NVIDIA's of another configuration's table
+SAME_TABLE = {"nv_small_ew": "nv_small"}
+
+
 @lru_cache(maxsize=None)
-def nvidia_cycles() -> dict[str, int]:
-    """``{trace name: cycles from the last kick-off to the last interrupt on NVIDIA's RTL}``
-    (empty when ../shared is absent)."""
-    p = nvdla_dir() / "reference" / "nv_small_nvidia_rtl_cycles.tsv"
+def nvidia_cycles(config: str = "nv_small") -> dict[str, int]:
+    """``{trace name: cycles from the last kick-off to the last interrupt on NVIDIA's RTL}`` of
+    configuration ``config`` (a preset name or spec such as ``nv_small+primary_memif_max_burst=4``:
+    its preset's table; empty when ../shared or the table is absent)."""
+    base = config.split("+")[0]
+    p = nvdla_dir() / "reference" / f"{SAME_TABLE.get(base, base)}_nvidia_rtl_cycles.tsv"
     out: dict[str, int] = {}
     if not p.is_file():
         return out
