@@ -186,6 +186,29 @@ def test_rtl_fixed_seeds(kind, tmp_path):
     assert not bad, "\n".join(bad)
 
 
+#: seeds per layer type played on nv_small_256 (R = 4 memory atoms per CBUF entry, atomic C 32):
+#: random programs pack the last channel block as often as not (issue 30)
+WIDE_CI_SEEDS = {"dc": (1000, 1001, 1002, 1003), "sdp": (1000,), "pdp": (1000,), "cdp": (1000,)}
+
+
+@pytest.mark.rtl
+@needs_verilator
+@pytest.mark.parametrize("kind", list(WIDE_CI_SEEDS))
+def test_rtl_fixed_seeds_nv_small_256(kind, tmp_path):
+    """A few programs per layer type on the RTL of nv_small_256 (random memory, seed 1):
+    exactly the model's bytes."""
+    from hdl.config import get_config
+    cfg = get_config("nv_small_256")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        preps = [prepare(generate(kind, s, cfg), tmp_path, cfg) for s in WIDE_CI_SEEDS[kind]]
+    outs = list(run_programs(preps, cfg, mem_profile="random", mem_seed=1, jobs=1,
+                             per_process=len(preps)))
+    assert len(outs) == len(preps)
+    bad = [o.message for o in outs if not o.ok]
+    assert not bad, "\n".join(bad)
+
+
 #: DC programs whose second layer SDP once took partly with the first layer's registers
 #: (random memory, seed 1): SDP accepted CACC's atoms on the fly after its layer's last atom
 #: while its last write responses were outstanding, so CACC's first atoms of the next layer went

@@ -235,3 +235,36 @@ def test_rtl_ew(profile):
                    timing=MemTiming.named(timing, seed=seed), traces_per_process=len(names)))
     bad = [f"{r.name}: {r.status}: {r.message}" for r in res if r.status != PASS]
     assert len(res) == len(names) and not bad, f"nv_small_ew{extra} under {timing}:\n" + "\n".join(bad)
+
+
+#: memory profiles the other configurations' rtl manifests play under: name -> (profile, seed)
+OTHER_PROFILES = {"nvidia": ("nvidia", 0), "random3": ("random", 3)}
+
+
+@needs_shared
+@pytest.mark.rtl
+@pytest.mark.parametrize("profile", list(OTHER_PROFILES))
+@pytest.mark.parametrize("config", ["nv_small_256", "nv_medium_512"])
+def test_rtl_other_configs(config, profile):
+    """NVIDIA's traces of nv_small_256 / nv_medium_512 on our RTL of that configuration (one
+    simulator process per configuration and profile): the rtl_<config> manifest must pass, and
+    nv_small_256's EW traces must give the CRC NVIDIA's nv_small_256 RTL gives."""
+    from hdl.config import get_config
+    from verif.axi_slave import MemTiming
+    from verif.trace.runner import run
+    names = sorted(MANIFEST.get(f"rtl_{config}", ()))
+    assert names, f"the rtl_{config} manifest names no trace"
+    ew = [t for _, t in CONFIG_TRACES if t.startswith(config + "/") and "_ew_" in t]
+    timing, seed = OTHER_PROFILES[profile]
+    dirs = [nvdla_dir() / "traces" / t for t in names + ew]
+    res = {r.name: r for r in run(dirs, "rtl", get_config(config), jobs=1,
+                                  timing=MemTiming.named(timing, seed=seed),
+                                  traces_per_process=len(dirs))}
+    bad = [f"{t}: {res[t.split('/')[1]].status}: {res[t.split('/')[1]].message}"
+           for t in names if res[t.split("/")[1]].status != PASS]
+    for t in ew:
+        r = res[t.split("/")[1]]
+        if [c.actual for c in r.checks] != [EW_WITHOUT_EW_CRC]:
+            bad.append(f"{t}: CRCs {[hex(c.actual) for c in r.checks]}, NVIDIA's RTL gives "
+                       f"{EW_WITHOUT_EW_CRC:#x}: {r.message}")
+    assert len(res) == len(dirs) and not bad, f"{config} under {profile}:\n" + "\n".join(bad)
