@@ -188,7 +188,8 @@ def test_rtl_fixed_seeds(kind, tmp_path):
 
 #: seeds per layer type played on nv_small_256 (R = 4 memory atoms per CBUF entry, atomic C 32):
 #: random programs pack the last channel block as often as not (issue 30)
-WIDE_CI_SEEDS = {"dc": (1000, 1001, 1002, 1003), "sdp": (1000,), "pdp": (1000,), "cdp": (1000,)}
+WIDE_CI_SEEDS = {"dc": (1000, 1001, 1002, 1003), "sdp": (1000,), "pdp": (1000,), "cdp": (1000,),
+                 "img": (1000, 1017)}   # img: 4- and 2-line post-extension, 8- and 12-byte lines
 
 
 @pytest.mark.rtl

@@ -142,10 +142,14 @@ def img_wt_params(q, atomic_c: int) -> dict:
     image parameters ``q``: ``ncb``, ``r`` (= nr), ``s`` = 1, and the channels of a weight set
     ``cw_full`` (non-last cb) / ``cw_last`` (last cb): atomic_c / cw_last without
     post-extension, ext*cw / (R % ext)*cw lines with it. Values (combinational)."""
+    # with post-extension cw*ext <= atomic_c, so cw < atomic_c / 2 + 1 fits these bits (3 on
+    # nv_small; 5 on nv_small_256, whose S x C = 8 or 12 byte kernel lines lost their high
+    # bits to a fixed 3-bit slice: found by random image programs, settled on NVIDIA's RTL)
+    cwb = max(3, (atomic_c // 2).bit_length())
     return {
         "ncb": q.ncb, "r": q.nr, "s": 1,
-        "cw_full": Mux(q.ext, q.nl_full * q.cw[:3], atomic_c),
-        "cw_last": Mux(q.ext, q.nl_last * q.cw[:3], q.cw_last),
+        "cw_full": Mux(q.ext, q.nl_full * q.cw[:cwb], atomic_c),
+        "cw_last": Mux(q.ext, q.nl_last * q.cw[:cwb], q.cw_last),
     }
 
 
