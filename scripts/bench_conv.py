@@ -1,15 +1,17 @@
 """Benchmark of the convolution pipeline on NVIDIA's dc_* traces (prints figures, asserts nothing).
 
 Per trace, from kick-off to interrupt on the rtl engine under the ``nvidia`` memory profile:
-our cycles, NVIDIA's RTL cycles (../shared/nvdla/reference/nv_small_nvidia_rtl_cycles.tsv),
+our cycles, NVIDIA's RTL cycles of the same configuration (../shared/nvdla/reference/
+<preset>_nvidia_rtl_cycles.tsv: nv_small's and nv_small_256's),
 the MAC limit (the layer's atomic operations: output width x height x ceil(K / atomic_k) x
-R x S x ceil(C / atomic_c), one per cycle) and the bus limit (8-byte beats of feature data,
+R x S x ceil(C / atomic_c), one per cycle) and the bus limit (AXI beats of feature data,
 weights and output: 2 cycles per beat with NVIDIA's memory, 1 per beat with bursts), then the
 ratios the issue sets goals on (cycles / atomic operations; the sum over the dc_* traces but the
 x270 one against NVIDIA's sum).
 
 Usage: ``python scripts/bench_conv.py [--config SPEC] [--set NAME=VALUE] [-j N] [TRACE ...]``
-(default: every nv_small dc_* trace but the 5-million-cycle x270 one; ``--all`` adds it).
+(default: every dc_* trace of the configuration's suite, ../shared/nvdla/traces/<preset> (nv_small's
+for nv_small variants), but the 5-million-cycle x270 one; ``--all`` adds it).
 """
 from __future__ import annotations
 
@@ -70,21 +72,24 @@ def layer_work(trace, cfg) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("traces", nargs="*", help="trace names under nv_small (default: the dc_* traces)")
+    ap.add_argument("traces", nargs="*", help="trace names of the configuration's suite (default: its dc_* traces)")
     ap.add_argument("--all", action="store_true", help=f"include {BIG} (about 5 million cycles)")
     ap.add_argument("-j", "--jobs", type=int, default=2, help="simulator processes (default 2)")
     add_config_arguments(ap)
     args = ap.parse_args()
     cfg = config_from_args(args, ap)
-    root = nvdla_dir() / "traces" / "nv_small"
+    base = cfg.name.split("+")[0]
+    root = nvdla_dir() / "traces" / base
+    if not root.is_dir():
+        root = nvdla_dir() / "traces" / "nv_small"
     names = args.traces or sorted(p.name for p in root.glob("dc_*") if args.all or p.name != BIG)
     traces = {n: load_trace(root / n) for n in names}
     work = {n: layer_work(t, cfg) for n, t in traces.items()}
-    ref = nvidia_cycles()
+    ref = nvidia_cycles(cfg.name)
     burst = cfg.primary_memif_max_burst
     per_beat = 1 if burst > 1 else 2
-    print(f"config {cfg.name}; memory profile nvidia ({MemTiming.named('nvidia')}); bus limit "
-          f"{per_beat} cycle(s) per 8-byte beat")
+    print(f"config {cfg.name}; traces {root}; memory profile nvidia ({MemTiming.named('nvidia')}); "
+          f"bus limit {per_beat} cycle(s) per {cfg.axi_data_bytes}-byte beat")
     print(f"{'trace':42s} {'status':6s} {'cycles':>10s} {'NVIDIA':>10s} {'ours/NV':>8s} "
           f"{'atomic ops':>10s} {'cyc/op':>7s} {'bus limit':>10s}  output / kernel")
     t0 = time.monotonic()
