@@ -484,24 +484,34 @@ def sweep_task(kind: str, seeds: list[int], cfg, mem_profile: str, mem_seed: int
     return ret
 
 
-def run_sweep(client, kind: str, seeds: list[int], cfg, *, per_task: int, keep: Path,
+def run_sweep(client, programs: list[tuple[str, int]], cfg, *, per_task: int, keep: Path,
               mem_profile: str, mem_seed: int, rtl_filelist: Path | None = None,
               axi_ids="auto", timeout: float | None = None) -> Iterator[tuple[int, tuple]]:
-    """Run the programs of ``kind`` for ``seeds`` on the cluster, ``per_task`` programs per task
-    (one simulator process each). Yields ``(index into seeds, (status, message, cycles))`` in
-    completion order, status as ``verif.gen.run.Outcome`` or ``gen error``; the trace
-    directory of a program that did not pass is unpacked under ``keep/<name>`` and the message
-    names it there. A failed task gives each of its programs status ``fail``."""
-    seeds = list(seeds)
-    groups = batches(list(range(len(seeds))), per_task)
+    """Run the random programs ``programs`` ((layer type, seed) pairs) on the cluster, at most
+    ``per_task`` programs of one layer type per task (one simulator process each). Yields
+    ``(index into programs, (status, message, cycles))`` in completion order, status as
+    ``verif.gen.run.Outcome`` or ``gen error``; the trace directory of a program that did not
+    pass is unpacked under ``keep/<name>`` and the message names it there. A failed task gives
+    each of its programs status ``fail`` with the reason."""
+    groups: list[list[int]] = []
+    for i, (kind, _) in enumerate(programs):
+        if groups and programs[groups[-1][0]][0] == kind and len(groups[-1]) < max(1, per_task):
+            groups[-1].append(i)
+        else:
+            groups.append([i])
     ref = _shared_relative(rtl_filelist)
-    tasks = [Task([f"{kind} seed {seeds[i]}" for i in g], sweep_task,
-                  (kind, [seeds[i] for i in g], cfg, mem_profile, mem_seed, ref, axi_ids),
-                  label=f"{kind} seeds {seeds[g[0]]}..{seeds[g[-1]]}") for g in groups]
+    tasks = []
+    for g in groups:
+        kind = programs[g[0]][0]
+        seeds = [programs[i][1] for i in g]
+        tasks.append(Task([f"{kind} seed {s}" for s in seeds], sweep_task,
+                          (kind, seeds, cfg, mem_profile, mem_seed, ref, axi_ids),
+                          label=f"{kind} seeds {seeds[0]}..{seeds[-1]}"))
     for ti, task, res in run_tasks(client, tasks, timeout=timeout):
         for k, i in enumerate(groups[ti]):
+            kind, seed = programs[i]
             if isinstance(res, TaskFailure):
-                yield i, ("fail", f"{kind} seed {seeds[i]}: FAIL cluster: {res.text()}", None)
+                yield i, ("fail", f"{kind} seed {seed}: FAIL cluster: {res.text()}", None)
                 continue
             status, msg, cycles, wdir, packed = res[k]
             if packed is not None:
