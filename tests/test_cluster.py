@@ -139,12 +139,12 @@ class DaskCluster:
     """``dask scheduler`` and ``dask worker`` processes on 127.0.0.1 (each in its own process
     group and temporary directory); :meth:`stop` kills them all."""
 
-    def __init__(self, root: Path, workers: int = 2):
+    def __init__(self, root: Path, workers: int = 2, env: dict | None = None):
         self.root = root
         self.procs: list[subprocess.Popen] = []
         self.env = dict(os.environ, PYTHONPATH=os.pathsep.join(
             [str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]),
-            NVDLA_SHARED=str(shared_dir()))
+            NVDLA_SHARED=str(shared_dir()), **(env or {}))
         sfile = root / "scheduler.json"
         self.procs.append(self._start(
             ["scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
@@ -307,9 +307,12 @@ def test_task_timeout_reported_as_failure(cluster):
 @pytest.mark.rtl
 @needs_shared
 @needs_verilator
-def test_worker_killed_mid_batch_loses_no_item(tmp_path):
-    """A worker SIGKILLed (with its nanny) while the batch runs: its task is re-run on the
-    other worker, every trace is reported once, with the local run's verdict and cycles."""
+@pytest.mark.parametrize("allowed_failures", [3, 0])
+def test_worker_killed_mid_batch_loses_no_item(tmp_path, allowed_failures):
+    """A worker SIGKILLed (with its nanny) while the batch runs. With the scheduler's default
+    ``allowed-failures`` (3) its task is re-run on the other worker: every trace is reported
+    once, with the local run's verdict and cycles. With 0 the trace it was running is reported
+    FAIL (KilledWorker, naming the worker), the others pass as locally: none is dropped."""
     from distributed import Client
     from hdl.config import NV_SMALL
     from sim.build import build_sim
@@ -317,29 +320,43 @@ def test_worker_killed_mid_batch_loses_no_item(tmp_path):
     build_sim("nv_small")
     dirs = [_trace(t) for t in KILL_TRACES]
     local = {r.name: (r.status, r.cycles) for r in run(dirs, "rtl", NV_SMALL, jobs=2)}
-    c = DaskCluster(tmp_path)
+    c = DaskCluster(tmp_path, env={"DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES":
+                                   str(allowed_failures)})
     try:
-        got = {}
+        got, killed = {}, None
         with Client(c.address) as client:
             for i, r in dc.run_traces(client, dirs, "rtl", NV_SMALL, per_task=1):
                 assert i not in got, f"{r.name} reported twice"
                 got[i] = r
                 if len(got) == 1:
-                    # the other worker is busy with the next trace: kill it mid-task
+                    # both workers are busy with the next traces: kill one mid-task
                     busy = [w for w, keys in client.processing().items() if keys]
-                    victim = c.workers[1]
-                    info = client.scheduler_info()["workers"]
-                    pids = {w: info[w].get("pid") for w in busy if w in info}
-                    for p in c.workers:
-                        if any(_is_child(pid, p.pid) for pid in pids.values()):
-                            victim = p
-                            break
-                    c.kill(victim)
+                    pids = client.run(os.getpid)          # {worker address: its pid}
+                    victim = next((p, w) for w in busy for p in c.workers
+                                  if _is_child(pids.get(w), p.pid))
+                    c.kill(victim[0])
+                    killed = victim[1]
         assert sorted(got) == list(range(len(dirs)))
+        # the victim was running a task when it died, and is gone from the cluster
+        assert killed and killed not in info_after(c.address)
         remote = {r.name: (r.status, r.cycles) for r in got.values()}
-        assert remote == local
+        if allowed_failures:
+            assert remote == local
+        else:
+            lost = [r for r in got.values() if r.status == "FAIL"]
+            assert len(lost) == 1 and "KilledWorker" in lost[0].message \
+                and killed in lost[0].message, [r.message for r in lost]
+            assert {n: v for n, v in remote.items() if n != lost[0].name} == \
+                {n: v for n, v in local.items() if n != lost[0].name}
     finally:
         c.stop()
+
+
+def info_after(address: str) -> dict:
+    """The scheduler's workers now."""
+    from distributed import Client
+    with Client(address, timeout=30) as client:
+        return client.scheduler_info()["workers"]
 
 
 def _is_child(pid: int | None, parent: int) -> bool:

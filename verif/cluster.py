@@ -219,10 +219,11 @@ def _scheduler_log_tail(client, worker: str | None, n: int = 5) -> str:
     if not worker:
         return ""
     try:
-        logs = client.get_worker_logs(n=n, workers=[worker])
-        lines = [m for _, m in logs.get(worker, [])]
-        if lines:
-            return " | ".join(lines[-n:])
+        if worker in client.scheduler_info(n_workers=-1)["workers"]:
+            logs = client.get_worker_logs(n=n, workers=[worker])
+            lines = [m for _, m in logs.get(worker, [])]
+            if lines:
+                return " | ".join(lines[-n:])
     except Exception:  # noqa: BLE001 - the worker is gone: ask the scheduler
         pass
     try:
@@ -237,13 +238,14 @@ def run_tasks(client, tasks: list[Task], *, timeout: float | None = None, retrie
     """Run ``tasks`` on ``client``'s cluster; yields ``(index, task, results)`` as tasks
     finish, where ``results`` is the task's list (one per item) or a :class:`TaskFailure`.
 
-    At most one task per worker thread is in flight, so ``timeout`` (wall seconds, None: no
+    A task whose result was lost with its worker after it finished is computed again by the
+    scheduler and waited for. At most one task per worker thread is in flight, so ``timeout`` (wall seconds, None: no
     limit) counts from the moment a task could start. ``retries``: Dask re-runs of a task that
     raised outside the wrapper (e.g. a result that cannot be sent back); a task whose worker
     dies is re-run by the scheduler up to ``distributed.scheduler.allowed-failures`` times,
     then fails with KilledWorker. Every task is yielded exactly once."""
     from distributed import wait
-    from distributed.client import FIRST_COMPLETED
+    from distributed.client import FIRST_COMPLETED, FuturesCancelledError
     queue = list(enumerate(tasks))
     pending: dict = {}               # future -> (index, task, t_submit)
     stamp = f"{os.getpid()}-{time.time_ns()}"
@@ -254,10 +256,17 @@ def run_tasks(client, tasks: list[Task], *, timeout: float | None = None, retrie
                 fut = client.submit(_call, t.fn, t.args, key=f"nvdla-{stamp}-{i}",
                                     retries=retries, pure=False)
                 pending[fut] = (i, t, time.monotonic())
-            try:
-                done, _ = wait(list(pending), timeout=poll, return_when=FIRST_COMPLETED)
-            except TimeoutError:
-                done = set()
+            # "lost": a finished task's result died with its worker; the scheduler computes it
+            # again, so it stays pending here (wait() would return it at once)
+            waitable = [f for f in pending if f.status == "pending"]
+            if waitable:
+                try:
+                    wait(waitable, timeout=poll, return_when=FIRST_COMPLETED)
+                except (TimeoutError, FuturesCancelledError):
+                    pass
+            else:
+                time.sleep(poll)
+            done = [f for f in pending if f.status in ("finished", "error", "cancelled")]
             for fut in done:
                 i, t, _ = pending.pop(fut)
                 yield i, t, _outcome(client, fut, t)
