@@ -370,3 +370,28 @@ def _is_child(pid: int | None, parent: int) -> bool:
             return False
         pid = int(stat.rsplit(")", 1)[1].split()[1])
     return False
+
+
+def _units_row(out: Path) -> list[str]:
+    """The glb row of units.md without its wall-seconds column."""
+    row = next(ln for ln in (out / "units.md").read_text().splitlines() if ln.startswith("| glb |"))
+    return [c.strip() for c in row.strip("|").split("|")][:-1]
+
+
+def test_synthesis_on_cluster_matches_local(cluster, tmp_path):
+    """bench_resources --units glb: the same row as here; the unit's output directory comes
+    back from the worker."""
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    runs = {}
+    for tag, extra in (("here", []), ("cluster", ["--cluster", cluster.address])):
+        p = subprocess.run([sys.executable, str(REPO / "scripts" / "bench_resources.py"),
+                            "--units", "glb", "-o", str(tmp_path / tag),
+                            "--junit-xml", str(tmp_path / f"{tag}.xml"), *extra],
+                           capture_output=True, text=True, cwd=REPO, timeout=900, env=env)
+        assert p.returncode == 0, p.stderr[-2000:]
+        runs[tag] = _units_row(tmp_path / tag)
+    assert runs["cluster"] == runs["here"] and runs["here"][-1] == "pass"
+    assert (tmp_path / "cluster" / "glb" / "report.json").is_file()
+    assert json.loads((tmp_path / "cluster" / "glb" / "report.json").read_text())["top"]
+    case = ET.parse(tmp_path / "cluster.xml").getroot().find("testcase")
+    assert case.get("name") == "glb" and case.find("failure") is None

@@ -124,15 +124,13 @@ def connect(spec: ClusterSpec, *, local_directory: str | Path | None = None):
     """A ``dask.distributed.Client`` for ``spec`` (a LocalCluster started here and stopped on
     exit, or a connection to a running scheduler). Raises ClusterError when the scheduler
     cannot be reached or has no worker within CONNECT_TIMEOUT_S seconds."""
-    import dask
     from distributed import Client, LocalCluster
     if spec.kind == "local":
         tmp = Path(tempfile.mkdtemp(prefix="nvdla_dask_")) if local_directory is None else None
-        with dask.config.set({"distributed.worker.daemon": False}):
-            cluster = LocalCluster(n_workers=spec.workers, threads_per_worker=1, processes=True,
-                                   dashboard_address=None, memory_limit=0,
-                                   local_directory=str(local_directory or tmp),
-                                   host="127.0.0.1", silence_logs=40)
+        cluster = LocalCluster(n_workers=spec.workers, threads_per_worker=1, processes=True,
+                               dashboard_address=None, memory_limit=0,
+                               local_directory=str(local_directory or tmp),
+                               host="127.0.0.1", silence_logs=40)
         try:
             with Client(cluster) as client:
                 yield client
@@ -249,9 +247,12 @@ def run_tasks(client, tasks: list[Task], *, timeout: float | None = None, retrie
     queue = list(enumerate(tasks))
     pending: dict = {}               # future -> (index, task, t_submit)
     stamp = f"{os.getpid()}-{time.time_ns()}"
+    n_slots, t_slots = slots(client), time.monotonic()
     try:
         while queue or pending:
-            while queue and len(pending) < slots(client):
+            if time.monotonic() - t_slots > 2.0:      # workers come and go; ask now and then
+                n_slots, t_slots = slots(client), time.monotonic()
+            while queue and len(pending) < n_slots:
                 i, t = queue.pop(0)
                 fut = client.submit(_call, t.fn, t.args, key=f"nvdla-{stamp}-{i}",
                                     retries=retries, pure=False)
@@ -313,6 +314,12 @@ def _outcome(client, fut, task: Task) -> list | TaskFailure:
     msg = str(exc).splitlines()[0] if str(exc) else ""
     return TaskFailure(f"task {task.label} failed: {type(exc).__name__}: {msg}",
                        _scheduler_log_tail(client, addr), addr)
+
+
+def echo_task(*items) -> list:
+    """A task that does nothing but return its items (``scripts/bench_cluster.py`` measures the
+    scheduler's cost per task with it)."""
+    return list(items)
 
 
 def batches(items: list, per: int) -> list[list]:
