@@ -428,10 +428,13 @@ def trace_task(packed: list[tuple[str, bytes]], engine: str, cfg, kw: dict) -> l
     else:
         kw.pop("rtl_filelist_ref", None)
     with _scratch("nvdla_traces_") as root:
-        dirs = [unpack_dir(data, root / name) for name, data in packed]
-        got = {r.name: r for r in run(dirs, engine, cfg, **kw)}
-    return [got.get(name) or TraceResult(name, FAIL, "the engine returned no result")
-            for name, _ in packed]
+        # one directory per trace (two suites may hold traces of the same name)
+        dirs = [unpack_dir(data, root / str(k) / name) for k, (name, data) in enumerate(packed)]
+        got: dict[str, list] = {}
+        for r in run(dirs, engine, cfg, **kw):
+            got.setdefault(r.name, []).append(r)
+    return [got[name].pop(0) if got.get(name) else
+            TraceResult(name, FAIL, "the engine returned no result") for name, _ in packed]
 
 
 def run_traces(client, dirs: list[Path], engine: str, cfg, *, per_task: int | None = None,
