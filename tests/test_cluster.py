@@ -130,7 +130,10 @@ def test_reports(tmp_path):
     assert rep["items"][0] == {"name": "t1", "status": "pass", "seconds": 1.5, "message": "",
                                "cycles": 10}
     md = (tmp_path / "r.md").read_text()
-    assert "| t2 | fail | None | 0.50 | FAIL: no interrupt |" in md
+    assert "| t2 | fail | - | 0.50 | FAIL: no interrupt |" in md
+    dc.write_reports([dc.ItemRecord("t", "pass", details={"crcs": [["0x1", "0x1"], ["0x2", "0x3"]]})],
+                     suite="s", report=tmp_path / "c.md")
+    assert "| t | pass | 0x1/0x1, 0x2/0x3 | 0.00 |  |" in (tmp_path / "c.md").read_text()
 
 
 # --- a real cluster on loopback -------------------------------------------------------------------

@@ -645,10 +645,20 @@ def write_reports(records: list[ItemRecord], *, suite: str, junit: Path | None =
             head = "| item | status | " + " | ".join(keys) + (" | " if keys else "") + "s | message |"
             sep = "|---|---|" + "---:|" * len(keys) + "---:|---|"
             rows = [f"| {r.name} | {r.status} | "
-                    + "".join(f"{r.details.get(k, '')} | " for k in keys)
+                    + "".join(f"{_md(r.details.get(k))} | " for k in keys)
                     + f"{r.seconds:.2f} | {r.message.splitlines()[0] if r.message else ''} |"
                     for r in records]
             facts = "".join(f"- {k}: {v}\n" for k, v in meta.items())
             Path(report).write_text(
                 f"# {suite}\n\n{facts}- passed {counts['pass']}, failed {counts['fail']}, "
                 f"skipped {counts['skip']}\n\n" + "\n".join([head, sep] + rows) + "\n")
+
+
+def _md(v) -> str:
+    """A report value in a Markdown cell: None as ``-``, lists of pairs as ``a/b, c/d``."""
+    if v is None:
+        return "-"
+    if isinstance(v, (list, tuple)):
+        return ", ".join("/".join(map(str, x)) if isinstance(x, (list, tuple)) else str(x)
+                         for x in v)
+    return str(v)
