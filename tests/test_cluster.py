@@ -230,6 +230,15 @@ def test_model_traces_on_cluster_match_local(cluster, capsys, tmp_path):
     assert ET.parse(tmp_path / "j.xml").getroot().get("tests") == str(len(MODEL_TRACES))
 
 
+@needs_shared
+def test_local_cluster_matches_local_pool(capsys, tmp_path):
+    """--cluster local:2 (a LocalCluster started and stopped by the CLI): the same items."""
+    paths = [str(_trace(t)) for t in MODEL_TRACES[:3]]
+    _, _, local = _cli(paths, capsys, tmp_path, "local")
+    rc, out, remote = _cli(paths + ["--cluster", "local:2"], capsys, tmp_path, "cluster")
+    assert rc == 0 and remote == local and "on cluster local:2" in out
+
+
 @pytest.mark.rtl
 @needs_shared
 @needs_verilator

@@ -124,13 +124,17 @@ def connect(spec: ClusterSpec, *, local_directory: str | Path | None = None):
     """A ``dask.distributed.Client`` for ``spec`` (a LocalCluster started here and stopped on
     exit, or a connection to a running scheduler). Raises ClusterError when the scheduler
     cannot be reached or has no worker within CONNECT_TIMEOUT_S seconds."""
+    import dask
     from distributed import Client, LocalCluster
     if spec.kind == "local":
         tmp = Path(tempfile.mkdtemp(prefix="nvdla_dask_")) if local_directory is None else None
-        cluster = LocalCluster(n_workers=spec.workers, threads_per_worker=1, processes=True,
-                               dashboard_address=None, memory_limit=0,
-                               local_directory=str(local_directory or tmp),
-                               host="127.0.0.1", silence_logs=40)
+        # no nanny environment (MALLOC_TRIM_THRESHOLD_, *_NUM_THREADS): the simulators a
+        # worker starts inherit the environment they have under the local pool
+        with dask.config.set({"distributed.nanny.pre-spawn-environ": {}}):
+            cluster = LocalCluster(n_workers=spec.workers, threads_per_worker=1, processes=True,
+                                   dashboard_address=None, memory_limit=0,
+                                   local_directory=str(local_directory or tmp),
+                                   host="127.0.0.1", silence_logs=40)
         try:
             with Client(cluster) as client:
                 yield client
