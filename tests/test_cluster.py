@@ -170,9 +170,9 @@ class DaskCluster:
 
     def _start(self, args: list[str], d: Path) -> subprocess.Popen:
         d.mkdir(parents=True, exist_ok=True)
-        log = open(d.with_suffix(".log"), "w")
-        return subprocess.Popen([sys.executable, "-m", "dask", *args], cwd=d, env=self.env,
-                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        with open(d.with_suffix(".log"), "w") as log:
+            return subprocess.Popen([sys.executable, "-m", "dask", *args], cwd=d, env=self.env,
+                                    stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
     def kill(self, p: subprocess.Popen) -> None:
         """SIGKILL a process and its children (the worker under its nanny)."""

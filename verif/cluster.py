@@ -133,6 +133,8 @@ def connect(spec: ClusterSpec, *, local_directory: str | Path | None = None):
         with dask.config.set({"distributed.nanny.pre-spawn-environ": {}}):
             cluster = LocalCluster(n_workers=spec.workers, threads_per_worker=1, processes=True,
                                    dashboard_address=None, memory_limit=0,
+                                   # its HTTP endpoints on any free loopback port, not 8787
+                                   scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
                                    local_directory=str(local_directory or tmp),
                                    host="127.0.0.1", silence_logs=40)
         try:
