@@ -242,12 +242,14 @@ def run_tasks(client, tasks: list[Task], *, timeout: float | None = None, retrie
     """Run ``tasks`` on ``client``'s cluster; yields ``(index, task, results)`` as tasks
     finish, where ``results`` is the task's list (one per item) or a :class:`TaskFailure`.
 
-    A task whose result was lost with its worker after it finished is computed again by the
-    scheduler and waited for. At most one task per worker thread is in flight, so ``timeout`` (wall seconds, None: no
-    limit) counts from the moment a task could start. ``retries``: Dask re-runs of a task that
-    raised outside the wrapper (e.g. a result that cannot be sent back); a task whose worker
-    dies is re-run by the scheduler up to ``distributed.scheduler.allowed-failures`` times,
-    then fails with KilledWorker. Every task is yielded exactly once."""
+    At most one task per worker thread is in flight, so ``timeout`` (wall seconds, None: no
+    limit) counts from the moment a task could start; a task over it is cancelled and reported
+    (Dask cannot stop a running task: its worker finishes it and drops the result).
+    ``retries``: Dask re-runs of a task that raised outside the wrapper (e.g. a result that
+    cannot be sent back); a task whose worker dies is re-run by the scheduler up to
+    ``distributed.scheduler.allowed-failures`` times, then fails with KilledWorker; a task
+    whose result was lost with its worker after it finished is computed again by the
+    scheduler and waited for. Every task is yielded exactly once."""
     from distributed import wait
     from distributed.client import FIRST_COMPLETED, FuturesCancelledError
     queue = list(enumerate(tasks))
