@@ -43,6 +43,7 @@ import tarfile
 import tempfile
 import time
 import traceback
+import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -262,8 +263,12 @@ def run_tasks(client, tasks: list[Task], *, timeout: float | None = None, retrie
                 n_slots, t_slots = slots(client), time.monotonic()
             while queue and len(pending) < n_slots:
                 i, t = queue.pop(0)
-                fut = client.submit(_call, t.fn, t.args, key=f"nvdla-{stamp}-{i}",
-                                    retries=retries, pure=False)
+                with warnings.catch_warnings():
+                    # the inputs travel inside the task on purpose (a batch of trace
+                    # directories: a few MB): no advice to load them through Dask
+                    warnings.filterwarnings("ignore", message="Sending large graph")
+                    fut = client.submit(_call, t.fn, t.args, key=f"nvdla-{stamp}-{i}",
+                                        retries=retries, pure=False)
                 pending[fut] = (i, t, time.monotonic())
             # "lost": a finished task's result died with its worker; the scheduler computes it
             # again, so it stays pending here (wait() would return it at once)
