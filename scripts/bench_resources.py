@@ -11,7 +11,12 @@ LUT/FF/DSP48E2/RAMB36/RAMB18/LUTRAM, NVIDIA's figures and ratios when the refere
 the netlist checks, synthesis wall time, and with ``--pnr`` the ECP5-85F Fmax, critical path
 start/end and place-and-route wall time. ``--pnr-only`` skips the Xilinx synthesis and writes
 ``<out>/fmax.md`` (:func:`timing_table`). Progress on stderr; takes minutes per unit.
-Exit status 1 when a unit failed a check or a tool failed.
+Exit status 1 when a unit failed a check or a tool failed, 2 for a bad option.
+
+``--cluster local[:N]|tcp://HOST:PORT`` (``verif.cluster``): one Dask task per unit, synthesized
+on a worker into its temporary directory and fetched back into ``<out>/<unit>/``; the table
+keeps the order of the units. ``--junit-xml`` and ``--report`` (JSON or Markdown) list every
+unit, with or without ``--cluster``.
 """
 from __future__ import annotations
 
@@ -23,19 +28,55 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from hdl import synth  # noqa: E402
 from hdl.config import add_config_arguments, config_from_args  # noqa: E402
+from verif import cluster as dc  # noqa: E402
 
 
-def timing_table(cfg, units: list, out: Path, freq: float, router: str) -> int:
+def _results(func: str, cfg, units: list, out: Path, spec, timeout, **kw):
+    """Yield ``(unit, result or None, error text or None)`` in the order of ``units``:
+    ``hdl.synth.<func>`` run here one unit after another (``spec`` None) or one Dask task per
+    unit (``verif.cluster.run_synth``)."""
+    if spec is None:
+        for u in units:
+            print(f"== {u}", file=sys.stderr, flush=True)
+            try:
+                yield u, getattr(synth, func)(cfg, out / u, u, **kw), None
+            except (synth.SynthError, synth.UnitError) as e:
+                yield u, None, str(e)
+        return
+    with dc.connect(spec) as client:
+        bar = dc.progress(len(units), "unit")
+
+        def done():
+            for i, v in dc.run_synth(client, func, cfg, units, out, timeout=timeout, **kw):
+                bar.update(1)
+                yield i, v
+        for i, (res, err) in dc.in_order(done(), len(units)):
+            yield units[i], res, err
+        bar.close()
+
+
+def _record(u: str, res, err) -> "dc.ItemRecord":
+    if err is not None:
+        return dc.ItemRecord(u, "fail", 0.0, err)
+    bad = getattr(res, "violations", None)
+    return dc.ItemRecord(u, "fail" if bad else "pass", getattr(res, "seconds", 0.0),
+                         f"{len(bad)} checks failed" if bad else "")
+
+
+def timing_table(cfg, units: list, out: Path, freq: float, router: str, spec=None,
+                 timeout: float | None = None, records: list | None = None) -> int:
     """``--pnr-only``: place and route each unit alone (:func:`hdl.synth.timing_only`) into
     ``<out>/<unit>/`` and write ``<out>/fmax.md``: Fmax (MHz), its ratio to ``freq``, the
     critical path's start and end cells, LUT4/FF/MULT18/EBR and wall seconds per unit.
+    ``spec``: a ``verif.cluster`` ClusterSpec (None: one unit after another here);
+    ``timeout``: its per-unit wall seconds; ``records``: receives a report entry per unit.
     Returns the exit status: 1 when a tool failed for a unit."""
     rows, status = [], 0
-    for u in units:
-        print(f"== {u}", file=sys.stderr, flush=True)
-        try:
-            t = synth.timing_only(cfg, out / u, u, freq=freq, router=router)
-        except (synth.SynthError, synth.UnitError) as e:
+    for u, t, e in _results("timing_only", cfg, units, out, spec, timeout, freq=freq,
+                            router=router):
+        if records is not None:
+            records.append(_record(u, t, e))
+        if e is not None:
             print(f"error: {u}: {e}", file=sys.stderr)
             rows.append(f"| {u} | failed: {e} |")
             status = 1
@@ -69,23 +110,40 @@ def main(argv=None) -> int:
                     help="nextpnr router (neither routed the convolution pipeline within an "
                          "hour on nv_small: congestion)")
     ap.add_argument("-o", "--out", default="build/bench_resources")
+    dc.add_cluster_arguments(ap)
     args = ap.parse_args(argv)
     cfg = config_from_args(args, ap)
+    try:
+        spec = dc.cluster_from_args(args)
+    except dc.ClusterError as e:
+        ap.exit(2, f"error: {e}\n")
+    records: list = []
+    try:
+        status = _main(args, cfg, spec, records)
+    except dc.ClusterError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    dc.write_reports(records, suite="bench_resources", junit=args.junit_xml, report=args.report,
+                     meta={"config": cfg.name, "cluster": str(spec) if spec else "here"})
+    return status
+
+
+def _main(args, cfg, spec, records: list) -> int:
+    """The synthesis sweep of :func:`main` (its exit status)."""
     # default: every unit, the convolution pipeline's one by one (``--units conv`` for the
     # whole pipeline: nextpnr did not route it within an hour on nv_small)
     units = args.units.split(",") if args.units else [u for u in synth.unit_names(cfg) if u != "conv"]
     out = Path(args.out)
     if args.pnr_only:
-        return timing_table(cfg, units, out, args.freq, args.router)
+        return timing_table(cfg, units, out, args.freq, args.router, spec, args.task_timeout,
+                            records)
     from verif.shared import nvdla_dir
     ref = synth.load_nvidia_reference(nvdla_dir() / synth.NVIDIA_REFERENCE)
     rows, status = [], 0
-    for u in units:
-        print(f"== {u}", file=sys.stderr, flush=True)
-        try:
-            res = synth.synthesize(cfg, out / u, u, pnr=args.pnr, freq=args.freq,
-                                   router=args.router)
-        except (synth.SynthError, synth.UnitError) as e:
+    for u, res, e in _results("synthesize", cfg, units, out, spec, args.task_timeout,
+                              pnr=args.pnr, freq=args.freq, router=args.router):
+        records.append(_record(u, res, e))
+        if e is not None:
             print(f"error: {u}: {e}", file=sys.stderr)
             rows.append(f"| {u} | failed: {e} |")
             status = 1

@@ -11,20 +11,31 @@ per simulator process, ``-j`` processes at a time, with a tqdm progress bar.
 Every program that does not pass is kept under ``--keep`` (its trace directory) and reported
 with its seed, layer type, first wrong byte (unit/layer/w,h,c, expected/got) and a command
 that replays it. The last lines are a table of programs run / passed / mismatches / other
-failures / generator errors per type. Exit status 1 when anything did not pass.
+failures / generator errors per type. Exit status 1 when anything did not pass, 2 for a bad
+option (a malformed ``--cluster``, an unreachable scheduler).
+
+``--cluster local[:N]|tcp://HOST:PORT`` (``verif.cluster``): each task generates, prepares (the
+model's CRCs) and plays up to ``--per-process`` programs of one type on a Dask worker (fewer
+when that spreads the programs better over the workers); the reports come back in seed order
+and a failing program's trace directory is fetched back under ``--keep``. ``--work`` applies
+to the local pool only (workers use their own temporary directories). ``--junit-xml`` and
+``--report`` (JSON or Markdown) list every program, with or without ``--cluster``.
 """
 from __future__ import annotations
 
 import argparse
+import math
 import shutil
 import sys
 import tempfile
+import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hdl.config import add_config_arguments, config_from_args  # noqa: E402
+from verif import cluster as dc  # noqa: E402
 from verif.gen.run import KINDS, prepare_all, run_programs  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
@@ -39,7 +50,9 @@ def main(argv=None) -> int:
     ap.add_argument("--unit", default="all", choices=KINDS + ("conv", "all"))
     ap.add_argument("-n", type=int, default=10, help="programs per layer type")
     ap.add_argument("--seed", type=int, default=0, help="first seed")
-    ap.add_argument("-j", "--jobs", type=int, default=2)
+    ap.add_argument("-j", "--jobs", type=int, default=2,
+                    help="simulator processes (without --cluster; --cluster local takes its "
+                         "worker count from it)")
     ap.add_argument("--per-process", type=int, default=16, help="programs per simulator process")
     ap.add_argument("--mem-profile", default="random", choices=("random", "nvidia", "fast"))
     ap.add_argument("--mem-seed", type=int, default=1, help="seed of the random memory profile")
@@ -51,14 +64,28 @@ def main(argv=None) -> int:
                     help="let the AXI monitor accept any ID (e.g. our RTL built elsewhere through --rtl-filelist)")
     ap.add_argument("--work", type=Path, default=None, help="work directory (default: a temporary one)")
     add_config_arguments(ap)
+    dc.add_cluster_arguments(ap)
     args = ap.parse_args(argv)
     cfg = config_from_args(args, ap)
+    try:
+        spec = dc.cluster_from_args(args, args.jobs)
+    except dc.ClusterError as e:
+        ap.exit(2, f"error: {e}\n")
     # "conv": the direct-convolution generator (dc), its earlier name here
     kinds = list(KINDS) if args.unit == "all" else ["dc" if args.unit == "conv" else args.unit]
-    work = args.work or Path(tempfile.mkdtemp(prefix="sweep_"))
     seeds = range(args.seed, args.seed + args.n)
     stats: dict[str, Counter] = defaultdict(Counter)
     failures = []
+    records = []
+    t0 = time.monotonic()
+    if spec is not None:
+        try:
+            _sweep_on_cluster(args, spec, cfg, kinds, seeds, stats, failures, records)
+        except dc.ClusterError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        return _summary(args, cfg, kinds, stats, failures, records, spec, t0)
+    work = args.work or Path(tempfile.mkdtemp(prefix="sweep_"))
     bar = _progress(len(kinds) * args.n)
     chunk = max(args.per_process * args.jobs, 1)
     for kind in kinds:
@@ -69,6 +96,8 @@ def main(argv=None) -> int:
                 stats[kind]["gen error"] += 1
                 stats[kind]["run"] += 1
                 failures.append(e)
+                records.append(dc.ItemRecord(e.split(":")[0], "fail", 0.0, e,
+                                             {"status": "gen error"}))
                 bar.write(f"GENERATOR ERROR {e}")
                 bar.update(1)
             if not preps:
@@ -79,6 +108,9 @@ def main(argv=None) -> int:
                                   axi_ids=None if args.any_axi_id else "auto"):
                 stats[kind]["run"] += 1
                 stats[kind][o.status] += 1
+                records.append(dc.ItemRecord(f"{o.kind} seed {o.seed}", "pass" if o.ok else "fail",
+                                             0.0, o.message,
+                                             {"status": o.status, "cycles": o.cycles}))
                 if not o.ok:
                     kept = args.keep / o.dir.name
                     if kept.exists():
@@ -91,6 +123,54 @@ def main(argv=None) -> int:
                 bar.set_postfix_str(" ".join(f"{k}:{s['run'] - s['pass'] - s['hang-ok']} bad"
                                              for k, s in stats.items()))
     bar.close()
+    if args.work is None:
+        shutil.rmtree(work, ignore_errors=True)
+    return _summary(args, cfg, kinds, stats, failures, records, None, t0)
+
+
+def _sweep_on_cluster(args, spec, cfg, kinds, seeds, stats, failures, records) -> None:
+    """``--cluster``: every (type, seed) on the Dask workers (``verif.cluster.run_sweep``),
+    reported in that order; fills ``stats``, ``failures`` and ``records`` as the local loop
+    does. Raises ClusterError when the scheduler cannot be reached."""
+    programs = [(k, s) for k in kinds for s in seeds]
+    if spec.kind == "local":
+        # the workers share this machine's build cache: build (or find) the model once here
+        from sim.build import build_sim
+        build_sim(cfg.name, rtl_filelist=args.rtl_filelist)
+    with dc.connect(spec) as client:
+        per = min(args.per_process, max(1, math.ceil(len(seeds) / dc.slots(client))))
+        bar = _progress(len(programs))
+
+        def done():
+            for i, v in dc.run_sweep(client, programs, cfg, per_task=per, keep=args.keep,
+                                     mem_profile=args.mem_profile, mem_seed=args.mem_seed,
+                                     rtl_filelist=args.rtl_filelist,
+                                     axi_ids=None if args.any_axi_id else "auto",
+                                     timeout=args.task_timeout):
+                bar.update(1)
+                yield i, v
+        for i, (status, msg, cycles) in dc.in_order(done(), len(programs)):
+            kind, seed = programs[i]
+            stats[kind]["run"] += 1
+            ok = status in ("pass", "hang-ok")
+            records.append(dc.ItemRecord(f"{kind} seed {seed}", "pass" if ok else "fail", 0.0,
+                                         msg, {"status": status, "cycles": cycles}))
+            if status == "gen error":
+                stats[kind]["gen error"] += 1
+                failures.append(msg)
+                bar.write(f"GENERATOR ERROR {msg}")
+            else:
+                stats[kind][status] += 1
+                if not ok:
+                    failures.append(msg)
+                    bar.write(msg)
+            bar.set_postfix_str(" ".join(f"{k}:{s['run'] - s['pass'] - s['hang-ok']} bad"
+                                         for k, s in stats.items()))
+        bar.close()
+
+
+def _summary(args, cfg, kinds, stats, failures, records, spec, t0) -> int:
+    """Print the per-type table, write the reports; returns the exit status."""
     print(f"\n{'type':<12} {'run':>5} {'passed':>7} {'mismatch':>9} {'fail':>5} {'gen-err':>8}")
     for kind in kinds:
         s = stats[kind]
@@ -99,8 +179,13 @@ def main(argv=None) -> int:
               f"{s['fail'] + s['illegal-bad']:>5} {s['gen error']:>8}")
     print(f"(memory profile {args.mem_profile}, seed {args.mem_seed}; config {cfg.name}; "
           f"seeds {args.seed}..{args.seed + args.n - 1}; failing traces kept under {args.keep})")
-    if args.work is None:
-        shutil.rmtree(work, ignore_errors=True)
+    if spec is not None:
+        print(f"(cluster {spec}, {time.monotonic() - t0:.1f} s)")
+    dc.write_reports(records, suite="sweep", junit=args.junit_xml, report=args.report,
+                     meta={"config": cfg.name, "mem_profile": args.mem_profile,
+                           "mem_seed": args.mem_seed,
+                           "cluster": str(spec) if spec else f"pool -j {args.jobs}",
+                           "wall_s": round(time.monotonic() - t0, 1)})
     return 1 if failures else 0
 
 

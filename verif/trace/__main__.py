@@ -4,7 +4,13 @@ Prints one line per trace (PASS / FAIL / NOT-RUNNABLE, name, cycles on the simul
 wall seconds), the reason under a trace that did not pass, and last
 ``N passed, M failed, K not runnable``. Exit status: 0 when every trace passed; 1 when a trace
 failed, or was not runnable (unless ``--allow-not-runnable``); 2 for invalid options (an
-unknown configuration or ``--set`` value, a timing value out of range), before anything runs.
+unknown configuration or ``--set`` value, a timing value out of range, a malformed
+``--cluster`` or an unreachable scheduler), before anything runs.
+
+``--cluster local[:N]|tcp://HOST:PORT`` (``verif.cluster``) plays the traces on Dask workers:
+the same lines in the order of the paths (not completion order) with a progress bar on
+stderr, then the same summary. ``--junit-xml FILE`` and ``--report FILE`` (JSON or Markdown)
+write one entry per trace with or without ``--cluster``.
 """
 from __future__ import annotations
 
@@ -15,6 +21,7 @@ from pathlib import Path
 
 from hdl.config import ConfigError, add_config_arguments, config_from_args
 from hdl.support import UnbuiltConfig, check_buildable
+from verif import cluster as dc
 from verif.axi_slave import PROFILES, MemTiming, MemTimingError
 from verif.trace.parser import find_traces
 from verif.trace.player import FAIL, NOT_RUNNABLE, PASS
@@ -33,6 +40,15 @@ def format_result(r, config: str = "nv_small") -> str:
     if r.status != PASS and r.message:
         line += "\n    " + r.message.replace("; ", "\n    ")
     return line
+
+
+def trace_record(r) -> "dc.ItemRecord":
+    """The report entry of a TraceResult: status pass/fail/skip (NOT-RUNNABLE), cycles and
+    each check's expected and actual CRC."""
+    status = {PASS: "pass", NOT_RUNNABLE: "skip"}.get(r.status, "fail")
+    return dc.ItemRecord(r.name, status, r.wall, r.message,
+                         {"cycles": r.cycles,
+                          "crcs": [[f"{c.expected:#010x}", f"{c.actual:#010x}"] for c in r.checks]})
 
 
 #: dla_core_clk of the simulated engines (RtlEngine's default period_ns = 10)
@@ -71,7 +87,9 @@ def main(argv=None) -> int:
     rp.add_argument("--waves", action="store_true", help="rtl: dump FST waves to build/waves/<trace>.fst")
     rp.add_argument("--rtl-filelist", type=Path, default=None,
                     help="rtl: Verilator file list of any port-compatible NV_nvdla (default: ours)")
-    rp.add_argument("-j", "--jobs", type=int, default=1, help="rtl: parallel simulations")
+    rp.add_argument("-j", "--jobs", type=int, default=1,
+                    help="rtl: parallel simulations (without --cluster; --cluster local takes "
+                         "its worker count from it)")
     rp.add_argument("--mem-profile", choices=PROFILES, default="nvidia",
                     help="rtl/amaranth memory timing: nvidia (default: read data 32 cycles after the "
                          "request, a request every other cycle, as NVIDIA's player), fast (latency 1, "
@@ -99,6 +117,7 @@ def main(argv=None) -> int:
                          f"{CORE_CLOCK_MHZ:g} (equal clocks)")
     rp.add_argument("--allow-not-runnable", action="store_true",
                     help="exit status 0 even if some traces are not runnable (missing memory images)")
+    dc.add_cluster_arguments(rp)
     args = ap.parse_args(argv)
     try:
         cfg = config_from_args(args)
@@ -111,23 +130,59 @@ def main(argv=None) -> int:
         csb_kw = _csb_clock(args.csb_clock_mhz, args.engine)
         if args.engine != "model" and args.rtl_filelist is None:
             check_buildable(cfg)              # our RTL of cfg: refused before anything runs
+        spec = dc.cluster_from_args(args, args.jobs)
         dirs = find_traces(args.paths)
-    except (ConfigError, MemTimingError, FileNotFoundError, UnbuiltConfig) as e:
+    except (ConfigError, MemTimingError, FileNotFoundError, UnbuiltConfig, dc.ClusterError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     counts = {PASS: 0, FAIL: 0, NOT_RUNNABLE: 0}
+    records = []
     t0 = time.monotonic()
-    for r in run(dirs, args.engine, cfg, waves=args.waves, rtl_filelist=args.rtl_filelist,
-                 jobs=args.jobs, timing=timing, max_cycles=args.max_cycles,
-                 **({"memory": args.memory} if args.engine == "rtl" else {}), **csb_kw):
+    kw = dict(waves=args.waves, timing=timing, max_cycles=args.max_cycles,
+              **({"memory": args.memory} if args.engine == "rtl" else {}), **csb_kw)
+
+    def report(r, write=print):
         counts[r.status] += 1
-        print(format_result(r, cfg.name), flush=True)
+        records.append(trace_record(r))
+        write(format_result(r, cfg.name))
+
+    if spec is None:
+        for r in run(dirs, args.engine, cfg, rtl_filelist=args.rtl_filelist, jobs=args.jobs, **kw):
+            report(r, lambda line: print(line, flush=True))
+    else:
+        if args.engine == "rtl" and spec.kind == "local":
+            # the workers share this machine's build cache: build (or find) the model once here
+            from sim.build import build_sim
+            build_sim(cfg.name, rtl_filelist=args.rtl_filelist, waves=args.waves)
+        try:
+            with dc.connect(spec) as client:
+                bar = dc.progress(len(dirs), "trace")
+
+                def done():
+                    for i, r in dc.run_traces(client, dirs, args.engine, cfg,
+                                              timeout=args.task_timeout,
+                                              rtl_filelist=args.rtl_filelist, **kw):
+                        bar.update(1)
+                        yield i, r
+                for _, r in dc.in_order(done(), len(dirs)):
+                    report(r, lambda line: bar.write(line, file=sys.stdout))
+                bar.close()
+        except dc.ClusterError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
     mem = f", memory {timing}" if args.engine != "model" else ""
     if args.csb_clock_mhz is not None:
         mem += f", dla_csb_clk {args.csb_clock_mhz:g} MHz, dla_core_clk {CORE_CLOCK_MHZ:g} MHz"
-    print(f"# {len(dirs)} traces on {args.engine} ({cfg.name}{mem}) in {time.monotonic() - t0:.1f} s",
+    where = f" on cluster {spec}" if spec is not None else ""
+    wall = time.monotonic() - t0
+    print(f"# {len(dirs)} traces on {args.engine} ({cfg.name}{mem}){where} in {wall:.1f} s",
           flush=True)
     print(f"{counts[PASS]} passed, {counts[FAIL]} failed, {counts[NOT_RUNNABLE]} not runnable")
+    dc.write_reports(records, suite=f"trace.{args.engine}", junit=args.junit_xml,
+                     report=args.report,
+                     meta={"engine": args.engine, "config": cfg.name,
+                           "cluster": str(spec) if spec else f"pool -j {args.jobs}",
+                           "wall_s": round(wall, 1)})
     if counts[FAIL] or (counts[NOT_RUNNABLE] and not args.allow_not_runnable):
         return 1
     return 0
