@@ -248,20 +248,15 @@ NV_LARGE = NvdlaConfig(
     num_dma_read_clients=8)
 
 # NVDLA v1's nv_full (nv_full.spec; the values it leaves out from v1's nv_large.spec): the
-# configuration the programming guide and unit description describe.
-NV_FULL = NvdlaConfig(
+# configuration the programming guide and unit description describe; nv_large plus v1's
+# features, its memory latencies and 512-bit interfaces.
+NV_FULL = NV_LARGE.derive(
     name="nv_full",
-    weight_compression=True, winograd=True, batch=True, secondary_memif=True,
-    sdp_lut=True, sdp_bs=True, sdp_bn=True, sdp_ew=True, bdma=True, rubik=True,
-    rubik_contract=True, rubik_reshape=True, pdp=True, cdp=True, retiming=True,
-    mac_atomic_c=64, mac_atomic_k=32, memory_atomic=32, max_batch=32,
-    cbuf_bank_number=16, cbuf_bank_width=64, cbuf_bank_depth=512,
-    sdp_bs_throughput=16, sdp_bn_throughput=16, sdp_ew_throughput=4,
-    pdp_throughput=8, cdp_throughput=8,
-    primary_memif_latency=1200, secondary_memif_latency=128,
-    primary_memif_max_burst=1, primary_memif_width=512,
+    weight_compression=True, winograd=True, batch=True, bdma=True, rubik=True,
+    rubik_contract=True, rubik_reshape=True, retiming=True,
+    primary_memif_latency=1200, secondary_memif_latency=128, primary_memif_width=512,
     secondary_memif_max_burst=4, secondary_memif_width=512,
-    mem_address_width=64, num_dma_read_clients=10, num_dma_write_clients=5,
+    num_dma_read_clients=10, num_dma_write_clients=5,
 )
 
 # nv_small with SDP's element-wise (X2/EW) sub-unit and LUT switched on: the configuration

@@ -168,41 +168,27 @@ def test_generator_error_when_the_model_rejects_a_legal_program(tmp_path):
         prepare(prog, tmp_path, NV_SMALL)
 
 
-@pytest.mark.rtl
-@needs_verilator
-@pytest.mark.parametrize("kind", list(CI_SEEDS))
-def test_rtl_fixed_seeds(kind, tmp_path):
-    """A few programs per layer type on the RTL (random memory profile, seed 1): those the model
-    completes write exactly the model's bytes; those it rejects (operand DMAs that NVIDIA's RTL
-    never finishes, issue 36 item 1) fail on the cycle budget naming the busy units, never with
-    a result."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        preps = [prepare(generate(kind, s, NV_SMALL), tmp_path, NV_SMALL) for s in CI_SEEDS[kind]]
-    outs = list(run_programs(preps, NV_SMALL, mem_profile="random", mem_seed=1, jobs=1,
-                             per_process=len(preps)))
-    assert len(outs) == len(preps)
-    bad = [o.message for o in outs if not o.ok]
-    assert not bad, "\n".join(bad)
-
-
 #: seeds per layer type played on nv_small_256 (R = 4 memory atoms per CBUF entry, atomic C 32):
 #: random programs pack the last channel block as often as not (issue 30)
 WIDE_CI_SEEDS = {"dc": (1000, 1001, 1002, 1003), "sdp": (1000,), "pdp": (1000,), "cdp": (1000,),
                  "img": (1000, 1017)}   # img: 4- and 2-line post-extension, 8- and 12-byte lines
+RTL_CI_CASES = ([("nv_small", k, s) for k, s in CI_SEEDS.items()]
+                + [("nv_small_256", k, s) for k, s in WIDE_CI_SEEDS.items()])
 
 
 @pytest.mark.rtl
 @needs_verilator
-@pytest.mark.parametrize("kind", list(WIDE_CI_SEEDS))
-def test_rtl_fixed_seeds_nv_small_256(kind, tmp_path):
-    """A few programs per layer type on the RTL of nv_small_256 (random memory, seed 1):
-    exactly the model's bytes."""
+@pytest.mark.parametrize("config, kind, seeds", RTL_CI_CASES, ids=lambda v: v if isinstance(v, str) else "")
+def test_rtl_fixed_seeds(config, kind, seeds, tmp_path):
+    """A few programs per layer type on the RTL of nv_small and nv_small_256 (random memory
+    profile, seed 1): those the model completes write exactly the model's bytes; those it
+    rejects (operand DMAs that NVIDIA's RTL never finishes, issue 36 item 1) fail on the cycle
+    budget naming the busy units, never with a result."""
     from hdl.config import get_config
-    cfg = get_config("nv_small_256")
+    cfg = get_config(config)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        preps = [prepare(generate(kind, s, cfg), tmp_path, cfg) for s in WIDE_CI_SEEDS[kind]]
+        preps = [prepare(generate(kind, s, cfg), tmp_path, cfg) for s in seeds]
     outs = list(run_programs(preps, cfg, mem_profile="random", mem_seed=1, jobs=1,
                              per_process=len(preps)))
     assert len(outs) == len(preps)
