@@ -210,12 +210,13 @@ def test_rtl_mem_profile(profile):
 
 
 #: the rtl_ew manifest (nv_small_ew: SDP Y/EW, LUT, ERDMA) under the nvidia and a random memory
-#: profile, with 4-beat bursts, and with the X/Y datapaths at 8 elements per cycle
+#: profile, with 4-beat bursts, and with the X datapaths at 8 elements per cycle and Y at 4
+#: (projects.spec: SDP_EW_THROUGHPUT is 1, 2 or 4)
 EW_PROFILES = {
     "nvidia": ("", "nvidia", 0),
     "random1": ("", "random", 1),
     "nvidia-burst4": ("+primary_memif_max_burst=4", "nvidia", 0),
-    "wide": ("+sdp_bs_throughput=8+sdp_bn_throughput=8+sdp_ew_throughput=8", "nvidia", 0),
+    "wide": ("+sdp_bs_throughput=8+sdp_bn_throughput=8+sdp_ew_throughput=4", "nvidia", 0),
 }
 
 

@@ -356,7 +356,7 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
                 cdma_h = rng.randint(1, 10) if rng.random() < 0.8 else rng.randint(1, 30)
                 H = kept + cdma_h
         cb = ceil_div(C, ac)
-        eps = W * cb
+        eps = nvidia_entries_per_slice(W, C, cfg)
         # ---- kernel
         if wt_reuse:
             K, R, S, _ = prev.wshape
@@ -526,6 +526,18 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
                 kept=kept, cdma_h=cdma_h, wt_reuse=wt_reuse, skip_data=skip_data,
                 skip_wt=skip_wt, rls=rls, clip=clip, ops=ops, sdp_mem=dict(mem_ops))
     return Layer(units, writes, [(dst, dn)], desc, info), leaves
+
+
+def nvidia_entries_per_slice(w: int, c: int, cfg) -> int:
+    """D_ENTRY_PER_SLICE+1 as NVIDIA's compiler programs it (umd ConvCoreNode::calculateEPS,
+    ../shared/nvdla/sw): R = cbuf_bank_width / memory atom atoms per entry; whole groups of R
+    atoms take ``w`` entries, the last group's L atoms ceil(L*w/R), or ``w`` when L = 3. On
+    nv_small (R = 1) that is w * ceil(c / 8); with R > 1 the packed minimum the hardware must
+    fit (issue 30)."""
+    r = cfg.cbuf_bank_width // cfg.atom_bytes
+    atoms = ceil_div(c, cfg.memory_atomic)
+    last = atoms % r
+    return atoms // r * w + (w if last == 3 else ceil_div(last * w, r))
 
 
 def generate(seed: int, cfg, *, layers: int | None = None, max_ops: int | None = None,
