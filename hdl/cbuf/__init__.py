@@ -79,6 +79,20 @@ class CbufGeometry:
         """log2(atoms per entry)."""
         return exact_log2(self.atoms)
 
+    def last_block_shift(self, m: Module, atoms_m1, name: str = "last_block_shift") -> Signal:
+        """log2 P, P the pixels sharing an entry in the last channel block of a feature slice
+        (docs/conv.md "Where things live in CBUF"): its L = ``atoms_m1`` + 1 memory atoms
+        (a value of :attr:`atom_shift` bits) take a power-of-two part R / P of an entry, so
+        log2 P = log2 R - ceil(log2 L). CDMA writes and CSC reads the packed block with it.
+        Combinational; returns a Signal of ``range(atom_shift + 1)``."""
+        lr = self.atom_shift
+        lsh = Signal(range(lr + 1), name=name)
+        with m.Switch(atoms_m1):
+            for v in range(1 << lr):
+                with m.Case(v):
+                    m.d.comb += lsh.eq(lr - v.bit_length())     # v = L - 1: ceil_log2(L)
+        return lsh
+
     @property
     def entries(self) -> int:
         """Entries in the whole buffer (banks x depth)."""

@@ -271,8 +271,8 @@ class Cdma(wiring.Component):
         wiring.connect(m, s2.o, s3.i)
         return s3.o
 
-    def packed_entries(self, m: Module, begin, dat_fetch, feature, band, x, yb, nband, cb, w_max,
-                       cb_max, eps, dcap, fire, end_slice):
+    def packed_entries(self, m: Module, begin, feature, band, x, yb, nband, cb, w_max, cb_max,
+                       eps, dcap, fire, end_slice):
         """Feature entries when a CBUF entry holds R > 1 memory atoms (docs/conv.md "Where
         things live in CBUF"): memory surface ``cb`` is lane ``cb mod R`` of channel block
         ``cb // R``; block g of line y takes W entries from ``slice(y) + g*W``, except the last
@@ -293,13 +293,7 @@ class Cdma(wiring.Component):
         gofs = Signal(abits, name="pk_block_offset")     # (cb // R) * W
         band0 = Signal(abits, name="pk_band_base")       # the band's first slice
         after = Signal(abits, name="pk_after_band")      # the slice after the band
-        lsh = Signal(range(lr + 1), name="pk_last_shift")   # log2 P of the last block
-        lane_in_last = Signal(lr, name="pk_last_atoms_m1")
-        m.d.comb += lane_in_last.eq(cb_max[:lr])
-        with m.Switch(lane_in_last):
-            for lm1 in range(R):
-                with m.Case(lm1):
-                    m.d.comb += lsh.eq(lr - (lm1 + 1 - 1).bit_length())   # lr - ceil_log2(L)
+        lsh = geom.last_block_shift(m, cb_max[:lr], "pk_last_shift")   # log2 P, last block
         last_block = (cb >> lr) == (cb_max >> lr)
         sh = Signal(range(lr + 1), name="pk_shift")
         m.d.comb += sh.eq(Mux(feature & last_block, lsh, 0))
@@ -312,11 +306,10 @@ class Cdma(wiring.Component):
                                  lane.eq(cb[:lr] | ((x[:k] << (lr - k)) if k else 0))]
         raw = Signal(abits + 2, name="pk_raw")
         addr = Signal(abits, name="pk_addr")
-        m.d.comb += [raw.eq(lsb + gofs + xo),
-                     addr.eq(Mux(raw >= dcap, raw - dcap, raw))]
 
-        def wrap(v):
+        def wrap(v):                                     # into the data-bank ring (v < 2*DCAP)
             return Mux(v >= dcap, v - dcap, v)
+        m.d.comb += [raw.eq(lsb + gofs + xo), addr.eq(wrap(raw))]
         lsb_next = Signal(abits + 1, name="pk_line_next")
         m.d.comb += lsb_next.eq(lsb + eps)
         block_end = Signal(name="pk_block_end")        # surface cb is the last of its block
@@ -324,14 +317,13 @@ class Cdma(wiring.Component):
         with m.If(fire & band):
             with m.If((x == w_max) & (cb == 0) & (yb == nband - 1)):
                 m.d.sync += after.eq(wrap(lsb_next))
-            with m.If(x != w_max):
-                pass
-            with m.Elif(yb != nband - 1):
-                m.d.sync += lsb.eq(wrap(lsb_next))
-            with m.Elif(cb != cb_max):
-                m.d.sync += [lsb.eq(band0), gofs.eq(Mux(block_end, gofs + w, gofs))]
-            with m.Else():
-                m.d.sync += [lsb.eq(Mux(cb == 0, wrap(lsb_next), after)), gofs.eq(0)]
+            with m.If(x == w_max):                      # a line of the band ends
+                with m.If(yb != nband - 1):
+                    m.d.sync += lsb.eq(wrap(lsb_next))
+                with m.Elif(cb != cb_max):
+                    m.d.sync += [lsb.eq(band0), gofs.eq(Mux(block_end, gofs + w, gofs))]
+                with m.Else():
+                    m.d.sync += [lsb.eq(Mux(cb == 0, wrap(lsb_next), after)), gofs.eq(0)]
         with m.Elif(fire):
             with m.If(end_slice):
                 m.d.sync += [lsb.eq(wrap(lsb_next)), gofs.eq(0)]
@@ -391,8 +383,8 @@ class Cdma(wiring.Component):
         band_after_w = Mux(cb == 0, run_next_w, after)
         if geom.atoms > 1:
             pk_addr, wr_lane, block_done = self.packed_entries(
-                m, begin, dat_fetch, feature, band, x, yb, nband, cb, w_max, cb_max, eps, dcap,
-                dat_fire, end_slice)
+                m, begin, feature, band, x, yb, nband, cb, w_max, cb_max, eps, dcap, dat_fire,
+                end_slice)
             wr_addr = Mux(feature, pk_addr, entry)     # image lines: consecutive entries
             m.d.comb += self.dat_wr.payload.mask.eq(Mux(feature, 1 << wr_lane,
                                                          (1 << geom.atoms) - 1))

@@ -184,22 +184,6 @@ class Csc(wiring.Component):
         ]
         return p
 
-    def _last_block_shift(self, m: Module, p):
-        """log2 of the pixels sharing an entry in the last channel block (R atoms per entry):
-        its L = ceil(cw_last / atom) atoms take a power-of-two part R / 2**lsh of an entry
-        (lsh = log2 R - ceil_log2 L; CDMA packs them so, :meth:`hdl.cdma.Cdma.packed_entries`).
-        From the layer parameters (registers), combinational."""
-        lr = self.geom.atom_shift
-        la = (self.atom_elems - 1).bit_length()
-        lm1 = Signal(lr)
-        m.d.comb += lm1.eq((p.cw_last - 1) >> la)
-        lsh = Signal(range(lr + 1))
-        with m.Switch(lm1):
-            for v in range(1 << lr):
-                with m.Case(v):
-                    m.d.comb += lsh.eq(lr - v.bit_length())
-        return lsh
-
     def elaborate(self, platform):
         m = Module()
         g, ac, ak, sm = self.geom, self.ac, self.ak, self.stripe_max
@@ -226,7 +210,10 @@ class Csc(wiring.Component):
         if R > 1:
             # the atom lane where the op's pixel starts in its entry (packed last block)
             tag_fields["off"] = lr
-            lsh = self._last_block_shift(m, p)
+            # the last block's L = ceil(cw_last / atom) atoms (CDMA packs them so)
+            lm1 = Signal(lr)
+            m.d.comb += lm1.eq((p.cw_last - 1) >> (self.atom_elems - 1).bit_length())
+            lsh = g.last_block_shift(m, lm1)
         tag_l = data.StructLayout(tag_fields)
         daddr_l = data.StructLayout({"addr": g.addr_bits, "y": DIM, "cb": DIM, "tag": tag_l})
 
