@@ -44,17 +44,24 @@ class AxiMasterSignature(wiring.Signature):
         })
 
 
-def read_req_layout(addr_width: int) -> data.StructLayout:
+def read_req_layout(addr_width: int, cv: bool = False) -> data.StructLayout:
     """DMA read request: one AXI burst: ``addr`` byte address of its first beat (beat aligned,
     ``addr_width`` bits), ``len`` beats minus one (AXI ARLEN encoding, AXI_LEN_WIDTH bits). The
-    burst must not cross a 4 KB boundary (AXI rule; the requester guarantees it)."""
-    return data.StructLayout({"addr": unsigned(addr_width), "len": unsigned(AXI_LEN_WIDTH)})
+    burst must not cross a 4 KB boundary (AXI rule; the requester guarantees it).
+
+    ``cv`` (a configuration with the secondary memory interface): one more bit ``cv``, the
+    memory of the request: 1 = secondary (CVIF, ``nvdla_core2cvsram``), 0 = primary (MCIF),
+    i.e. the inverse of the client's ``*_RAM_TYPE`` register field (CV = 0, MC = 1)."""
+    fields = {"addr": unsigned(addr_width), "len": unsigned(AXI_LEN_WIDTH)}
+    if cv:
+        fields["cv"] = unsigned(1)
+    return data.StructLayout(fields)
 
 
-def write_req_layout(addr_width: int) -> data.StructLayout:
+def write_req_layout(addr_width: int, cv: bool = False) -> data.StructLayout:
     """DMA write request: one AXI burst, same fields as :func:`read_req_layout` (``len`` in
     AWLEN encoding); its ``len + 1`` data beats follow on the client's ``data`` stream."""
-    return read_req_layout(addr_width)
+    return read_req_layout(addr_width, cv)
 
 
 def write_data_layout(data_width: int) -> data.StructLayout:
@@ -69,14 +76,17 @@ class DmaReadSignature(wiring.Signature):
     request; ``rsp`` In(stream of ``unsigned(data_width)``): the read data beats, in request
     order (each burst's ``len + 1`` beats in address order).
 
+    ``cv``: the requests carry the memory they go to (:func:`read_req_layout`); a unit's client
+    port has it on a configuration with the secondary memory interface, a DMA engine's never.
+
     Credit rule: the client only issues requests whose beats it has buffer space for, so that
     it never stalls the shared AXI R channel for long.
     """
 
-    def __init__(self, addr_width: int, data_width: int):
-        self.addr_width, self.data_width = addr_width, data_width
+    def __init__(self, addr_width: int, data_width: int, cv: bool = False):
+        self.addr_width, self.data_width, self.cv = addr_width, data_width, cv
         super().__init__({
-            "req": Out(stream.Signature(read_req_layout(addr_width))),
+            "req": Out(stream.Signature(read_req_layout(addr_width, cv))),
             "rsp": In(stream.Signature(unsigned(data_width))),
         })
 
@@ -90,14 +100,16 @@ class DmaWriteSignature(wiring.Signature):
     marks the last with WLAST); ``done`` In(1): one-cycle pulse per completed burst (AXI B
     response).
 
+    ``cv``: as :class:`DmaReadSignature`'s.
+
     A client should offer a request only when its beats are ready (or about to be), because
     MCIF keeps the AXI W channel for that burst until its last beat.
     """
 
-    def __init__(self, addr_width: int, data_width: int):
-        self.addr_width, self.data_width = addr_width, data_width
+    def __init__(self, addr_width: int, data_width: int, cv: bool = False):
+        self.addr_width, self.data_width, self.cv = addr_width, data_width, cv
         super().__init__({
-            "req": Out(stream.Signature(write_req_layout(addr_width))),
+            "req": Out(stream.Signature(write_req_layout(addr_width, cv))),
             "data": Out(stream.Signature(write_data_layout(data_width))),
             "done": In(1),
         })

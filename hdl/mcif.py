@@ -1,5 +1,7 @@
 """MCIF: memory client interface to the DBB AXI4 port (v1_hwarch.rst "Memory interface",
-v1_ias_unit_description.rst "MCIF").
+v1_ias_unit_description.rst "MCIF"). CVIF, the interface to the on-chip SRAM on the secondary
+port (``nvdla_core2cvsram_*``), is a second instance with the same clients (``hdl/top.py``,
+``hdl/dma/route.py``).
 
 Read side: round-robin arbitration between the read clients; each granted request is one AXI
 burst (``arlen`` = request ``len``) with ``arid`` = client index (:mod:`hdl.dma.clients`). Any

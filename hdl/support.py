@@ -24,10 +24,13 @@ def unbuilt(cfg: NvdlaConfig) -> list[str]:
         missing.append("int16/fp16 data")
     for flag, what in (("winograd", "Winograd convolution"), ("batch", "multi-batch convolution"),
                        ("weight_compression", "weight compression"), ("bdma", "BDMA"),
-                       ("rubik", "RUBIK"),
-                       ("secondary_memif", "the secondary memory interface (CVIF, nvdla_core2cvsram)")):
+                       ("rubik", "RUBIK")):
         if getattr(cfg, flag):
             missing.append(what)
+    # CVIF is MCIF's logic on the CV SRAM port, its clients the same DMA engines (hdl/top.py)
+    if cfg.secondary_memif and cfg.secondary_memif_width != cfg.primary_memif_width:
+        missing.append(f"a secondary memory interface {cfg.secondary_memif_width} bits wide "
+                       f"beside a {cfg.primary_memif_width}-bit primary one")
     # docs/conv.md: CACC delivers output atoms of atomic K channels, one memory atom each
     if cfg.mac_atomic_k != cfg.memory_atomic:
         missing.append(f"the convolution pipeline for atomic K {cfg.mac_atomic_k} with "

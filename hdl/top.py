@@ -43,7 +43,8 @@ from hdl.config import NvdlaConfig
 from hdl.conv import ConvPipeline
 from hdl.csb import CsbSignature, CsbSlave
 from hdl.csb_cdc import CsbCdc
-from hdl.dma import read_client, write_client
+from hdl.dma import read_client, read_dma_params, write_client
+from hdl.dma.route import ReadRoute, WriteRoute
 from hdl.glb import Glb
 from hdl.mcif import Mcif
 from hdl.regfile import UnitRegFile
@@ -133,6 +134,28 @@ class NvdlaCore(wiring.Component):
 
         m.submodules.mcif = mcif = Mcif(cfg)
         _connect_flat(m, self, DBB_PREFIX, mcif.axi, mcif.axi.signature)
+        cvif = None
+        if cfg.secondary_memif:
+            # CVIF: the same memory client interface on the CV SRAM port (hdl/mcif.py); every
+            # client reaches both through a router choosing by the request's RAM type
+            m.submodules.cvif = cvif = Mcif(cfg)
+            _connect_flat(m, self, CVSRAM_PREFIX, cvif.axi, cvif.axi.signature)
+
+        def hook(port, name, read):
+            """Unit client port ``port`` (client ``name``) to MCIF, or through a router to
+            MCIF and CVIF."""
+            i = read_client(name) if read else write_client(name)
+            mc_port = (mcif.rd if read else mcif.wr)[i]
+            if cvif is None:
+                wiring.connect(m, port, mc_port)
+                return
+            route = (ReadRoute(cfg.mem_address_width, cfg.primary_memif_width,
+                               2 * read_dma_params(cfg)["depth"]) if read else
+                     WriteRoute(cfg.mem_address_width, cfg.primary_memif_width))
+            m.submodules[f"route_{name}"] = route
+            wiring.connect(m, port, route.client)
+            wiring.connect(m, route.mc, mc_port)
+            wiring.connect(m, route.cv, (cvif.rd if read else cvif.wr)[i])
 
         owned = {"GLB"}           # register files that live inside a unit (or GLB)
         built = {}
@@ -146,9 +169,9 @@ class NvdlaCore(wiring.Component):
                 wiring.connect(m, getattr(csb, rf.lower()), getattr(unit, f"csb_{rf.lower()}"))
             owned |= set(unit_cls.REGISTER_FILES)
             for c in unit.READ_CLIENTS:
-                wiring.connect(m, getattr(unit, c), mcif.rd[read_client(c)])
+                hook(getattr(unit, c), c, True)
             for c in unit.WRITE_CLIENTS:
-                wiring.connect(m, getattr(unit, c), mcif.wr[write_client(c)])
+                hook(getattr(unit, c), c, False)
             m.d.comb += getattr(glb, f"done_{unit_cls.INTERRUPT}").eq(unit.done_grp)
 
         # SDP's output on the fly to PDP (SDP OUTPUT_DST = PDP, PDP FLYING_MODE = ON_FLYING)
@@ -176,13 +199,7 @@ class NvdlaCore(wiring.Component):
             elif u == "MCIF":
                 m.d.comb += rf.hw.status["idle"].eq(mcif.idle)
             elif u == "CVIF":
-                m.d.comb += rf.hw.status["idle"].eq(1)
-
-        if cfg.secondary_memif:
-            # CV SRAM port exists but no client uses it yet: idle master (as NVIDIA ties it off
-            # when the secondary interface is disabled)
-            m.d.comb += [getattr(self, CVSRAM_PREFIX + "b_bready").eq(1),
-                         getattr(self, CVSRAM_PREFIX + "r_rready").eq(1)]
+                m.d.comb += rf.hw.status["idle"].eq(cvif.idle)
         return m
 
 

@@ -8,7 +8,9 @@ declares, as class attributes:
   ``csb_<name lower>`` In(:class:`hdl.regfile.RegBusSignature`) per register file;
 * ``READ_CLIENTS`` / ``WRITE_CLIENTS``: its DMA engines, by their names in the MCIF client table
   (``hdl/dma/clients.py``); one port per engine named like it, Out(DmaReadSignature) or
-  Out(DmaWriteSignature) of the primary memory interface;
+  Out(DmaWriteSignature); on a configuration with the secondary memory interface its requests
+  carry ``cv``, the memory the engine's ``*_RAM_TYPE`` register field names (the unit drives it
+  through :func:`connect_dma`; ``hdl/top.py`` routes each request to MCIF or CVIF);
 * ``INTERRUPT``: its GLB interrupt source (``"pdp"`` for S_INTR_STATUS.PDP_DONE_STATUS<g>); the
   port ``done_grp`` Out(2) pulses bit g for one cycle when register group g completes;
 
@@ -29,20 +31,48 @@ from hdl.config import NvdlaConfig
 from hdl.regfile import RegBusSignature, UnitRegFile
 from hdl.regmap import REGMAP
 
-__all__ = ["unit_members", "DatapathUnit", "perf_stall_counter", "rdma_read_stall",
+__all__ = ["unit_members", "connect_dma", "DatapathUnit", "perf_stall_counter", "rdma_read_stall",
            "wdma_write_stall"]
 
 
 def unit_members(cfg: NvdlaConfig, register_files, read_clients, write_clients) -> dict:
     """Signature members of a datapath unit (see the module docstring): ``csb_<rf>`` per
     register file, one DMA port per read/write client (cfg.mem_address_width address bits,
-    cfg.primary_memif_width data bits), ``done_grp`` Out(2), ``busy`` Out(1)."""
-    aw, dw = cfg.mem_address_width, cfg.primary_memif_width
+    cfg.primary_memif_width data bits, requests with ``cv`` when cfg.secondary_memif),
+    ``done_grp`` Out(2), ``busy`` Out(1)."""
+    aw, dw, cv = cfg.mem_address_width, cfg.primary_memif_width, cfg.secondary_memif
     members = {f"csb_{rf.lower()}": In(RegBusSignature()) for rf in register_files}
-    members.update({c: Out(DmaReadSignature(aw, dw)) for c in read_clients})
-    members.update({c: Out(DmaWriteSignature(aw, dw)) for c in write_clients})
+    members.update({c: Out(DmaReadSignature(aw, dw, cv)) for c in read_clients})
+    members.update({c: Out(DmaWriteSignature(aw, dw, cv)) for c in write_clients})
     members.update(done_grp=Out(2), busy=Out(1))
     return members
+
+
+def connect_dma(m: Module, engine, port, ram_type) -> None:
+    """Connect a DMA engine's memory port ``engine`` (a DmaRead/WriteSignature without ``cv``,
+    e.g. ``ReadDma.dma``) to the unit's client port ``port`` (its own member).
+
+    ``ram_type``: the engine's ``*_RAM_TYPE`` register field (1 bit, NVIDIA's encoding CV = 0,
+    MC = 1; e.g. SDP_RDMA ``D_SRC_DMA_CFG.SRC_RAM_TYPE``) of the running register group. When
+    ``port`` carries ``cv`` (cfg.secondary_memif) every request goes to the memory it names
+    (``cv = ~ram_type``); otherwise the field is ignored and everything goes to MCIF, as in
+    NVIDIA's configurations without CVIF (nv_small). The running group's value holds for every
+    request of a layer: the engines issue requests only while their layer runs.
+    """
+    if not getattr(port.signature, "cv", False):
+        wiring.connect(m, engine, wiring.flipped(port))
+        return
+    m.d.comb += [port.req.valid.eq(engine.req.valid), engine.req.ready.eq(port.req.ready),
+                 port.req.payload.addr.eq(engine.req.payload.addr),
+                 port.req.payload.len.eq(engine.req.payload.len),
+                 port.req.payload.cv.eq(~Value.cast(ram_type))]
+    if "rsp" in port.signature.members:          # read client
+        m.d.comb += [engine.rsp.valid.eq(port.rsp.valid), engine.rsp.payload.eq(port.rsp.payload),
+                     port.rsp.ready.eq(engine.rsp.ready)]
+    else:                                        # write client
+        m.d.comb += [port.data.valid.eq(engine.data.valid),
+                     port.data.payload.eq(engine.data.payload),
+                     engine.data.ready.eq(port.data.ready), engine.done.eq(port.done)]
 
 
 def perf_stall_counter(m: Module, name: str, unit: str, rf: UnitRegFile, bus, stall,

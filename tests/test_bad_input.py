@@ -44,13 +44,13 @@ class RecordingEngine:
         self.status = 0
         self.__dict__.update(attrs)
 
-    async def mem_write(self, addr, data):
+    async def mem_write(self, addr, data, mem="pri_mem"):
         self.calls.append(("mem_write", addr, len(data)))
 
-    async def mem_fill(self, addr, size, value):
+    async def mem_fill(self, addr, size, value, mem="pri_mem"):
         self.calls.append(("mem_fill", addr, size))
 
-    async def mem_read(self, addr, size):
+    async def mem_read(self, addr, size, mem="pri_mem"):
         self.calls.append(("mem_read", addr, size))
         return bytes(size)
 

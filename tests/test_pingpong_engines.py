@@ -208,9 +208,9 @@ class _StuckGlb:
         self.status_addr = GLB_INTR_STATUS.addr
         self.cycle, self.status = 0, 1          # SDP_DONE_STATUS0 (bit 0 in NVIDIA's layout)
 
-    async def mem_write(self, addr, data): pass
-    async def mem_fill(self, addr, size, value): pass
-    async def mem_read(self, addr, size): return bytes(size)
+    async def mem_write(self, addr, data, mem="pri_mem"): pass
+    async def mem_fill(self, addr, size, value, mem="pri_mem"): pass
+    async def mem_read(self, addr, size, mem="pri_mem"): return bytes(size)
     async def reg_write(self, addr, value):
         self.cycle += 1
         if addr == self.status_addr:

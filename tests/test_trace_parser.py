@@ -24,6 +24,8 @@ def test_reg_write_resolves_names():
     ("intr_notify(SDP, sync_id_0);", r"t.cfg:9: interrupt id 'SDP'"),
     ("mem_load(pri_mem, 0x0, noquotes.dat);", r"t.cfg:9: mem_load file name must be quoted"),
     ("reg_write NVDLA_SDP", r"t.cfg:9: cannot parse"),
+    ("mem_init(cv_mem, 0x0, 0x10, ALL_ZERO);", r"t.cfg:9: memory 'cv_mem' is not one of pri_mem, sec_mem"),
+    ("check_crc(s, 2, 0x0, 0x10, 0x0);", r"t.cfg:9: memory '2' is not one of"),
 ])
 def test_malformed_lines_name_file_and_line(line, match):
     with pytest.raises(TraceSyntaxError, match=match):
@@ -53,13 +55,13 @@ class FakeEngine:
         self.fire = fire
         self.cycle = 0
 
-    async def mem_write(self, addr, data):
+    async def mem_write(self, addr, data, mem="pri_mem"):
         self.mem[addr:addr + len(data)] = data
 
-    async def mem_fill(self, addr, size, value):
+    async def mem_fill(self, addr, size, value, mem="pri_mem"):
         self.mem[addr:addr + size] = bytes([value]) * size
 
-    async def mem_read(self, addr, size):
+    async def mem_read(self, addr, size, mem="pri_mem"):
         return bytes(self.mem[addr:addr + size])
 
     async def reg_write(self, addr, value):
@@ -141,3 +143,10 @@ def test_interrupt_id_is_case_insensitive():
     """NVIDIA's nv_large dc_8x8x32_1x1x32x32 writes intr_notify(cdma_dat_0, ...)."""
     c = parse_line("intr_notify(cdma_dat_0, s0);", "t.cfg", 1)
     assert c.args == {"unit": "CDMA_DAT", "group": 0, "sync": "s0"}
+
+
+def test_memory_names():
+    """``pri_mem``/``sec_mem`` as written; NVIDIA's nv_small traces' ``1`` is the primary memory."""
+    assert parse_line("check_crc(s, 1, 0x0, 0x10, 0x0);", "t.cfg", 1).args["mem"] == "pri_mem"
+    assert parse_line("check_crc(s, sec_mem, 0x0, 0x10, 0x0);", "t.cfg", 1).args["mem"] == "sec_mem"
+    assert parse_line('mem_load(sec_mem, 0x0, "a.dat");', "t.cfg", 1).args["mem"] == "sec_mem"

@@ -40,7 +40,7 @@ atoms) and goes to the next slice after the entry marked ``slice_last``; no band
 """
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
+from amaranth.hdl import Cat, Module, Mux, Signal, Value, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -59,6 +59,7 @@ from hdl.lib.stream import Map, PipelineStage, SkidBuffer
 from hdl.regfile import unit_layout
 from hdl.regmap import REGMAP
 from hdl.regmap.types import field_enum
+from hdl.unit import connect_dma
 
 __all__ = ["Cdma", "SLICE_COUNT_BITS", "WT_AHEAD"]
 
@@ -154,8 +155,8 @@ class Cdma(wiring.Component):
             "regs": In(unit_layout(unit, "cfg")),
             "start": In(1),
             "busy": Out(1),
-            "dat_dma": Out(DmaReadSignature(aw, dw)),
-            "wt_dma": Out(DmaReadSignature(aw, dw)),
+            "dat_dma": Out(DmaReadSignature(aw, dw, cfg.secondary_memif)),
+            "wt_dma": Out(DmaReadSignature(aw, dw, cfg.secondary_memif)),
             "dat_wr": Out(wr),
             "wt_wr": Out(wr),
             "dat_slices": Out(SLICE_COUNT_BITS),
@@ -202,14 +203,17 @@ class Cdma(wiring.Component):
         # the requests through a skid buffer: the walkers advance on a registered ready
         # (issue 10: MCIF's ready through the walker's request logic into the outstanding-beat
         # counter was CDMA's critical path on ECP5)
-        rskid = m.submodules.dat_req_skid = SkidBuffer(port.req.payload.shape())
+        rskid = m.submodules.dat_req_skid = SkidBuffer(f.req.payload.shape())
         m.d.comb += [
             rskid.i.valid.eq(Mux(pixel, i.req.valid, f.req.valid)),
             rskid.i.payload.eq(Mux(pixel, i.req.payload, f.req.payload)),
             f.req.ready.eq(rskid.i.ready & ~pixel),
             i.req.ready.eq(rskid.i.ready & pixel),
             port.req.valid.eq(rskid.o.valid),
-            port.req.payload.eq(rskid.o.payload),
+            # with CVIF, the request's memory: D_DAIN_RAM_TYPE (hdl.unit.connect_dma)
+            port.req.payload.eq(Cat(rskid.o.payload.as_value(),
+                                    ~Value.cast(regs.d_dain_ram_type.datain_ram_type))
+                                if cfg.secondary_memif else rskid.o.payload),
             rskid.o.ready.eq(port.req.ready),
             f.rsp.valid.eq(port.rsp.valid & ~pixel),
             i.rsp.valid.eq(port.rsp.valid & pixel),
@@ -446,7 +450,7 @@ class Cdma(wiring.Component):
 
         # ---------------- weights: a ring of WCAP entries after the data banks ----------------
         m.submodules.wt_fetch = wdma = WeightReadDma(**read_dma_params(cfg))
-        wiring.connect(m, wiring.flipped(self.wt_dma), wdma.dma)
+        connect_dma(m, wdma.dma, self.wt_dma, regs.d_weight_ram_type.weight_ram_type)
         eb_sh = log2(cfg.cbuf_bank_width)
         wbytes = regs.d_weight_bytes.weight_bytes
         n_entries = Signal(ENTRY_COUNT_BITS)

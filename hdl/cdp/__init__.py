@@ -41,7 +41,7 @@ from hdl.cdp.dma import CdpReadDma, CdpWalker, CdpWriteDma, group_of
 from hdl.dma import atom_layout, cube_from_regs, cube_layout, read_dma_params, write_dma_params
 from hdl.regfile import raw_field, reg_word
 from hdl.regmap import REGMAP
-from hdl.unit import DatapathUnit, rdma_read_stall, wdma_write_stall
+from hdl.unit import DatapathUnit, connect_dma, rdma_read_stall, wdma_write_stall
 
 __all__ = ["Cdp", "CdpCore", "CdpReadDma", "CdpWriteDma", "CdpWalker"]
 
@@ -83,8 +83,8 @@ class Cdp(DatapathUnit):
                                                atom_shape=atom_layout(cfg))
         wiring.connect(m, rdma.atoms, core.i)
         wiring.connect(m, core.o, wdma.atoms)
-        wiring.connect(m, rdma.dma, wiring.flipped(self.cdp_rdma))
-        wiring.connect(m, wdma.dma, wiring.flipped(self.cdp_wdma))
+        connect_dma(m, rdma.dma, self.cdp_rdma, rf_rdma.cfg.d_src_dma_cfg.src_ram_type)
+        connect_dma(m, wdma.dma, self.cdp_wdma, rf.cfg.d_dst_dma_cfg.dst_ram_type)
 
         # ---- CSB: register file plus the LUT access port and the producer pointer ----
         bus = self.csb_cdp

@@ -45,7 +45,7 @@ from hdl.pdp.bands import Bands, band_regs_layout
 from hdl.pdp.core import PdpCore
 from hdl.pdp.dma import PdpReadDma, PdpWriteDma
 from hdl.regmap import REGMAP
-from hdl.unit import DatapathUnit, rdma_read_stall, wdma_write_stall
+from hdl.unit import DatapathUnit, connect_dma, rdma_read_stall, wdma_write_stall
 
 __all__ = ["Pdp", "PdpCore", "MAX_WIDTH"]
 
@@ -100,8 +100,8 @@ class Pdp(DatapathUnit):
             fly.ready.eq(flying & self.busy & core.i.ready),
         ]
         wiring.connect(m, core.o, wdma.atoms)
-        wiring.connect(m, rdma.dma, wiring.flipped(self.pdp_rdma))
-        wiring.connect(m, wdma.dma, wiring.flipped(self.pdp_wdma))
+        connect_dma(m, rdma.dma, self.pdp_rdma, rf_rdma.cfg.d_src_ram_cfg.src_ram_type)
+        connect_dma(m, wdma.dma, self.pdp_wdma, rf_pdp.cfg.d_dst_ram_cfg.dst_ram_type)
 
         pc = rf_pdp.cfg
         mode, kern, pad = pc.d_operation_mode_cfg, pc.d_pooling_kernel_cfg, pc.d_pooling_padding_cfg

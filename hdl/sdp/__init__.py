@@ -82,7 +82,7 @@ from hdl.sdp.core import SdpCore, core_lanes, wide_atom_layout
 from hdl.sdp.rdma import SdpRdma, atom_layout
 from hdl.sdp.wdma import SdpWdma
 from hdl.sdp.x import ALU_EQL
-from hdl.unit import DatapathUnit
+from hdl.unit import DatapathUnit, connect_dma
 
 __all__ = ["Sdp", "SdpRdma", "SdpCore", "SdpWdma", "atom_layout"]
 
@@ -265,8 +265,8 @@ class Sdp(DatapathUnit):
             fly.valid.eq(core.o.valid & to_pdp), fly.payload.eq(core.o.payload),
             core.o.ready.eq(Mux(to_pdp, fly.ready, eql | wdma.atoms.ready)),
         ]
-        wiring.connect(m, rdma.dma, wiring.flipped(self.sdp_mrdma))
-        wiring.connect(m, wdma.dma, wiring.flipped(self.sdp_wdma))
+        connect_dma(m, rdma.dma, self.sdp_mrdma, rc.d_src_dma_cfg.src_ram_type)
+        connect_dma(m, wdma.dma, self.sdp_wdma, sc.d_dst_dma_cfg.dst_ram_type)
 
         aw = cfg.mem_address_width
         src_cube = cube_from_regs(
@@ -481,7 +481,8 @@ class Sdp(DatapathUnit):
                                    registered_ready=core_lanes(cfg) < cfg.memory_atomic)
             m.submodules[dma_name] = opdma
             m.submodules[f"{sub}_unpack"] = unpack
-            wiring.connect(m, opdma.dma, wiring.flipped(getattr(self, f"sdp_{dma_name}")))
+            connect_dma(m, opdma.dma, getattr(self, f"sdp_{dma_name}"),
+                        getattr(getattr(rc, f"d_{dma_name}_cfg"), f"{dma_name}_ram_type"))
             wiring.connect(m, opdma.atoms, unpack.i)
             wiring.connect(m, unpack.o, getattr(core, f"{sub}_op"))
             dcfg = getattr(rc, f"d_{dma_name}_cfg")

@@ -193,3 +193,48 @@ def field_writes(unit: str, fields: dict[str, int]) -> list[tuple[str, str, int]
         words[r.name] = (words.get(r.name, 0) & ~mask) | ((val << f.lsb) & mask)
     order = [r.name for r in REGMAP.unit(unit).registers]
     return [(unit, reg, words[reg]) for reg in order if reg in words]
+
+
+def spread_over_memories(prog: Program, rng: random.Random) -> None:
+    """Let ``prog`` use both memories of a configuration with the secondary memory interface
+    (issue 30 item 4: random programs choose either memory for each surface).
+
+    Every ``*_RAM_TYPE`` field of the program's register writes is drawn again (CV = 0 or
+    MC = 1, per layer and per DMA engine); every ``mem_load`` into the primary memory is
+    repeated into the secondary one with other random bytes (so that a read from the wrong
+    memory changes the result; an image given as a ``.dat`` path is loaded unchanged), every
+    ``mem_init`` is repeated there, and every ``check_crc`` checks the region in both memories
+    (the memory a layer did not write must keep its initial bytes). Edits ``prog.writer`` in
+    place; the model's CRCs are filled afterwards as for any program."""
+    from hdl.regmap import REGMAP
+    from verif.gen.writer import _Check
+
+    w = prog.writer
+    out = []
+    for line in w.lines:
+        if isinstance(line, _Check):
+            out += [line, _Check(line.sync, line.base, line.size, None, "sec_mem")]
+            continue
+        out.append(line)
+        if line.startswith("reg_write("):
+            name, value = line[len("reg_write("):].split(")", 1)[0].split(",")
+            reg = REGMAP.lookup(name.strip()).reg
+            v = int(value, 0)
+            for f in reg.fields:
+                if f.name.endswith("RAM_TYPE"):
+                    v = (v & ~f.mask) | (rng.randint(0, 1) << f.lsb)
+            if v != int(value, 0):
+                out[-1] = line.replace(value.strip(), f"{v:#x}", 1)
+        elif line.startswith("mem_init(pri_mem,"):
+            out.append(line.replace("mem_init(pri_mem,", "mem_init(sec_mem,", 1))
+        elif line.startswith("mem_load(pri_mem,"):
+            file = line.split('"')[1]
+            data = w.images[file]
+            if not isinstance(data, (bytes, bytearray)):
+                out.append(line.replace("mem_load(pri_mem,", "mem_load(sec_mem,", 1))
+                continue
+            sec = f"sec_{file}"
+            w.images[sec] = rng.randbytes(len(data))
+            out.append(line.replace("mem_load(pri_mem,", "mem_load(sec_mem,", 1)
+                       .replace(f'"{file}"', f'"{sec}"'))
+    w.lines = out

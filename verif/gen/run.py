@@ -34,9 +34,11 @@ class GenError(AssertionError):
 def generate(kind: str, seed: int, cfg) -> Program:
     """The program of layer type ``kind`` (one of ``KINDS``) drawn from ``seed``."""
     if kind in ("sdp", "sdp_operands"):
-        from verif.gen.sdp import generate as g
-        return g(seed, cfg, mismatch=kind == "sdp_operands")
-    if kind == "pdp":
+        from functools import partial
+
+        from verif.gen.sdp import generate as sdp_generate
+        g = partial(sdp_generate, mismatch=kind == "sdp_operands")
+    elif kind == "pdp":
         from verif.gen.pdp import generate as g
     elif kind == "cdp":
         from verif.gen.cdp import generate as g
@@ -46,7 +48,15 @@ def generate(kind: str, seed: int, cfg) -> Program:
         from verif.gen.img import generate as g
     else:
         raise ValueError(f"unknown layer type {kind!r} (one of {', '.join(KINDS)})")
-    return g(seed, cfg)
+    prog = g(seed, cfg)
+    if cfg.secondary_memif:
+        # both memories (verif.gen.common.spread_over_memories); its own random stream, so a
+        # seed draws the same layers with and without the secondary memory interface
+        import random
+
+        from verif.gen.common import spread_over_memories
+        spread_over_memories(prog, random.Random(f"memories-{kind}-{seed}"))
+    return prog
 
 
 @dataclass

@@ -62,6 +62,7 @@ class _Check:
     base: int
     size: int
     crc: int | None
+    mem: str = "pri_mem"
 
 
 class TraceWriter:
@@ -90,9 +91,10 @@ class TraceWriter:
     def comment(self, text: str) -> None:
         self.lines.append(f"// {text}")
 
-    def mem_init(self, base: int, size: int) -> None:
-        """Zero ``size`` bytes at ``base`` (``ALL_ZERO``)."""
-        self.lines.append(f"mem_init(pri_mem, {base:#x}, {size:#x}, ALL_ZERO);")
+    def mem_init(self, base: int, size: int, mem: str = "pri_mem") -> None:
+        """Zero ``size`` bytes at ``base`` of memory ``mem`` (``pri_mem``/``sec_mem``;
+        ``ALL_ZERO``)."""
+        self.lines.append(f"mem_init({mem}, {base:#x}, {size:#x}, ALL_ZERO);")
 
     def mem_load(self, base: int, data: bytes | Path, file: str | None = None,
                  init: bool = False) -> str:
@@ -153,7 +155,8 @@ class TraceWriter:
             if isinstance(line, _Check):
                 crc = crcs[k] if crcs is not None else (line.crc if line.crc is not None else 0)
                 k += 1
-                out.append(f"check_crc({line.sync}, 1, {line.base:#x}, {line.size:#x}, {crc:#010x});")
+                mem = "1" if line.mem == "pri_mem" else line.mem     # "1": NVIDIA's nv_small traces
+                out.append(f"check_crc({line.sync}, {mem}, {line.base:#x}, {line.size:#x}, {crc:#010x});")
             else:
                 out.append(line)
         cfg = d / f"{cfg_name or d.name}.cfg"

@@ -44,6 +44,7 @@ from __future__ import annotations
 import numpy as np
 
 from hdl.regmap import decode
+from verif.model.memory import ram
 from verif.model.formats import ModelConfigError, read_cube, warn_limitation, write_cube
 from verif.model.lut import LINEAR, LutParams, LutStorage, lut_lookup, round_shift, sext
 
@@ -173,8 +174,9 @@ class CdpCore:
     ``UnitRegs.group_hw_fields`` of the group that ran.
     """
 
-    def __init__(self, cfg, mem):
-        self.cfg, self.mem = cfg, mem
+    def __init__(self, cfg, mem, cv_mem=None):
+        # cv_mem: the secondary memory (CVIF) or None (verif.model.memory.ram)
+        self.cfg, self.mem, self.cv_mem = cfg, mem, cv_mem
         self.lut = LutStorage(LE_ENTRIES, LO_ENTRIES)
         self.last_stats: dict[str, int] = {}
 
@@ -232,7 +234,7 @@ class CdpCore:
         w, h, c = rdma.f("WIDTH") + 1, rdma.f("HEIGHT") + 1, rdma.f("CHANNEL") + 1
         cp = -(-c // atom) * atom
         src = rdma.addr("D_SRC_BASE_ADDR_HIGH", "D_SRC_BASE_ADDR_LOW")
-        d = read_cube(self.mem, src, w, h, cp, rdma.f("SRC_LINE_STRIDE"),
+        d = read_cube(ram(self.mem, self.cv_mem, rdma.f("SRC_RAM_TYPE")), src, w, h, cp, rdma.f("SRC_LINE_STRIDE"),
                       rdma.f("SRC_SURFACE_STRIDE"), atom).view(np.int8).astype(np.int64)
         out, stats = cdp_compute(
             d, c, self.lut.tables[0], self.lut.tables[1], p, cdp.f("NORMALZ_LEN"),
@@ -240,7 +242,7 @@ class CdpCore:
             (cdp.f("DATIN_OFFSET"), cdp.f("DATIN_SCALE"), cdp.f("DATIN_SHIFTER")),
             (cdp.f("DATOUT_OFFSET"), cdp.f("DATOUT_SCALE"), cdp.f("DATOUT_SHIFTER")))
         dst = cdp.addr("D_DST_BASE_ADDR_HIGH", "D_DST_BASE_ADDR_LOW")
-        write_cube(self.mem, out, dst, cdp.f("DST_LINE_STRIDE"), cdp.f("DST_SURFACE_STRIDE"), atom)
+        write_cube(ram(self.mem, self.cv_mem, cdp.f("DST_RAM_TYPE")), out, dst, cdp.f("DST_LINE_STRIDE"), cdp.f("DST_SURFACE_STRIDE"), atom)
         self.last_stats = stats
         cdp.regs.group_hw_fields[cdp.group].update(
             {PERF_FIELDS[k]: min(v, 0xFFFFFFFF) for k, v in stats.items()})

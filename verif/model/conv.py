@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from verif.model.memory import ram
 from verif.model.formats import ModelConfigError, read_cube
 
 # --------------------------------------------------------------------------------------------
@@ -196,8 +197,9 @@ class ConvCore:
     combinations the programming guide forbids ("Limitation" / "Convolution").
     """
 
-    def __init__(self, cfg, mem):
-        self.cfg, self.mem = cfg, mem
+    def __init__(self, cfg, mem, cv_mem=None):
+        # cv_mem: the secondary memory (CVIF) or None (verif.model.memory.ram)
+        self.cfg, self.mem, self.cv_mem = cfg, mem, cv_mem
         self.data: dict | None = None       # CBUF data slices of the previous layer
         self.weights: dict | None = None    # CBUF weights of the previous layer
         # CBUF weight-ring drift: {"banks": (DATA_BANK, WEIGHT_BANK), "entries": n}, see _weights
@@ -266,7 +268,8 @@ class ConvCore:
         The padding CSC inserts is not converted."""
         w, h, c = cdma.f("DATAIN_WIDTH") + 1, cdma.f("DATAIN_HEIGHT") + 1, cdma.f("DATAIN_CHANNEL") + 1
         base = cdma.addr("D_DAIN_ADDR_HIGH_0", "D_DAIN_ADDR_LOW_0")
-        raw = read_cube(self.mem, base, w, h, c, cdma.f("LINE_STRIDE"), cdma.f("SURF_STRIDE"),
+        raw = read_cube(ram(self.mem, self.cv_mem, cdma.f("DATAIN_RAM_TYPE")), base, w, h, c,
+                        cdma.f("LINE_STRIDE"), cdma.f("SURF_STRIDE"),
                         self.cfg.atom_bytes)
         if cdma.f("CVT_EN"):
             return cdma_convert(raw, True, _s(cdma.f("CVT_OFFSET"), 16), _s(cdma.f("CVT_SCALE"), 16),
@@ -311,7 +314,8 @@ class ConvCore:
             base = cdma.addr(hi, lo) + xo * b
             ls = cdma.f(stride)
             addrs = base + np.arange(h, dtype=np.int64)[:, None] * ls + np.arange(w * b, dtype=np.int64)[None, :]
-            planes.append(self.mem.gather(addrs).reshape(h, w, b))
+            planes.append(ram(self.mem, self.cv_mem, cdma.f("DATAIN_RAM_TYPE"))
+                          .gather(addrs).reshape(h, w, b))
         px = np.concatenate(planes, axis=2)                       # (H, W, bytes per pixel)
         raw = np.stack([px[:, :, i] for i in order])              # (Cpix, H, W) uint8
         if cdma.f("CVT_EN"):
@@ -433,9 +437,10 @@ class ConvCore:
         k, r, s, c = shape
         base = cdma.addr("D_WEIGHT_ADDR_HIGH", "D_WEIGHT_ADDR_LOW")
         ext = 1 << csc.f("Y_EXTENSION")
+        mem = ram(self.mem, self.cv_mem, cdma.f("WEIGHT_RAM_TYPE"))
         if ext > 1:
-            return read_weights_post_ext(self.mem, base, k, r, c, ext, self.cfg.mac_atomic_k)
-        return read_weights(self.mem, base, k, r, s, c, self.cfg.mac_atomic_c, self.cfg.mac_atomic_k)
+            return read_weights_post_ext(mem, base, k, r, c, ext, self.cfg.mac_atomic_k)
+        return read_weights(mem, base, k, r, s, c, self.cfg.mac_atomic_c, self.cfg.mac_atomic_k)
 
     # ---------------------------------------------------------------- run
     def run(self, cdma, csc, cmac, cacc) -> np.ndarray:

@@ -58,7 +58,8 @@ class Nvdla:
     ``write(reg, value)`` / ``read(reg)`` take a byte address (int) or a trace-style register
     name (``"NVDLA_SDP.D_OP_ENABLE_0"``); values are 32-bit unsigned ints. ``mem`` is the primary
     memory (``verif.model.memory.Memory``, ``cfg.mem_address_width`` bits unless ``mem`` is
-    given). ``intr`` is the level of ``dla_intr``.
+    given), ``cv_mem`` the secondary one when cfg.secondary_memif (None otherwise); each DMA
+    engine uses the one its ``*_RAM_TYPE`` field names (:func:`verif.model.memory.ram`). ``intr`` is the level of ``dla_intr``.
 
     Raises ``RegisterAccessError`` for a bad register or value, TypeError for a register that is
     neither int nor str or a value that is not an int, and
@@ -66,10 +67,15 @@ class Nvdla:
     programming guide.
     """
 
-    def __init__(self, cfg: NvdlaConfig = NV_SMALL, mem: Memory | None = None):
+    def __init__(self, cfg: NvdlaConfig = NV_SMALL, mem: Memory | None = None,
+                 cv_mem: Memory | None = None):
         from verif.model import cdp, conv, pdp, sdp   # unit models
         self.cfg = cfg
         self.mem = mem if mem is not None else Memory(address_width=cfg.mem_address_width)
+        #: the secondary memory (behind CVIF) when cfg.secondary_memif, else None
+        self.cv_mem = None
+        if cfg.secondary_memif:
+            self.cv_mem = cv_mem if cv_mem is not None else Memory(address_width=cfg.mem_address_width)
         self.units = {u.name: UnitRegs(u) for u in REGMAP.units if u.name in cfg.units()}
         self.glb = self.units["GLB"]
         self.intr_status = 0
@@ -79,10 +85,10 @@ class Nvdla:
         self.sdp_rdma_wedged: str | None = None
         self.cdma = self.units["CDMA"]
         self.cdma.hw_fields["FLUSH_DONE"] = 1
-        self.conv = conv.ConvCore(cfg, self.mem)
-        self.sdp = sdp.SdpCore(cfg, self.mem)
-        self.pdp = pdp.PdpCore(cfg, self.mem) if cfg.pdp else None
-        self.cdp = cdp.CdpCore(cfg, self.mem) if cfg.cdp else None
+        self.conv = conv.ConvCore(cfg, self.mem, self.cv_mem)
+        self.sdp = sdp.SdpCore(cfg, self.mem, self.cv_mem)
+        self.pdp = pdp.PdpCore(cfg, self.mem, self.cv_mem) if cfg.pdp else None
+        self.cdp = cdp.CdpCore(cfg, self.mem, self.cv_mem) if cfg.cdp else None
         self._intr_reg = REGMAP.lookup("NVDLA_GLB.S_INTR_STATUS_0").reg
         self._intr_bits, self._intr_mask_bits = self._glb_intr_bits()
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from verif.model.memory import ram
 from verif.model.formats import (ModelConfigError, cube_addresses, flying_cube, read_cube,
                                  warn_limitation)
 
@@ -146,8 +147,9 @@ class PdpCore:
     WDMA (D_DST_*), whole atoms of ``cfg.memory_atomic`` channels.
     """
 
-    def __init__(self, cfg, mem):
-        self.cfg, self.mem = cfg, mem
+    def __init__(self, cfg, mem, cv_mem=None):
+        # cv_mem: the secondary memory (CVIF) or None (verif.model.memory.ram)
+        self.cfg, self.mem, self.cv_mem = cfg, mem, cv_mem
 
     # ---- programming-guide limitations --------------------------------------------------
     def _geometry(self, pdp):
@@ -367,7 +369,8 @@ class PdpCore:
                 raise ModelConfigError("PDP_RDMA.D_OPERATION_MODE_CFG.SPLIT_NUM differs from PDP's SPLIT_NUM")
             base = rdma.addr("D_SRC_BASE_ADDR_HIGH", "D_SRC_BASE_ADDR_LOW")
             ls, ss = rdma.reg("D_SRC_LINE_STRIDE"), rdma.reg("D_SRC_SURFACE_STRIDE")
-            x = read_cube(self.mem, base, w, h, cp, ls, ss, atom).view(np.int8).astype(np.int64)
+            src_mem = ram(self.mem, self.cv_mem, rdma.f("SRC_RAM_TYPE"))
+            x = read_cube(src_mem, base, w, h, cp, ls, ss, atom).view(np.int8).astype(np.int64)
         pads = [pdp.reg(f"D_POOLING_PADDING_VALUE_{i}_CFG") & 0x7FFFF for i in range(1, 8)]
         method = g["method"]
 
@@ -388,7 +391,7 @@ class PdpCore:
             # first|mid_in_width): then a later band's first windows start left of column 0
             # and NVIDIA's RDMA reads the memory there (base + column * atom, column < 0) as
             # data where the unsplit pooling has padding (checked by _check_split).
-            out = np.concatenate([pool(read_cube(self.mem, (base + c0 * atom) % (1 << 64), n, h,
+            out = np.concatenate([pool(read_cube(src_mem, (base + c0 * atom) % (1 << 64), n, h,
                                                  cp, ls, ss, atom).view(np.int8).astype(np.int64),
                                        pl, pr, ow)
                                   for c0, n, pl, pr, ow in self._band_reads(pdp, g)], axis=2)
@@ -397,4 +400,4 @@ class PdpCore:
         dst = pdp.addr("D_DST_BASE_ADDR_HIGH", "D_DST_BASE_ADDR_LOW")
         addrs = cube_addresses(dst, g["ow"], g["oh"], cp, pdp.reg("D_DST_LINE_STRIDE"),
                                pdp.reg("D_DST_SURFACE_STRIDE"), atom)
-        self.mem.scatter(addrs, out & 0xFF)
+        ram(self.mem, self.cv_mem, pdp.f("DST_RAM_TYPE")).scatter(addrs, out & 0xFF)

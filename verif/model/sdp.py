@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from verif.model.memory import ram
 from verif.model.formats import (ModelConfigError, cube_addresses, flying_cube, read_cube, saturate,
                                  warn_limitation)
 from verif.model.lut import EXPONENT, LINEAR, LutParams, sext, slope_and_priority_fields
@@ -429,8 +430,9 @@ class SdpCore:
     and returns None.
     """
 
-    def __init__(self, cfg, mem):
-        self.cfg, self.mem = cfg, mem
+    def __init__(self, cfg, mem, cv_mem=None):
+        # cv_mem: the secondary memory (CVIF) or None (verif.model.memory.ram)
+        self.cfg, self.mem, self.cv_mem = cfg, mem, cv_mem
         self.lut_le = np.zeros(LE_ENTRIES, np.int64)   # 16-bit signed entries
         self.lut_lo = np.zeros(LO_ENTRIES, np.int64)
         self.lut_addr = 0
@@ -558,11 +560,13 @@ class SdpCore:
         else:
             addr = (base + np.arange(c, dtype=np.int64) * bpe)[:, None, None]
 
+        mem = ram(self.mem, self.cv_mem, rdma.f(f"{dma}_RAM_TYPE"))
+
         def comp(k):
             a0 = addr + k * bpc
-            v = self.mem.gather(a0).astype(np.int64)
+            v = mem.gather(a0).astype(np.int64)
             if bpc == 2:
-                v = v | (self.mem.gather(a0 + 1).astype(np.int64) << 8)
+                v = v | (mem.gather(a0 + 1).astype(np.int64) << 8)
                 return sign_extend(v, 16)
             return sign_extend(v, 8)
 
@@ -715,7 +719,8 @@ class SdpCore:
                     f"SDP_RDMA.D_DATA_CUBE_* {rw}x{rh}x{rc} differ from SDP.D_DATA_CUBE_* {w}x{h}x{c}")
             base = rdma.addr("D_SRC_BASE_ADDR_HIGH", "D_SRC_BASE_ADDR_LOW")
             src_surf = atom if one_by_one(w, h) else rdma.reg("D_SRC_SURFACE_STRIDE")
-            x = read_cube(self.mem, base, w, h, cp, rdma.reg("D_SRC_LINE_STRIDE"),
+            x = read_cube(ram(self.mem, self.cv_mem, rdma.f("SRC_RAM_TYPE")), base, w, h, cp,
+                          rdma.reg("D_SRC_LINE_STRIDE"),
                           src_surf, atom).view(np.int8).astype(np.int64)
 
         self.lut_stats = dict.fromkeys(SDP_LUT_PERF_FIELDS, 0)
@@ -763,7 +768,7 @@ class SdpCore:
         # values for the atom's padding lanes)
         dst_surf = atom if one_by_one(w, h) else sdp.reg("D_DST_SURFACE_STRIDE")
         addrs = cube_addresses(dst, w, h, cp, sdp.reg("D_DST_LINE_STRIDE"), dst_surf, atom)
-        self.mem.scatter(addrs, out & 0xFF)
+        ram(self.mem, self.cv_mem, sdp.f("DST_RAM_TYPE")).scatter(addrs, out & 0xFF)
         return None
 
     @staticmethod

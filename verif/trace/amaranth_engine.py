@@ -29,6 +29,8 @@ simulation each), or :func:`play_on_amaranth` to play one trace.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from amaranth.sim import Simulator
 
 from hdl.config import NvdlaConfig
@@ -40,11 +42,12 @@ from verif.trace.engine_common import SimEngineBase
 from verif.trace.player import TraceFailure, TraceResult, play
 
 DBB = "nvdla_core2dbb_"
+CVSRAM = "nvdla_core2cvsram_"
 PERIOD = 1e-8      # seconds (the simulated clock; only cycles matter)
 
 
-def _port(dut, name: str):
-    return getattr(dut, DBB + port_name(name))
+def _port(dut, name: str, prefix: str = DBB):
+    return getattr(dut, prefix + port_name(name))
 
 
 class AmaranthEngine(SimEngineBase):
@@ -64,6 +67,11 @@ class AmaranthEngine(SimEngineBase):
         self.mem = SparseMemory(self.address_width)
         self.axi = AxiSlaveCore(self.mem, dut.cfg.primary_memif_width // 8, timing,
                                 ids=our_ids(dut.cfg))
+        if dut.cfg.secondary_memif:
+            # the CV SRAM behind CVIF: its own memory, same timing profile (another seed)
+            self.cv_mem = SparseMemory(self.address_width)
+            self.cv_axi = AxiSlaveCore(self.cv_mem, dut.cfg.secondary_memif_width // 8,
+                                       replace(timing, seed=timing.seed + 1), ids=our_ids(dut.cfg))
         self.csb_mon = CsbMonitor()
         self.ctx = None
         self._cycle = 0
@@ -74,18 +82,24 @@ class AmaranthEngine(SimEngineBase):
 
     # ---- simulator processes ---------------------------------------------------------------------
     async def axi_testbench(self, ctx) -> None:
-        """Background testbench: the AXI slave core, once per cycle after each edge."""
-        core, dut = self.axi, self.dut
-        get = {n: (lambda s=_port(dut, n): ctx.get(s)) for n in MASTER_OUTPUTS}
-        put = {n: _port(dut, n) for n in SLAVE_INPUTS}
-        for n, v in core.out.items():
-            ctx.set(put[n], v)
+        """Background testbench: the AXI slave cores (DBB, and CV SRAM when the configuration
+        has it), once per cycle after each edge."""
+        dut = self.dut
+        ports = [(self.axi, DBB)] + ([(self.cv_axi, CVSRAM)] if self.cv_axi is not None else [])
+        sides = []
+        for core, prefix in ports:
+            get = {n: (lambda s=_port(dut, n, prefix): ctx.get(s)) for n in MASTER_OUTPUTS}
+            put = {n: _port(dut, n, prefix) for n in SLAVE_INPUTS}
+            for n, v in core.out.items():
+                ctx.set(put[n], v)
+            sides.append((core, get, put))
         while True:
             await ctx.tick()
-            for n, v in core.drive(get):
-                ctx.set(put[n], v)
-            if core.needs_settle:
-                core.settle(get)
+            for core, get, put in sides:
+                for n, v in core.drive(get):
+                    ctx.set(put[n], v)
+                if core.needs_settle:
+                    core.settle(get)
 
     # ---- time ---------------------------------------------------------------------------------------
     @property
@@ -257,9 +271,11 @@ def play_on_amaranth(trace, cfg: NvdlaConfig, *, timing: MemTiming = MemTiming()
     eng = simulate(cfg, bench, timing=timing, csb_period=csb_period)
     res = out["res"]
     eng.csb_mon.check_idle(eng.cycle)
-    if eng.axi.monitor is not None:
-        eng.axi.monitor.check_idle(eng.cycle)
-    err = eng.axi.error or eng.csb_mon.error
+    for axi in (eng.axi, eng.cv_axi):
+        if axi is not None and axi.monitor is not None:
+            axi.monitor.check_idle(eng.cycle)
+    err = (eng.axi.error or (eng.cv_axi.error and f"CV SRAM port: {eng.cv_axi.error}" if eng.cv_axi else None)
+           or eng.csb_mon.error)
     if err and err not in res.message:
         res.message = f"protocol error: {err}" + (f"; {res.message}" if res.message else "")
         res.status = "FAIL"

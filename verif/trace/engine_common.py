@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from hdl.regmap import REGMAP
-from verif.trace.player import TraceFailure
+from verif.trace.player import TraceFailure, memory_of
 
 
 @lru_cache(maxsize=None)
@@ -42,29 +42,40 @@ class SimEngineBase:
     :class:`verif.mem.SparseMemory`), ``axi`` (an object with an ``error`` attribute: the AXI slave
     core or its adapter; may be None before start), ``cycle`` and ``reg_read``.
 
-    The player's ``mem_*`` calls go straight into ``mem`` (no AXI traffic, no simulated time).
+    With the secondary memory interface (``nvdla_core2cvsram``) the subclass also sets
+    ``cv_mem`` and ``cv_axi``: the memory and AXI slave behind that port (None otherwise).
+
+    The player's ``mem_*`` calls go straight into ``mem`` or ``cv_mem`` (``pri_mem`` /
+    ``sec_mem``; no AXI traffic, no simulated time).
     """
 
     mem = None
     axi = None
+    cv_mem = None
+    cv_axi = None
 
     def _check_error(self) -> None:
-        """Raise TraceFailure when the AXI slave (or its monitor) or the CSB monitor
+        """Raise TraceFailure when an AXI slave (or its monitor) or the CSB monitor
         (``csb_mon``, optional) recorded a protocol error."""
-        if self.axi is not None and self.axi.error:
-            raise TraceFailure(f"protocol error (seen at cycle {self.cycle}): {self.axi.error}")
+        for port, axi in (("", self.axi), ("CV SRAM port: ", self.cv_axi)):
+            if axi is not None and axi.error:
+                raise TraceFailure(f"protocol error (seen at cycle {self.cycle}): {port}{axi.error}")
         mon = getattr(self, "csb_mon", None)
         if mon is not None and mon.error:
             raise TraceFailure(f"protocol error (seen at cycle {self.cycle}): {mon.error}")
 
-    async def mem_write(self, addr: int, data: bytes) -> None:
-        self.mem.write(addr, data)
+    def _mem(self, mem: str):
+        cfg = getattr(self, "cfg", None)
+        return memory_of(mem, self.mem, self.cv_mem, getattr(cfg, "name", ""))
 
-    async def mem_fill(self, addr: int, size: int, value: int) -> None:
-        self.mem.fill(addr, size, value)
+    async def mem_write(self, addr: int, data: bytes, mem: str = "pri_mem") -> None:
+        self._mem(mem).write(addr, data)
 
-    async def mem_read(self, addr: int, size: int) -> bytes:
-        return self.mem.read_bytes(addr, size)
+    async def mem_fill(self, addr: int, size: int, value: int, mem: str = "pri_mem") -> None:
+        self._mem(mem).fill(addr, size, value)
+
+    async def mem_read(self, addr: int, size: int, mem: str = "pri_mem") -> bytes:
+        return self._mem(mem).read_bytes(addr, size)
 
     async def busy_units(self) -> list[str]:
         return await busy_units(self.reg_read)

@@ -119,6 +119,22 @@ _ARITY = {"reg_write": 2, "poll_reg_equal": 2, "intr_notify": 2, "check_crc": 5,
           "check_nothing": 1, "mem_init": 4, "mem_load": 3, "sync_notify": 2, "sync_wait": 2}
 
 
+#: the memories of NVIDIA's trace format: primary (MCIF, DBB) and secondary (CVIF, CV SRAM)
+MEMORIES = ("pri_mem", "sec_mem")
+
+
+def _mem_name(text: str, where: str) -> str:
+    """A memory name of ``mem_init``/``mem_load``/``check_crc`` (``MEMORIES``; ``1``, which
+    NVIDIA's nv_small traces write in ``check_crc``, is ``pri_mem``: NVIDIA's Verilator flow,
+    verif/verilator/new_trace_to_verilator.py, accepts only memory type "1", its one memory);
+    raises TraceSyntaxError (``file:line``) for anything else."""
+    if text == "1":
+        return "pri_mem"
+    if text not in MEMORIES:
+        raise TraceSyntaxError(f"{where}: memory {text!r} is not one of {', '.join(MEMORIES)}")
+    return text
+
+
 def _int(text: str, where: str, what: str, lo: int = 0, hi: int | None = None) -> int:
     """``text`` as an integer (decimal or 0x-hex) in ``[lo, hi]``; TraceSyntaxError otherwise."""
     try:
@@ -163,7 +179,7 @@ def parse_line(text: str, file: str, line: int) -> Command | None:
             raise TraceSyntaxError(f"{where}: interrupt id {intr!r} is not <UNIT>_<group 0|1>")
         a = {"unit": m2.group(1).upper(), "group": int(m2.group(2)), "sync": args[1]}
     elif kind == "check_crc":
-        a = {"sync": args[0], "mem": args[1], "base": _int(args[2], where, "base"),
+        a = {"sync": args[0], "mem": _mem_name(args[1], where), "base": _int(args[2], where, "base"),
              "size": _int(args[3], where, "size", 0, MAX_REGION_BYTES),
              "crc": _int(args[4], where, "crc", 0, WORD_MAX)}
     elif kind == "check_nothing":
@@ -173,13 +189,14 @@ def parse_line(text: str, file: str, line: int) -> Command | None:
     elif kind == "mem_init":
         if args[3] != "ALL_ZERO":
             raise TraceSyntaxError(f"{where}: mem_init pattern {args[3]!r} is not supported (ALL_ZERO is)")
-        a = {"mem": args[0], "base": _int(args[1], where, "base"),
+        a = {"mem": _mem_name(args[0], where), "base": _int(args[1], where, "base"),
              "size": _int(args[2], where, "size", 0, MAX_REGION_BYTES), "pattern": args[3]}
     else:  # mem_load
         fn = args[2]
         if not (len(fn) >= 2 and fn.startswith('"') and fn.endswith('"')):
             raise TraceSyntaxError(f"{where}: mem_load file name must be quoted, got {fn}")
-        a = {"mem": args[0], "base": _int(args[1], where, "base"), "file": fn[1:-1]}
+        a = {"mem": _mem_name(args[0], where), "base": _int(args[1], where, "base"),
+             "file": fn[1:-1]}
     return Command(kind, a, file, line)
 
 

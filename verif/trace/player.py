@@ -35,6 +35,9 @@ class Engine(Protocol):
     ``reg_write`` (the kick-off cycle for cycle counts).
     ``wait_intr(max_cycles)`` returns True once ``dla_intr`` is high, False after ``max_cycles``.
     ``busy_units()`` names the units whose status shows a busy register group.
+    ``mem`` names the trace's memory: ``pri_mem`` (behind MCIF, ``nvdla_core2dbb``) or
+    ``sec_mem`` (behind CVIF, ``nvdla_core2cvsram``; an engine of a configuration without the
+    secondary memory interface raises TraceFailure for it, see :func:`memory_of`).
     An engine may set ``address_width`` (bits of its memory address space; ``play`` assumes 32
     otherwise) so that trace regions outside it are rejected before anything runs.
     """
@@ -42,9 +45,9 @@ class Engine(Protocol):
 
     @property
     def cycle(self) -> int | None: ...
-    async def mem_write(self, addr: int, data: bytes) -> None: ...
-    async def mem_fill(self, addr: int, size: int, value: int) -> None: ...
-    async def mem_read(self, addr: int, size: int) -> bytes: ...
+    async def mem_write(self, addr: int, data: bytes, mem: str = "pri_mem") -> None: ...
+    async def mem_fill(self, addr: int, size: int, value: int, mem: str = "pri_mem") -> None: ...
+    async def mem_read(self, addr: int, size: int, mem: str = "pri_mem") -> bytes: ...
     async def reg_write(self, addr: int, value: int) -> None: ...
     async def reg_read(self, addr: int) -> int: ...
     async def wait_intr(self, max_cycles: int) -> bool: ...
@@ -80,6 +83,21 @@ class TraceResult:
 
 class TraceFailure(Exception):
     """A trace failed: the message says where and why (timeout, unexpected interrupt, ...)."""
+
+
+def memory_of(mem: str, primary, secondary, config_name: str = ""):
+    """The engine memory a trace's memory name stands for: ``primary`` for ``pri_mem``,
+    ``secondary`` for ``sec_mem``. Raises TraceFailure for ``sec_mem`` when ``secondary`` is None
+    (the configuration has no secondary memory interface) and ValueError for another name (the
+    parser admits only these two)."""
+    if mem == "pri_mem":
+        return primary
+    if mem == "sec_mem":
+        if secondary is None:
+            raise TraceFailure(f"the trace uses sec_mem, but configuration {config_name or '?'} "
+                               "has no secondary memory interface (secondary_memif)")
+        return secondary
+    raise ValueError(f"unknown trace memory {mem!r} (pri_mem or sec_mem)")
 
 
 class Player:
@@ -200,13 +218,13 @@ class Player:
             self.current = c
             a = c.args
             if c.kind == "mem_init":
-                await eng.mem_fill(a["base"], a["size"], 0)
+                await eng.mem_fill(a["base"], a["size"], 0, mem=a["mem"])
             elif c.kind == "mem_load":
                 runs = self.images.get(a["file"])
                 if runs is None:
                     runs = load_dat(self.trace.directory / a["file"])
                 for off, data in runs:
-                    await eng.mem_write(a["base"] + off, data)
+                    await eng.mem_write(a["base"] + off, data, mem=a["mem"])
             elif c.kind == "reg_write":
                 await eng.reg_write(a["reg"].addr, a["value"])
                 if c.is_kickoff:
@@ -235,7 +253,7 @@ class Player:
             elif c.kind in ("check_crc", "check_nothing"):
                 await self._wait_sync(a["sync"], c.where)
                 if c.kind == "check_crc":
-                    data = await eng.mem_read(a["base"], a["size"])
+                    data = await eng.mem_read(a["base"], a["size"], mem=a["mem"])
                     self.checks.append(CheckResult(c.where, a["base"], a["size"], a["crc"],
                                                    zlib.crc32(data) & 0xFFFFFFFF, data))
 

@@ -10,7 +10,9 @@ Pieces (all on NVIDIA's NV_nvdla ports):
   counters/error (:class:`sim.tb.simmem.SimAxi`). ``python`` - the reference: the sparse
   memory :class:`verif.mem.SparseMemory` served by :class:`AxiResponder`. Addresses wrap at the
   width of ``nvdla_core2dbb_ar_araddr`` in both; ``mem_write``/``mem_fill``/``mem_read`` of the
-  player go straight into the memory (no AXI traffic, no simulated time).
+  player go straight into the memory (no AXI traffic, no simulated time). The secondary memory
+  (``sec_mem``, on ``nvdla_core2cvsram_*`` when the DUT has that port) is always a Python
+  :class:`AxiResponder` with its own sparse memory, same timing profile (seed + 1) and monitor.
 * :class:`AxiResponder` (``memory="python"``) - the cocotb adapter of the shared AXI4 slave core
   (:class:`verif.axi_slave.AxiSlaveCore`, timing profiles :class:`verif.axi_slave.MemTiming`:
   ``nvidia`` by default, i.e. read data 32 cycles after the request is taken, one request
@@ -47,6 +49,8 @@ Pieces (all on NVIDIA's NV_nvdla ports):
   ``S_STATUS``; ``address_width`` is the AXI address width in bits.
 """
 from __future__ import annotations
+
+from dataclasses import replace
 
 import cocotb
 from cocotb.clock import Clock
@@ -217,6 +221,11 @@ class RtlEngine(SimEngineBase):
             self.mem = SimMemory(self._simlib, self.address_width)
         else:
             self.mem = SparseMemory(self.address_width)
+        #: the secondary memory (``sec_mem``) behind ``nvdla_core2cvsram_*`` when the DUT has
+        #: that port: always the Python responder (AxiResponder), whatever ``memory`` says
+        self.has_cv = hasattr(dut, "nvdla_core2cvsram_ar_arvalid")
+        if self.has_cv:
+            self.cv_mem = SparseMemory(self.address_width)
         self._t0_step: int | None = None
         self._started = False
         # CSB
@@ -293,11 +302,7 @@ class RtlEngine(SimEngineBase):
             name = f"nvdla_pwrbus_ram_{n}_pd"
             if hasattr(dut, name):
                 getattr(dut, name).value = 0
-        # secondary memory interface (absent on nv_small): never accept anything
-        if hasattr(dut, "nvdla_core2cvsram_ar_arready"):
-            for ch, sig in (("aw", "awready"), ("w", "wready"), ("ar", "arready"),
-                            ("b", "bvalid"), ("r", "rvalid")):
-                getattr(dut, f"nvdla_core2cvsram_{ch}_{sig}").value = 0
+        # the secondary memory interface (absent on nv_small): created below
         self.c_valid.set(0)
         self.c_addr.set(0)
         self.c_wdat.set(0)
@@ -319,6 +324,12 @@ class RtlEngine(SimEngineBase):
             self.axi = AxiResponder(dut, "nvdla_core2dbb", self.clk, self.mem, self.timing,
                                     self._period_steps, ids=self.axi_ids, monitor=self.monitors)
             self.axi.drive_idle()
+        if self.has_cv:
+            # the CV SRAM: same timing profile, its own random stream (another seed)
+            self.cv_axi = AxiResponder(dut, "nvdla_core2cvsram", self.clk, self.cv_mem,
+                                       replace(self.timing, seed=self.timing.seed + 1),
+                                       self._period_steps, ids=self.axi_ids, monitor=self.monitors)
+            self.cv_axi.drive_idle()
         self._started = True
         cocotb.start_soon(self._csb_watch())
         await self.reset()
@@ -358,6 +369,12 @@ class RtlEngine(SimEngineBase):
                 self.mem = SparseMemory(self.address_width)
             self.axi.core.reset(self.mem, keep_error=mid_layer)
             self.axi.drive_quiet()
+        if self.has_cv:
+            self.cv_axi.stop()
+            if not mid_layer:
+                self.cv_mem = SparseMemory(self.address_width)
+            self.cv_axi.core.reset(self.cv_mem, keep_error=mid_layer)
+            self.cv_axi.drive_quiet()
         await self._fall
         dut.dla_reset_rstn.value = 0
         dut.direct_reset_.value = 0
@@ -372,6 +389,13 @@ class RtlEngine(SimEngineBase):
         if still and mon is not None and mon.error is None:
             mon.error = (f"AXI at the end of a {self.reset_cycles}-cycle reset: the DUT still "
                          f"drives {', '.join(still)}")
+        if self.has_cv:
+            cv_mon = self.cv_axi.core.monitor
+            still = self.cv_axi.valids()
+            if still and cv_mon is not None and cv_mon.error is None:
+                cv_mon.error = (f"AXI at the end of a {self.reset_cycles}-cycle reset: the DUT "
+                                f"still drives {', '.join(still)}")
+            self.cv_axi.drive_idle()
         if not sim:
             self.axi.drive_idle()
         dut.dla_reset_rstn.value = 1
@@ -386,6 +410,10 @@ class RtlEngine(SimEngineBase):
             self.axi.start(self.mem, keep_error=mid_layer)
         if mon is not None:
             mon.quiet = mid_layer
+        if self.has_cv:
+            self.cv_axi.start(self.cv_mem, keep_error=mid_layer)
+            if self.cv_axi.core.monitor is not None:
+                self.cv_axi.core.monitor.quiet = mid_layer
         self.csb_mon.reset(keep_error=mid_layer)
         self.csb_reads = self.csb_writes = 0
         await self.wait_cycles(self.post_reset_cycles)
@@ -418,7 +446,12 @@ class RtlEngine(SimEngineBase):
         mon = self.axi.core.monitor
         if mon is not None:
             mon.check_idle(self.cycle)
-        return self.axi.error or self.csb_mon.error
+        cv_err = None
+        if self.cv_axi is not None:
+            if self.cv_axi.core.monitor is not None:
+                self.cv_axi.core.monitor.check_idle(self.cycle)
+            cv_err = self.cv_axi.error and f"CV SRAM port: {self.cv_axi.error}"
+        return self.axi.error or cv_err or self.csb_mon.error
 
     # ---- CSB --------------------------------------------------------------------------------
     async def _csb_watch(self) -> None:
