@@ -172,16 +172,22 @@ def test_generator_error_when_the_model_rejects_a_legal_program(tmp_path):
 #: random programs pack the last channel block as often as not (issue 30)
 WIDE_CI_SEEDS = {"dc": (1000, 1001, 1002, 1003), "sdp": (1000,), "pdp": (1000,), "cdp": (1000,),
                  "img": (1000, 1017)}   # img: 4- and 2-line post-extension, 8- and 12-byte lines
+#: seeds per layer type played on nv_small_256_full: its secondary memory interface (CVIF), every
+#: surface in either memory (verif.gen.common.spread_over_memories)
+CVIF_CI_SEEDS = {"dc": (1000, 1001), "sdp": (1000, 1001), "pdp": (1000,), "cdp": (1000,),
+                 "img": (1000,)}
 RTL_CI_CASES = ([("nv_small", k, s) for k, s in CI_SEEDS.items()]
-                + [("nv_small_256", k, s) for k, s in WIDE_CI_SEEDS.items()])
+                + [("nv_small_256", k, s) for k, s in WIDE_CI_SEEDS.items()]
+                + [("nv_small_256_full", k, s) for k, s in CVIF_CI_SEEDS.items()])
 
 
 @pytest.mark.rtl
 @needs_verilator
 @pytest.mark.parametrize("config, kind, seeds", RTL_CI_CASES, ids=lambda v: v if isinstance(v, str) else "")
 def test_rtl_fixed_seeds(config, kind, seeds, tmp_path):
-    """A few programs per layer type on the RTL of nv_small and nv_small_256 (random memory
-    profile, seed 1): those the model completes write exactly the model's bytes; those it
+    """A few programs per layer type on the RTL of nv_small, nv_small_256 and
+    nv_small_256_full (random memory profile, seed 1): those the model completes write exactly
+    the model's bytes (in both memories with CVIF); those it
     rejects (operand DMAs that NVIDIA's RTL never finishes, issue 36 item 1) fail on the cycle
     budget naming the busy units, never with a result."""
     from hdl.config import get_config

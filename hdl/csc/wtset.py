@@ -113,25 +113,37 @@ class WtCollect(wiring.Component):
 
 class WtUnpack(Map):
     """Register stage: aligned bytes -> ``wt[k][c]`` = byte ``k*cw + c`` for ``k < kg`` and
-    ``c < cw``, 0 elsewhere (format.rst: a set is kg kernels of cw bytes, kernel-major)."""
+    ``c < cw``, 0 elsewhere (format.rst: a set is kg kernels of cw bytes, kernel-major).
+
+    Each output byte picks one of its ``atomic_c - c`` candidates (``cw`` = c+1 .. atomic_c) by
+    one variable word select: a ``atomic_c``-way byte multiplexer, ``atomic_k * atomic_c`` of
+    them. (Written as a ``Switch`` on ``cw`` per byte, the same multiplexers took 386 s and
+    2.4 GB of Python to elaborate at atomic C 64 x atomic K 16 and did not finish at nv_large's
+    64 x 32; as word selects, seconds.)"""
 
     def __init__(self, atomic_c: int, atomic_k: int, i_layout):
         ac, ak = atomic_c, atomic_k
 
         def fn(m, p):
             out = []
+            # the fields as signals of their own: a byte is then an 8-bit slice of a signal
+            # (slicing the view's nested slices copies the whole set for every byte)
+            nbytes = ak * ac
+            raw, cw, kg = Signal(8 * nbytes), Signal.like(p.cw), Signal.like(p.kg)
+            m.d.comb += [raw.eq(p.bytes), cw.eq(p.cw), kg.eq(p.kg)]
             for k in range(ak):
                 row = []
                 for c in range(ac):
-                    v = Signal(8, name=f"w{k}_{c}")
-                    with m.Switch(p.cw):
-                        for cwv in range(c + 1, ac + 1):
-                            if k * cwv + c < ak * ac:
-                                with m.Case(cwv):
-                                    m.d.comb += v.eq(p.bytes[k * cwv + c])
-                        with m.Default():                 # channel c past the set's cw
-                            m.d.comb += v.eq(0)
-                    row.append(v & (p.kg > k).replicate(8))
+                    # candidate j: the byte when cw = c + 1 + j (0 where it lies past the set)
+                    cands = [raw[8 * (k * cwv + c):8 * (k * cwv + c + 1)]
+                             if k * cwv + c < nbytes else Const(0, 8)
+                             for cwv in range(c + 1, ac + 1)]
+                    if len(cands) == 1:
+                        pick = cands[0]
+                    else:
+                        pick = Cat(*cands).word_select((cw - (c + 1))[:len(cw)], 8)
+                    # channel c past the set's cw, kernel k past kg: 0
+                    row.append(Mux((cw > c) & (kg > k), pick, 0))
                 out.append(Cat(*row))
             return Cat(*out)
         super().__init__(i_layout, wt_layout(atomic_c, atomic_k), fn)

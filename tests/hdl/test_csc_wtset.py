@@ -10,7 +10,7 @@ import random
 import pytest
 
 from hdl.config import NV_SMALL
-from hdl.csc.wtset import WtCollect, set_entries
+from hdl.csc.wtset import WtCollect, WtUnpack, aligned_set_layout, set_entries
 from streams import as_bits, simulate_streams, stream_get, stream_put
 
 AC, AK = NV_SMALL.mac_atomic_c, NV_SMALL.mac_atomic_k
@@ -74,3 +74,34 @@ def test_collect_full_rate():
     sets, items = _run(7, 40, p_in=0.0, p_out=0.0, stamps=stamps)
     ends = [i for i, it in enumerate(items) if it["tag"]["set_last"]]
     assert [t - stamps[0] for t in stamps] == [e - ends[0] for e in ends]
+
+
+@pytest.mark.parametrize("ac,ak", [(NV_SMALL.mac_atomic_c, NV_SMALL.mac_atomic_k), (64, 16)])
+def test_unpack_random(ac, ak):
+    """WtUnpack: ``wt[k][c]`` = set byte ``k*cw + c`` for k < kg and c < cw, else 0 (format.rst
+    "Basic Weight for Direct Convolution": kg kernels of cw bytes, kernel-major), at nv_small's
+    geometry and nv_medium_512's (atomic C 64, atomic K 16), under random stalls."""
+    rng = random.Random(ac * 100 + ak)
+    lay = aligned_set_layout(ac, ak)
+    dut = WtUnpack(ac, ak, lay)
+    sets = []
+    for _ in range(40):
+        kg, cw = rng.randint(1, ak), rng.randint(1, ac)
+        if rng.random() < 0.2:
+            kg, cw = ak, ac
+        sets.append((kg, cw, [rng.randrange(256) for _ in range(ak * ac)]))
+    got = []
+
+    async def producer(ctx):
+        await stream_put(ctx, dut.i, [lay.const({"bytes": b, "kg": kg, "cw": cw})
+                                      for kg, cw, b in sets], rng=rng)
+
+    async def consumer(ctx):
+        got.extend(await stream_get(ctx, dut.o, len(sets), rng=random.Random(5)))
+
+    simulate_streams(dut, [producer], [consumer], [("i", dut.i), ("o", dut.o)])
+    for idx, ((kg, cw, b), out) in enumerate(zip(sets, got)):
+        raw = as_bits(out).to_bytes(ak * ac, "little")
+        want = bytes(b[k * cw + c] if k < kg and c < cw else 0
+                     for k in range(ak) for c in range(ac))
+        assert raw == want, f"set {idx}: kg={kg} cw={cw}"
