@@ -103,6 +103,7 @@ class FirmwareHost:
         #: what the program does now (its last NOTE)
         self.context = "runtime: loading the loadable (before the first task)"
         self.firmware_errors: list[str] = []
+        self.task_errors: list[str] = []     # the firmware's error messages in this task
         self.problems: list[str] = []        # check failures (the run goes on)
         self.stats = Counter()
         self.kicks = Counter()               # unit -> D_OP_ENABLE writes with bit 0 (this task)
@@ -183,9 +184,11 @@ class FirmwareHost:
             text = req.payload.decode(errors="replace")
             if req.a >= 3:
                 self.firmware_errors.append(f"{self.context}: {text}")
+                self.task_errors.append(text)
             return 0, b""
         if op == P.DONE:
-            await self._task_done(req.a, req.b - (1 << 64) if req.b >> 63 else req.b)
+            await self._task_done(req.a, req.b - (1 << 64) if req.b >> 63 else req.b,
+                                  req.payload.decode(errors="replace"))
             return 0, b""
         if op == P.HELLO:
             if req.a != P.VERSION:
@@ -238,14 +241,19 @@ class FirmwareHost:
                 await eng.wait_cycles(1)
         self.last_intr = eng.cycle
 
-    async def _task_done(self, task_id: int, err: int) -> None:
-        """End of a task: the firmware's return code, pending interrupts, kick-offs against
-        done interrupts."""
+    async def _task_done(self, task_id: int, err: int, phase: str = "") -> None:
+        """End of a task: the firmware's return code (``phase``: the firmware call that
+        failed), pending interrupts, kick-offs against done interrupts."""
         eng = self.engine
         self.stats["tasks"] += 1
         self.tasks_done.append((task_id, err))
         if err:
-            self.problems.append(f"task {task_id}: the firmware returned {err} ({self.context})")
+            said = f" (firmware: {' / '.join(self.task_errors)})" if self.task_errors else ""
+            self.problems.append(f"task {task_id}: {phase or 'the firmware'} returned {err}{said}")
+        elif self.task_errors:
+            self.problems.append(f"task {task_id}: completed, but the firmware reported errors: "
+                                 + " / ".join(self.task_errors))
+        self.task_errors = []
         pending = await eng.reg_read(GLB_INTR_STATUS.addr)
         if pending:
             names = [f.name for f in GLB_INTR_STATUS.reg.fields if (pending >> f.lsb) & 1]
@@ -269,12 +277,16 @@ class FirmwareHost:
         self.dones.clear()
 
 
-def _tail(log: Path, n: int = 6) -> str:
+def _tail(log: Path, n: int = 6, words=("error", "fail", "nvdla-sw"), first: bool = False) -> str:
+    """The last ``n`` lines of ``log`` holding one of ``words`` (else its last lines);
+    ``first``: the first ``n`` such lines that are not NVIDIA's "propagating" trail."""
     try:
         lines = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
     except OSError:
         return ""
-    keep = [ln for ln in lines if any(w in ln.lower() for w in ("error", "fail", "nvdla-sw"))]
+    keep = [ln for ln in lines if any(w in ln.lower() for w in words)]
+    if first:
+        return " | ".join([ln for ln in keep if "propagating" not in ln][:n])
     return " | ".join((keep or lines)[-n:])
 
 
@@ -338,16 +350,20 @@ async def run_program(engine, program: Path, loadable: Path, workdir: Path, *,
     msgs += host.problems
     if not failure:
         if code < 0:
-            msgs.append(f"the runtime process died of signal {-code} during: {host.context}"
-                        f" (log {log}: {_tail(log)})")
+            try:
+                sig = signal.Signals(-code).name
+            except ValueError:
+                sig = f"signal {-code}"
+            msgs.append(f"the runtime process died of {sig} during: {host.context}"
+                        f" (log {log}" + (f": {_tail(log)})" if _tail(log) else ")"))
         elif code != 0:
-            msgs.append(f"the runtime exited with status {code} during: {host.context}"
-                        f" (log {log}: {_tail(log)})")
+            msgs.append(f"the runtime exited with status {code} ({host.context}, log {log}: "
+                        f"{_tail(log, 2, ('error',), first=True)})")
         elif not host.tasks_done:
             msgs.append(f"the runtime submitted no DLA task (log {log}: {_tail(log)})")
         elif output is None:
             msgs.append(f"the runtime wrote no {OUTPUT_DIMG} (log {log})")
-    if host.firmware_errors:
-        msgs.append("firmware error messages: " + " / ".join(host.firmware_errors[:5]))
+    if host.task_errors:       # errors of a task that did not finish
+        msgs.append("firmware error messages: " + " / ".join(host.task_errors[:5]))
     return HostOutcome(not msgs, "; ".join(msgs), output, code, stats, cycles, log,
                        host.firmware_errors)

@@ -19,7 +19,8 @@ enum sw_op {
     SW_OP_WAIT_INTR = 6,  /* run the engine until dla_intr */
     SW_OP_NOTE = 7,       /* payload: what the process does now (task and operation) */
     SW_OP_LOG = 8,        /* a: level (2 warning, 3 error), payload: firmware message */
-    SW_OP_DONE = 9,       /* a: task id, b: the firmware's return code (signed) */
+    SW_OP_DONE = 9,       /* a: task id, b: the firmware's return code (signed), payload: the
+                             firmware call that failed (empty on success) */
 };
 
 #define SW_PROTOCOL_VERSION 1

@@ -226,6 +226,7 @@ int32_t sw_device_submit(uint64_t task_id, uint32_t num_addresses, struct sw_add
     struct sw_task task = { task_id, num_addresses, list };
     struct sw_mem **bufs = calloc(num_addresses ? num_addresses : 1, sizeof *bufs);
     uint32_t nbuf, events = 0, complete = 0;
+    char phase[96] = "";
     uint64_t bytes = 0;
     int32_t err;
 
@@ -243,7 +244,7 @@ int32_t sw_device_submit(uint64_t task_id, uint32_t num_addresses, struct sw_add
             (unsigned long long)task_id);
     err = dla_execute_task(engine_context, &task, &sw_config);
     if (err) {
-        sw_note("task %llu: dla_execute_task failed", (unsigned long long)task_id);
+        snprintf(phase, sizeof phase, "dla_execute_task");
     } else {
         for (;;) {
             sw_call(SW_OP_WAIT_INTR, events, 0, NULL, 0, NULL, 0);
@@ -256,8 +257,7 @@ int32_t sw_device_submit(uint64_t task_id, uint32_t num_addresses, struct sw_add
                 break;
         }
         if (err)
-            sw_note("task %llu: dla_process_events failed after interrupt %u",
-                    (unsigned long long)task_id, events);
+            snprintf(phase, sizeof phase, "dla_process_events after interrupt %u", events);
     }
     dla_clear_task(engine_context);
 
@@ -266,6 +266,7 @@ int32_t sw_device_submit(uint64_t task_id, uint32_t num_addresses, struct sw_add
     for (uint32_t i = 0; i < nbuf; i++)
         sw_call(SW_OP_MEM_READ, bufs[i]->dma, bufs[i]->size, NULL, 0, bufs[i]->cpu, bufs[i]->size);
     free(bufs);
-    sw_call(SW_OP_DONE, task_id, (uint64_t)(int64_t)err, NULL, 0, NULL, 0);
+    /* payload: the firmware call that failed (empty on success) */
+    sw_call(SW_OP_DONE, task_id, (uint64_t)(int64_t)err, phase, (uint32_t)strlen(phase), NULL, 0);
     return err;
 }

@@ -1,0 +1,152 @@
+"""NVIDIA's software stack drives the design (issue 31): NVIDIA's runtime application and
+kernel-mode firmware, compiled from ../shared/nvdla/sw with the project's port layer
+(verif/sw), run NVIDIA's four nv_small regression loadables on the model and the RTL and must
+write output images with NVIDIA's golden md5 (lead.md5), also under the random memory profile.
+Bad input (a corrupted loadable, a missing golden, a firmware error) must fail clearly, naming
+the task and the operation.
+"""
+from __future__ import annotations
+
+import hashlib
+import shutil
+
+import pytest
+
+from needs import needs_verilator
+from verif.axi_slave import MemTiming
+from verif.sw.build import SwBuildError, build_sw, sw_source_dir
+from verif.sw.runner import find_golden, golden_root, run_loadable
+
+KMD_LOADABLES = sw_source_dir() / "regression" / "flatbufs" / "kmd"
+#: NVIDIA's nv_small regression tests (regression/testplan/firmware_small.py; NN_L0_1_small's
+#: loadable is not in any copy we have)
+SMALL = ("CONV_D_L0_0_small", "SDP_X1_L0_0_small", "PDP_L0_0_small", "CDP_L0_0_small")
+
+
+def _have_sw() -> bool:
+    return (sw_source_dir() / "kmd" / "firmware").is_dir() and KMD_LOADABLES.is_dir()
+
+
+needs_sw = pytest.mark.skipif(not _have_sw(), reason="needs NVIDIA's software in ../shared/nvdla/sw")
+needs_cc = pytest.mark.skipif(not (shutil.which("gcc") and shutil.which("g++")),
+                              reason="needs gcc and g++ to compile NVIDIA's runtime and firmware")
+pytestmark = [needs_sw, needs_cc]
+
+
+def loadable(name: str):
+    return KMD_LOADABLES / name.split("_")[0] / f"{name}_fbuf"
+
+
+def golden_md5(name: str) -> str:
+    """The golden md5, read straight from NVIDIA's lead.md5 (not through the runner)."""
+    (d,) = [p for p in golden_root().iterdir() if p.name.rsplit("_", 1)[0] == name]
+    return (d / "dla" / "lead.md5").read_text().split()[0]
+
+
+@pytest.fixture(scope="module")
+def sw_build():
+    return build_sw("nv_small")
+
+
+def test_build_is_cached(sw_build):
+    again = build_sw("nv_small")
+    assert again.program == sw_build.program and again.program.is_file()
+    assert sw_build.variant == "small"
+
+
+@pytest.mark.parametrize("name", SMALL)
+def test_model_golden(sw_build, name):
+    r = run_loadable(loadable(name), "model")
+    assert r.status == "PASS", r.message
+    assert r.md5 == golden_md5(name) == hashlib.md5(r.output.read_bytes()).hexdigest()
+    assert r.stats["tasks"] == 1 and r.stats["interrupts"] >= 1
+
+
+@needs_verilator
+@pytest.mark.rtl
+@pytest.mark.parametrize("profile", ["nvidia", "random"])
+@pytest.mark.parametrize("name", SMALL)
+def test_rtl_golden(sw_build, name, profile):
+    timing = MemTiming.named(profile, seed=7)
+    r = run_loadable(loadable(name), "rtl", timing=timing)
+    assert r.status == "PASS", r.message
+    assert r.md5 == golden_md5(name)
+    assert r.cycles and r.cycles > 0 and r.stats["sim_cycles"] > r.cycles
+
+
+@needs_verilator
+@pytest.mark.rtl
+def test_rtl_hang_names_task_and_units(sw_build):
+    """An interrupt that does not come within the budget: the failure names the task, what the
+    firmware did last and the units still busy."""
+    r = run_loadable(loadable("CONV_D_L0_0_small"), "rtl", max_cycles=50)
+    assert r.status == "FAIL"
+    assert "task 0" in r.message and "no interrupt within 50 cycles" in r.message
+    assert "units still busy" in r.message and "units still busy: none" not in r.message
+
+
+def _corrupt_pool_mode(tmp_path):
+    """PDP_L0_0_small with its PDP operation's pool_mode set to 127: the op descriptor is the
+    116 bytes the firmware reads at file offset 3832 (union dla_operation_container), pool_mode
+    its byte 13 (kmd/firmware/include/dla_interface.h struct dla_pdp_op_desc)."""
+    data = bytearray(loadable("PDP_L0_0_small").read_bytes())
+    assert data[3832:3838] == bytes.fromhex("080008000800") and data[3845] == 1, "file changed"
+    data[3845] = 127
+    bad = tmp_path / "PDP_L0_0_small_fbuf"
+    bad.write_bytes(data)
+    return bad
+
+
+def test_firmware_error_names_task_and_operation(sw_build, tmp_path):
+    r = run_loadable(_corrupt_pool_mode(tmp_path), "model")
+    assert r.status == "FAIL" and r.md5 is None
+    assert "task 0: dla_execute_task returned" in r.message
+    assert "Invalid pool_mode: 127" in r.message
+
+
+def test_truncated_loadable(sw_build, tmp_path):
+    bad = tmp_path / "PDP_L0_0_small_fbuf"
+    bad.write_bytes(loadable("PDP_L0_0_small").read_bytes()[:2000])
+    r = run_loadable(bad, "model")
+    assert r.status == "FAIL" and r.md5 is None
+    assert "loading the loadable" in r.message
+
+
+def test_missing_golden(sw_build, tmp_path):
+    r = run_loadable(loadable("PDP_L0_0_small"), "model", golden=tmp_path)
+    assert r.status == "FAIL" and "no lead.md5" in r.message
+    other = tmp_path / "PDP_X_fbuf"
+    other.write_bytes(loadable("PDP_L0_0_small").read_bytes())
+    r = run_loadable(other, "model")
+    assert r.status == "FAIL" and "PDP_X: no golden" in r.message
+
+
+def test_wrong_golden_reports_first_element(sw_build, tmp_path):
+    """A golden of another test: md5 mismatch and the first wrong element of the image."""
+    r = run_loadable(loadable("PDP_L0_0_small"), "model",
+                     golden=find_golden("SDP_X1_L0_0_small").path.parent)
+    assert r.status == "FAIL"
+    assert f"output md5 {golden_md5('PDP_L0_0_small')} != golden" in r.message
+    assert "first wrong element w=" in r.message
+
+
+def test_cli(sw_build, capsys):
+    from verif.sw.__main__ import main
+    assert main(["run", str(loadable("SDP_X1_L0_0_small")), "--engine", "model"]) == 0
+    out = capsys.readouterr().out
+    assert "PASS  SDP_X1_L0_0_small" in out and golden_md5("SDP_X1_L0_0_small") in out
+    assert "1 passed, 0 failed" in out
+    # no firmware register map for this configuration: an option error before anything runs
+    assert main(["run", str(loadable("SDP_X1_L0_0_small")), "--config", "nv_medium_512"]) == 2
+    assert "register maps for nv_small and nv_full only" in capsys.readouterr().err
+
+
+def test_missing_compiler_and_source(monkeypatch, tmp_path):
+    import verif.sw.build as b
+    monkeypatch.setattr(b.shutil, "which", lambda name: None)
+    with pytest.raises(SwBuildError, match=r"^gcc not found"):
+        build_sw("nv_small")
+    monkeypatch.undo()
+    monkeypatch.setenv("NVDLA_SHARED", str(tmp_path))
+    with pytest.raises(SwBuildError, match="NVIDIA's software not found"):
+        build_sw("nv_small")
