@@ -74,6 +74,13 @@ def test_rtl_golden(sw_build, name, profile):
     assert r.cycles and r.cycles > 0 and r.stats["sim_cycles"] > r.cycles
 
 
+def test_amaranth_golden(sw_build):
+    """The third engine: the same RTL in Amaranth's simulator (about 20 s)."""
+    r = run_loadable(loadable("PDP_L0_0_small"), "amaranth")
+    assert r.status == "PASS", r.message
+    assert r.md5 == golden_md5("PDP_L0_0_small") and r.cycles > 0
+
+
 @needs_verilator
 @pytest.mark.rtl
 def test_rtl_hang_names_task_and_units(sw_build):
@@ -81,8 +88,18 @@ def test_rtl_hang_names_task_and_units(sw_build):
     firmware did last and the units still busy."""
     r = run_loadable(loadable("CONV_D_L0_0_small"), "rtl", max_cycles=50)
     assert r.status == "FAIL"
-    assert "task 0" in r.message and "no interrupt within 50 cycles" in r.message
+    assert "task 0: waiting for interrupt 1" in r.message
+    assert "no interrupt within 50 cycles" in r.message
     assert "units still busy" in r.message and "units still busy: none" not in r.message
+
+
+@needs_verilator
+@pytest.mark.rtl
+def test_rtl_traffic_is_monitored(sw_build):
+    """The firmware's traffic passes the AXI monitor: allowing no read ID at all fails the run
+    with the monitor's protocol error (so a pass means the monitor saw every burst)."""
+    r = run_loadable(loadable("SDP_X1_L0_0_small"), "rtl", axi_ids={"read": [], "write": [0]})
+    assert r.status == "FAIL" and "protocol error" in r.message, r.message
 
 
 def _corrupt_pool_mode(tmp_path):

@@ -174,6 +174,7 @@ class FirmwareHost:
             self.stats["mem_from_engine"] += req.b
             return 0, bytes(await eng.mem_read(req.a, req.b))
         if op == P.WAIT_INTR:
+            self.context = f"task {req.b}: waiting for interrupt {req.a + 1}"
             await self._wait_intr()
             self.stats["interrupts"] += 1
             return 0, b""

@@ -126,13 +126,15 @@ def run_loadable(loadable: Path, engine: str = "model", cfg: NvdlaConfig | None 
                  timing: MemTiming | None = None, golden: Path | None = None,
                  check_golden: bool = True, output: Path | None = None, image: Path | None = None,
                  max_cycles: int | None = None, waves: bool = False, debug: bool = False,
-                 memory: str | None = None) -> SwResult:
+                 memory: str | None = None, axi_ids: dict | str | None = "auto") -> SwResult:
     """Run ``loadable`` on ``engine`` with configuration ``cfg`` (default nv_small) and memory
     ``timing`` (default the ``nvidia`` profile), write the output image to ``output`` (default
     ``build/sw/runs/<name>/<engine>/o_000000.dimg``) and compare its md5 with the golden
     (:func:`find_golden`; ``check_golden=False`` only runs). A missing or malformed golden, a
     missing loadable, a failed build, a firmware or engine failure all give a FAIL result with
-    the reason; ValueError only for an unknown engine."""
+    the reason; ValueError only for an unknown engine. rtl only: ``waves`` (FST in
+    ``build/waves/sw_<name>.fst``), ``memory`` (``sim``/``python``), ``axi_ids`` (the AXI IDs
+    the monitor allows, as ``verif.trace.rtl_runner.run_rtl``)."""
     from hdl.config import NV_SMALL
     from verif.sw.build import SwBuildError
     if engine not in ENGINES:
@@ -165,7 +167,8 @@ def run_loadable(loadable: Path, engine: str = "model", cfg: NvdlaConfig | None 
     elif engine == "amaranth":
         out = _run_amaranth(cfg, timing, build.program, loadable, run_dir, kw)
     else:
-        out = _run_rtl(cfg, timing, build.program, loadable, run_dir, kw, waves, memory, name)
+        out = _run_rtl(cfg, timing, build.program, loadable, run_dir, kw, waves, memory, name,
+                       axi_ids)
     res = _judge(res, out, gold, output)
     res.wall = time.monotonic() - t0
     return res
@@ -191,7 +194,8 @@ def _run_amaranth(cfg, timing, program, loadable, run_dir, kw) -> HostOutcome:
     return out
 
 
-def _run_rtl(cfg, timing, program, loadable, run_dir, kw, waves, memory, name) -> HostOutcome:
+def _run_rtl(cfg, timing, program, loadable, run_dir, kw, waves, memory, name,
+             axi_ids="auto") -> HostOutcome:
     import sys
 
     from sim.build import REPO, build_sim
@@ -203,7 +207,7 @@ def _run_rtl(cfg, timing, program, loadable, run_dir, kw, waves, memory, name) -
     if waves:
         WAVES_DIR.mkdir(parents=True, exist_ok=True)
         wpath = WAVES_DIR / f"sw_{name}.fst"
-    eng = {"axi_ids": _axi_ids("auto", cfg.name, None)}
+    eng = {"axi_ids": _axi_ids(axi_ids, cfg.name, None)}
     if memory is not None:
         eng["memory"] = memory
     sim_dir = run_dir / "sim"

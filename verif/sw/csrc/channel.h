@@ -16,7 +16,7 @@ enum sw_op {
     SW_OP_REG_READ = 3,   /* a: byte address; reply value: the register */
     SW_OP_MEM_WRITE = 4,  /* a: memory address, payload: bytes */
     SW_OP_MEM_READ = 5,   /* a: memory address, b: length; reply payload: bytes */
-    SW_OP_WAIT_INTR = 6,  /* run the engine until dla_intr */
+    SW_OP_WAIT_INTR = 6,  /* run the engine until dla_intr; a: interrupts so far, b: task id */
     SW_OP_NOTE = 7,       /* payload: what the process does now (task and operation) */
     SW_OP_LOG = 8,        /* a: level (2 warning, 3 error), payload: firmware message */
     SW_OP_DONE = 9,       /* a: task id, b: the firmware's return code (signed), payload: the

@@ -247,7 +247,7 @@ int32_t sw_device_submit(uint64_t task_id, uint32_t num_addresses, struct sw_add
         snprintf(phase, sizeof phase, "dla_execute_task");
     } else {
         for (;;) {
-            sw_call(SW_OP_WAIT_INTR, events, 0, NULL, 0, NULL, 0);
+            sw_call(SW_OP_WAIT_INTR, events, task_id, NULL, 0, NULL, 0);
             events++;
             sw_note("task %llu: interrupt %u: dla_isr_handler, dla_process_events",
                     (unsigned long long)task_id, events);
