@@ -21,6 +21,24 @@ KMD_LOADABLES = sw_source_dir() / "regression" / "flatbufs" / "kmd"
 #: NVIDIA's nv_small regression tests (regression/testplan/firmware_small.py; NN_L0_1_small's
 #: loadable is not in any copy we have)
 SMALL = ("CONV_D_L0_0_small", "SDP_X1_L0_0_small", "PDP_L0_0_small", "CDP_L0_0_small")
+#: the same tests for nv_large (regression/testplan/firmware_large.py)
+LARGE = tuple(n.replace("_small", "_large") for n in SMALL)
+#: NVIDIA's nv_full loadables (regression/testplan/firmware.py) that have a golden
+FULL = ("BDMA_L0_0", "CONV_D_L0_0", "SDP_X1_L0_0", "PDP_L0_0", "CDP_L0_0", "RBK_L0_0", "NN_L0_0")
+
+
+def _why_not(config: str) -> str | None:
+    """Why the loadables of ``config`` cannot run on the RTL or through the firmware (None:
+    they can)."""
+    from hdl.config import get_config
+    from hdl.support import UnbuiltConfig, check_buildable
+    from verif.sw.build import firmware_variant
+    try:
+        firmware_variant(config)
+        check_buildable(get_config(config))
+    except (SwBuildError, UnbuiltConfig) as e:
+        return str(e)
+    return None
 
 
 def _have_sw() -> bool:
@@ -60,6 +78,28 @@ def test_model_golden(sw_build, name):
     assert r.status == "PASS", r.message
     assert r.md5 == golden_md5(name) == hashlib.md5(r.output.read_bytes()).hexdigest()
     assert r.stats["tasks"] == 1 and r.stats["interrupts"] >= 1
+
+
+@pytest.mark.parametrize("name", LARGE)
+def test_model_golden_large(name):
+    """NVIDIA's nv_large loadables with the firmware's nv_large build on the nv_large model."""
+    from hdl.config import get_config
+    r = run_loadable(loadable(name), "model", get_config("nv_large"))
+    assert r.status == "PASS", r.message
+    assert r.md5 == golden_md5(name)
+
+
+# Listed, not run, until the design or the firmware can run them (shown as xfailed with the reason)
+@pytest.mark.parametrize("config,name", [
+    *[pytest.param("nv_large", n, marks=pytest.mark.xfail(
+        run=False, reason=f"rtl: {_why_not('nv_large')}")) for n in LARGE],
+    *[pytest.param("nv_full", n, marks=pytest.mark.xfail(
+        run=False, reason=_why_not("nv_full") or "")) for n in FULL],
+])
+def test_expected_to_fail(config, name):
+    from hdl.config import get_config
+    r = run_loadable(loadable(name), "rtl" if config == "nv_large" else "model", get_config(config))
+    assert r.status == "PASS", r.message
 
 
 @needs_verilator
@@ -153,9 +193,11 @@ def test_cli(sw_build, capsys):
     out = capsys.readouterr().out
     assert "PASS  SDP_X1_L0_0_small" in out and golden_md5("SDP_X1_L0_0_small") in out
     assert "1 passed, 0 failed" in out
-    # no firmware register map for this configuration: an option error before anything runs
+    # no firmware for this configuration: an option error before anything runs
     assert main(["run", str(loadable("SDP_X1_L0_0_small")), "--config", "nv_medium_512"]) == 2
-    assert "register maps for nv_small and nv_full only" in capsys.readouterr().err
+    assert "runs on nv_small and nv_large only" in capsys.readouterr().err
+    assert main(["run", str(loadable("SDP_X1_L0_0")), "--config", "nv_full"]) == 2
+    assert "os_initial address map" in capsys.readouterr().err
 
 
 def test_missing_compiler_and_source(monkeypatch, tmp_path):

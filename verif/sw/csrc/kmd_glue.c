@@ -24,8 +24,13 @@
 #include "channel.h"
 #include "sw_device.h"
 
-/* nvdla_core_callbacks.c: nvdla_config_small ("nvidia,nvdla_2") and nvdla_config_os_initial */
-#ifdef DLA_SMALL_CONFIG
+/* nvdla_core_callbacks.c: nvdla_config_small ("nvidia,nvdla_2") and nvdla_config_os_initial;
+ * NVDLA_SW_LARGE: nvdla_config_large of NVIDIA's later Linux port ("nvidia,nv_large": atom 32, no
+ * BDMA, no RUBIK, no weight compression) with nv_small's (v2) register map */
+#if defined(NVDLA_SW_LARGE)
+static struct dla_config sw_config = { .atom_size = 32, .bdma_enable = false,
+                                       .rubik_enable = false, .weight_compress_support = false };
+#elif defined(DLA_SMALL_CONFIG)
 static struct dla_config sw_config = { .atom_size = 8, .bdma_enable = false,
                                        .rubik_enable = false, .weight_compress_support = false };
 #else
