@@ -64,7 +64,7 @@ def main(argv=None) -> int:
                     help="only run and print the md5 (a loadable without a golden)")
     rp.add_argument("-o", "--output", type=Path, default=None, metavar="FILE",
                     help="where to write the output image (one loadable only; default "
-                         "build/sw/runs/<test>/<engine>/o_000000.dimg)")
+                         "build/sw/runs/<test>/<engine>-<time>-<pid>-<n>/o_000000.dimg)")
     rp.add_argument("--image", type=Path, default=None,
                     help="input image for the runtime (--image of NVIDIA's nvdla_runtime: .pgm "
                          "or .jpg)")

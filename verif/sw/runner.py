@@ -5,7 +5,9 @@ against NVIDIA's golden md5 (shared by ``python -m verif.sw`` and the tests).
 the ``model`` (in this process), ``amaranth`` (in this process, Amaranth's simulator) or ``rtl``
 engine (a Verilator + cocotb simulator process running ``verif.cocotb_tb.sw_tb``; the same
 cached Verilator build as the trace tests, ``sim.build.build_sim``), writes the output image and
-returns a :class:`SwResult`.
+returns a :class:`SwResult`. Each run works in its own directory
+``build/sw/runs/<test>/<engine>-<time>-<pid>-<n>/`` (the runtime's log ``runtime.log``, the
+output image ``o_000000.dimg``, the simulator's files under ``sim/``).
 
 Goldens (``../shared/nvdla/sw/README.md``): NVIDIA's regression keeps, per test,
 ``regression/golden/<test>_<6 hex digits>/dla/lead.md5`` (the md5 of ``o_000000.dimg``, the
@@ -16,7 +18,10 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import itertools
+import os
 import re
+import shutil
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -102,6 +107,28 @@ def find_golden(name: str, golden: Path | None = None) -> Golden:
     raise GoldenError(f"{name}: no lead.md5 in {' or '.join(str(c) for c in cands)}")
 
 
+_RUN_COUNTER = itertools.count()
+#: run directories older than this are removed when a new run of the same test starts
+KEEP_RUNS_S = 24 * 3600
+
+
+def _run_dir(name: str, engine: str) -> Path:
+    """A new directory ``build/sw/runs/<test>/<engine>-<time>-<pid>-<n>`` for one run (runs of
+    one test in parallel, e.g. pytest-xdist workers, never share one); runs of the test older
+    than ``KEEP_RUNS_S`` are removed."""
+    root = SW_RUNS / name
+    now = time.time()
+    if root.is_dir():
+        for d in root.iterdir():
+            try:
+                if d.is_dir() and now - d.stat().st_mtime > KEEP_RUNS_S:
+                    shutil.rmtree(d, ignore_errors=True)
+            except OSError:
+                pass
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return root / f"{engine}-{stamp}-{os.getpid()}-{next(_RUN_COUNTER)}"
+
+
 def _judge(res: SwResult, out: HostOutcome, golden: Golden | None, output: Path) -> SwResult:
     res.stats, res.cycles, res.log = dict(out.stats), out.cycles, out.log
     if out.output is not None:
@@ -128,9 +155,9 @@ def run_loadable(loadable: Path, engine: str = "model", cfg: NvdlaConfig | None 
                  max_cycles: int | None = None, waves: bool = False, debug: bool = False,
                  memory: str | None = None, axi_ids: dict | str | None = "auto") -> SwResult:
     """Run ``loadable`` on ``engine`` with configuration ``cfg`` (default nv_small) and memory
-    ``timing`` (default the ``nvidia`` profile), write the output image to ``output`` (default
-    ``build/sw/runs/<name>/<engine>/o_000000.dimg``) and compare its md5 with the golden
-    (:func:`find_golden`; ``check_golden=False`` only runs). A missing or malformed golden, a
+    ``timing`` (default the ``nvidia`` profile), write the output image to ``output``
+    (default ``o_000000.dimg`` in the run's directory, see the module docstring) and compare
+    its md5 with the golden (:func:`find_golden`; ``check_golden=False`` only runs). A missing or malformed golden, a
     missing loadable, a failed build, a firmware or engine failure all give a FAIL result with
     the reason; ValueError only for an unknown engine. rtl only: ``waves`` (FST in
     ``build/waves/sw_<name>.fst``), ``memory`` (``sim``/``python``), ``axi_ids`` (the AXI IDs
@@ -157,7 +184,7 @@ def run_loadable(loadable: Path, engine: str = "model", cfg: NvdlaConfig | None 
         res.message = str(e)
         res.wall = time.monotonic() - t0
         return res
-    run_dir = SW_RUNS / name / engine
+    run_dir = _run_dir(name, engine)
     output = Path(output) if output else run_dir / "o_000000.dimg"
     budget = max_cycles or DEFAULT_INTR_BUDGET
     kw = dict(image=image, intr_budget=budget, debug=debug)
