@@ -1,6 +1,7 @@
 """NVIDIA's software on the project's engines: ``python -m verif.sw run LOADABLE... [--engine
 model|rtl|amaranth] [--config PRESET] [--set NAME=VALUE] [--mem-profile nvidia|fast|random]
-[--golden DIR]``, and ``python -m verif.sw build`` (compile NVIDIA's runtime and firmware only).
+[--golden DIR]``, ``python -m verif.sw build`` (compile NVIDIA's runtime and firmware only) and
+``python -m verif.sw compiler`` (build NVIDIA's network compiler, ``verif.sw.compiler``).
 
 ``run`` prints one line per loadable (PASS/FAIL, name, engine, the output image's md5 and the
 golden's, cycles from the first kick-off to the last interrupt on the simulated engines, wall
@@ -79,7 +80,17 @@ def main(argv=None) -> int:
                     help="write the firmware's debug messages to the runtime log")
     bp = sub.add_parser("build", help="compile NVIDIA's runtime and firmware into build/sw")
     add_config_arguments(bp)
+    sub.add_parser("compiler", help="build NVIDIA's network compiler (and its protobuf 2.6.1) "
+                                    "into build/sw (about 10 minutes)")
     args = ap.parse_args(argv)
+    if args.cmd == "compiler":
+        from verif.sw.compiler import build_compiler
+        try:
+            print(build_compiler(log=lambda m: print(m, flush=True)))
+        except SwBuildError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 1
+        return 0
     try:
         cfg = config_from_args(args)
         firmware_variant(cfg.name)
