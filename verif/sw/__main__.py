@@ -76,10 +76,16 @@ def main(argv=None) -> int:
                     help="rtl: dump FST waves to build/waves/sw_<test>.fst")
     rp.add_argument("--memory", choices=("sim", "python"), default=None,
                     help="rtl: the AXI memory model (default sim)")
+    rp.add_argument("--kmd", type=Path, default=None, metavar="DIR",
+                    help="NVIDIA's kmd directory to build the firmware from (default "
+                         "../shared/nvdla/sw/kmd, the firmware of the regression loadables; "
+                         "loadables of NVIDIA's current compiler need its later firmware)")
     rp.add_argument("--debug", action="store_true",
                     help="write the firmware's debug messages to the runtime log")
     bp = sub.add_parser("build", help="compile NVIDIA's runtime and firmware into build/sw")
     add_config_arguments(bp)
+    bp.add_argument("--kmd", type=Path, default=None, metavar="DIR",
+                    help="NVIDIA's kmd directory (default ../shared/nvdla/sw/kmd)")
     sub.add_parser("compiler", help="build NVIDIA's network compiler (and its protobuf 2.6.1) "
                                     "into build/sw (about 10 minutes)")
     args = ap.parse_args(argv)
@@ -95,7 +101,7 @@ def main(argv=None) -> int:
         cfg = config_from_args(args)
         firmware_variant(cfg.name)
         if args.cmd == "build":
-            b = build_sw(cfg.name, log=print)
+            b = build_sw(cfg.name, log=print, kmd=args.kmd)
             print(f"{b.program} (firmware {b.variant}, libjpeg {b.libjpeg})")
             return 0
         timing = MemTiming.named(args.mem_profile, seed=args.seed, read_latency=args.read_latency,
@@ -116,7 +122,7 @@ def main(argv=None) -> int:
         r = run_loadable(ld, args.engine, cfg, timing=timing, golden=args.golden,
                          check_golden=not args.no_golden, output=args.output, image=args.image,
                          max_cycles=args.max_cycles, waves=args.waves, debug=args.debug,
-                         memory=args.memory)
+                         memory=args.memory, kmd=args.kmd)
         counts[r.status] += 1
         print(format_result(r), flush=True)
     mem = f", memory {timing}" if args.engine != "model" else ""

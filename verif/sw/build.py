@@ -44,13 +44,14 @@ CSRC = Path(__file__).resolve().parent / "csrc"
 #: bump when the recipe below changes in a way the hashed inputs do not show
 RECIPE = 1
 
-#: the firmware's register maps (kmd/firmware/include/opendla.h at c906fc6): configuration
-#: preset -> (build tag, preprocessor flags)
+#: the firmware's register maps (kmd/firmware/include/opendla.h: DLA_SMALL_CONFIG at c906fc6,
+#: DLA_2_CONFIG in NVIDIA's later firmware; both are given): configuration preset -> (build tag,
+#: preprocessor flags)
 FIRMWARE_VARIANTS = {
-    "nv_small": ("small", ("-DDLA_SMALL_CONFIG",)),
+    "nv_small": ("small", ("-DDLA_SMALL_CONFIG", "-DDLA_2_CONFIG")),
     # nv_large shares nv_small's (v2) register map; the firmware's configuration is NVIDIA's later
     # nvdla_config_large (csrc/kmd_glue.c)
-    "nv_large": ("large", ("-DDLA_SMALL_CONFIG", "-DNVDLA_SW_LARGE")),
+    "nv_large": ("large", ("-DDLA_SMALL_CONFIG", "-DDLA_2_CONFIG", "-DNVDLA_SW_LARGE")),
 }
 #: configurations whose loadables NVIDIA's firmware cannot run on the project's engines, and why
 NO_FIRMWARE = {
@@ -136,8 +137,8 @@ def _have_libjpeg(cxx: str) -> bool:
         return r.returncode == 0
 
 
-def _sources(sw: Path) -> dict[str, list[Path]]:
-    umd, kmd = sw / "umd", sw / "kmd"
+def _sources(sw: Path, kmd: Path) -> dict[str, list[Path]]:
+    umd = sw / "umd"
     groups = {
         "firmware": sorted((kmd / "firmware").glob("*.c")),
         "runtime": [umd / s for s in RUNTIME_SOURCES],
@@ -160,9 +161,13 @@ def _digest(paths, extra: str) -> str:
     return h.hexdigest()[:16]
 
 
-def build_sw(config: str = "nv_small", *, force: bool = False, log=None) -> SwBuild:
+def build_sw(config: str = "nv_small", *, force: bool = False, log=None,
+             kmd: Path | None = None) -> SwBuild:
     """Build (or find in the cache) NVIDIA's runtime application with the firmware of
-    ``config`` (see :func:`firmware_variant`) and the project's glue. ``log``: optional
+    ``config`` (see :func:`firmware_variant`) and the project's glue. ``kmd``: another copy of
+    NVIDIA's ``kmd`` directory (default ``../shared/nvdla/sw/kmd``, the c906fc6 firmware that
+    runs the regression loadables; NVIDIA's later firmware, whose ``struct dla_data_cube`` has
+    the ``offset`` field, for loadables of NVIDIA's current compiler). ``log``: optional
     callable given progress lines. Raises SwBuildError."""
     variant, defines = firmware_variant(config)
     cc, cxx = _tool("gcc"), _tool("g++")
@@ -170,12 +175,14 @@ def build_sw(config: str = "nv_small", *, force: bool = False, log=None) -> SwBu
     if not sw.is_dir():
         raise SwBuildError(f"NVIDIA's software not found at {sw} (../shared/nvdla/sw beside the "
                            "checkout, or $NVDLA_SHARED)")
-    groups = _sources(sw)
-    headers = [p for d in ("umd/include", "umd/core/include", "umd/core/src/common/include",
-                           "umd/core/src/runtime/include", "umd/port/linux/include",
-                           "umd/external/include", "umd/apps/runtime", "kmd/include",
-                           "kmd/firmware", "kmd/firmware/include")
-               for p in (sw / d).rglob("*") if p.is_file() and p.suffix in (".h", ".hpp", ".inl")]
+    kmd = Path(kmd) if kmd is not None else sw / "kmd"
+    groups = _sources(sw, kmd)
+    headers = [p for d in [sw / d for d in ("umd/include", "umd/core/include",
+                                            "umd/core/src/common/include",
+                                            "umd/core/src/runtime/include", "umd/port/linux/include",
+                                            "umd/external/include", "umd/apps/runtime")]
+               + [kmd / "include", kmd / "firmware"]
+               for p in d.rglob("*") if p.is_file() and p.suffix in (".h", ".hpp", ".inl")]
     glue = sorted(p for p in CSRC.rglob("*") if p.is_file())
     version = subprocess.run([cxx, "--version"], capture_output=True, text=True).stdout
     jpeg = "debian" if _have_libjpeg(cxx) else "stub"
@@ -189,7 +196,7 @@ def build_sw(config: str = "nv_small", *, force: bool = False, log=None) -> SwBu
         t0 = time.monotonic()
         obj = out / "obj"
         obj.mkdir(parents=True, exist_ok=True)
-        umd, kmd = sw / "umd", sw / "kmd"
+        umd = sw / "umd"
         inc = lambda root, dirs: [f"-I{root / d}" for d in dirs]   # noqa: E731
         fw_inc = [f"-I{CSRC / 'include'}", *inc(kmd, FIRMWARE_INCLUDES)]
         jobs = []      # (source, object, command)

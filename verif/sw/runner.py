@@ -153,7 +153,8 @@ def run_loadable(loadable: Path, engine: str = "model", cfg: NvdlaConfig | None 
                  timing: MemTiming | None = None, golden: Path | None = None,
                  check_golden: bool = True, output: Path | None = None, image: Path | None = None,
                  max_cycles: int | None = None, waves: bool = False, debug: bool = False,
-                 memory: str | None = None, axi_ids: dict | str | None = "auto") -> SwResult:
+                 memory: str | None = None, axi_ids: dict | str | None = "auto",
+                 kmd: Path | None = None) -> SwResult:
     """Run ``loadable`` on ``engine`` with configuration ``cfg`` (default nv_small) and memory
     ``timing`` (default the ``nvidia`` profile), write the output image to ``output``
     (default ``o_000000.dimg`` in the run's directory, see the module docstring) and compare
@@ -161,7 +162,8 @@ def run_loadable(loadable: Path, engine: str = "model", cfg: NvdlaConfig | None 
     missing loadable, a failed build, a firmware or engine failure all give a FAIL result with
     the reason; ValueError only for an unknown engine. rtl only: ``waves`` (FST in
     ``build/waves/sw_<name>.fst``), ``memory`` (``sim``/``python``), ``axi_ids`` (the AXI IDs
-    the monitor allows, as ``verif.trace.rtl_runner.run_rtl``)."""
+    the monitor allows, as ``verif.trace.rtl_runner.run_rtl``). ``kmd``: NVIDIA's firmware from
+    another ``kmd`` directory (``verif.sw.build.build_sw``)."""
     from hdl.config import NV_SMALL
     from verif.sw.build import SwBuildError
     if engine not in ENGINES:
@@ -179,7 +181,7 @@ def run_loadable(loadable: Path, engine: str = "model", cfg: NvdlaConfig | None 
         if check_golden:
             gold = find_golden(name, golden)
             res.golden = gold.md5
-        build = build_sw(cfg.name)
+        build = build_sw(cfg.name, kmd=kmd)
     except (GoldenError, SwBuildError) as e:
         res.message = str(e)
         res.wall = time.monotonic() - t0
