@@ -46,6 +46,7 @@ async def run_sw(dut):
     ax = eng.axi
     rec = {"ok": ok, "message": msg, "exit_code": out.exit_code, "stats": out.stats,
            "cycles": out.cycles, "firmware_errors": out.firmware_errors,
+           "timeline": out.timeline,
            "log": str(out.log) if out.log else None,
            "sim_cycles": eng.cycle - c0, "sim_wall": time.monotonic() - t0,
            "rd_beats": ax.rd_beats, "wr_beats": ax.wr_beats, "rd_reqs": ax.rd_reqs,

@@ -88,7 +88,22 @@ def main(argv=None) -> int:
                     help="NVIDIA's kmd directory (default ../shared/nvdla/sw/kmd)")
     sub.add_parser("compiler", help="build NVIDIA's network compiler (and its protobuf 2.6.1) "
                                     "into build/sw (about 10 minutes)")
+    lp = sub.add_parser("lenet", help="LeNet-5 through NVIDIA's compiler, runtime and firmware",
+                        description="Train the project's LeNet-5 (verif/sw/lenet.py), compile it "
+                                    "with NVIDIA's compiler for nv_small in int8, run the test "
+                                    "digits through NVIDIA's runtime and firmware on each engine, "
+                                    "compare the classes with the float network.")
+    lp.add_argument("--engines", default="model,rtl",
+                    help="comma-separated engines (default model,rtl)")
+    lp.add_argument("-n", type=int, default=100, help="test digits (default 100)")
+    lp.add_argument("--kmd", type=Path, required=True, metavar="DIR",
+                    help="NVIDIA's later kmd directory (nvdla/sw at 79538ba): the current "
+                         "compiler writes the struct dla_data_cube with its offset field")
+    lp.add_argument("--mem-profile", choices=PROFILES, default="nvidia")
+    lp.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
+    if args.cmd == "lenet":
+        return _lenet(args)
     if args.cmd == "compiler":
         from verif.sw.compiler import build_compiler
         try:
@@ -129,6 +144,55 @@ def main(argv=None) -> int:
     print(f"# {len(args.loadables)} loadable(s) on {args.engine} ({cfg.name}{mem})")
     print(f"{counts['PASS']} passed, {counts['FAIL']} failed")
     return 1 if counts["FAIL"] else 0
+
+
+def _lenet(args) -> int:
+    """``python -m verif.sw lenet``: every step's result printed; the report as JSON in
+    ``build/sw/lenet/report.json``."""
+    import json
+
+    from sim.build import BUILD_ROOT
+    from verif.sw import lenet
+    from verif.sw.compiler import build_compiler
+    engines = [e for e in args.engines.split(",") if e]
+    bad = [e for e in engines if e not in ENGINES]
+    if bad:
+        print(f"error: --engines: unknown {', '.join(bad)} (one of {', '.join(ENGINES)})",
+              file=sys.stderr)
+        return 2
+    net = BUILD_ROOT / "sw" / "lenet"
+    if not (net / "summary.json").is_file():
+        print(lenet.make_network(net, log=print))
+    summary = json.loads((net / "summary.json").read_text())
+    print(f"LeNet-5 float accuracy on the {lenet.N_TEST} test digits: "
+          f"{summary['float_test_accuracy']:.2%}")
+    try:
+        compiler = build_compiler(log=print)
+        loadable = lenet.compile_network(net, compiler, net / "compiled")
+    except (SwBuildError, RuntimeError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    print(f"loadable: {loadable} ({loadable.stat().st_size} bytes)")
+    timing = MemTiming.named(args.mem_profile, seed=args.seed)
+    report = {"float_test_accuracy": summary["float_test_accuracy"], "engines": {}}
+    for eng in engines:
+        try:
+            rep = lenet.run_digits(loadable, net, eng, args.n, kmd=args.kmd, timing=timing,
+                                   log=print)
+        except RuntimeError as e:
+            print(f"FAIL {eng}: {e}")
+            return 1
+        report["engines"][eng] = rep
+        cyc = [d["cycles"] for d in rep["digits"] if d["cycles"]]
+        print(f"{eng}: {rep['n']} digits, classes agree with the float network on "
+              f"{rep['agree_float']:.0%}, accuracy {rep['accuracy']:.0%}"
+              + (f", {sum(cyc) / len(cyc):.0f} cycles per inference" if cyc else ""))
+    if "model" in report["engines"] and "rtl" in report["engines"]:
+        m, r = report["engines"]["model"]["digits"], report["engines"]["rtl"]["digits"]
+        same = sum(a["md5"] == b["md5"] for a, b in zip(m, r))
+        print(f"rtl vs model: {same} of {len(m)} output images bit-identical")
+    (net / "report.json").write_text(json.dumps(report, indent=1))
+    return 0
 
 
 if __name__ == "__main__":

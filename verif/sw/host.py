@@ -68,7 +68,8 @@ class HostOutcome:
     not written); ``exit_code``: the program's (negative: killed by that signal); ``stats``:
     counts (``reg_writes``, ``reg_reads``, ``mem_to_engine``/``mem_from_engine`` bytes,
     ``interrupts``, ``stale_intr``, ``tasks``) and ``cycles`` (engine cycles from the first
-    kick-off to the last interrupt; None on the model); ``log``: the program's stdout/stderr."""
+    kick-off to the last interrupt; None on the model); ``log``: the program's stdout/stderr;
+    ``timeline``: the kick-offs and done interrupts with their cycles (``FirmwareHost``)."""
     ok: bool
     message: str = ""
     output: bytes | None = None
@@ -77,6 +78,7 @@ class HostOutcome:
     cycles: int | None = None
     log: Path | None = None
     firmware_errors: list[str] = field(default_factory=list)
+    timeline: list = field(default_factory=list)
 
 
 def _kick_units() -> dict[int, str]:
@@ -112,6 +114,9 @@ class FirmwareHost:
         self.first_kick: int | None = None
         self.last_intr: int | None = None
         self.tasks_done: list[tuple[int, int]] = []   # (task id, firmware return code)
+        #: (cycle, "kick UNIT" | "done FIELD...") in order: kick-offs at the cycle their write
+        #: was accepted, done interrupts at the cycle the firmware's wait saw dla_intr
+        self.timeline: list[tuple[int | None, str]] = []
 
     # ---- the requests ------------------------------------------------------------------------
     async def serve(self, chan: P.Channel) -> None:
@@ -156,12 +161,17 @@ class FirmwareHost:
             addr, value = req.a, req.b
             if addr == GLB_INTR_STATUS.addr:
                 self._count_dones(value)
+                self.timeline.append((self.last_intr, "done " + " ".join(
+                    f.name for f in GLB_INTR_STATUS.reg.fields if (value >> f.lsb) & 1)))
             kick = value & 1 and addr in self.kick_units
             if kick:
                 self.kicks[self.kick_units[addr]] += 1
             await eng.reg_write(addr, value)
-            if kick and self.first_kick is None:
-                self.first_kick = getattr(eng, "write_accept_cycle", None) or eng.cycle
+            if kick:
+                at = getattr(eng, "write_accept_cycle", None) or eng.cycle
+                self.timeline.append((at, f"kick {self.kick_units[addr]}"))
+                if self.first_kick is None:
+                    self.first_kick = at
             return 0, b""
         if op == P.REG_READ:
             self.stats["reg_reads"] += 1
@@ -367,4 +377,4 @@ async def run_program(engine, program: Path, loadable: Path, workdir: Path, *,
     if host.task_errors:       # errors of a task that did not finish
         msgs.append("firmware error messages: " + " / ".join(host.task_errors[:5]))
     return HostOutcome(not msgs, "; ".join(msgs), output, code, stats, cycles, log,
-                       host.firmware_errors)
+                       host.firmware_errors, host.timeline)

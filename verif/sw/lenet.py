@@ -267,3 +267,62 @@ def make_network(out: Path, *, log=None) -> dict:
                "dir": str(out)}
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     return summary
+
+
+# ---- through NVIDIA's compiler, runtime and firmware ------------------------------------------
+
+def compile_network(net_dir: Path, compiler: Path, out_dir: Path) -> Path:
+    """Compile ``net_dir``'s LeNet-5 with NVIDIA's compiler for nv_small in int8 with the
+    calibration table (``--configtarget opendla-small --cprecision int8 --calibtable``); returns
+    the loadable (``fast-math.nvdla``, the compiler's default profile). Raises RuntimeError with
+    the compiler's last lines."""
+    import subprocess
+    out_dir.mkdir(parents=True, exist_ok=True)
+    cmd = [str(compiler), "--prototxt", str((net_dir / "lenet5.prototxt").resolve()),
+           "--caffemodel", str((net_dir / "lenet5.caffemodel").resolve()),
+           "--configtarget", "opendla-small", "--cprecision", "int8",
+           "--calibtable", str((net_dir / "lenet5.json").resolve()), "-o", "./"]
+    r = subprocess.run(cmd, cwd=out_dir, capture_output=True, text=True)
+    (out_dir / "compiler.log").write_text(" ".join(cmd) + "\n" + r.stdout + r.stderr)
+    loadable = out_dir / "fast-math.nvdla"
+    if r.returncode != 0 or not loadable.is_file():
+        tail = " | ".join((r.stdout + r.stderr).strip().splitlines()[-4:])
+        raise RuntimeError(f"NVIDIA's compiler failed (rc {r.returncode}): {tail} "
+                           f"(log {out_dir / 'compiler.log'})")
+    return loadable
+
+
+def classify(image: bytes) -> tuple[int, list[int]]:
+    """(class, the ten int8 scores) from the runtime's output image of ip3."""
+    from verif.sw.dimg import parse
+    d = parse(image)
+    scores = [int(v) for v in np.frombuffer(d.data[:10 * d.bpe], np.int8)[::d.bpe]]
+    return int(np.argmax(scores)), scores
+
+
+def run_digits(loadable: Path, net_dir: Path, engine: str = "model", n: int = N_TEST, *,
+               kmd: Path | None = None, cfg=None, timing=None, log=None) -> dict:
+    """Run the first ``n`` test digits of ``net_dir`` through NVIDIA's runtime and firmware on
+    ``engine``; returns per digit the class, scores and cycles, and the agreement with the
+    float network (``weights.npz``) and with the labels."""
+    from verif.sw.runner import run_loadable
+    p = dict(np.load(net_dir / "weights.npz"))
+    digits = sorted(net_dir.glob("digit_*.pgm"))[:n]
+    out = []
+    for f in digits:
+        label = int(f.stem.rsplit("_", 1)[1])
+        img = np.frombuffer(f.read_bytes()[-28 * 28:], np.uint8).reshape(1, 1, 28, 28)
+        fl = int(forward(p, img.astype(np.float32) / 255.0).argmax())
+        r = run_loadable(loadable, engine, cfg, timing=timing, check_golden=False, image=f,
+                         kmd=kmd)
+        if r.status != "PASS":
+            raise RuntimeError(f"{f.name} on {engine}: {r.message}")
+        cls, scores = classify(r.output.read_bytes())
+        out.append({"digit": f.name, "label": label, "float": fl, "class": cls,
+                    "scores": scores, "cycles": r.cycles, "md5": r.md5})
+        if log:
+            log(f"{f.name}: label {label} float {fl} {engine} {cls} cycles {r.cycles}")
+    k = len(out)
+    return {"engine": engine, "n": k, "digits": out,
+            "agree_float": sum(d["class"] == d["float"] for d in out) / k if k else 0.0,
+            "accuracy": sum(d["class"] == d["label"] for d in out) / k if k else 0.0}

@@ -59,7 +59,8 @@ class SwResult:
     the task and operation, the first wrong element), ``md5`` of the output image and the
     ``golden`` md5, ``output`` (where the image was written), ``cycles`` (first kick-off to last
     interrupt on the simulated engines), ``wall`` seconds, ``stats`` (register, memory and
-    interrupt counts, simulated cycles), ``log`` (the runtime's output)."""
+    interrupt counts, simulated cycles), ``log`` (the runtime's output), ``timeline`` (kick-offs
+    and done interrupts with their cycles, ``verif.sw.host.FirmwareHost.timeline``)."""
     name: str
     engine: str
     status: str
@@ -71,6 +72,7 @@ class SwResult:
     wall: float = 0.0
     stats: dict = field(default_factory=dict)
     log: Path | None = None
+    timeline: list = field(default_factory=list)
 
 
 def loadable_name(loadable: Path) -> str:
@@ -131,6 +133,7 @@ def _run_dir(name: str, engine: str) -> Path:
 
 def _judge(res: SwResult, out: HostOutcome, golden: Golden | None, output: Path) -> SwResult:
     res.stats, res.cycles, res.log = dict(out.stats), out.cycles, out.log
+    res.timeline = list(out.timeline)
     if out.output is not None:
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_bytes(out.output)
@@ -257,4 +260,5 @@ def _run_rtl(cfg, timing, program, loadable, run_dir, kw, waves, memory, name,
                  wr_beats=d.get("wr_beats"))
     return HostOutcome(d["ok"], d["message"], out_file.read_bytes() if out_file.is_file() else None,
                        d.get("exit_code"), stats, d.get("cycles"),
-                       Path(d["log"]) if d.get("log") else None, d.get("firmware_errors") or [])
+                       Path(d["log"]) if d.get("log") else None, d.get("firmware_errors") or [],
+                       [tuple(t) for t in d.get("timeline") or []])
