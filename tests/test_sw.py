@@ -8,6 +8,7 @@ the task and the operation.
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 
 import pytest
@@ -209,3 +210,26 @@ def test_missing_compiler_and_source(monkeypatch, tmp_path):
     monkeypatch.setenv("NVDLA_SHARED", str(tmp_path))
     with pytest.raises(SwBuildError, match="NVIDIA's software not found"):
         build_sw("nv_small")
+
+
+# ---- issue 31 item 4: LeNet-5 through NVIDIA's compiler (slow: builds the compiler) ----------
+
+#: NVIDIA's later firmware (nvdla/sw kmd at 79538ba), which the current compiler's loadables need;
+#: not part of ../shared: give its kmd directory in $NVDLA_SW_KMD_HEAD
+KMD_HEAD = os.environ.get("NVDLA_SW_KMD_HEAD")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not KMD_HEAD, reason="needs NVIDIA's later kmd directory in $NVDLA_SW_KMD_HEAD")
+def test_lenet_model_matches_float(tmp_path):
+    pytest.importorskip("sklearn", reason="the digits come with scikit-learn")
+    from pathlib import Path
+
+    from verif.sw import lenet
+    from verif.sw.compiler import build_compiler
+    net = tmp_path / "net"
+    summary = lenet.make_network(net)
+    assert summary["float_test_accuracy"] >= 0.9
+    loadable = lenet.compile_network(net, build_compiler(), tmp_path / "compiled")
+    rep = lenet.run_digits(loadable, net, "model", 20, kmd=Path(KMD_HEAD))
+    assert rep["agree_float"] >= 0.95, rep

@@ -2,10 +2,14 @@
 compiler reads (a Caffe prototxt, a caffemodel, an int8 calibration table).
 
 * data: scikit-learn's bundled 8x8 digits (1,797 images, no download), values 0..16 scaled to
-  0..255, enlarged 3x (nearest) to 24x24 and padded by 2 pixels to 28x28; the last 100 images
-  are the test digits, the others train the network.
-* network (LeNet-5 with ReLU and max pooling): conv1 6@5x5, relu1, pool1 2x2/2, conv2 16@5x5,
-  relu2, pool2 2x2/2, ip1 120, relu3, ip2 84, relu4, ip3 10; input x = pixel / 255.
+  0..255, enlarged 3x (nearest) to 24x24 and padded (2 pixels top/left, 3 bottom/right) to
+  29x29; the last 100 images are the test digits, the others train the network.
+* network: LeNet-5 (two convolutions with pooling, three fully connected layers; ReLU, max
+  pooling) sized so that every layer's weights R*S*C*K are a multiple of 128 bytes, which
+  NVIDIA's nv_small RTL needs (``<CDMA|CSC>.WEIGHT_BYTES``; NVIDIA's compiler rounds only to 8
+  bytes, and a layer with 5x5x1x6 = 150 bytes, sent as 152, hangs the RTL): conv1 8@4x4 (29 ->
+  26), relu1, pool1 2x2/2 (13), conv2 16@4x4 (10), relu2, pool2 2x2/2 (5), ip1 120, relu3,
+  ip2 64, relu4, ip3 10; input x = pixel / 255.
 * training: plain numpy (im2col convolutions, softmax cross-entropy, SGD with momentum), seeded:
   the same weights every time.
 * files: the prototxt in Caffe's text format, the caffemodel as Caffe's binary ``NetParameter``
@@ -29,13 +33,16 @@ LAYERS = ("conv1", "relu1", "pool1", "conv2", "relu2", "pool2", "ip1", "relu3", 
           "ip3")
 
 
-def digits_28() -> tuple[np.ndarray, np.ndarray]:
-    """(images uint8 [N, 28, 28], labels [N]) from scikit-learn's bundled digits."""
+SIZE = 29
+
+
+def digits_29() -> tuple[np.ndarray, np.ndarray]:
+    """(images uint8 [N, 29, 29], labels [N]) from scikit-learn's bundled digits."""
     from sklearn.datasets import load_digits
     d = load_digits()
     img = np.clip(d.images * 16, 0, 255).astype(np.uint8)
     img = np.kron(img, np.ones((1, 3, 3), np.uint8))
-    img = np.pad(img, ((0, 0), (2, 2), (2, 2)))
+    img = np.pad(img, ((0, 0), (2, 3), (2, 3)))
     return img, d.target.astype(np.int64)
 
 
@@ -63,8 +70,8 @@ def _pool(x):
 def init_params(seed: int = 1) -> dict[str, np.ndarray]:
     """He-initialised LeNet-5 parameters (Caffe layouts: conv [out, in, k, k], ip [out, in])."""
     rng = np.random.default_rng(seed)
-    shapes = {"conv1": (6, 1, 5, 5), "conv2": (16, 6, 5, 5), "ip1": (120, 256), "ip2": (84, 120),
-              "ip3": (10, 84)}
+    shapes = {"conv1": (8, 1, 4, 4), "conv2": (16, 8, 4, 4), "ip1": (120, 400), "ip2": (64, 120),
+              "ip3": (10, 64)}
     p = {}
     for name, s in shapes.items():
         fan_in = int(np.prod(s[1:]))
@@ -74,7 +81,7 @@ def init_params(seed: int = 1) -> dict[str, np.ndarray]:
 
 
 def forward(p: dict, x: np.ndarray, keep: bool = False):
-    """Float forward pass on x [N, 1, 28, 28] (pixel / 255). Returns the logits, and with
+    """Float forward pass on x [N, 1, 29, 29] (pixel / 255). Returns the logits, and with
     ``keep`` a dict of every layer's output (by layer name) plus the backward caches."""
     a = {}
     c1, cols1 = _conv(x, p["conv1.w"], p["conv1.b"])
@@ -132,9 +139,9 @@ def _grads(p, x, y):
     g["conv2.w"] = np.einsum("npf,npk->fk", dc2f, a["_cols2"]).reshape(p["conv2.w"].shape)
     g["conv2.b"] = dc2f.sum((0, 1))
     dcols2 = dc2f @ p["conv2.w"].reshape(16, -1)
-    dp1 = _col2im(dcols2, a["pool1"].shape, 5)
+    dp1 = _col2im(dcols2, a["pool1"].shape, p["conv2.w"].shape[2])
     dc1 = _pool_back(dp1, a["relu1"], a["pool1"]) * (a["conv1"] > 0)
-    dc1f = dc1.reshape(n, 6, -1).transpose(0, 2, 1)
+    dc1f = dc1.reshape(n, p["conv1.w"].shape[0], -1).transpose(0, 2, 1)
     g["conv1.w"] = np.einsum("npf,npk->fk", dc1f, a["_cols1"]).reshape(p["conv1.w"].shape)
     g["conv1.b"] = dc1f.sum((0, 1))
     loss = -np.log(prob[np.arange(n), y] + 1e-12).mean()
@@ -143,7 +150,7 @@ def _grads(p, x, y):
 
 def train(images: np.ndarray, labels: np.ndarray, *, epochs: int = 24, batch: int = 32,
           lr: float = 0.02, seed: int = 1, log=None) -> dict[str, np.ndarray]:
-    """Train LeNet-5 on ``images`` (uint8 [N, 28, 28]) with SGD + momentum 0.9, seeded; the
+    """Train LeNet-5 on ``images`` (uint8 [N, 29, 29]) with SGD + momentum 0.9, seeded; the
     learning rate halves every 6 epochs."""
     rng = np.random.default_rng(seed)
     p = init_params(seed)
@@ -177,15 +184,15 @@ PROTOTXT = """name: "LeNet5"
 input: "data"
 input_dim: 1
 input_dim: 1
-input_dim: 28
-input_dim: 28
+input_dim: 29
+input_dim: 29
 layer { name: "conv1" type: "Convolution" bottom: "data" top: "conv1"
-  convolution_param { num_output: 6 kernel_size: 5 stride: 1 } }
+  convolution_param { num_output: 8 kernel_size: 4 stride: 1 } }
 layer { name: "relu1" type: "ReLU" bottom: "conv1" top: "conv1" }
 layer { name: "pool1" type: "Pooling" bottom: "conv1" top: "pool1"
   pooling_param { pool: MAX kernel_size: 2 stride: 2 } }
 layer { name: "conv2" type: "Convolution" bottom: "pool1" top: "conv2"
-  convolution_param { num_output: 16 kernel_size: 5 stride: 1 } }
+  convolution_param { num_output: 16 kernel_size: 4 stride: 1 } }
 layer { name: "relu2" type: "ReLU" bottom: "conv2" top: "conv2" }
 layer { name: "pool2" type: "Pooling" bottom: "conv2" top: "pool2"
   pooling_param { pool: MAX kernel_size: 2 stride: 2 } }
@@ -193,7 +200,7 @@ layer { name: "ip1" type: "InnerProduct" bottom: "pool2" top: "ip1"
   inner_product_param { num_output: 120 } }
 layer { name: "relu3" type: "ReLU" bottom: "ip1" top: "ip1" }
 layer { name: "ip2" type: "InnerProduct" bottom: "ip1" top: "ip2"
-  inner_product_param { num_output: 84 } }
+  inner_product_param { num_output: 64 } }
 layer { name: "relu4" type: "ReLU" bottom: "ip2" top: "ip2" }
 layer { name: "ip3" type: "InnerProduct" bottom: "ip2" top: "ip3"
   inner_product_param { num_output: 10 } }
@@ -253,7 +260,7 @@ def make_network(out: Path, *, log=None) -> dict:
     (calibration), ``weights.npz`` and the 100 test digits ``digit_NNN_L.pgm`` to ``out``.
     Returns a summary (float accuracy on the test digits, file paths)."""
     out.mkdir(parents=True, exist_ok=True)
-    img, lab = digits_28()
+    img, lab = digits_29()
     tr_i, tr_l, te_i, te_l = img[:-N_TEST], lab[:-N_TEST], img[-N_TEST:], lab[-N_TEST:]
     p = train(tr_i, tr_l, log=log)
     (out / "lenet5.prototxt").write_text(PROTOTXT)
@@ -273,15 +280,18 @@ def make_network(out: Path, *, log=None) -> dict:
 
 def compile_network(net_dir: Path, compiler: Path, out_dir: Path) -> Path:
     """Compile ``net_dir``'s LeNet-5 with NVIDIA's compiler for nv_small in int8 with the
-    calibration table (``--configtarget opendla-small --cprecision int8 --calibtable``); returns
+    calibration table (``--configtarget nv_small --cprecision int8 --calibtable --informat
+    nchw``: the target configuration is named ``nv_small`` in the compiler's TargetConfig.cpp,
+    whatever its --help says); returns
     the loadable (``fast-math.nvdla``, the compiler's default profile). Raises RuntimeError with
     the compiler's last lines."""
     import subprocess
     out_dir.mkdir(parents=True, exist_ok=True)
-    cmd = [str(compiler), "--prototxt", str((net_dir / "lenet5.prototxt").resolve()),
+    cmd = [str(Path(compiler).resolve()), "--prototxt", str((net_dir / "lenet5.prototxt").resolve()),
            "--caffemodel", str((net_dir / "lenet5.caffemodel").resolve()),
-           "--configtarget", "opendla-small", "--cprecision", "int8",
-           "--calibtable", str((net_dir / "lenet5.json").resolve()), "-o", "./"]
+           "--configtarget", "nv_small", "--cprecision", "int8",
+           "--calibtable", str((net_dir / "lenet5.json").resolve()), "--informat", "nchw",
+           "-o", "./"]
     r = subprocess.run(cmd, cwd=out_dir, capture_output=True, text=True)
     (out_dir / "compiler.log").write_text(" ".join(cmd) + "\n" + r.stdout + r.stderr)
     loadable = out_dir / "fast-math.nvdla"
@@ -311,7 +321,7 @@ def run_digits(loadable: Path, net_dir: Path, engine: str = "model", n: int = N_
     out = []
     for f in digits:
         label = int(f.stem.rsplit("_", 1)[1])
-        img = np.frombuffer(f.read_bytes()[-28 * 28:], np.uint8).reshape(1, 1, 28, 28)
+        img = np.frombuffer(f.read_bytes()[-SIZE * SIZE:], np.uint8).reshape(1, 1, SIZE, SIZE)
         fl = int(forward(p, img.astype(np.float32) / 255.0).argmax())
         r = run_loadable(loadable, engine, cfg, timing=timing, check_golden=False, image=f,
                          kmd=kmd)
