@@ -146,6 +146,12 @@ def main(argv=None) -> int:
     return 1 if counts["FAIL"] else 0
 
 
+def cfg_macs() -> int:
+    """int8 MACs per cycle of nv_small (atomic C x atomic K)."""
+    from hdl.config import NV_SMALL
+    return NV_SMALL.mac_atomic_c * NV_SMALL.mac_atomic_k
+
+
 def _lenet(args) -> int:
     """``python -m verif.sw lenet``: every step's result printed; the report as JSON in
     ``build/sw/lenet/report.json``."""
@@ -187,6 +193,16 @@ def _lenet(args) -> int:
         print(f"{eng}: {rep['n']} digits, classes agree with the float network on "
               f"{rep['agree_float']:.0%}, accuracy {rep['accuracy']:.0%}"
               + (f", {sum(cyc) / len(cyc):.0f} cycles per inference" if cyc else ""))
+    for eng, rep in report["engines"].items():
+        first = next((d for d in rep["digits"] if d.get("layers")), None)
+        if first is None:
+            continue
+        macs_per_cycle = cfg_macs()
+        print(f"{eng}: cycles per hardware layer ({first['digit']}; MAC limit at "
+              f"{macs_per_cycle} MACs per cycle):")
+        for (name, macs), (_, start, end) in zip(lenet.HW_LAYERS, first["layers"]):
+            limit = f", MAC limit {macs / macs_per_cycle:.0f}" if macs else ""
+            print(f"    {name:6s} {end - start:7d} cycles ({start}..{end}){limit}")
     if "model" in report["engines"] and "rtl" in report["engines"]:
         m, r = report["engines"]["model"]["digits"], report["engines"]["rtl"]["digits"]
         same = sum(a["md5"] == b["md5"] for a, b in zip(m, r))

@@ -329,10 +329,39 @@ def run_digits(loadable: Path, net_dir: Path, engine: str = "model", n: int = N_
             raise RuntimeError(f"{f.name} on {engine}: {r.message}")
         cls, scores = classify(r.output.read_bytes())
         out.append({"digit": f.name, "label": label, "float": fl, "class": cls,
-                    "scores": scores, "cycles": r.cycles, "md5": r.md5})
+                    "scores": scores, "cycles": r.cycles, "md5": r.md5,
+                    "layers": layer_cycles(r.timeline) if r.cycles else []})
         if log:
             log(f"{f.name}: label {label} float {fl} {engine} {cls} cycles {r.cycles}")
     k = len(out)
     return {"engine": engine, "n": k, "digits": out,
             "agree_float": sum(d["class"] == d["float"] for d in out) / k if k else 0.0,
             "accuracy": sum(d["class"] == d["label"] for d in out) / k if k else 0.0}
+
+
+#: the hardware layers NVIDIA's compiler makes of LeNet-5 (convolutions and inner products run
+#: on the convolution pipeline with SDP, poolings on PDP) and their multiply-accumulates
+HW_LAYERS = (("conv1", 26 * 26 * 8 * 4 * 4 * 1), ("pool1", 0), ("conv2", 10 * 10 * 16 * 4 * 4 * 8),
+             ("pool2", 0), ("ip1", 400 * 120), ("ip2", 120 * 64), ("ip3", 64 * 10))
+
+
+def layer_cycles(timeline: list) -> list[tuple[str, int, int]]:
+    """(unit, start, end) per hardware layer from a run's timeline
+    (``verif.sw.host.FirmwareHost.timeline``): a convolution from its CDMA kick-off to the SDP
+    done interrupt after its CACC done, a pooling from its PDP kick-off to its PDP done."""
+    conv, pdp, out, waiting = [], [], [], None
+    for cycle, what in timeline:
+        if what == "kick CDMA":
+            conv.append(cycle)
+        elif what == "kick PDP":
+            pdp.append(cycle)
+        elif what.startswith("done"):
+            names = what.split()[1:]
+            if any(n.startswith("CACC_DONE") for n in names) and conv:
+                waiting = conv.pop(0)
+            if any(n.startswith("SDP_DONE") for n in names) and waiting is not None:
+                out.append(("conv", waiting, cycle))
+                waiting = None
+            if any(n.startswith("PDP_DONE") for n in names) and pdp:
+                out.append(("pdp", pdp.pop(0), cycle))
+    return sorted(out, key=lambda t: t[1])
