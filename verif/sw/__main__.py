@@ -35,6 +35,7 @@ def format_result(r: SwResult) -> str:
 
 
 def main(argv=None) -> int:
+    """The CLI (module docstring); returns the exit status."""
     ap = argparse.ArgumentParser(prog="python -m verif.sw",
                                  description="Run NVIDIA's runtime and kernel-mode firmware "
                                              "(../shared/nvdla/sw) on the project's engines.")

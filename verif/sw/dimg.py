@@ -39,6 +39,7 @@ class Dimg:
         return len(self.data) // n if n else 0
 
     def describe(self) -> str:
+        """``WxHxC format F, N byte(s) per element``."""
         return (f"{self.width}x{self.height}x{self.channel} format {self.fmt:#x}, {self.bpe} "
                 f"byte(s) per element")
 
