@@ -257,7 +257,7 @@ def _run_rtl(cfg, timing, program, loadable, run_dir, kw, waves, memory, name,
     out_file = run_dir / "output.dimg"
     stats = dict(d.get("stats") or {}, sim_cycles=d.get("sim_cycles"),
                  sim_wall=round(d.get("sim_wall") or 0, 2), rd_beats=d.get("rd_beats"),
-                 wr_beats=d.get("wr_beats"))
+                 wr_beats=d.get("wr_beats"), rd_reqs=d.get("rd_reqs"), wr_reqs=d.get("wr_reqs"))
     return HostOutcome(d["ok"], d["message"], out_file.read_bytes() if out_file.is_file() else None,
                        d.get("exit_code"), stats, d.get("cycles"),
                        Path(d["log"]) if d.get("log") else None, d.get("firmware_errors") or [],
