@@ -64,8 +64,11 @@ def _trace_dir(t) -> Path:
 
 
 def _run_batch(build: SimBuild, dirs: list[Path], run_dir: Path, cfg: dict,
-               waves_path: Path | None, plusargs: list[str] = ()) -> tuple[list[dict], Path, str]:
-    """One simulator process over ``dirs``. Returns (result dicts, log path, error text)."""
+               waves_path: Path | None, plusargs: list[str] = (), *, tb_module: str = TB_MODULE,
+               env_name: str = TB_ENV) -> tuple[list[dict], Path, str]:
+    """One simulator process over ``dirs`` (cocotb test module ``tb_module``, its settings as
+    JSON in the environment variable ``env_name``; ``verif.sw`` runs its own module this way).
+    Returns (result dicts, log path, error text)."""
     from cocotb_tools.runner import get_runner
     run_dir.mkdir(parents=True, exist_ok=True)
     results = run_dir / "results.jsonl"
@@ -79,8 +82,8 @@ def _run_batch(build: SimBuild, dirs: list[Path], run_dir: Path, cfg: dict,
     err = ""
     t_launch = time.time()
     try:
-        runner.test(test_module=TB_MODULE, hdl_toplevel=SIM_TOP, hdl_toplevel_lang="verilog",
-                    build_dir=build.directory, test_dir=run_dir, extra_env={TB_ENV: json.dumps(tb)},
+        runner.test(test_module=tb_module, hdl_toplevel=SIM_TOP, hdl_toplevel_lang="verilog",
+                    build_dir=build.directory, test_dir=run_dir, extra_env={env_name: json.dumps(tb)},
                     waves=bool(waves_path), test_args=test_args, plusargs=list(plusargs),
                     log_file=log,
                     results_xml=str(run_dir / "results.xml"), timescale=TIMESCALE)
