@@ -420,3 +420,29 @@ class AxiSlaveCore:
         if not self.out["bvalid"]:
             self.b_ready_seen = 0
         return ch
+
+
+def add_timing_arguments(parser) -> None:
+    """The memory-timing options of every CLI that runs a simulated engine (the trace CLI,
+    ``verif.sw``): ``--mem-profile``, ``--seed``, ``--read-latency``, ``--accept-every``; turn the
+    parsed arguments into a :class:`MemTiming` with :func:`timing_from_args`."""
+    parser.add_argument("--mem-profile", choices=PROFILES, default="nvidia",
+                        help="rtl/amaranth memory timing: nvidia (default: read data 32 cycles after "
+                             "the request, a request every other cycle, as NVIDIA's player), fast "
+                             "(latency 1, a request every cycle), random (latency 0..500 per "
+                             "request, random stalls, out-of-order IDs; see --seed)")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the random memory profile (default 0)")
+    parser.add_argument("--read-latency", type=int, default=None,
+                        help="override the profile's read latency in cycles (nvidia 32, fast 1; "
+                             "random: the largest latency, 500), >= 0")
+    parser.add_argument("--accept-every", type=int, default=None,
+                        help="override: the memory accepts one AXI request every N cycles "
+                             "(nvidia 2, fast and random 1), >= 1")
+
+
+def timing_from_args(args) -> MemTiming:
+    """The :class:`MemTiming` of the options :func:`add_timing_arguments` added. Raises
+    :class:`MemTimingError` naming a bad option."""
+    return MemTiming.named(args.mem_profile, seed=args.seed, read_latency=args.read_latency,
+                           accept_every=args.accept_every)

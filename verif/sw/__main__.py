@@ -18,7 +18,8 @@ from pathlib import Path
 
 from hdl.config import ConfigError, add_config_arguments, config_from_args
 from hdl.support import UnbuiltConfig, check_buildable
-from verif.axi_slave import PROFILES, MemTiming, MemTimingError
+from verif.axi_slave import (PROFILES, MemTiming, MemTimingError, add_timing_arguments,
+                              timing_from_args)
 from verif.sw.build import SwBuildError, build_sw, firmware_variant
 from verif.sw.runner import DEFAULT_INTR_BUDGET, ENGINES, SwResult, run_loadable
 from verif.trace.player import PASS
@@ -51,13 +52,7 @@ def main(argv=None) -> int:
     rp.add_argument("--engine", choices=ENGINES, default="model",
                     help="model (numpy), rtl (Verilator) or amaranth (slow); default: model")
     add_config_arguments(rp)
-    rp.add_argument("--mem-profile", choices=PROFILES, default="nvidia",
-                    help="rtl/amaranth memory timing: nvidia (default), fast, random (see --seed)")
-    rp.add_argument("--seed", type=int, default=0, help="seed of the random memory profile")
-    rp.add_argument("--read-latency", type=int, default=None,
-                    help="override the profile's read latency in cycles")
-    rp.add_argument("--accept-every", type=int, default=None,
-                    help="override: the memory accepts one AXI request every N cycles")
+    add_timing_arguments(rp)
     rp.add_argument("--golden", type=Path, default=None, metavar="DIR",
                     help="directory holding the golden lead.md5 (default: NVIDIA's regression "
                          "golden of the loadable's test, ../shared/nvdla/sw/regression/golden/"
@@ -120,8 +115,7 @@ def main(argv=None) -> int:
             b = build_sw(cfg.name, log=print, kmd=args.kmd)
             print(f"{b.program} (firmware {b.variant}, libjpeg {b.libjpeg})")
             return 0
-        timing = MemTiming.named(args.mem_profile, seed=args.seed, read_latency=args.read_latency,
-                                 accept_every=args.accept_every)
+        timing = timing_from_args(args)
         if args.max_cycles is not None and args.max_cycles < 1:
             raise MemTimingError(f"--max-cycles {args.max_cycles}: must be >= 1")
         if args.output is not None and len(args.loadables) > 1:

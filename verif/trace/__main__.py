@@ -22,7 +22,7 @@ from pathlib import Path
 from hdl.config import ConfigError, add_config_arguments, config_from_args
 from hdl.support import UnbuiltConfig, check_buildable
 from verif import cluster as dc
-from verif.axi_slave import PROFILES, MemTiming, MemTimingError
+from verif.axi_slave import MemTimingError, add_timing_arguments, timing_from_args
 from verif.trace.parser import find_traces
 from verif.trace.player import FAIL, NOT_RUNNABLE, PASS
 from verif.trace.reference import nvidia_cycles
@@ -90,18 +90,7 @@ def main(argv=None) -> int:
     rp.add_argument("-j", "--jobs", type=int, default=1,
                     help="rtl: parallel simulations (without --cluster; --cluster local takes "
                          "its worker count from it)")
-    rp.add_argument("--mem-profile", choices=PROFILES, default="nvidia",
-                    help="rtl/amaranth memory timing: nvidia (default: read data 32 cycles after the "
-                         "request, a request every other cycle, as NVIDIA's player), fast (latency 1, "
-                         "a request every cycle), random (latency 0..500 per request, random "
-                         "stalls, out-of-order IDs; see --seed)")
-    rp.add_argument("--seed", type=int, default=0, help="seed of the random memory profile (default 0)")
-    rp.add_argument("--read-latency", type=int, default=None,
-                    help="override the profile's read latency in cycles (nvidia 32, fast 1; random: "
-                         "the largest latency, 500), >= 0")
-    rp.add_argument("--accept-every", type=int, default=None,
-                    help="override: the memory accepts one AXI request every N cycles (nvidia 2, "
-                         "fast and random 1), >= 1")
+    add_timing_arguments(rp)
     rp.add_argument("--max-cycles", type=int, default=None, metavar="N",
                     help="rtl/amaranth: cycles to wait for each interrupt before declaring a hang "
                          "(default: derived from the trace's work - bytes each DMA moves, atomic "
@@ -121,8 +110,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     try:
         cfg = config_from_args(args)
-        timing = MemTiming.named(args.mem_profile, seed=args.seed, read_latency=args.read_latency,
-                                 accept_every=args.accept_every)
+        timing = timing_from_args(args)
         if args.jobs < 1:
             raise MemTimingError(f"--jobs {args.jobs}: must be >= 1")
         if args.max_cycles is not None and args.max_cycles < 1:
