@@ -64,9 +64,15 @@ class ReadRoute(wiring.Component):
         _request(m, self.client, ports, cur, pending == 0, issue)
         rsp = self.client.rsp
         src = [p.rsp for p in ports]
+        # the other memory has no beat of this client (the switching rule): its ready is 1, so
+        # that interface's RREADY, which follows whichever client its RID names, never idles
+        # low on this client's account (a memory that advances its read pipeline only while
+        # RREADY is high, as NVIDIA's trace player's does, would otherwise stall for good
+        # once a CV read comes behind a client that last used MC: found on nv_large's
+        # cdp_8x8x64_lrn9 trace)
         m.d.comb += [rsp.valid.eq(Mux(cur, src[1].valid, src[0].valid)),
                      rsp.payload.eq(Mux(cur, src[1].payload, src[0].payload)),
-                     src[0].ready.eq(rsp.ready & ~cur), src[1].ready.eq(rsp.ready & cur)]
+                     src[0].ready.eq(Mux(cur, 1, rsp.ready)), src[1].ready.eq(Mux(cur, rsp.ready, 1))]
         beat = rsp.valid & rsp.ready
         m.d.sync += pending.eq(pending + Mux(issue, self.client.req.payload.len + 1, 0) - beat)
         return m
