@@ -36,7 +36,7 @@ GOWIN_FAMILY = "GW5AST-138C"
 #: package pins of the harness: clocks on the bank-6/7 master global-clock pins (MGCLKT_6,
 #: MGCLKT_7 in Apicula's pinout), then the chains' data pins
 GOWIN_CLOCK_PINS = ("D18", "D19")
-GOWIN_DATA_PINS = ("A2", "A3", "A4", "A5", "B2", "B3", "B4", "B5")
+GOWIN_DATA_PINS = ("A17", "A18", "A19", "A20", "A22", "A23", "A24", "A25")
 #: input port names that are clocks (each gets a global-clock pin)
 CLOCK_NAMES = ("dla_core_clk", "dla_csb_clk", "clk", "csb_clk")
 #: port name prefixes in the CSB clock domain of NV_nvdla
@@ -47,6 +47,57 @@ UTIL_COLUMNS = {"LUT4": ("LUT4",), "ALU": ("ALU",), "FF": ("DFF",),
 #: GW5A DSP blocks (nextpnr's bels; a block is one MULTALU27X18 or MULTADDALU12X12, or two
 #: MULT12X12): the report's DSP column counts blocks
 DSP_BLOCK_BELS = {"MULTALU27X18": 1.0, "MULTADDALU12X12": 1.0, "MULT12X12": 0.5}
+
+
+#: ``$__MUL12X12`` (from Yosys' ``mul2dsp`` with 11-bit operands) to the GW5A's MULT12X12, a
+#: signed 12 x 12 multiplier (no sign inputs, unlike the GW1N/GW2A MULT9X9/MULT18X18): each
+#: operand sign- or zero-extended to 12 bits, so both signednesses are exact
+DSP_MAP_V = r"""
+module \$__MUL12X12 (A, B, Y);
+  parameter A_SIGNED = 0;
+  parameter B_SIGNED = 0;
+  parameter A_WIDTH = 11;
+  parameter B_WIDTH = 11;
+  parameter Y_WIDTH = 22;
+  (* force_downto *) input [A_WIDTH-1:0] A;
+  (* force_downto *) input [B_WIDTH-1:0] B;
+  (* force_downto *) output [Y_WIDTH-1:0] Y;
+  wire [11:0] a = A_SIGNED ? {{(12-A_WIDTH){A[A_WIDTH-1]}}, A} : {{(12-A_WIDTH){1'b0}}, A};
+  wire [11:0] b = B_SIGNED ? {{(12-B_WIDTH){B[B_WIDTH-1]}}, B} : {{(12-B_WIDTH){1'b0}}, B};
+  wire [23:0] p;
+  MULT12X12 _TECHMAP_REPLACE_ (.A(a), .B(b), .CLK(2'b00), .CE(2'b00), .RESET(2'b00), .DOUT(p));
+  assign Y = p[Y_WIDTH-1:0];
+endmodule
+"""
+
+#: ``synth_gowin -family gw5a`` with multipliers mapped to MULT12X12: Yosys 0.70 maps DSPs only
+#: for GW1N/GW2A, leaving every GW5A multiplier in LUTs and ALUs (whole nv_small: no DSP,
+#: 13,748 ALU). Its ``coarse`` step is run by hand with ``mul2dsp`` + :data:`DSP_MAP_V` where
+#: the GW1N/GW2A DSP mapping goes (``help synth_gowin`` of Yosys 0.70).
+GOWIN_SYNTH = """synth_gowin -family gw5a -top ooc_top -run begin:coarse
+proc
+check
+flatten
+tribuf -logic
+deminout
+opt_expr
+check
+opt_clean
+opt -nodffe -nosdff
+fsm
+opt
+wreduce
+peepopt
+opt_clean
+share
+techmap -map +/mul2dsp.v -D DSP_A_MAXWIDTH=11 -D DSP_B_MAXWIDTH=11 -D DSP_A_MINWIDTH=2 -D DSP_B_MINWIDTH=2 -D DSP_Y_MINWIDTH=9 -D DSP_NAME=$__MUL12X12
+techmap -map gowin_dsp_map.v
+alumacc
+opt
+memory -nomap
+opt_clean
+synth_gowin -family gw5a -top ooc_top -json gowin.json -run map_ram:
+"""
 
 
 class GowinError(RuntimeError):
@@ -93,7 +144,7 @@ class GowinTiming:
         return next((c for c in self.clocks if c.clock == name), None)
 
 
-_PORT = re.compile(r"^\s*wire width (\d+) (input|output|inout) (\d+)\s+(\S+)")
+_PORT = re.compile(r"^\s*wire width (\d+) .*?\b(input|output|inout) (\d+)\b.*\s(\S+)\s*$")
 
 
 def top_ports(rtlil: str, top: str) -> list:
@@ -248,8 +299,8 @@ def place_and_route_gowin(out_dir: Path, top: str, *, freq: float = 100.0,
     """Synthesize ``out_dir/design`` (RTLIL, top ``top``) inside the harness
     (:func:`ooc_wrapper`) with ``synth_gowin -family gw5a`` and place and route it with
     nextpnr-himbaechel-gowin on :data:`GOWIN_PART`, every clock constrained to ``freq`` MHz
-    (failing timing is allowed: the achieved Fmax is the result). Writes ``ooc.v``, ``ooc.cst``,
-    ``gowin.ys``, ``gowin.log``, ``gowin.json`` (netlist), ``gowin_stat.txt``,
+    (failing timing is allowed: the achieved Fmax is the result); multipliers in MULT12X12
+    (:data:`GOWIN_SYNTH`). Writes ``ooc.v``, ``ooc.cst``, ``gowin_dsp_map.v``, ``gowin.ys``, ``gowin.log``, ``gowin.json`` (netlist), ``gowin_stat.txt``,
     ``gowin_pnr.log``, ``gowin_pnr.json`` (report) and ``gowin_routed.json`` (for
     ``gowin_pack``). ``progress(msg)``: called at each step. Raises :class:`GowinError`."""
     from hdl.synth import run_yosys, SynthError
@@ -261,11 +312,11 @@ def place_and_route_gowin(out_dir: Path, top: str, *, freq: float = 100.0,
     wrapper, cst, info = ooc_wrapper(ports, top)
     (out_dir / "ooc.v").write_text(wrapper)
     (out_dir / "ooc.cst").write_text(cst)
+    (out_dir / "gowin_dsp_map.v").write_text(DSP_MAP_V)
     (out_dir / "gowin.ys").write_text(
         f"read_rtlil {design}\nhierarchy -top {top}\nsetattr -mod -unset keep_hierarchy\n"
-        "read_verilog ooc.v\nhierarchy -top ooc_top\n"
-        "synth_gowin -family gw5a -top ooc_top -json gowin.json\n"
-        "tee -q -o gowin_stat.txt stat\n")
+        "read_verilog ooc.v\nhierarchy -top ooc_top\n" + GOWIN_SYNTH
+        + "tee -q -o gowin_stat.txt stat\n")
     for f in ("gowin.json", "gowin_pnr.json", "gowin_routed.json"):
         (out_dir / f).unlink(missing_ok=True)
     say(f"yosys synth_gowin -family gw5a (log {out_dir / 'gowin.log'})")
@@ -309,4 +360,8 @@ def gowin_lines(top: str, t: GowinTiming) -> list:
     for col, (used, avail) in t.util.items():
         pct = f"{100 * used / avail:.1f}" if avail else "-"
         lines.append(f"| {col} | {used:,} | {avail:,} | {pct} |")
+    if t.util.get("DSP", [0])[0]:
+        lines += ["", "DSP = GW5A DSP blocks (two MULT12X12 each). nextpnr's GW5A chip database has "
+                  "no timing for the DSP: paths into and out of a MULT12X12 are not timed, so "
+                  "the Fmax above leaves out the multipliers' own paths."]
     return lines
