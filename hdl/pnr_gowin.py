@@ -91,6 +91,7 @@ peepopt
 opt_clean
 share
 techmap -map +/mul2dsp.v -D DSP_A_MAXWIDTH=11 -D DSP_B_MAXWIDTH=11 -D DSP_A_MINWIDTH=2 -D DSP_B_MINWIDTH=2 -D DSP_Y_MINWIDTH=9 -D DSP_NAME=$__MUL12X12
+chtype -set $mul t:$__soft_mul
 techmap -map gowin_dsp_map.v
 alumacc
 opt

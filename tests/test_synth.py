@@ -520,7 +520,8 @@ MUL_GOLD_V = """
 module m(input signed [7:0] a, input signed [7:0] b, input [7:0] c, input [7:0] d,
          input [13:0] e, input signed [5:0] f,
          output signed [15:0] y1, output [15:0] y2, output signed [16:0] y3,
-         output signed [19:0] y4);
+         output signed [19:0] y4, output [7:0] y5);
+  assign y5 = c[3:0] * d[3:0];      // below DSP_Y_MINWIDTH: left to the LUTs
   assign y1 = a * b;
   assign y2 = c * d;
   assign y3 = $signed({1'b0, c}) * b;
@@ -542,7 +543,8 @@ def test_gowin_dsp_map_is_exact(tmp_path, model_signed):
     (tmp_path / "model.v").write_text(
         "module MULT12X12(input [11:0] A, input [11:0] B, input [1:0] CLK, input [1:0] CE, "
         f"input [1:0] RESET, output [23:0] DOUT);\n  assign DOUT = {op};\nendmodule\n")
-    mul2dsp = next(ln for ln in pnr_gowin.GOWIN_SYNTH.splitlines() if "mul2dsp" in ln)
+    mul2dsp = "\n".join(ln for ln in pnr_gowin.GOWIN_SYNTH.splitlines()
+                         if "mul2dsp" in ln or "soft_mul" in ln)
     rnd = random.Random(1)
     widths = dict(a=8, b=8, c=8, d=8, e=14, f=6)
     vecs = [{k: rnd.randrange(1 << w) for k, w in widths.items()} for _ in range(40)]
@@ -558,7 +560,8 @@ def test_gowin_dsp_map_is_exact(tmp_path, model_signed):
     (tmp_path / "eq.ys").write_text("\n".join(script) + "\n")
     synth.run_yosys(tmp_path / "eq.ys", tmp_path / "eq.log", time.monotonic(), quiet=True)
     log = (tmp_path / "eq.log").read_text()
-    assert "MULT12X12" in (tmp_path / "cells.txt").read_text()
+    cells = (tmp_path / "cells.txt").read_text()
+    assert "MULT12X12" in cells and "$mul" in cells and "soft_mul" not in cells
     same, differ = log.count("trigger = 1'0"), log.count("trigger = 1'1")
     assert same + differ == len(vecs)
     if model_signed:
