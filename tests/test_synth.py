@@ -571,3 +571,18 @@ def test_gowin_dsp_map_is_exact(tmp_path, model_signed):
         assert differ == 0
     else:
         assert differ > len(vecs) // 2
+
+
+def test_ecp5_fit_parsing():
+    """scripts/ecp5_fit.py: LUT4 sites of a cell count and nextpnr-ecp5's utilisation block."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "ecp5_fit", Path(__file__).resolve().parent.parent / "scripts/ecp5_fit.py")
+    fit = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fit)
+    assert fit.sites({"LUT4": 10, "CCU2C": 3, "TRELLIS_DPR16X4": 2, "TRELLIS_FF": 99}) == 28
+    log = ("Info: Device utilisation:\nInfo: \t          TRELLIS_IO:       0/    365     0%\n"
+           "Info: \t        TRELLIS_COMB:   89016/  83640   106%\n"
+           "Info: \t              DP16KD:     104/    208    50%\n")
+    assert fit.pack_utilisation(log) == {"TRELLIS_IO": (0, 365), "TRELLIS_COMB": (89016, 83640),
+                                         "DP16KD": (104, 208)}
