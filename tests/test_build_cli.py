@@ -74,9 +74,9 @@ def test_set_overrides_the_configuration(tmp_path, capsys, no_elaboration):
 @pytest.mark.parametrize("spec, missing", [
     ("nv_small_256+mac_atomic_k=16", "the convolution pipeline for atomic K 16 with 8-channel "
                                      "memory atoms"),
-    ("nv_large", "the secondary memory interface (CVIF, nvdla_core2cvsram)"),
+    ("nv_large+secondary_memif_width=512", "a secondary memory interface 512 bits wide beside "
+                                           "a 256-bit primary one"),
     ("nv_full", "Winograd convolution; multi-batch convolution; weight compression; BDMA; RUBIK"),
-    ("nv_medium_1024_full", "the secondary memory interface"),
 ])
 def test_unbuilt_configuration_is_one_line_exit_2(spec, missing, tmp_path, capsys, no_elaboration):
     """Issue 30 item 1: a configuration the RTL does not build yet stops hdl.build (and sim.build,
@@ -96,7 +96,8 @@ def test_built_configurations_list_nothing_missing():
     from hdl.config import get_config
     from hdl.support import unbuilt
     for spec in ("nv_small", "nv_small_ew", "nv_small+primary_memif_max_burst=4", "nv_small_256",
-                 "nv_medium_512", "nv_medium_1024_full+secondary_memif=false"):
+                 "nv_small_256_full", "nv_medium_512", "nv_medium_1024_full", "nv_large",
+                 "nv_medium_1024_full+secondary_memif=false"):
         assert unbuilt(get_config(spec)) == [], spec
 
 
