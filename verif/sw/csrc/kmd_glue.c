@@ -59,25 +59,20 @@ static int is_verbose(void)
 
 /* ---- the firmware's OS hooks ---------------------------------------------------------- */
 
-void dla_debug(const char *str, ...)
-{
-    if (!is_verbose())
-        return;
-    va_list ap;
-    va_start(ap, str);
-    vfprintf(stderr, str, ap);
-    va_end(ap);
-}
+/* dla_debug and dla_info: the firmware's chatter, on stderr only when verbose */
+#define VERBOSE_HOOK(name)                \
+    void name(const char *str, ...)       \
+    {                                     \
+        if (!is_verbose())                \
+            return;                       \
+        va_list ap;                       \
+        va_start(ap, str);                \
+        vfprintf(stderr, str, ap);        \
+        va_end(ap);                       \
+    }
 
-void dla_info(const char *str, ...)
-{
-    if (!is_verbose())
-        return;
-    va_list ap;
-    va_start(ap, str);
-    vfprintf(stderr, str, ap);
-    va_end(ap);
-}
+VERBOSE_HOOK(dla_debug)
+VERBOSE_HOOK(dla_info)
 
 static void forward(uint32_t level, const char *str, va_list ap)
 {
