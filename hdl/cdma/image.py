@@ -13,8 +13,11 @@ port (MCIF client ``cdma_dat``) and produces the CBUF entries of each input line
   ``addr_p + y * stride_p + xo_p * bpp_p``, ``xo_p = PIXEL_X_OFFSET mod (atom_bytes / bpp_p)``:
   only the pixel offset inside one memory atom is used (fact recorded by the model,
   ``verif/model/conv.py`` ``ConvCore._fetch_pixels``: NVIDIA's NV_NVDLA_CDMA_IMG_ctrl masks the
-  offset so). The start may be anywhere inside an atom: whole atoms are read and the bytes
-  outside the line dropped.
+  offset so), except that plane 0 starts one atom later (``+ atom_bytes``) when
+  ``xo_0 < (PAD_LEFT & mask) <= PIXEL_X_OFFSET`` (``mask`` = pixels per atom - 1): NVIDIA's
+  count of left-padding atoms compares the whole offset there (observed on its nv_small and
+  nv_small_256 RTL through ``--rtl-filelist``). The start may be anywhere inside an atom: whole
+  atoms are read and the bytes outside the line dropped.
 * Each pixel's bytes (plane 0, then plane 1) are reordered to the channels R/Y, G/U, B/V, A/X
   (:data:`PIXEL_FORMATS`), then, with D_CVT_CFG.CVT_EN, converted:
   ``sat_int8(round_half_away((x - off) * CVT_SCALE >> CVT_TRUNCATE))`` with ``x`` the byte
@@ -539,12 +542,22 @@ class PixelFetch(wiring.Component):
                  Cat(regs.d_dain_addr_low_1.as_value(), regs.d_dain_addr_high_1.as_value())]
         strides = [regs.d_line_stride.as_value(), regs.d_line_uv_stride.as_value()]
         a_sh = log2(A)
+        pad_left = regs.d_zero_padding.pad_left
         for p in (0, 1):
             # pixel offset inside one atom: the low log2(A / bpp) bits of PIXEL_X_OFFSET
             xmask = Signal(a_sh, name=f"xmask{p}")
             m.d.comb += xmask.eq(Const(A - 1, a_sh) >> bpp_log2[p])
+            start = bases[p][:aw] + ((xoff & xmask) << bpp_log2[p])
+            if p == 0:
+                # plane 0 starts one atom later when PAD_LEFT's in-atom part lies between the
+                # in-atom offset and the whole PIXEL_X_OFFSET (NVIDIA's left-padding atom count
+                # compares the whole offset: module docstring)
+                late = Signal(name="late_atom0")
+                m.d.comb += late.eq(((xoff & xmask) < (pad_left & xmask))
+                                    & ((pad_left & xmask) <= xoff))
+                start = start + Mux(late, A, 0)
             m.d.comb += [
-                geom.base[p].eq(bases[p][:aw] + ((xoff & xmask) << bpp_log2[p])),
+                geom.base[p].eq(start),
                 geom.stride[p].eq(strides[p]),
                 geom.bytes[p].eq((w + 1) << bpp_log2[p]),
                 geom.pix_log2[p].eq(bpp_log2[p]),

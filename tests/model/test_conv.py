@@ -234,11 +234,14 @@ def test_image_every_pixel_format(fmt, variant):
     pad_cdma, pad_csc = rng.randint(0, 255), rng.randint(0, 255)
     mem, L = Memory(), Layer()
     bases, strides = [0x8000_0000, 0x8800_0000], [64 * 2, 96 * 2]
-    # pixel bytes as the hardware fetches them: start = base + (xoff mod pixels per 8-B atom)
+    # pixel bytes as the hardware fetches them: start = base + (xoff mod pixels per 8-B atom),
+    # plane 0 one atom later when PAD_LEFT mod pixels per atom lies in (that, xoff] (NVIDIA's
+    # count of left-padding atoms compares the whole offset; observed on its RTL)
     pix = [[[0] * cpix for _ in range(W)] for _ in range(H)]
     for p, chans in enumerate(planes):
         bpp = len(chans)
-        xo = xoff % (8 // bpp)
+        ppa = 8 // bpp
+        xo = xoff % ppa + (ppa if p == 0 and xoff % ppa < pl % ppa <= xoff else 0)
         raw = bytes(rng.randrange(256) for _ in range(strides[p] * H))
         mem.write(bases[p], raw)
         for y in range(H):

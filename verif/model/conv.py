@@ -310,8 +310,18 @@ class ConvCore:
             # its runs: the x offset counts pixels inside one memory atom only, i.e. the low
             # log2(atom_bytes / bytes_per_pixel) bits of PIXEL_X_OFFSET are used (bit 0 for
             # 4-byte pixels on nv_small; format.rst's 0..31 ranges assume 32-byte atoms).
-            xo = xoff & (cfg.atom_bytes // b - 1)
+            mask = cfg.atom_bytes // b - 1
+            xo = xoff & mask
             base = cdma.addr(hi, lo) + xo * b
+            # Observed on NVIDIA's nv_small and nv_small_256 RTL (NV_NVDLA_CDMA_IMG_ctrl
+            # pixel_planar0_lp_burst) and confirmed on 160 generated image layers through
+            # --rtl-filelist: plane 0's count of left-padding atoms compares the WHOLE
+            # PIXEL_X_OFFSET with PAD_LEFT's in-atom part (plane 1 compares the in-atom offset).
+            # When only the whole offset reaches it (xo < PAD_LEFT & mask <= PIXEL_X_OFFSET) one
+            # padding atom too few is counted, and every line arrives one memory atom later
+            # in memory: its pixels start one atom further on.
+            if p == 0 and xo < (cdma.f("PAD_LEFT") & mask) <= xoff:
+                base += cfg.atom_bytes
             ls = cdma.f(stride)
             addrs = base + np.arange(h, dtype=np.int64)[:, None] * ls + np.arange(w * b, dtype=np.int64)[None, :]
             planes.append(ram(self.mem, self.cv_mem, cdma.f("DATAIN_RAM_TYPE"))
