@@ -131,7 +131,8 @@ def _key(r):
 @needs_sim
 def test_backdoor_round_trip(stub_filelist, tmp_path):
     from cocotb_tools.runner import get_runner
-    from sim.build import SIM_TOP, TIMESCALE, build_sim
+    from sim.build import SIM_TOP, TIMESCALE
+    from verif.trace.pgo import build_sim
     b = build_sim("test_stub", rtl_filelist=stub_filelist)
     xml = get_runner("verilator").test(test_module="sim.tb.selftest", hdl_toplevel=SIM_TOP,
                                        hdl_toplevel_lang="verilog", build_dir=b.directory,

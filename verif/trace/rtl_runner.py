@@ -34,7 +34,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from sim.build import REPO, SIM_TOP, TIMESCALE, SimBuild, build_sim
+from sim.build import REPO, SIM_TOP, TIMESCALE, SimBuild
+from verif.trace.pgo import build_sim
 from verif.trace.parser import Trace, TraceSyntaxError, find_traces, load_trace
 from verif.trace.player import FAIL, NOT_RUNNABLE, CheckResult, TraceResult
 from verif.axi_slave import MemTiming
