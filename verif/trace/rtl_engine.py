@@ -454,9 +454,19 @@ class RtlEngine(SimEngineBase):
             await self._csb_fall
 
     async def end_check(self) -> str | None:
-        """At the end of a trace: :meth:`drain_csb`, then :meth:`final_check`."""
+        """At the end of a trace: :meth:`drain_csb`, then :meth:`final_check`, in the read-only
+        phase of the current time step, then one simulator step later (so the caller may drive
+        signals again). There both memories have evaluated the current clock edge: the
+        in-simulation memory evaluates a falling edge before any cocotb coroutine runs, the
+        Python adapter in one of them, possibly after the caller's; the AXI counters read after
+        this call (``axi``/``cv_axi``: ``rd_beats`` ...) are the same with both memories even
+        while reads are still in flight at the end of a trace (the ``random`` profile's
+        latencies outlast short traces)."""
         await self.drain_csb()
-        return self.final_check()
+        await ReadOnly()
+        err = self.final_check()
+        await Timer(1, "step")
+        return err
 
     def final_check(self) -> str | None:
         """At the end of a trace: the first protocol violation (AXI, CSB, a CSB request left
