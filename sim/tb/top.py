@@ -16,8 +16,8 @@ When ``NV_nvdla`` has the secondary memory interface (every ``nvdla_core2cvsram_
 second instance (port number 1 of the DPI-C calls; the primary port is 0), with its own
 memory, timing and monitor. The DPI-C data arguments are as wide as the wider of the two ports
 (a narrower port is zero-extended / uses the low bits). ``has_cv(ports)`` tells whether a port
-list has that interface (all of its AXI ports; some but not all is a ValueError in
-``tb_source``).
+list has that interface (any ``nvdla_core2cvsram_*`` port; ``tb_source`` then needs all of
+the AXI ports the memory uses, else ValueError).
 
 The master outputs stay visible as top outputs in both modes.
 
