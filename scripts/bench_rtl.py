@@ -36,7 +36,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from hdl.config import add_config_arguments, config_from_args, get_config  # noqa: E402
-from sim.build import build_sim  # noqa: E402
+from verif.trace.pgo import build_sim  # noqa: E402
 from verif.axi_slave import MemTiming  # noqa: E402
 from verif.shared import nvdla_dir  # noqa: E402
 from verif.trace.reference import nvidia_cycles  # noqa: E402

@@ -135,7 +135,7 @@ def _sweep_on_cluster(args, spec, cfg, kinds, seeds, stats, failures, records) -
     programs = [(k, s) for k in kinds for s in seeds]
     if spec.kind == "local":
         # the workers share this machine's build cache: build (or find) the model once here
-        from sim.build import build_sim
+        from verif.trace.pgo import build_sim
         build_sim(cfg.name, rtl_filelist=args.rtl_filelist)
     with dc.connect(spec) as client:
         per = min(args.per_process, max(1, math.ceil(len(seeds) / dc.slots(client))))

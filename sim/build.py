@@ -32,9 +32,14 @@ sim/tb/top.py) and ``OPT_FAST``; ``$NVDLA_SIM_THREADS`` (or ``threads=``) opts i
 (not ``--set`` variants, waves, xrand, public or threaded builds) are profile-guided (``pgo``,
 on by default, ``$NVDLA_SIM_PGO=0`` or ``--no-pgo`` turns it off; ``--pgo`` asks for it with
 ``--set`` or ``--rtl-filelist`` too): the model is compiled with GCC's
-``-fprofile-generate``, plays the training programs of ``verif.trace.pgo`` (random register
-programs of every layer type, not NVIDIA's traces), and is compiled again with
-``-fprofile-use`` from that profile.
+``-fprofile-generate``, plays a training, and is compiled again with ``-fprofile-use`` from
+that profile. The training is the caller's (``build_sim(training=...)``, a :class:`Training`:
+its ``recipe`` is part of the cache key, its ``train`` plays programs on the instrumented
+build): this module does not depend on the verification layer above it. The project's
+training is ``verif.trace.pgo.TRAINING`` (random register programs of every layer type, not
+NVIDIA's traces), and ``verif.trace.pgo.build_sim`` is ``build_sim`` with it, what every
+caller in verif/, scripts/ and tests/ uses; the CLI below is the one place here that picks
+it up (its ``__main__`` block, not the module).
 
 CLI: ``python -m sim.build [--config nv_small] [--set NAME=VALUE ...] [--rtl-filelist F]
 [--waves] [--xrand] [--force] [--threads N] [--pgo | --no-pgo]``.
@@ -55,6 +60,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from hdl.config import SPEC_SEP, add_config_arguments, config_from_args, get_config
 from hdl.support import UnbuiltConfig, check_buildable
@@ -414,12 +420,25 @@ class SimBuild:
     seconds: float          # build time (0.0 when taken from the cache)
     cached: bool
     #: the profile-guided compile: "" (not profile-guided), or the training's summary
-    #: (``verif.trace.pgo.train``), or why it was skipped
+    #: (``Training.train``, e.g. ``verif.trace.pgo.train``), or why it was skipped
     pgo: str = ""
 
     @property
     def executable(self) -> Path:
         return self.directory / SIM_TOP
+
+
+@dataclass(frozen=True)
+class Training:
+    """The training of profile-guided builds, given by the caller of :func:`build_sim` (the
+    project's: ``verif.trace.pgo.TRAINING``). ``recipe``: a description of the programs played,
+    part of the cache key of profile-guided builds (change it when the training changes).
+    ``train(build, rtl_filelist)``: plays the programs on the instrumented :class:`SimBuild`
+    ``build`` (``rtl_filelist``: the file list it was built from when not the project's RTL,
+    else None) in one simulator process and returns a one-line summary; it may raise (the
+    build then goes on without a profile, see :func:`build_sim`)."""
+    recipe: str
+    train: Callable[[SimBuild, Path | None], str]
 
 
 def _runner_class():
@@ -496,7 +515,7 @@ def _variant_suffix(threads: int, xrand: bool, waves: bool) -> str:
 def build_sim(config: str = "nv_small", *, rtl_filelist: str | Path | None = None,
               waves: bool = False, public: bool = False, extra_flags=(), force: bool = False,
               verbose: bool = False, xrand: bool = False, threads: int | None = None,
-              pgo: bool | None = None) -> SimBuild:
+              pgo: bool | None = None, training: Training | None = None) -> SimBuild:
     """Build (or take from the cache) the cocotb+Verilator simulator of ``NV_nvdla``.
 
     ``rtl_filelist``: a Verilator file list of any port-compatible NV_nvdla (default: the
@@ -509,14 +528,19 @@ def build_sim(config: str = "nv_small", *, rtl_filelist: str | Path | None = Non
     ``pgo``: profile-guided compile (default: ``build_pgo()`` for the project's own RTL of a
     preset, on unless ``$NVDLA_SIM_PGO=0``; off for a spec with ``--set`` overrides and for
     ``rtl_filelist`` unless ``pgo=True``; never for waves, xrand, public or threaded variants;
-    see the module docstring). A training that fails or writes no profile is reported in
-    ``SimBuild.pgo`` and on stderr, and the model is compiled without a profile (same results,
-    slower).
+    see the module docstring). ``training``: what a profile-guided compile plays
+    (:class:`Training`; ``verif.trace.pgo.build_sim`` passes the project's); without one the
+    default is no profile-guided compile, and ``pgo=True`` is a ValueError. A training that
+    fails or writes no profile is reported in ``SimBuild.pgo`` and on stderr, and the model is
+    compiled without a profile (same results, slower).
     Raises hdl.support.UnbuiltConfig (our RTL of a configuration it does not build yet),
     SimBuildError (with the log path), RtlGenerationError, FileNotFoundError, ValueError
     (a file list option without its value, another --top-module; see parse_filelist).
     """
     import cocotb
+    if pgo and training is None:
+        raise ValueError("a profile-guided build needs a training (build_sim(training=...), e.g. "
+                         "verif.trace.pgo.build_sim)")
     if not rtl_filelist:
         check_buildable(get_config(config))   # one line naming what our RTL lacks
     inst = activate()
@@ -533,7 +557,7 @@ def build_sim(config: str = "nv_small", *, rtl_filelist: str | Path | None = Non
         # presets only: a build for a few runs of a --set variant would spend more time on
         # the profile than it saves (CI: 7 profile-guided builds took 2,094 s against 1,868 s
         # without; the variants run a handful of traces each)
-        pgo = build_pgo() and not rtl_filelist and SPEC_SEP not in config
+        pgo = build_pgo() and not rtl_filelist and SPEC_SEP not in config and training is not None
     pgo = bool(pgo) and not (waves or xrand or public or threads > 1)
     h = hashlib.sha256()
     h.update(json.dumps({"config": config, "verilator": inst.version, "cocotb": cocotb.__version__,
@@ -542,7 +566,7 @@ def build_sim(config: str = "nv_small", *, rtl_filelist: str | Path | None = Non
                          "cpu": _cpu_id() if "native" in OPT_FAST else "", "recipe": RECIPE,
                          "timescale": TIMESCALE, "top": TOPLEVEL,
                          "sim_top": SIM_TOP, "ldflags": EXPORT_LDFLAGS,
-                         "pgo": [PGO_GENERATE, PGO_USE, _pgo_recipe()] if pgo else None}).encode())
+                         "pgo": [PGO_GENERATE, PGO_USE, training.recipe] if pgo else None}).encode())
     h.update(filelist_digest(fl).encode())
     for f in (tbtop.CPP, Path(tbtop.__file__)):      # the testbench top and its memory
         h.update(f.read_bytes())
@@ -607,7 +631,7 @@ def build_sim(config: str = "nv_small", *, rtl_filelist: str | Path | None = Non
         note = ""
         if pgo:
             note = _train(SimBuild(config, key, bdir, waves, fl.path, 0.0, False), profile,
-                          rtl_filelist)
+                          rtl_filelist, training)
             (bdir / SIM_TOP).unlink()
             runner.make_only, runner.extra_make = True, ()
             runner.opt_fast = (f"{OPT_FAST} {PGO_USE}{profile}" if any(profile.glob("*.gcda"))
@@ -621,20 +645,13 @@ def build_sim(config: str = "nv_small", *, rtl_filelist: str | Path | None = Non
     return SimBuild(config, key, bdir, waves, fl.path, dt, False, note)
 
 
-def _pgo_recipe() -> str:
-    """The training programs' description (part of the cache key of profile-guided builds)."""
-    from verif.trace.pgo import RECIPE as training
-    return training
-
-
-def _train(build: SimBuild, profile: Path, rtl_filelist=None) -> str:
-    """Play the training programs on the instrumented ``build`` (its profile goes to
-    ``profile``; ``rtl_filelist``: the file list it was built from, when not the project's RTL);
-    returns the summary for ``SimBuild.pgo``. Never raises for a failed training:
-    the caller compiles without a profile, and the reason is printed on stderr."""
-    from verif.trace.pgo import train
+def _train(build: SimBuild, profile: Path, rtl_filelist, training: Training) -> str:
+    """Play ``training`` on the instrumented ``build`` (its profile goes to ``profile``;
+    ``rtl_filelist``: the file list it was built from, when not the project's RTL); returns the
+    summary for ``SimBuild.pgo``. Never raises for a failed training: the caller compiles
+    without a profile, and the reason is printed on stderr."""
     try:
-        note = train(build, rtl_filelist)
+        note = training.train(build, rtl_filelist)
         if any(profile.glob("*.gcda")):
             return note
         why = f"the training wrote no profile ({note})"
@@ -663,8 +680,10 @@ def _prune(config: str, waves: bool, keep: Path, n: int = 3, min_age_s: float = 
             (d.parent / f"{d.name}.lock").unlink(missing_ok=True)
 
 
-def main(argv=None) -> int:
-    """CLI; exit status 0 built (or cached), 1 build failed, 2 bad configuration."""
+def main(argv=None, training: Training | None = None) -> int:
+    """CLI; ``training``: what profile-guided builds play (:class:`Training`; None: no
+    profile-guided build, ``--pgo`` is then an error). Exit status 0 built (or cached), 1 build
+    failed, 2 bad configuration."""
     ap = argparse.ArgumentParser(prog="python -m sim.build", description=__doc__.split("\n\n")[0])
     add_config_arguments(ap)
     ap.add_argument("--rtl-filelist", type=Path, help="Verilator file list of another NV_nvdla")
@@ -682,7 +701,8 @@ def main(argv=None) -> int:
     cfg = config_from_args(a, ap)
     try:
         b = build_sim(cfg.name, rtl_filelist=a.rtl_filelist, waves=a.waves, public=a.public,
-                      force=a.force, xrand=a.xrand, threads=a.threads, pgo=a.pgo)
+                      force=a.force, xrand=a.xrand, threads=a.threads, pgo=a.pgo,
+                      training=training)
     except UnbuiltConfig as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -695,4 +715,7 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # the command line is where the layers meet: it builds what verif's callers build, with the
+    # project's training (importing sim.build as a module never imports verif)
+    from verif.trace.pgo import TRAINING
+    sys.exit(main(training=TRAINING))

@@ -243,7 +243,7 @@ def test_local_cluster_matches_local_pool(capsys, tmp_path):
 @needs_shared
 @needs_verilator
 def test_rtl_traces_on_cluster_match_local(cluster, capsys, tmp_path):
-    from sim.build import build_sim
+    from verif.trace.pgo import build_sim
     build_sim("nv_small")             # the workers find it in the checkout's cache
     paths = [str(_trace(t)) for t in RTL_TRACES]
     rc_l, out_l, local = _cli(paths + ["--engine", "rtl", "-j", "2"], capsys, tmp_path, "local")
@@ -271,7 +271,7 @@ def _sweep(args, tmp_path, tag):
 @needs_shared
 @needs_verilator
 def test_sweep_on_cluster_matches_local(cluster, tmp_path):
-    from sim.build import build_sim
+    from verif.trace.pgo import build_sim
     build_sim("nv_small")
     rc_l, local, table_l, _ = _sweep(["-j", "2"], tmp_path, "local")
     rc_c, remote, table_c, p = _sweep(["--cluster", cluster.address], tmp_path, "cluster")
@@ -327,7 +327,7 @@ def test_worker_killed_mid_batch_loses_no_item(tmp_path, allowed_failures):
     FAIL (KilledWorker, naming the worker), the others pass as locally: none is dropped."""
     from distributed import Client
     from hdl.config import NV_SMALL
-    from sim.build import build_sim
+    from verif.trace.pgo import build_sim
     from verif.trace.runner import run
     build_sim("nv_small")
     dirs = [_trace(t) for t in KILL_TRACES]

@@ -9,7 +9,13 @@ Python responder (``memory="python"``, the reference).
 * protocol violations of broken test DUTs give the same first error with both memories (the
   C++ monitor's messages are the Python monitor's), and ``random`` catches a dropped valid;
 * a few short traces of different units on the project's RTL: the same cycles, beats and
-  bytes (CRC checks) with both memories under ``nvidia``.
+  bytes (CRC checks) with both memories under ``nvidia``;
+* the secondary memory interface (issue 30, ``nvdla_core2cvsram``): the testbench top wires it
+  to the memory's second instance; random programs on nv_small_256_full with surfaces in both
+  memories give the same cycles, per-port beats and bytes with both memories under ``nvidia``
+  and ``random``;
+* ``random`` gives the same cycles with both memories (the C++ memory draws CPython's random
+  numbers in the Python core's order and sleeps when the Python adapter sleeps).
 
 ``scripts/compare_memories.py`` runs the last comparison over the whole rtl manifest.
 """
@@ -82,6 +88,48 @@ def test_parse_ports_ansi_and_tb_source():
         tb_source([p for p in ports if p.name != "dla_csb_clk"])
 
 
+def _cv_ports(data_bits=32):
+    """The test DUT's ports plus a secondary memory interface ``nvdla_core2cvsram_*`` (the AXI
+    ports of ``nvdla_core2dbb`` renamed, data ``data_bits`` wide)."""
+    from test_rtl_engine import STUB_V
+    from sim.tb.top import Port
+    ports = parse_ports(STUB_V)
+    cv = []
+    for p in ports:
+        if p.name.startswith("nvdla_core2dbb_"):
+            name = p.name.replace("nvdla_core2dbb_", "nvdla_core2cvsram_")
+            if p.name.endswith(("_wdata", "_rdata")):
+                p = Port(name, p.direction, f"[{data_bits - 1}:0]", data_bits)
+            elif p.name.endswith("_wstrb"):
+                p = Port(name, p.direction, f"[{data_bits // 8 - 1}:0]", data_bits // 8)
+            cv.append(Port(name, p.direction, p.range, p.width))
+    return ports + cv
+
+
+def test_tb_source_serves_the_cv_port_from_the_second_instance():
+    from sim.tb.top import has_cv
+    from test_rtl_engine import STUB_V
+    assert not has_cv(parse_ports(STUB_V))
+    ports = _cv_ports(32)
+    assert has_cv(ports)
+    sv = tb_source(ports)
+    # the primary port keeps its wiring (port 0); the CV port's slave inputs come from port 1
+    assert ".nvdla_core2dbb_r_rdata(tb_mem_internal ? m_r_rdata : nvdla_core2dbb_r_rdata)" in sv
+    for s in ("ar_arready", "aw_awready", "w_wready", "r_rvalid", "r_rid", "r_rdata", "r_rlast",
+              "b_bvalid", "b_bid"):
+        assert f".nvdla_core2cvsram_{s}(tb_mem_internal ? cv_{s} : nvdla_core2cvsram_{s})" in sv
+    assert "tb_axi_eval(0, nvdla_core2dbb_ar_arvalid," in sv
+    assert "tb_axi_eval(1, nvdla_core2cvsram_ar_arvalid," in sv
+    assert "tb_axi_settle(1, nvdla_core2cvsram_ar_arvalid," in sv
+    # DPI-C data arguments as wide as the wider port; the 32-bit CV port zero-extended
+    assert "input bit [63:0] wdata" in sv and "output bit [63:0] rdata" in sv
+    assert "{32'b0, nvdla_core2cvsram_w_wdata}" in sv
+    assert "wire [31:0] cv_r_rdata = cv_rdata_i[31:0];" in sv
+    # a partial secondary interface is refused, naming the missing port
+    with pytest.raises(ValueError, match="no port nvdla_core2cvsram_b_bid"):
+        tb_source([p for p in ports if p.name != "nvdla_core2cvsram_b_bid"])
+
+
 def test_filelist_digest_not_rehashed_while_unchanged(tmp_path, monkeypatch):
     """sim.build hashes a file list's sources once per (paths, sizes, mtimes) stamp (issue 12
     item 2): a second call does not read the sources; a changed file is hashed again."""
@@ -131,7 +179,8 @@ def _key(r):
 @needs_sim
 def test_backdoor_round_trip(stub_filelist, tmp_path):
     from cocotb_tools.runner import get_runner
-    from sim.build import SIM_TOP, TIMESCALE, build_sim
+    from sim.build import SIM_TOP, TIMESCALE
+    from verif.trace.pgo import build_sim
     b = build_sim("test_stub", rtl_filelist=stub_filelist)
     xml = get_runner("verilator").test(test_module="sim.tb.selftest", hdl_toplevel=SIM_TOP,
                                        hdl_toplevel_lang="verilog", build_dir=b.directory,
@@ -156,7 +205,7 @@ def test_stub_same_cycles_both_memories(stub_filelist, timing):
 
 
 @needs_sim
-def test_stub_random_profile_in_sim(stub_filelist):
+def test_stub_random_profile_same_cycles_both_memories(stub_filelist):
     t = TRACES / "sdp_8x8x32_bypass_int8_0"
     rs = [_one(t, stub_filelist, timing=MemTiming.named("random", seed=s, read_latency=20), memory="sim")
           for s in (1, 2)]
@@ -164,6 +213,11 @@ def test_stub_random_profile_in_sim(stub_filelist):
     assert rs[0].cycles != rs[1].cycles                  # the seed changes the timing
     again = _one(t, stub_filelist, timing=MemTiming.named("random", seed=1, read_latency=20), memory="sim")
     assert again.cycles == rs[0].cycles                  # and is deterministic
+    # the Python responder draws the same numbers: the same cycles for each seed
+    for s, r in zip((1, 2), rs):
+        py = _one(t, stub_filelist, timing=MemTiming.named("random", seed=s, read_latency=20),
+                  memory="python")
+        assert _key(py) == _key(r)
 
 
 def _variant(name, old_new):
@@ -231,3 +285,44 @@ def test_project_rtl_same_cycles_and_bytes_both_memories():
         py, sim = got["python"][n], got["sim"][n]
         assert py.status == "PASS", py.message
         assert _key(sim) == _key(py), n
+
+
+# ---- the secondary memory interface on nv_small_256_full ------------------------------------------
+
+#: nv_small_256_full programs with surfaces in both memories (verif.gen.common
+#: spread_over_memories): each reads and writes both ports under both profiles below
+CV_PROGRAMS = (("sdp", 1000), ("pdp", 1000))
+
+
+@pytest.mark.rtl
+@needs_sim
+@pytest.mark.parametrize("profile", ["nvidia", "random"])
+def test_cv_port_same_results_both_memories(profile, tmp_path):
+    """Issue 30: with ``memory="sim"`` the secondary port is served by the in-simulation memory
+    (no Python responder): the same status, cycles, per-port beats and requests and the same
+    bytes (each check's CRC, which the model also computed) as the Python responders."""
+    import warnings
+
+    from hdl.config import get_config
+    from verif.gen.run import generate, judge, prepare
+    from verif.trace.rtl_runner import run_rtl
+    cfg = get_config("nv_small_256_full")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        preps = [prepare(generate(k, s, cfg), tmp_path, cfg) for k, s in CV_PROGRAMS]
+    timing = MemTiming.named(profile, seed=1)
+    res = {}
+    for mem in ("python", "sim"):
+        res[mem] = {r.name: r for r in run_rtl([p.dir for p in preps], cfg.name, timing=timing,
+                                                memory=mem, traces_per_process=len(preps))}
+    cv_total = [0, 0]
+    for p in preps:
+        py, sim = res["python"][p.dir.name], res["sim"][p.dir.name]
+        out = judge(p, sim, cfg, profile, 1, None)
+        assert out.ok, out.message
+        assert _key(sim) == _key(py)
+        cv = [sim.rtl[f"cv_{k}"] for k in ("rd_beats", "wr_beats", "rd_reqs", "wr_reqs")]
+        assert cv == [py.rtl[f"cv_{k}"] for k in ("rd_beats", "wr_beats", "rd_reqs", "wr_reqs")]
+        assert cv[0] + cv[1] > 0, sim.rtl                 # every program uses the CV port
+        cv_total = [cv_total[0] + cv[0], cv_total[1] + cv[1]]
+    assert cv_total[0] > 0 and cv_total[1] > 0          # reads and writes through it

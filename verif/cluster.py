@@ -412,7 +412,7 @@ def _worker_build(config: str, rtl_filelist: Path | None = None, waves: bool = F
     the life of the process so later tasks do not hash the sources again."""
     key = (config, str(rtl_filelist) if rtl_filelist else None, bool(waves), bool(xrand))
     if key not in _BUILDS:
-        from sim.build import build_sim
+        from verif.trace.pgo import build_sim
         _BUILDS[key] = build_sim(config, rtl_filelist=rtl_filelist, waves=waves, xrand=xrand)
     return _BUILDS[key]
 

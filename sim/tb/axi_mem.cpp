@@ -1,24 +1,30 @@
-// In-simulation AXI4 memory slave of the testbench top (sim/tb/top.py), called through DPI-C.
+// In-simulation AXI4 memory slaves of the testbench top (sim/tb/top.py), called through DPI-C.
 //
 // A C++ port of verif/axi_slave.py AxiSlaveCore (timing profiles nvidia/fast: the same delay
 // line, the same "request taken one cycle before the handshake" rule, read data taken from
-// memory when the request is taken; random: the same rules with its own seeded RNG, so its
-// sequence differs from Python's) and of verif/monitors.py AxiMonitor (same checks, same
-// messages), backed by a sparse byte memory (pages allocated on first write, zero elsewhere,
-// addresses wrapped at the configured address width like verif/mem.py SparseMemory).
+// memory when the request is taken; random: the same rules, the same random numbers - CPython's
+// Mersenne Twister with its seeding, random() and randint()/choice() - drawn in the same order,
+// and the same idle sleep as the Python adapter, so a seed gives the same timing in both) and of
+// verif/monitors.py AxiMonitor (same checks, same messages), backed by a sparse byte memory
+// (pages allocated on first write, zero elsewhere, addresses wrapped at the configured address
+// width like verif/mem.py SparseMemory).
 //
-// Evaluation: tb_axi_eval at every falling edge of dla_core_clk (where the Python adapter
-// evaluates its core) with the master's outputs; it returns the slave inputs for the next
-// rising edge. tb_axi_settle at the rising edge (random profile only: rready/bready as that
-// edge samples them). Python (sim/tb/simmem.py) reaches the state through the extern "C"
-// simmem_* functions (the simulator is linked with --export-dynamic; ctypes.CDLL(None)).
+// NPORTS independent instances (memory, timing, monitor, counters), one per AXI port of
+// NV_nvdla: port 0 nvdla_core2dbb_* (primary memory), port 1 nvdla_core2cvsram_* (the
+// secondary memory, sec_mem, when the DUT has that port).
+//
+// Evaluation: tb_axi_eval(port, ...) at every falling edge of dla_core_clk (where the Python
+// adapter evaluates its core) with the master's outputs; it returns the slave inputs for the
+// next rising edge. tb_axi_settle(port, ...) at the rising edge (random profile only:
+// rready/bready as that edge samples them). Python (sim/tb/simmem.py) reaches the state through
+// the extern "C" simmem_* functions, whose first argument is the port (the simulator is linked
+// with --export-dynamic; ctypes.CDLL(None)).
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <deque>
 #include <map>
 #include <memory>
-#include <random>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -31,6 +37,97 @@ constexpr int PAGE_BITS = 16;
 constexpr uint64_t PAGE = 1ull << PAGE_BITS;
 constexpr int MAX_BYTES = 64;        // widest beat: 512 bits
 constexpr double STALL = 0.25;       // random profile: stall probability per channel and cycle
+constexpr int NPORTS = 2;            // 0: nvdla_core2dbb, 1: nvdla_core2cvsram
+
+// ---- CPython's random.Random -------------------------------------------------------------------
+// MT19937 seeded like random.seed(n) for an int n >= 0 (init_by_array over the 32-bit words of
+// n, least significant first; one word 0 for n = 0), random() from two draws (53 bits), and
+// _randbelow(n) by rejection over getrandbits(n.bit_length()) (randint(0, b) = below(b + 1),
+// choice(seq) = seq[below(len(seq))]): the numbers verif/axi_slave.py's random profile draws.
+struct PyRandom {
+    static constexpr int N = 624, M = 397;
+    uint32_t mt[N];
+    int mti = N + 1;
+
+    void init_genrand(uint32_t s) {
+        mt[0] = s;
+        for (mti = 1; mti < N; mti++)
+            mt[mti] = 1812433253u * (mt[mti - 1] ^ (mt[mti - 1] >> 30)) + (uint32_t)mti;
+    }
+    void seed(uint64_t s) {
+        uint32_t key[2] = {(uint32_t)s, (uint32_t)(s >> 32)};
+        int len = key[1] ? 2 : 1;
+        init_genrand(19650218u);
+        int i = 1, j = 0;
+        for (int k = N > len ? N : len; k; k--) {
+            mt[i] = (mt[i] ^ ((mt[i - 1] ^ (mt[i - 1] >> 30)) * 1664525u)) + key[j] + (uint32_t)j;
+            i++; j++;
+            if (i >= N) { mt[0] = mt[N - 1]; i = 1; }
+            if (j >= len) j = 0;
+        }
+        for (int k = N - 1; k; k--) {
+            mt[i] = (mt[i] ^ ((mt[i - 1] ^ (mt[i - 1] >> 30)) * 1566083941u)) - (uint32_t)i;
+            i++;
+            if (i >= N) { mt[0] = mt[N - 1]; i = 1; }
+        }
+        mt[0] = 0x80000000u;
+    }
+    uint32_t next() {
+        static const uint32_t mag01[2] = {0x0u, 0x9908b0dfu};
+        uint32_t y;
+        if (mti >= N) {
+            int kk;
+            for (kk = 0; kk < N - M; kk++) {
+                y = (mt[kk] & 0x80000000u) | (mt[kk + 1] & 0x7fffffffu);
+                mt[kk] = mt[kk + M] ^ (y >> 1) ^ mag01[y & 1];
+            }
+            for (; kk < N - 1; kk++) {
+                y = (mt[kk] & 0x80000000u) | (mt[kk + 1] & 0x7fffffffu);
+                mt[kk] = mt[kk + (M - N)] ^ (y >> 1) ^ mag01[y & 1];
+            }
+            y = (mt[N - 1] & 0x80000000u) | (mt[0] & 0x7fffffffu);
+            mt[N - 1] = mt[M - 1] ^ (y >> 1) ^ mag01[y & 1];
+            mti = 0;
+        }
+        y = mt[mti++];
+        y ^= (y >> 11);
+        y ^= (y << 7) & 0x9d2c5680u;
+        y ^= (y << 15) & 0xefc60000u;
+        y ^= (y >> 18);
+        return y;
+    }
+    double random() {
+        uint32_t a = next() >> 5, b = next() >> 6;
+        return (a * 67108864.0 + b) * (1.0 / 9007199254740992.0);
+    }
+    uint64_t getrandbits(int k) {          // 1 <= k <= 64
+        if (k <= 32) return next() >> (32 - k);
+        uint64_t lo = next();
+        return lo | ((uint64_t)(next() >> (64 - k)) << 32);
+    }
+    uint64_t below(uint64_t n) {           // n >= 1
+        int k = 64 - __builtin_clzll(n);
+        uint64_t r = getrandbits(k);
+        while (r >= n) r = getrandbits(k);
+        return r;
+    }
+};
+
+// per-ID queues in the order the IDs were first used since the reset (Python's dict order,
+// which decides what choice() picks among the due IDs)
+template <class T> struct IdQueues {
+    std::vector<std::pair<int, std::deque<T>>> q;
+    std::deque<T>& operator[](int id) {
+        for (auto& kv : q) if (kv.first == id) return kv.second;
+        q.emplace_back(id, std::deque<T>());
+        return q.back().second;
+    }
+    bool empty() const {
+        for (auto& kv : q) if (!kv.second.empty()) return false;
+        return true;
+    }
+    void clear() { q.clear(); }
+};
 
 // ---- sparse memory --------------------------------------------------------------------------
 struct Memory {
@@ -361,7 +458,7 @@ struct Core {
     int read_latency = 32, accept_every = 2;
     uint64_t seed = 0;
     int mode = 0;              // 0: readies and valids low (in reset); 1: idle outputs; 2: run
-    std::mt19937_64 rng;
+    PyRandom rng;
     uint64_t now = 0;
     Out out;
     std::deque<AwEntry> aw_fifo;
@@ -375,12 +472,18 @@ struct Core {
     std::deque<Slot> r0;
     uint64_t r0_beats = 0;
     // random
-    std::map<int, std::deque<Due>> rq;
-    std::map<int, std::deque<uint64_t>> bq;
+    IdQueues<Due> rq;
+    IdQueues<uint64_t> bq;
+    // random: the Python adapter's idle sleep (verif/trace/rtl_engine.py AxiResponder._run): after
+    // a cycle without a request valid and with nothing in flight the core is not evaluated (no
+    // random draws) until arvalid/awvalid/wvalid is high or rready differs from sleep_rready
+    bool sleeping = false;
+    int sleep_rready = 0;
     std::deque<Beat> r_burst;
     bool r_cur = false, b_cur = false;
     int r_ready_seen = 0, b_ready_seen = 0;
     bool seen = false;
+    bool driven = false;       // random: drive() ran since the last settle()
     int v[3] = {0, 0, 0};
     bool rb = false, bb = false;
     int rb_id = 0, rb_last = 0, bb_id = 0;
@@ -404,12 +507,11 @@ struct Core {
         r_cur = b_cur = false;
         r_ready_seen = b_ready_seen = 0;
         seen = false;
+        driven = sleeping = false;
     }
 
     bool idle() const {
-        bool rqe = true, bqe = true;
-        for (auto& kv : rq) if (!kv.second.empty()) rqe = false;
-        for (auto& kv : bq) if (!kv.second.empty()) bqe = false;
+        bool rqe = rq.empty(), bqe = bq.empty();
         return !(!r_fifo.empty() || r0_beats || !b_fifo.empty() || (!aw_fifo.empty() && !w_fifo.empty())
                  || ar_wait || aw_wait || out.rvalid || out.bvalid || r_cur || b_cur
                  || !r_burst.empty() || !rqe || !bqe);
@@ -475,6 +577,7 @@ struct Core {
     void drive(const In& in) {
         now++;
         seen = false;
+        driven = true;
         rb = bb = false;
         if (profile == RANDOM) { drive_random(in); return; }
         drive_inorder(in);
@@ -486,7 +589,7 @@ struct Core {
     }
 
     void settle(const In& in) {
-        if (profile != RANDOM) return;
+        if (profile != RANDOM || sleeping) return;
         if (out.rvalid) r_ready_seen = in.rready;
         if (out.bvalid) b_ready_seen = in.bready;
         if (monitor_on) {
@@ -494,6 +597,20 @@ struct Core {
             if (out.rvalid && r_ready_seen) mon.r_beat(now, out.rid, out.rlast);
             if (out.bvalid && b_ready_seen) mon.b_resp(now, out.bid);
         }
+        if (driven && !seen && idle()) { sleeping = true; sleep_rready = in.rready; }
+        driven = false;
+    }
+
+    // random profile: evaluate unless asleep (see sleeping); the cycle counts either way
+    void drive_or_sleep(const In& in) {
+        if (sleeping) {
+            if (!(in.arvalid || in.awvalid || in.wvalid || in.rready != sleep_rready)) {
+                now++;
+                return;
+            }
+            sleeping = false;
+        }
+        drive(in);
     }
 
     void drive_inorder(const In& in) {
@@ -569,20 +686,17 @@ struct Core {
         out.bvalid = o;
     }
 
-    double rnd() { return std::uniform_real_distribution<double>(0.0, 1.0)(rng); }
-    uint64_t latency() { return std::uniform_int_distribution<uint64_t>(0, (uint64_t)read_latency)(rng); }
+    double rnd() { return rng.random(); }
+    uint64_t latency() { return rng.below((uint64_t)read_latency + 1); }
 
-    template <class Q> int pick_due(Q& queues) {
+    static uint64_t due_of(const Due& d) { return d.due; }
+    static uint64_t due_of(uint64_t d) { return d; }
+    template <class T> int pick_due(IdQueues<T>& queues) {
         std::vector<int> due;
-        for (auto& kv : queues) {
-            if (kv.second.empty()) continue;
-            uint64_t d;
-            if constexpr (std::is_same_v<typename Q::mapped_type, std::deque<Due>>) d = kv.second.front().due;
-            else d = kv.second.front();
-            if (d <= now) due.push_back(kv.first);
-        }
+        for (auto& kv : queues.q)
+            if (!kv.second.empty() && due_of(kv.second.front()) <= now) due.push_back(kv.first);
         if (due.empty()) return -1;
-        return due[std::uniform_int_distribution<size_t>(0, due.size() - 1)(rng)];
+        return due[rng.below(due.size())];
     }
 
     void drive_random(const In& in) {
@@ -659,105 +773,124 @@ struct Core {
     }
 };
 
-Core g;
+Core g[NPORTS];
 
-void unpack(In& in, svBit arvalid, int arid, long long araddr, int arlen, svBit awvalid, int awid,
-            long long awaddr, int awlen, svBit wvalid, const svBitVecVal* wdata, long long wstrb,
-            svBit wlast, svBit rready, svBit bready) {
+// the port's core, or nullptr for a port number out of range
+Core* port_core(int port) { return port >= 0 && port < NPORTS ? &g[port] : nullptr; }
+
+void unpack(In& in, int nbytes, svBit arvalid, int arid, long long araddr, int arlen, svBit awvalid,
+            int awid, long long awaddr, int awlen, svBit wvalid, const svBitVecVal* wdata,
+            long long wstrb, svBit wlast, svBit rready, svBit bready) {
     in.arvalid = arvalid; in.arid = arid; in.araddr = (uint64_t)araddr; in.arlen = arlen;
     in.awvalid = awvalid; in.awid = awid; in.awaddr = (uint64_t)awaddr; in.awlen = awlen;
     in.wvalid = wvalid; in.wstrb = (uint64_t)wstrb; in.wlast = wlast;
     in.rready = rready; in.bready = bready;
-    if (wvalid) std::memcpy(in.wdata, wdata, g.nbytes);    // svBitVecVal: 32-bit words, little-endian
+    if (wvalid) std::memcpy(in.wdata, wdata, nbytes);    // svBitVecVal: 32-bit words, little-endian
 }
 
 }  // namespace
 
 // ---- DPI-C (sim/tb/top.py) --------------------------------------------------------------------
-extern "C" void tb_axi_eval(svBit arvalid, int arid, long long araddr, int arlen, svBit awvalid,
-                            int awid, long long awaddr, int awlen, svBit wvalid,
+// port: 0 nvdla_core2dbb, 1 nvdla_core2cvsram; wdata/rdata as wide as the widest port (a
+// narrower port uses the low bytes)
+extern "C" void tb_axi_eval(int port, svBit arvalid, int arid, long long araddr, int arlen,
+                            svBit awvalid, int awid, long long awaddr, int awlen, svBit wvalid,
                             const svBitVecVal* wdata, long long wstrb, svBit wlast, svBit rready,
                             svBit bready, svBit* arready, svBit* awready, svBit* wready,
                             svBit* rvalid, int* rid, svBitVecVal* rdata, svBit* rlast,
                             svBit* bvalid, int* bid) {
-    if (g.mode == 2) {
+    Core& c = g[port];
+    if (c.mode == 2) {
         In in;
-        unpack(in, arvalid, arid, araddr, arlen, awvalid, awid, awaddr, awlen, wvalid, wdata, wstrb,
-               wlast, rready, bready);
-        g.drive(in);
+        unpack(in, c.nbytes, arvalid, arid, araddr, arlen, awvalid, awid, awaddr, awlen, wvalid,
+               wdata, wstrb, wlast, rready, bready);
+        if (c.profile == RANDOM) c.drive_or_sleep(in); else c.drive(in);
     }
-    const Out& o = g.out;
-    bool on = g.mode != 0;
+    const Out& o = c.out;
+    bool on = c.mode != 0;
     *arready = on && o.arready; *awready = on && o.awready; *wready = on && o.wready;
     *rvalid = on && o.rvalid; *bvalid = on && o.bvalid;
     *rid = o.rid; *rlast = o.rlast; *bid = o.bid;
-    std::memcpy(rdata, o.rdata, g.nbytes);
+    std::memcpy(rdata, o.rdata, c.nbytes);
 }
 
-extern "C" void tb_axi_settle(svBit arvalid, int arid, long long araddr, int arlen, svBit awvalid,
-                              int awid, long long awaddr, int awlen, svBit wvalid,
+extern "C" void tb_axi_settle(int port, svBit arvalid, int arid, long long araddr, int arlen,
+                              svBit awvalid, int awid, long long awaddr, int awlen, svBit wvalid,
                               const svBitVecVal* wdata, long long wstrb, svBit wlast, svBit rready,
                               svBit bready) {
-    if (g.mode != 2 || g.profile != RANDOM) return;
+    Core& c = g[port];
+    if (c.mode != 2 || c.profile != RANDOM) return;
     In in;
-    unpack(in, arvalid, arid, araddr, arlen, awvalid, awid, awaddr, awlen, wvalid, wdata, wstrb,
-           wlast, rready, bready);
-    g.settle(in);
+    unpack(in, c.nbytes, arvalid, arid, araddr, arlen, awvalid, awid, awaddr, awlen, wvalid, wdata,
+           wstrb, wlast, rready, bready);
+    c.settle(in);
 }
 
 // ---- Python API (ctypes; sim/tb/simmem.py) ----------------------------------------------------
+// Every simmem_* function but simmem_present/simmem_ports takes the port first; a port out of
+// range: simmem_configure returns -2, the others do nothing and return 0/nullptr.
 extern "C" {
 
 int simmem_present(void) { return 1; }
+int simmem_ports(void) { return NPORTS; }
+
+#define CORE_OR(ret) Core* cp = port_core(port); if (!cp) return ret; Core& c = *cp
+#define CORE Core* cp = port_core(port); if (!cp) return; Core& c = *cp
 
 // profile 0 nvidia, 1 fast, 2 random; ids: 256 flags each (nullptr: any ID allowed)
-int simmem_configure(int profile, int read_latency, int accept_every, unsigned long long seed,
-                     int data_bytes, int address_width, const uint8_t* read_ids,
-                     const uint8_t* write_ids, int monitor) {
+int simmem_configure(int port, int profile, int read_latency, int accept_every,
+                     unsigned long long seed, int data_bytes, int address_width,
+                     const uint8_t* read_ids, const uint8_t* write_ids, int monitor) {
+    CORE_OR(-2);
     if (data_bytes < 1 || data_bytes > MAX_BYTES || address_width < 12 || address_width > 64)
         return -1;
-    g.profile = profile;
-    g.read_latency = read_latency;
-    g.accept_every = accept_every;
-    g.seed = seed;
-    g.nbytes = data_bytes;
-    g.mon.nbytes = data_bytes;
-    g.monitor_on = monitor != 0;
-    g.mem.mask = address_width >= 64 ? ~0ull : ((1ull << address_width) - 1);
-    g.mem.clear();
-    g.mon.any_ids = read_ids == nullptr;
-    g.mon.read_ids.assign(256, false);
-    g.mon.write_ids.assign(256, false);
+    c.profile = profile;
+    c.read_latency = read_latency;
+    c.accept_every = accept_every;
+    c.seed = seed;
+    c.nbytes = data_bytes;
+    c.mon.nbytes = data_bytes;
+    c.monitor_on = monitor != 0;
+    c.mem.mask = address_width >= 64 ? ~0ull : ((1ull << address_width) - 1);
+    c.mem.clear();
+    c.mon.any_ids = read_ids == nullptr;
+    c.mon.read_ids.assign(256, false);
+    c.mon.write_ids.assign(256, false);
     if (read_ids)
-        for (int i = 0; i < 256; ++i) { g.mon.read_ids[i] = read_ids[i]; g.mon.write_ids[i] = write_ids[i]; }
-    g.mode = 0;
-    g.reset(false);
+        for (int i = 0; i < 256; ++i) { c.mon.read_ids[i] = read_ids[i]; c.mon.write_ids[i] = write_ids[i]; }
+    c.mode = 0;
+    c.reset(false);
     return 0;
 }
 
-void simmem_reset(int keep_error) { g.reset(keep_error != 0); }
-void simmem_set_mode(int mode) { g.mode = mode; }
-void simmem_clear(void) { g.mem.clear(); }
-void simmem_write(unsigned long long addr, const uint8_t* data, unsigned long long n) { g.mem.write(addr, data, n); }
-void simmem_read(unsigned long long addr, uint8_t* data, unsigned long long n) { g.mem.read(addr, data, n); }
-void simmem_fill(unsigned long long addr, unsigned long long n, int value) { g.mem.fill(addr, n, (uint8_t)value); }
-unsigned long long simmem_pages(void) { return g.mem.pages.size(); }
+void simmem_reset(int port, int keep_error) { CORE; c.reset(keep_error != 0); }
+void simmem_set_mode(int port, int mode) { CORE; c.mode = mode; }
+void simmem_clear(int port) { CORE; c.mem.clear(); }
+void simmem_write(int port, unsigned long long addr, const uint8_t* data, unsigned long long n) { CORE; c.mem.write(addr, data, n); }
+void simmem_read(int port, unsigned long long addr, uint8_t* data, unsigned long long n) { CORE; c.mem.read(addr, data, n); }
+void simmem_fill(int port, unsigned long long addr, unsigned long long n, int value) { CORE; c.mem.fill(addr, n, (uint8_t)value); }
+unsigned long long simmem_pages(int port) { CORE_OR(0); return c.mem.pages.size(); }
 
 // rd_beats, wr_beats, rd_reqs, wr_reqs, now, then handshakes ar aw w r b
-void simmem_counters(unsigned long long* out) {
-    out[0] = g.rd_beats; out[1] = g.wr_beats; out[2] = g.rd_reqs; out[3] = g.wr_reqs; out[4] = g.now;
-    for (int i = 0; i < 5; ++i) out[5 + i] = g.mon.handshakes[i];
+void simmem_counters(int port, unsigned long long* out) {
+    CORE;
+    out[0] = c.rd_beats; out[1] = c.wr_beats; out[2] = c.rd_reqs; out[3] = c.wr_reqs; out[4] = c.now;
+    for (int i = 0; i < 5; ++i) out[5 + i] = c.mon.handshakes[i];
 }
-const char* simmem_error(void) { const std::string& e = g.error(); return e.empty() ? nullptr : e.c_str(); }
-void simmem_set_error(const char* msg) {
-    if (g.error().empty()) {
-        if (g.monitor_on) g.mon.error = msg; else g.own_error = msg;
+const char* simmem_error(int port) { CORE_OR(nullptr); const std::string& e = c.error(); return e.empty() ? nullptr : e.c_str(); }
+void simmem_set_error(int port, const char* msg) {
+    CORE;
+    if (c.error().empty()) {
+        if (c.monitor_on) c.mon.error = msg; else c.own_error = msg;
     }
 }
-int simmem_idle(void) { return g.idle() ? 1 : 0; }
-int simmem_get_quiet(void) { return g.mon.quiet ? 1 : 0; }
-void simmem_set_quiet(int q) { g.mon.quiet = q != 0; }
-void simmem_check_idle(unsigned long long now) { if (g.monitor_on) g.mon.check_idle(now); }
-int simmem_any_stall(void) { return g.mon.any_stall ? 1 : 0; }
+int simmem_idle(int port) { CORE_OR(1); return c.idle() ? 1 : 0; }
+int simmem_get_quiet(int port) { CORE_OR(0); return c.mon.quiet ? 1 : 0; }
+void simmem_set_quiet(int port, int q) { CORE; c.mon.quiet = q != 0; }
+void simmem_check_idle(int port, unsigned long long now) { CORE; if (c.monitor_on) c.mon.check_idle(now); }
+int simmem_any_stall(int port) { CORE_OR(0); return c.mon.any_stall ? 1 : 0; }
+
+#undef CORE
+#undef CORE_OR
 
 }  // extern "C"

@@ -1,7 +1,8 @@
 """cocotb self-test of the in-simulation memory (run by tests/test_sim_memory.py on any
 ``sim.build`` simulator): the backdoor (write/read/fill round trips, zeros where never written,
-wrap at the address width, whole pages freed by a zero fill) and the configuration errors.
-Needs no traffic: the DUT is held in reset."""
+wrap at the address width, whole pages freed by a zero fill), the configuration errors, and
+the second instance (``PORT_CV``, the secondary port's memory: its own contents, counters and
+error; there are two ports). Needs no traffic: the DUT is held in reset."""
 from __future__ import annotations
 
 import random
@@ -10,7 +11,7 @@ import cocotb
 import numpy as np
 from cocotb.triggers import Timer
 
-from sim.tb.simmem import SimAxi, SimMemError, SimMemLib, SimMemory
+from sim.tb.simmem import PORT_CV, PORT_DBB, SimAxi, SimMemError, SimMemLib, SimMemory
 from verif.axi_slave import MemTiming
 from verif.mem import SparseMemory
 
@@ -74,3 +75,23 @@ async def backdoor_round_trip(dut):
         assert "data_bytes=65" in str(e)
     else:
         raise AssertionError("data_bytes=65 accepted")
+
+    # the second instance: its own memory and error, configured on its own
+    cv = SimMemLib(PORT_CV)
+    cv.configure(MemTiming.named("random", seed=7), 4, aw, None)
+    cmem, cax = SimMemory(cv, aw), SimAxi(cv)
+    mem.write(0x2000, b"\x11" * 16)
+    cmem.write(0x2000, b"\x22" * 8)
+    assert mem.read_bytes(0x2000, 16) == b"\x11" * 16
+    assert cmem.read_bytes(0x2000, 16) == b"\x22" * 8 + bytes(8)
+    cax.error = "cv only"
+    assert cax.error == "cv only" and axi.error is None
+    cmem.clear()
+    assert cmem.pages == 0 and mem.pages == 1
+    assert SimMemLib(PORT_DBB).port == 0
+    try:
+        SimMemLib(2)
+    except ValueError as e:
+        assert "ports 0..1" in str(e)
+    else:
+        raise AssertionError("port 2 accepted")

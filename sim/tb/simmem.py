@@ -1,10 +1,15 @@
 """Python side of the in-simulation AXI memory (``sim/tb/axi_mem.cpp``), through ``ctypes``.
 
 Only usable inside a simulator process built by ``sim.build`` (the executable exports the
-``simmem_*`` functions: ``ctypes.CDLL(None)`` finds them). Three objects:
+``simmem_*`` functions: ``ctypes.CDLL(None)`` finds them). The memory has one instance per
+AXI port of ``NV_nvdla`` (``PORT_DBB`` = 0: ``nvdla_core2dbb_*``, the primary memory;
+``PORT_CV`` = 1: ``nvdla_core2cvsram_*``, the secondary memory ``sec_mem``, wired by the
+testbench top when the DUT has that port), each with its own contents, timing profile, monitor
+and counters. Three objects, each bound to one port:
 
-* :class:`SimMemLib` - the raw API: :meth:`SimMemLib.configure` (timing profile, data bytes per
-  beat, address width, allowed AXI IDs, monitor on/off), ``reset``, ``set_mode``, ...
+* :class:`SimMemLib` - the raw API of one port (``SimMemLib(port)``): :meth:`SimMemLib.configure`
+  (timing profile, data bytes per beat, address width, allowed AXI IDs, monitor on/off),
+  ``reset``, ``set_mode``, ...
 * :class:`SimMemory` - the backdoor with the interface of :class:`verif.mem.SparseMemory` the
   engines use: ``write(addr, data)``, ``fill(addr, size, value)``, ``read(addr, size)`` (a
   ``np.uint8`` array), ``read_bytes``, ``read_word``/``write_word``, ``clear()``; addresses wrap
@@ -20,10 +25,13 @@ Raises :class:`SimMemError` when the running simulator has no in-simulation memo
 from __future__ import annotations
 
 import ctypes
+import functools
 
 import numpy as np
 
 PROFILE_CODES = {"nvidia": 0, "fast": 1, "random": 2}
+#: instances of the in-simulation memory (sim/tb/top.py PORTS)
+PORT_DBB, PORT_CV = 0, 1
 #: simmem_set_mode: readies and valids low (the DUT in reset), idle outputs, running
 MODE_QUIET, MODE_IDLE, MODE_RUN = 0, 1, 2
 
@@ -35,15 +43,24 @@ class SimMemError(RuntimeError):
 
 
 class SimMemLib:
-    """The ``simmem_*`` functions of the running simulator (module docstring)."""
+    """The ``simmem_*`` functions of the running simulator for one port (module docstring;
+    ``port``: ``PORT_DBB`` or ``PORT_CV``); ``c_<name>(...)`` calls ``simmem_<name>(port, ...)``.
+    Raises :class:`SimMemError` without an in-simulation memory, ValueError for a port the
+    simulator's memory does not have."""
 
-    def __init__(self):
+    def __init__(self, port: int = PORT_DBB):
         try:
             lib = ctypes.CDLL(None)
             lib.simmem_present
+            lib.simmem_ports
         except (OSError, AttributeError) as e:
-            raise SimMemError("this simulator has no in-simulation AXI memory (simmem_* not "
-                              f"exported; rebuild with sim.build): {e}") from None
+            raise SimMemError("this simulator has no in-simulation AXI memory with ports "
+                              f"(simmem_* not exported; rebuild with sim.build): {e}") from None
+        lib.simmem_ports.restype, lib.simmem_ports.argtypes = _int, []
+        if not 0 <= port < lib.simmem_ports():
+            raise ValueError(f"port {port}: the in-simulation memory has ports 0..{lib.simmem_ports() - 1}")
+        #: the instance (``PORT_DBB``/``PORT_CV``)
+        self.port = int(port)
         sigs = {
             "simmem_configure": (_int, [_int, _int, _int, _u64, _int, _int, _p, _p, _int]),
             "simmem_reset": (None, [_int]), "simmem_set_mode": (None, [_int]),
@@ -57,20 +74,26 @@ class SimMemLib:
         }
         for name, (res, args) in sigs.items():
             f = getattr(lib, name)
-            f.restype, f.argtypes = res, args
-            setattr(self, "c_" + name[len("simmem_"):], f)
+            f.restype, f.argtypes = res, [_int] + args
+            setattr(self, "c_" + name[len("simmem_"):], functools.partial(f, self.port))
         self._ctr = (_u64 * 10)()
 
     def configure(self, timing, data_bytes: int, address_width: int, ids: dict | None = None,
                   monitor: bool = True) -> None:
         """``timing``: a ``verif.axi_slave.MemTiming``; ``ids``: ``{"read": [...], "write":
-        [...]}`` allowed ARID/AWID values (None: any). Clears the memory; mode quiet."""
+        [...]}`` allowed ARID/AWID values (None: any). Clears the memory; mode quiet.
+        The random profile's seed is taken as Python's ``random.Random`` takes it (its
+        absolute value); raises SimMemError for one of 2**64 or more."""
         if ids is None:
             rd = wr = None
         else:
             rd, wr = (bytes(1 if i in set(ids[k]) else 0 for i in range(256)) for k in ("read", "write"))
+        seed = abs(int(timing.seed))
+        if seed >> 64:
+            raise SimMemError(f"random profile seed {timing.seed}: the in-simulation memory "
+                              "takes seeds below 2**64 (in absolute value)")
         rc = self.c_configure(PROFILE_CODES[timing.profile], timing.read_latency,
-                              timing.accept_every, timing.seed & (2**64 - 1), int(data_bytes),
+                              timing.accept_every, seed, int(data_bytes),
                               int(address_width), rd, wr, 1 if monitor else 0)
         if rc:
             raise SimMemError(f"simmem_configure: data_bytes={data_bytes} (1..64) or "

@@ -11,6 +11,14 @@ using ``dut.<port>`` works unchanged) and adds one input, ``tb_mem_internal``:
   rising edge gives the memory ``rready``/``bready`` as that edge samples them (used by the
   ``random`` profile only).
 
+When ``NV_nvdla`` has the secondary memory interface (every ``nvdla_core2cvsram_*`` AXI port,
+``CV_PREFIX``), ``tb_mem_internal`` switches it too: its slave inputs come from the memory's
+second instance (port number 1 of the DPI-C calls; the primary port is 0), with its own
+memory, timing and monitor. The DPI-C data arguments are as wide as the wider of the two ports
+(a narrower port is zero-extended / uses the low bits). ``has_cv(ports)`` tells whether a port
+list has that interface (any ``nvdla_core2cvsram_*`` port; ``tb_source`` then needs all of
+the AXI ports the memory uses, else ValueError).
+
 The master outputs stay visible as top outputs in both modes.
 
 Clocks (issue 12: no GPI callback per clock edge, one clock when the periods are equal): the
@@ -41,6 +49,10 @@ from pathlib import Path
 DUT = "NV_nvdla"
 TB_TOP = "nvdla_tb"
 PREFIX = "nvdla_core2dbb"
+#: the secondary memory interface (CVIF), served by port 1 of the in-simulation memory
+CV_PREFIX = "nvdla_core2cvsram"
+#: port numbers of the in-simulation memory's instances (sim/tb/axi_mem.cpp, sim/tb/simmem.py)
+PORTS = {PREFIX: 0, CV_PREFIX: 1}
 #: the C++ memory model compiled into every simulator
 CPP = Path(__file__).with_name("axi_mem.cpp")
 #: the DUT's clock ports and the top's wires that drive them (module docstring: Clocks)
@@ -160,29 +172,77 @@ def ports_of(files, dirs=()) -> list[Port]:
     raise ValueError(f"no source defines module {DUT} (looked in {len(cands)} file(s))")
 
 
-def tb_source(ports: list[Port]) -> str:
-    """SystemVerilog of ``nvdla_tb`` (module docstring) for ``NV_nvdla`` with ``ports``.
-    Raises ValueError when an AXI port of ``nvdla_core2dbb`` is missing or has no plain width."""
-    by = {p.name: p for p in ports}
+def has_cv(ports: list[Port]) -> bool:
+    """Whether ``ports`` (of ``NV_nvdla``) include the secondary memory interface: any
+    ``nvdla_core2cvsram_*`` port (``tb_source`` then requires all of its AXI ports)."""
+    return any(p.name.startswith(CV_PREFIX + "_") for p in ports)
+
+
+def _axi_widths(by: dict, prefix: str) -> dict:
+    """Widths in bits of the AXI ports ``<prefix>_<channel>_<signal>`` the memory needs.
+    Raises ValueError when one is missing, not plain arithmetic, or out of the memory's range."""
     w = {}
     for s in _SLAVE + _MASTER:
-        p = by.get(f"{PREFIX}_{s}")
+        p = by.get(f"{prefix}_{s}")
         if p is None:
-            raise ValueError(f"{DUT} has no port {PREFIX}_{s}")
+            raise ValueError(f"{DUT} has no port {prefix}_{s}")
         if p.width is None:
             raise ValueError(f"{DUT} port {p.name}: range {p.range} is not plain arithmetic")
         w[s] = p.width
     dw = w["r_rdata"]
     if dw != w["w_wdata"] or dw % 8 or dw > 512:
-        raise ValueError(f"{DUT}: data width {dw} (r) / {w['w_wdata']} (w): must be equal, a "
-                         "multiple of 8, at most 512")
+        raise ValueError(f"{DUT} {prefix}: data width {dw} (r) / {w['w_wdata']} (w): must be "
+                         "equal, a multiple of 8, at most 512")
     for s in ("ar_araddr", "aw_awaddr", "w_wstrb"):
         if w[s] > 64:
-            raise ValueError(f"{DUT} port {PREFIX}_{s}: wider than 64 bits")
+            raise ValueError(f"{DUT} port {prefix}_{s}: wider than 64 bits")
     for s in ("ar_arid", "aw_awid", "r_rid", "b_bid", "ar_arlen", "aw_awlen"):
         if w[s] > 31:
-            raise ValueError(f"{DUT} port {PREFIX}_{s}: wider than 31 bits")
-    P = PREFIX
+            raise ValueError(f"{DUT} port {prefix}_{s}: wider than 31 bits")
+    return w
+
+
+def _axi_block(prefix: str, tag: str, w: dict, dw_max: int) -> str:
+    """SV of one port's memory connection: the registers ``<tag>_<signal>`` holding the slave
+    inputs and the two DPI-C calls with the port number ``PORTS[prefix]``."""
+    P, n, dw = prefix, PORTS[prefix], w["r_rdata"]
+    wdata = f"{P}_w_wdata" if dw == dw_max else f"{{{dw_max - dw}'b0, {P}_w_wdata}}"
+    args = (f"{n}, {P}_ar_arvalid, int'({P}_ar_arid), longint'({P}_ar_araddr), int'({P}_ar_arlen), "
+            f"{P}_aw_awvalid, int'({P}_aw_awid), longint'({P}_aw_awaddr), int'({P}_aw_awlen), "
+            f"{P}_w_wvalid, {wdata}, longint'({P}_w_wstrb), {P}_w_wlast, {P}_r_rready, "
+            f"{P}_b_bready")
+    t = tag
+    return f"""  // {P}: port {n} of the in-simulation memory
+  bit {t}_ar_arready, {t}_aw_awready, {t}_w_wready, {t}_r_rvalid, {t}_r_rlast, {t}_b_bvalid;
+  int {t}_rid_i, {t}_bid_i;
+  bit [{dw_max - 1}:0] {t}_rdata_i;
+  wire [{w['r_rid'] - 1}:0] {t}_r_rid = {t}_rid_i[{w['r_rid'] - 1}:0];
+  wire [{w['b_bid'] - 1}:0] {t}_b_bid = {t}_bid_i[{w['b_bid'] - 1}:0];
+  wire [{dw - 1}:0] {t}_r_rdata = {t}_rdata_i[{dw - 1}:0];
+
+  // at the falling edge: the master's outputs in, the slave inputs of the next rising edge out
+  always @(negedge tb_core_clk)
+    if (tb_mem_internal)
+      tb_axi_eval({args},
+                  {t}_ar_arready, {t}_aw_awready, {t}_w_wready, {t}_r_rvalid, {t}_rid_i,
+                  {t}_rdata_i, {t}_r_rlast, {t}_b_bvalid, {t}_bid_i);
+  // at the rising edge: rready/bready as that edge samples them (random profile)
+  always @(posedge tb_core_clk)
+    if (tb_mem_internal)
+      tb_axi_settle({args});
+"""
+
+
+def tb_source(ports: list[Port]) -> str:
+    """SystemVerilog of ``nvdla_tb`` (module docstring) for ``NV_nvdla`` with ``ports``.
+    Raises ValueError when an AXI port of ``nvdla_core2dbb`` (or, when the DUT has any
+    ``nvdla_core2cvsram_*`` port, of that interface) is missing or has no plain width."""
+    by = {p.name: p for p in ports}
+    axi = {PREFIX: _axi_widths(by, PREFIX)}
+    if has_cv(ports):
+        axi[CV_PREFIX] = _axi_widths(by, CV_PREFIX)
+    dw = max(w["r_rdata"] for w in axi.values())
+    tags = {PREFIX: "m", CV_PREFIX: "cv"}
     decl = []
     for p in ports:
         rng = f" {p.range}" if p.range else ""
@@ -197,24 +257,24 @@ def tb_source(ports: list[Port]) -> str:
             raise ValueError(f"{DUT} has no port {c}")
     conns = []
     for p in ports:
-        s = p.name[len(P) + 1:] if p.name.startswith(P + "_") else None
-        if s in _SLAVE:
-            conns.append(f"    .{p.name}(tb_mem_internal ? m_{s} : {p.name})")
-        elif p.name in CLOCKS:
-            conns.append(f"    .{p.name}({CLOCKS[p.name]})")
+        for P in axi:
+            s = p.name[len(P) + 1:] if p.name.startswith(P + "_") else None
+            if s in _SLAVE:
+                conns.append(f"    .{p.name}(tb_mem_internal ? {tags[P]}_{s} : {p.name})")
+                break
         else:
-            conns.append(f"    .{p.name}({p.name})")
-    args = (f"{P}_ar_arvalid, int'({P}_ar_arid), longint'({P}_ar_araddr), int'({P}_ar_arlen), "
-            f"{P}_aw_awvalid, int'({P}_aw_awid), longint'({P}_aw_awaddr), int'({P}_aw_awlen), "
-            f"{P}_w_wvalid, {P}_w_wdata, longint'({P}_w_wstrb), {P}_w_wlast, {P}_r_rready, "
-            f"{P}_b_bready")
-    sig = ("input bit arvalid, input int arid, input longint araddr, input int arlen, "
-           "input bit awvalid, input int awid, input longint awaddr, input int awlen, "
-           f"input bit wvalid, input bit [{dw - 1}:0] wdata, input longint wstrb, input bit wlast, "
-           "input bit rready, input bit bready")
+            if p.name in CLOCKS:
+                conns.append(f"    .{p.name}({CLOCKS[p.name]})")
+            else:
+                conns.append(f"    .{p.name}({p.name})")
+    sig = ("input int port, input bit arvalid, input int arid, input longint araddr, "
+           "input int arlen, input bit awvalid, input int awid, input longint awaddr, "
+           f"input int awlen, input bit wvalid, input bit [{dw - 1}:0] wdata, input longint wstrb, "
+           "input bit wlast, input bit rready, input bit bready")
+    blocks = "\n".join(_axi_block(P, tags[P], w, dw) for P, w in axi.items())
     return f"""// generated by sim/tb/top.py: simulation-only testbench top around {DUT}
-// (every {DUT} port re-exported; tb_mem_internal=1: the AXI slave inputs come from the
-// in-simulation memory sim/tb/axi_mem.cpp through DPI-C)
+// (every {DUT} port re-exported; tb_mem_internal=1: the AXI slave inputs of
+// {", ".join(axi)} come from the in-simulation memory sim/tb/axi_mem.cpp through DPI-C)
 module {TB_TOP} (
 {chr(10).join(decl)}
 );
@@ -240,23 +300,7 @@ module {TB_TOP} (
     output bit [{dw - 1}:0] rdata, output bit rlast, output bit bvalid, output int bid);
   import "DPI-C" function void tb_axi_settle({sig});
 
-  bit m_ar_arready, m_aw_awready, m_w_wready, m_r_rvalid, m_r_rlast, m_b_bvalid;
-  int m_rid_i, m_bid_i;
-  bit [{dw - 1}:0] m_r_rdata;
-  wire [{w['r_rid'] - 1}:0] m_r_rid = m_rid_i[{w['r_rid'] - 1}:0];
-  wire [{w['b_bid'] - 1}:0] m_b_bid = m_bid_i[{w['b_bid'] - 1}:0];
-
-  // at the falling edge: the master's outputs in, the slave inputs of the next rising edge out
-  always @(negedge tb_core_clk)
-    if (tb_mem_internal)
-      tb_axi_eval({args},
-                  m_ar_arready, m_aw_awready, m_w_wready, m_r_rvalid, m_rid_i, m_r_rdata,
-                  m_r_rlast, m_b_bvalid, m_bid_i);
-  // at the rising edge: rready/bready as that edge samples them (random profile)
-  always @(posedge tb_core_clk)
-    if (tb_mem_internal)
-      tb_axi_settle({args});
-
+{blocks}
   {DUT} u_nvdla (
 {(","+chr(10)).join(conns)}
   );

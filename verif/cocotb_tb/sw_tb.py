@@ -6,7 +6,8 @@ environment variable ``NVDLA_SW_TB`` (JSON): ``program``, ``loadable``, ``image`
 ``verif.axi_slave.MemTiming``), ``engine`` (RtlEngine keyword arguments), ``intr_budget``,
 ``debug``, ``waves`` (the FST path or null) and ``results`` (a JSON-lines file). One result
 line: ``ok``, ``message``, ``exit_code``, ``stats``, ``cycles``, ``firmware_errors``, and the
-simulation's ``sim_cycles``, ``sim_wall``, AXI ``rd_beats``/``wr_beats``/``rd_reqs``/``wr_reqs``.
+simulation's ``sim_cycles``, ``sim_wall``, AXI ``rd_beats``/``wr_beats``/``rd_reqs``/``wr_reqs``
+(primary port; ``cv_rd_beats``... of the secondary port ``nvdla_core2cvsram`` when the DUT has it).
 The AXI and CSB monitors (``verif.monitors``) run throughout; a violation fails the run.
 """
 from __future__ import annotations
@@ -51,6 +52,9 @@ async def run_sw(dut):
            "sim_cycles": eng.cycle - c0, "sim_wall": time.monotonic() - t0,
            "rd_beats": ax.rd_beats, "wr_beats": ax.wr_beats, "rd_reqs": ax.rd_reqs,
            "wr_reqs": ax.wr_reqs}
+    if eng.cv_axi is not None:
+        rec.update({f"cv_{k}": getattr(eng.cv_axi, k) for k in ("rd_beats", "wr_beats", "rd_reqs",
+                                                                "wr_reqs")})
     with open(cfg["results"], "a") as fh:
         fh.write(json.dumps(rec) + "\n")
     dut._log.info("verif.sw: %s %s (cycles %s, %d simulated)", "PASS" if ok else "FAIL", msg,

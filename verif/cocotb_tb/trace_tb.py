@@ -23,7 +23,9 @@ cycle budget), ``waves`` (the FST path, for failure messages, or null), and ``mo
 
 Each result: name, status, message, cycles, wall, checks (where, base, size, expected, actual;
 ``data`` base64 only for failing checks), plus ``sim_cycles`` (clock cycles simulated for the
-trace, from reset release), ``rd_beats``/``wr_beats`` (AXI beats), ``rd_reqs``/``wr_reqs``,
+trace, from reset release), ``rd_beats``/``wr_beats`` (AXI beats), ``rd_reqs``/``wr_reqs``
+(of the primary port; ``cv_rd_beats``/``cv_wr_beats``/``cv_rd_reqs``/``cv_wr_reqs``: of the
+secondary port ``nvdla_core2cvsram`` when the DUT has it, else absent),
 ``budget`` (the interrupt budget used), ``sim_cpu`` (CPU seconds of the simulator process
 for the trace), ``t_ready`` (``time.time()`` once the engine had started: clocks running, first
 reset done; the runner turns it into the start-up time of the process). A protocol violation seen by the AXI or CSB monitor
@@ -105,7 +107,10 @@ async def play_traces(dut):
     def emit(out, res, c0, t0, p0=None, **extra):
         if res.status == FAIL and waves and waves not in res.message:
             res.message += f"; waveform: {waves}"
-        ax = eng.axi
+        ax, cv = eng.axi, eng.cv_axi
+        if cv is not None:
+            extra = {f"cv_{k}": getattr(cv, k) for k in ("rd_beats", "wr_beats", "rd_reqs",
+                                                          "wr_reqs")} | extra
         cpu = None if p0 is None else time.process_time() - p0
         rec = result_to_json(res, sim_cycles=eng.cycle - c0, sim_wall=time.monotonic() - t0,
                              sim_cpu=cpu,

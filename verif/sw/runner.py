@@ -230,7 +230,8 @@ def _run_rtl(cfg, timing, program, loadable, run_dir, kw, waves, memory, name,
              axi_ids="auto") -> HostOutcome:
     import sys
 
-    from sim.build import REPO, build_sim
+    from sim.build import REPO
+    from verif.trace.pgo import build_sim
     from verif.trace.rtl_runner import WAVES_DIR, _axi_ids, _log_tail, _run_batch
     sim = build_sim(cfg.name, waves=waves)
     if str(REPO) not in sys.path:      # the simulator's PYTHONPATH is this process's sys.path

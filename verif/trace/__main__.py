@@ -140,7 +140,7 @@ def main(argv=None) -> int:
     else:
         if args.engine == "rtl" and spec.kind == "local":
             # the workers share this machine's build cache: build (or find) the model once here
-            from sim.build import build_sim
+            from verif.trace.pgo import build_sim
             build_sim(cfg.name, rtl_filelist=args.rtl_filelist, waves=args.waves)
         try:
             with dc.connect(spec) as client:

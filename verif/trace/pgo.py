@@ -9,6 +9,11 @@ on NVIDIA's traces (``scripts/bench_rtl.py``) measure a model that was not train
 Their results are checked against the model like any sweep (``verif.gen.run.judge``) and
 counted in the summary; a failing program is reported, not raised (the profile is still
 valid: it only steers optimisation, never what the model computes).
+
+``sim.build`` knows nothing of this module (the simulator build sits below the verification
+layer): its callers pass the training. :data:`TRAINING` is the ``sim.build.Training`` of these
+programs and :func:`build_sim` is ``sim.build.build_sim`` with it - what the trace runner, the
+trace CLI, the cluster workers, verif.sw, the scripts and the tests call.
 """
 from __future__ import annotations
 
@@ -16,6 +21,8 @@ import tempfile
 import time
 from collections import Counter
 from pathlib import Path
+
+from sim import build as _sb
 
 #: layer types and seeds of the training programs (``verif.gen.run.generate``)
 KINDS = ("dc", "img", "sdp", "pdp", "cdp")
@@ -56,3 +63,15 @@ def train(build, rtl_filelist=None) -> str:
             f"{', '.join(map(str, SEEDS))}): {status['pass']} passed"
             + (f", {bad} did not ({dict(status)})" if bad else "")
             + f", {cycles:,} cycles simulated in {time.monotonic() - t0:.1f} s")
+
+
+#: the training of the project's profile-guided builds (``sim.build.build_sim(training=...)``)
+TRAINING = _sb.Training(RECIPE, train)
+
+
+def build_sim(config: str = "nv_small", **kw) -> "_sb.SimBuild":
+    """``sim.build.build_sim(config, **kw)`` with :data:`TRAINING` as its training (unless
+    ``training=`` is given): the project's cached simulator build of ``config`` (same arguments,
+    return value and errors as ``sim.build.build_sim``)."""
+    kw.setdefault("training", TRAINING)
+    return _sb.build_sim(config, **kw)

@@ -5,14 +5,21 @@ Pieces (all on NVIDIA's NV_nvdla ports):
 * memory (``memory=``): ``sim`` (default) - the in-simulation AXI memory of the testbench top
   (``sim/tb``: C++ through DPI-C, evaluated at every falling edge of ``dla_core_clk`` exactly
   where the Python adapter evaluates its core, same timing profiles and protocol monitor, so
-  ``nvidia``/``fast`` give the same cycles as ``python``; ``random`` has its own RNG); no Python
+  every profile gives the same cycles as ``python``: ``random`` draws CPython's random numbers
+  for the same seed in the same order and sleeps while idle as the adapter does); no Python
   runs per cycle, ``mem`` is its backdoor (:class:`sim.tb.simmem.SimMemory`) and ``axi`` its
   counters/error (:class:`sim.tb.simmem.SimAxi`). ``python`` - the reference: the sparse
   memory :class:`verif.mem.SparseMemory` served by :class:`AxiResponder`. Addresses wrap at the
   width of ``nvdla_core2dbb_ar_araddr`` in both; ``mem_write``/``mem_fill``/``mem_read`` of the
   player go straight into the memory (no AXI traffic, no simulated time). The secondary memory
-  (``sec_mem``, on ``nvdla_core2cvsram_*`` when the DUT has that port) is always a Python
-  :class:`AxiResponder` with its own sparse memory, same timing profile (seed + 1) and monitor.
+  (``sec_mem``, on ``nvdla_core2cvsram_*`` when the DUT has that port) is served the same way
+  by the same kind of memory: with ``sim`` the in-simulation memory's second instance (port
+  ``PORT_CV`` of :mod:`sim.tb.simmem`; ``cv_mem``/``cv_axi``), with ``python`` a second
+  :class:`AxiResponder` with its own sparse memory; either way its own contents, the same
+  timing profile with the seed + 1 (its own random stream), its own protocol monitor and
+  counters (``cv_axi``: ``rd_beats``, ``wr_beats``, ``rd_reqs``, ``wr_reqs``). The
+  in-simulation memory draws the ``random`` profile's numbers as Python does and sleeps when
+  the adapter sleeps, so every profile gives the same cycles with both memories.
 * :class:`AxiResponder` (``memory="python"``) - the cocotb adapter of the shared AXI4 slave core
   (:class:`verif.axi_slave.AxiSlaveCore`, timing profiles :class:`verif.axi_slave.MemTiming`:
   ``nvidia`` by default, i.e. read data 32 cycles after the request is taken, one request
@@ -222,10 +229,16 @@ class RtlEngine(SimEngineBase):
         else:
             self.mem = SparseMemory(self.address_width)
         #: the secondary memory (``sec_mem``) behind ``nvdla_core2cvsram_*`` when the DUT has
-        #: that port: always the Python responder (AxiResponder), whatever ``memory`` says
+        #: that port: the same kind of memory as ``mem`` (module docstring)
         self.has_cv = hasattr(dut, "nvdla_core2cvsram_ar_arvalid")
+        self._cv_simlib = None
         if self.has_cv:
-            self.cv_mem = SparseMemory(self.address_width)
+            if memory == "sim":
+                from sim.tb.simmem import PORT_CV, SimMemLib, SimMemory
+                self._cv_simlib = SimMemLib(PORT_CV)
+                self.cv_mem = SimMemory(self._cv_simlib, self.address_width)
+            else:
+                self.cv_mem = SparseMemory(self.address_width)
         self._t0_step: int | None = None
         self._started = False
         # CSB
@@ -311,12 +324,19 @@ class RtlEngine(SimEngineBase):
         await Timer(1, "ns")
         self._period_steps = int(round(self.period_ns * 1e-9 / self._step_seconds()))
         self._csb_period_steps = int(round(self.csb_period_ns * 1e-9 / self._step_seconds()))
+        # the CV SRAM: same timing profile, its own random stream (another seed)
+        cv_timing = replace(self.timing, seed=self.timing.seed + 1)
         if self.memory == "sim":
             from sim.tb.simmem import MODE_IDLE, SimAxi
             self._simlib.configure(self.timing, len(dut.nvdla_core2dbb_r_rdata) // 8,
                                    self.address_width, self.axi_ids, self.monitors)
             self.axi = SimAxi(self._simlib)
             self.axi.set_mode(MODE_IDLE)
+            if self.has_cv:
+                self._cv_simlib.configure(cv_timing, len(dut.nvdla_core2cvsram_r_rdata) // 8,
+                                          self.address_width, self.axi_ids, self.monitors)
+                self.cv_axi = SimAxi(self._cv_simlib)
+                self.cv_axi.set_mode(MODE_IDLE)
             dut.tb_mem_internal.value = 1
         else:
             if hasattr(dut, "tb_mem_internal"):
@@ -324,12 +344,11 @@ class RtlEngine(SimEngineBase):
             self.axi = AxiResponder(dut, "nvdla_core2dbb", self.clk, self.mem, self.timing,
                                     self._period_steps, ids=self.axi_ids, monitor=self.monitors)
             self.axi.drive_idle()
-        if self.has_cv:
-            # the CV SRAM: same timing profile, its own random stream (another seed)
-            self.cv_axi = AxiResponder(dut, "nvdla_core2cvsram", self.clk, self.cv_mem,
-                                       replace(self.timing, seed=self.timing.seed + 1),
-                                       self._period_steps, ids=self.axi_ids, monitor=self.monitors)
-            self.cv_axi.drive_idle()
+            if self.has_cv:
+                self.cv_axi = AxiResponder(dut, "nvdla_core2cvsram", self.clk, self.cv_mem,
+                                           cv_timing, self._period_steps, ids=self.axi_ids,
+                                           monitor=self.monitors)
+                self.cv_axi.drive_idle()
         self._started = True
         cocotb.start_soon(self._csb_watch())
         await self.reset()
@@ -357,66 +376,67 @@ class RtlEngine(SimEngineBase):
         dut = self.dut
         sim = self.memory == "sim"
         self.in_reset = True
+        ports = self._ports()
         if sim:
             from sim.tb.simmem import MODE_IDLE, MODE_QUIET, MODE_RUN
-            self.axi.set_mode(MODE_QUIET)
-            if not mid_layer:
-                self.mem.clear()
-            self.axi.reset(keep_error=mid_layer)
+            for axi, mem, _ in ports:
+                axi.set_mode(MODE_QUIET)
+                if not mid_layer:
+                    mem.clear()
+                axi.reset(keep_error=mid_layer)
         else:
-            self.axi.stop()
+            for axi, _, _ in ports:
+                axi.stop()
             if not mid_layer:
                 self.mem = SparseMemory(self.address_width)
-            self.axi.core.reset(self.mem, keep_error=mid_layer)
-            self.axi.drive_quiet()
-        if self.has_cv:
-            self.cv_axi.stop()
-            if not mid_layer:
-                self.cv_mem = SparseMemory(self.address_width)
-            self.cv_axi.core.reset(self.cv_mem, keep_error=mid_layer)
-            self.cv_axi.drive_quiet()
+                if self.has_cv:
+                    self.cv_mem = SparseMemory(self.address_width)
+            ports = self._ports()
+            for axi, mem, _ in ports:
+                axi.core.reset(mem, keep_error=mid_layer)
+                axi.drive_quiet()
         await self._fall
         dut.dla_reset_rstn.value = 0
         dut.direct_reset_.value = 0
         self.c_valid.set(0)
         await Timer(self.reset_cycles * self.period_ns, "ns")
         if sim:
-            self.axi.set_mode(MODE_IDLE)       # idle outputs from the next falling edge on
+            for axi, _, _ in ports:
+                axi.set_mode(MODE_IDLE)       # idle outputs from the next falling edge on
         await self._fall
-        mon = self.axi.core.monitor
-        still = [n for n in ("arvalid", "awvalid", "wvalid")
-                 if _Sig(getattr(dut, f"nvdla_core2dbb_{port_name(n)}")).get()]
-        if still and mon is not None and mon.error is None:
-            mon.error = (f"AXI at the end of a {self.reset_cycles}-cycle reset: the DUT still "
-                         f"drives {', '.join(still)}")
-        if self.has_cv:
-            cv_mon = self.cv_axi.core.monitor
-            still = self.cv_axi.valids()
-            if still and cv_mon is not None and cv_mon.error is None:
-                cv_mon.error = (f"AXI at the end of a {self.reset_cycles}-cycle reset: the DUT "
-                                f"still drives {', '.join(still)}")
-            self.cv_axi.drive_idle()
-        if not sim:
-            self.axi.drive_idle()
+        for axi, _, prefix in ports:
+            mon = axi.core.monitor
+            still = [n for n in ("arvalid", "awvalid", "wvalid")
+                     if _Sig(getattr(dut, f"{prefix}_{port_name(n)}")).get()]
+            if still and mon is not None and mon.error is None:
+                mon.error = (f"AXI at the end of a {self.reset_cycles}-cycle reset: the DUT still "
+                             f"drives {', '.join(still)}")
+            if not sim:
+                axi.drive_idle()
         dut.dla_reset_rstn.value = 1
         dut.direct_reset_.value = 1
         await RisingEdge(self.clk)
         self._t0_step = get_sim_time("step")
         self.in_reset = False
-        if sim:
-            self.axi.reset(keep_error=mid_layer)
-            self.axi.set_mode(MODE_RUN)
-        else:
-            self.axi.start(self.mem, keep_error=mid_layer)
-        if mon is not None:
-            mon.quiet = mid_layer
-        if self.has_cv:
-            self.cv_axi.start(self.cv_mem, keep_error=mid_layer)
-            if self.cv_axi.core.monitor is not None:
-                self.cv_axi.core.monitor.quiet = mid_layer
+        for axi, mem, _ in ports:
+            if sim:
+                axi.reset(keep_error=mid_layer)
+                axi.set_mode(MODE_RUN)
+            else:
+                axi.start(mem, keep_error=mid_layer)
+            if axi.core.monitor is not None:
+                axi.core.monitor.quiet = mid_layer
         self.csb_mon.reset(keep_error=mid_layer)
         self.csb_reads = self.csb_writes = 0
         await self.wait_cycles(self.post_reset_cycles)
+
+    def _ports(self) -> list:
+        """``(axi, memory, port prefix)`` of the primary port and, when the DUT has it, the
+        secondary one (``axi``: :class:`AxiResponder` or :class:`sim.tb.simmem.SimAxi`)."""
+        out = [(self.axi, self.mem, "nvdla_core2dbb")]
+        if self.has_cv:
+            out.append((self.cv_axi, self.cv_mem, "nvdla_core2cvsram"))
+        return out
 
     async def drain_csb(self) -> None:
         """Let the CSB monitor see the responses still due before the end-of-trace check: wait
@@ -434,9 +454,19 @@ class RtlEngine(SimEngineBase):
             await self._csb_fall
 
     async def end_check(self) -> str | None:
-        """At the end of a trace: :meth:`drain_csb`, then :meth:`final_check`."""
+        """At the end of a trace: :meth:`drain_csb`, then :meth:`final_check`, in the read-only
+        phase of the current time step, then one simulator step later (so the caller may drive
+        signals again). There both memories have evaluated the current clock edge: the
+        in-simulation memory evaluates a falling edge before any cocotb coroutine runs, the
+        Python adapter in one of them, possibly after the caller's; the AXI counters read after
+        this call (``axi``/``cv_axi``: ``rd_beats`` ...) are the same with both memories even
+        while reads are still in flight at the end of a trace (the ``random`` profile's
+        latencies outlast short traces)."""
         await self.drain_csb()
-        return self.final_check()
+        await ReadOnly()
+        err = self.final_check()
+        await Timer(1, "step")
+        return err
 
     def final_check(self) -> str | None:
         """At the end of a trace: the first protocol violation (AXI, CSB, a CSB request left
@@ -506,9 +536,11 @@ class RtlEngine(SimEngineBase):
     async def reg_write(self, addr: int, value: int) -> None:
         self._check_error()
         await self._csb_issue(addr, value, 1)
-        mon = self.axi.core.monitor
-        if mon is not None and mon.quiet and value & 1 and addr in kickoff_addrs():
-            mon.quiet = False                       # a layer is enabled: its traffic may start
+        if value & 1 and addr in kickoff_addrs():
+            for axi in (self.axi, self.cv_axi):     # a layer is enabled: its traffic may start
+                mon = axi.core.monitor if axi is not None else None
+                if mon is not None and mon.quiet:
+                    mon.quiet = False
         self.csb_writes += 1
         # the request was driven after a falling edge of dla_csb_clk; the DUT samples it at the
         # next rising edge of that clock, half a CSB period later (in core cycles)

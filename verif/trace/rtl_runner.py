@@ -8,7 +8,8 @@ the trace it was running (FAIL, message names the simulator log); the rest of it
 
 Extra information is attached to every yielded result as the attribute ``rtl`` (a dict):
 ``sim_cycles`` (cycles simulated for the trace), ``sim_wall`` (its wall seconds inside the
-simulator), ``rd_beats``/``wr_beats``/``rd_reqs``/``wr_reqs`` (AXI traffic), ``log`` (simulator
+simulator), ``rd_beats``/``wr_beats``/``rd_reqs``/``wr_reqs`` (AXI traffic of the primary port;
+``cv_rd_beats``... of the secondary port ``nvdla_core2cvsram``, None without it), ``log`` (simulator
 log), ``waves`` (FST path or None), ``build`` (build directory), ``startup`` (seconds from the
 launch of the trace's simulator process to the end of its first reset; the same for every trace
 of a batch).
@@ -34,7 +35,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from sim.build import REPO, SIM_TOP, TIMESCALE, SimBuild, build_sim
+from sim.build import REPO, SIM_TOP, TIMESCALE, SimBuild
+from verif.trace.pgo import build_sim
 from verif.trace.parser import Trace, TraceSyntaxError, find_traces, load_trace
 from verif.trace.player import FAIL, NOT_RUNNABLE, CheckResult, TraceResult
 from verif.axi_slave import MemTiming
@@ -51,7 +53,8 @@ def _result_from_json(d: dict, extra: dict) -> TraceResult:
     res = TraceResult(d["name"], d["status"], d.get("message", ""), d.get("cycles"),
                       d.get("wall", 0.0), checks)
     res.rtl = {k: d.get(k) for k in ("sim_cycles", "sim_wall", "sim_cpu", "rd_beats", "wr_beats",
-                                     "rd_reqs", "wr_reqs", "budget")} | extra
+                                     "rd_reqs", "wr_reqs", "budget", "cv_rd_beats",
+                                     "cv_wr_beats", "cv_rd_reqs", "cv_wr_reqs")} | extra
     if d.get("t_ready") and extra.get("t_launch"):
         res.rtl["startup"] = d["t_ready"] - extra["t_launch"]
     return res
