@@ -37,11 +37,18 @@ class AxiRam(wiring.Component):
     reading back memory while NVDLA is idle), so an AXI burst stalls nothing and the host waits.
     ``size``: bytes, a power of two multiple of ``data_width // 8`` (ValueError otherwise)."""
 
-    def __init__(self, size: int, *, addr_width: int = 32, data_width: int = 64):
-        nbytes = data_width // 8
-        if size < nbytes or size & (size - 1) or data_width not in (32, 64, 128, 256, 512):
+    @staticmethod
+    def check_size(size: int, data_width: int) -> None:
+        """ValueError unless ``size`` bytes is a power of two of at least one ``data_width``-bit
+        word and ``data_width`` one of 32 to 512 bits (a power of two)."""
+        if (data_width not in (32, 64, 128, 256, 512) or not isinstance(size, int)
+                or size < data_width // 8 or size & (size - 1)):
             raise ValueError(f"AxiRam: size {size} bytes must be a power of two of at least one "
                              f"{data_width}-bit word (data_width 32 to 512)")
+
+    def __init__(self, size: int, *, addr_width: int = 32, data_width: int = 64):
+        self.check_size(size, data_width)
+        nbytes = data_width // 8
         self.size, self.addr_width, self.data_width = size, addr_width, data_width
         self.depth = size // nbytes
         super().__init__({"axi": In(AxiMasterSignature(addr_width, data_width)),

@@ -8,17 +8,53 @@ from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from hdl.axi import AxiMasterSignature
 from hdl.board.axi_ram import AxiRam
 from hdl.board.bridge import UartBridge
-from hdl.board.uart import UartRx, UartTx
+from hdl.board.uart import UartRx, UartTx, check_divisor
 from hdl.config import NvdlaConfig
-from hdl.csb import CsbSignature
+from hdl.csb import CsbSignature, CsbSlave
+from hdl.glb import Glb
+from hdl.regmap import REGMAP
 from hdl.top import DBB_PREFIX, NvdlaCore
 
-__all__ = ["NvdlaBoard", "DEFAULT_MEM_BYTES"]
+__all__ = ["NvdlaBoard", "GlbOnlyCore", "CORES", "DEFAULT_MEM_BYTES"]
 
 #: on-chip memory of the board top: 128 KiB (64 of the GW5A-138's 340 BSRAM blocks)
 DEFAULT_MEM_BYTES = 128 * 1024
+
+
+class GlbOnlyCore(wiring.Component):
+    """The reduced core of a board build that proves the flow in minutes (``core="glb"``): the
+    CSB slave and GLB (register block and interrupt controller; nv_small's 256 LUT4) with
+    :class:`hdl.top.NvdlaCore`'s port names, the DBB master idle (no unit reads memory). Its
+    interrupt rises only through GLB's software interrupt registers."""
+
+    def __init__(self, cfg: NvdlaConfig):
+        self.cfg = cfg
+        members = dict(CsbSignature().members)
+        members.update({DBB_PREFIX + k: v for k, v in AxiMasterSignature(
+            cfg.mem_address_width, cfg.primary_memif_width).members.items()})
+        members["dla_intr"] = Out(1)
+        super().__init__(members)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.csb = csb = CsbSlave({"GLB": REGMAP.unit("GLB").base})
+        m.submodules.glb = glb = Glb(self.cfg)
+        wiring.connect(m, csb.glb, glb.bus)
+        for name, member in CsbSignature().members.items():
+            if member.flow == wiring.In:
+                m.d.comb += getattr(csb.csb, name).eq(getattr(self, name))
+            else:
+                m.d.comb += getattr(self, name).eq(getattr(csb.csb, name))
+        m.d.comb += [self.dla_intr.eq(glb.intr), getattr(self, DBB_PREFIX + "b_bready").eq(1),
+                     getattr(self, DBB_PREFIX + "r_rready").eq(1)]
+        return m
+
+
+#: the cores a board top can hold: the whole design, or GLB alone (:class:`GlbOnlyCore`)
+CORES = {"nvdla": NvdlaCore, "glb": GlbOnlyCore}
 
 
 class NvdlaBoard(wiring.Component):
@@ -30,19 +66,24 @@ class NvdlaBoard(wiring.Component):
     ``cfg``: the configuration (:class:`hdl.config.NvdlaConfig`; one without the secondary
     memory interface: ValueError otherwise); ``divisor``: clock cycles per UART bit (>= 2);
     ``mem_bytes``: the RAM's size (a power of two; addresses wrap at it,
-    :class:`hdl.board.axi_ram.AxiRam`)."""
+    :class:`hdl.board.axi_ram.AxiRam`); ``core``: a key of :data:`CORES` (``"nvdla"``, the
+    default, or ``"glb"``, the reduced build :class:`GlbOnlyCore`; ValueError otherwise)."""
 
-    def __init__(self, cfg: NvdlaConfig, *, divisor: int, mem_bytes: int = DEFAULT_MEM_BYTES):
+    def __init__(self, cfg: NvdlaConfig, *, divisor: int, mem_bytes: int = DEFAULT_MEM_BYTES,
+                 core: str = "nvdla"):
         if cfg.secondary_memif:
             raise ValueError(f"NvdlaBoard: configuration {cfg.name} has a secondary memory "
                              "interface (CV SRAM); the board top serves the DBB port only")
-        self.cfg, self.divisor, self.mem_bytes = cfg, divisor, mem_bytes
+        if core not in CORES:
+            raise ValueError(f"NvdlaBoard: core {core!r} is not one of {', '.join(CORES)}")
+        AxiRam.check_size(mem_bytes, cfg.primary_memif_width)
+        self.cfg, self.divisor, self.mem_bytes, self.core = cfg, check_divisor(divisor), mem_bytes, core
         super().__init__({"rx": In(1, init=1), "tx": Out(1, init=1), "intr": Out(1)})
 
     def elaborate(self, platform):
         m = Module()
         cfg = self.cfg
-        m.submodules.nvdla = core = NvdlaCore(cfg)
+        m.submodules.nvdla = core = CORES[self.core](cfg)
         m.submodules.uart_rx = urx = UartRx(self.divisor)
         m.submodules.uart_tx = utx = UartTx(self.divisor)
         m.submodules.bridge = br = UartBridge()

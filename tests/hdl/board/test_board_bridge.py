@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
