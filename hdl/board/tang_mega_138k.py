@@ -24,7 +24,9 @@ from amaranth.hdl import Elaboratable, Module
 from amaranth.lib import io
 from amaranth_boards.tang_mega_138k_pro_dock import TangMega138kProDockPlatform
 
+from hdl.board.axi_ram import AxiRam
 from hdl.board.top import DEFAULT_MEM_BYTES, NvdlaBoard
+from hdl.board.uart import check_divisor
 from hdl.config import NvdlaConfig
 from hdl.pnr_gowin import (DSP_MAP_V, GOWIN_FAMILY, GOWIN_PART, GOWIN_SYNTH, GowinError,
                            parse_gowin_report)
@@ -60,7 +62,8 @@ class TangMega138kTop(Elaboratable):
 
     def __init__(self, cfg: NvdlaConfig, *, baud: int = DEFAULT_BAUD,
                  mem_bytes: int = DEFAULT_MEM_BYTES, core: str = "nvdla"):
-        self.divisor = round(CLOCK_HZ / baud)
+        self.divisor = check_divisor(round(CLOCK_HZ / baud))
+        AxiRam.check_size(mem_bytes, cfg.primary_memif_width)
         self.board = NvdlaBoard(cfg, divisor=self.divisor, mem_bytes=mem_bytes, core=core)
 
     def elaborate(self, platform):

@@ -7,6 +7,7 @@ is met."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -24,6 +25,9 @@ def test_pins_of_the_board():
     locs = dict(re.findall(r'IO_LOC "(\w+)" (\w+);', cst))
     assert locs == {"clk50_0__io": "P16", "uart_0__rx__io": "P15", "uart_0__tx__io": "N16",
                     "led_0__io": "R26"}
+    # the committed constraint file is the one the flow writes (line order aside)
+    committed = Path(__file__).resolve().parents[3] / "constraints" / "tang_mega_138k.cst"
+    assert set(committed.read_text().splitlines()) == set(cst.splitlines())
 
 
 def test_refusals():
