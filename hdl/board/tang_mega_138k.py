@@ -62,9 +62,13 @@ class TangMega138kTop(Elaboratable):
 
     def __init__(self, cfg: NvdlaConfig, *, baud: int = DEFAULT_BAUD,
                  mem_bytes: int = DEFAULT_MEM_BYTES, core: str = "nvdla"):
-        self.divisor = check_divisor(round(CLOCK_HZ / baud))
-        AxiRam.check_size(mem_bytes, cfg.primary_memif_width)
-        self.board = NvdlaBoard(cfg, divisor=self.divisor, mem_bytes=mem_bytes, core=core)
+        try:
+            self.divisor = check_divisor(round(CLOCK_HZ / baud))
+            AxiRam.check_size(mem_bytes, cfg.primary_memif_width)
+            self.board = NvdlaBoard(cfg, divisor=self.divisor, mem_bytes=mem_bytes, core=core)
+        except ValueError:
+            self._MustUse__silence = True      # refused: no "created but never used" warning
+            raise
 
     def elaborate(self, platform):
         m = Module()

@@ -71,6 +71,7 @@ class NvdlaBoard(wiring.Component):
 
     def __init__(self, cfg: NvdlaConfig, *, divisor: int, mem_bytes: int = DEFAULT_MEM_BYTES,
                  core: str = "nvdla"):
+        self._MustUse__silence = True          # until the arguments are checked
         if cfg.secondary_memif:
             raise ValueError(f"NvdlaBoard: configuration {cfg.name} has a secondary memory "
                              "interface (CV SRAM); the board top serves the DBB port only")
@@ -78,6 +79,7 @@ class NvdlaBoard(wiring.Component):
             raise ValueError(f"NvdlaBoard: core {core!r} is not one of {', '.join(CORES)}")
         AxiRam.check_size(mem_bytes, cfg.primary_memif_width)
         self.cfg, self.divisor, self.mem_bytes, self.core = cfg, check_divisor(divisor), mem_bytes, core
+        self._MustUse__silence = False
         super().__init__({"rx": In(1, init=1), "tx": Out(1, init=1), "intr": Out(1)})
 
     def elaborate(self, platform):

@@ -41,6 +41,13 @@ def test_refusals():
         TangMega138kTop(NV_SMALL, mem_bytes=3000, core="glb")
 
 
+def test_cli_usage_errors(tmp_path, capsys):
+    assert main(["--config", "nope", "-o", str(tmp_path)]) == 2
+    assert "unknown configuration 'nope'" in capsys.readouterr().err
+    assert main(["--config", "nv_medium_1024_full", "-o", str(tmp_path)]) == 2
+    assert "secondary memory interface" in capsys.readouterr().err
+
+
 @pytest.mark.slow
 def test_glb_bitstream(tmp_path, capsys):
     assert main(["--core", "glb", "-o", str(tmp_path)]) == 0
