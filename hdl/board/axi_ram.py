@@ -33,6 +33,8 @@ class AxiRam(wiring.Component):
     place their surfaces at 0x80000000 and up; a design whose surfaces are less than ``size``
     apart modulo ``size`` sees its own memory). INCR bursts only (NVDLA's; up to 16 beats, no
     4 KB crossing), one burst at a time, reads and writes taken in turn; any ID, echoed back.
+    Serving one burst at a time cannot deadlock NVDLA: its write DMAs request a burst only once
+    all its beats are buffered (hdl/dma/write.py), so W never waits on a read.
     The host port is served only while no AXI burst is in progress (it is for loading and
     reading back memory while NVDLA is idle), so an AXI burst stalls nothing and the host waits.
     ``size``: bytes, a power of two multiple of ``data_width // 8`` (ValueError otherwise)."""

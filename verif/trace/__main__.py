@@ -1,4 +1,4 @@
-"""Trace player CLI: ``python -m verif.trace run PATH... --engine {model,rtl,amaranth}``.
+"""Trace player CLI: ``python -m verif.trace run PATH... --engine {model,rtl,amaranth,board}``.
 
 Prints one line per trace (PASS / FAIL / NOT-RUNNABLE, name, cycles on the simulated engines,
 wall seconds), the reason under a trace that did not pass, and last
@@ -81,8 +81,9 @@ def main(argv=None) -> int:
     rp.add_argument("paths", nargs="+", type=Path, metavar="PATH",
                     help="a trace directory (holding one .cfg) or a directory of trace directories")
     rp.add_argument("--engine", choices=ENGINES, default="model",
-                    help="model (numpy), rtl (Verilator) or amaranth (Amaranth simulator, slow); "
-                         "default: model")
+                    help="model (numpy), rtl (Verilator), amaranth (Amaranth simulator, slow) or "
+                         "board (the FPGA board top through its UART, hdl/board/, in Amaranth's "
+                         "simulator, slower); default: model")
     add_config_arguments(rp)
     rp.add_argument("--waves", action="store_true", help="rtl: dump FST waves to build/waves/<trace>.fst")
     rp.add_argument("--rtl-filelist", type=Path, default=None,
