@@ -159,7 +159,7 @@ def main(argv=None) -> int:
         except dc.ClusterError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
-    mem = f", memory {timing}" if args.engine != "model" else ""
+    mem = f", memory {timing}" if args.engine not in ("model", "board") else ""
     if args.csb_clock_mhz is not None:
         mem += f", dla_csb_clk {args.csb_clock_mhz:g} MHz, dla_core_clk {CORE_CLOCK_MHZ:g} MHz"
     where = f" on cluster {spec}" if spec is not None else ""
