@@ -13,6 +13,7 @@ from hdl.config import NV_SMALL
 from verif.trace.board_engine import play_on_board, regions_fit
 from verif.shared import have_shared, nvdla_dir
 from verif.trace.parser import load_trace
+from verif.trace.runner import run
 
 pytestmark = pytest.mark.skipif(not have_shared(), reason="../shared/nvdla (NVIDIA traces) is absent")
 
@@ -26,6 +27,15 @@ def test_regions_fit():
     assert regions_fit(t, 16384) is None
     # 0x80000400+8 and 0x90000040+8 collide in a 64-byte memory... at offsets 0 and 0
     assert "share bytes" in regions_fit(t, 64)
+
+
+def test_trace_not_fitting_is_refused_before_running():
+    """dc_1x1x8's surfaces at 0x90000000 and 0xa0000000 share the board memory's bytes: FAIL,
+    the regions named, nothing simulated (the ``board`` engine of ``python -m verif.trace``)."""
+    (res,) = run([nvdla_dir() / "traces" / "nv_small" / "dc_1x1x8_1x1x8x1_int8_0"], "board",
+                 NV_SMALL)
+    assert res.status == "FAIL"
+    assert "does not fit the board memory" in res.message and "0xa0000000" in res.message
 
 
 @pytest.mark.slow
