@@ -30,6 +30,9 @@ def main(argv=None) -> int:
     ap.add_argument("--mem-bytes", type=int, default=DEFAULT_MEM_BYTES,
                     help="on-chip memory behind the DBB port, a power of two (default %(default)s)")
     ap.add_argument("--seed", type=int, default=1, help="nextpnr seed")
+    ap.add_argument("--nextpnr-opt", action="append", default=[], metavar="OPT",
+                    help="extra nextpnr-himbaechel-gowin option (repeatable; a value joined with "
+                         "'=', e.g. --nextpnr-opt=--placer-heap-beta=0.5)")
     ap.add_argument("--no-pack", action="store_true", help="stop after place and route")
     ap.add_argument("-o", "--out", default="build/tang_mega_138k", help="output directory")
     args = ap.parse_args(argv)
@@ -45,6 +48,8 @@ def main(argv=None) -> int:
     try:
         b = build_bitstream(Path(args.out), cfg, core=args.core, baud=args.baud,
                             mem_bytes=args.mem_bytes, seed=args.seed, pack=not args.no_pack,
+                            nextpnr_args=tuple(a for o in args.nextpnr_opt
+                                               for a in o.split("=", 1)),
                             progress=say)
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
