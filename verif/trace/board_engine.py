@@ -38,6 +38,7 @@ class SimUartLine:
         self.engine, self.rx, self.tx, self.divisor, self.timeout = engine, rx, tx, divisor, timeout
 
     async def send(self, data: bytes) -> None:
+        """Drive ``data`` onto ``rx``, byte after byte (10 bits of ``divisor`` cycles each)."""
         ctx = self.engine.ctx
         for b in data:
             for bit in [0] + [(b >> i) & 1 for i in range(8)] + [1]:
@@ -46,6 +47,8 @@ class SimUartLine:
                     await self.engine.tick()
 
     async def recv(self, n: int, timeout: int | None = None) -> bytes:
+        """The next ``n`` bytes on ``tx``; TraceFailure when a start bit takes more than
+        ``timeout`` cycles (default: the line's) or a stop bit is 0."""
         ctx, out = self.engine.ctx, bytearray()
         timeout = self.timeout if timeout is None else timeout
         for _ in range(n):
@@ -92,6 +95,7 @@ class BoardEngine:
         return self._cycle
 
     async def tick(self) -> None:
+        """Advance one clock cycle."""
         await self.ctx.tick()
         self._cycle += 1
 
