@@ -1,4 +1,4 @@
-"""Trace player CLI: ``python -m verif.trace run PATH... --engine {model,rtl,amaranth}``.
+"""Trace player CLI: ``python -m verif.trace run PATH... --engine {model,rtl,amaranth,board}``.
 
 Prints one line per trace (PASS / FAIL / NOT-RUNNABLE, name, cycles on the simulated engines,
 wall seconds), the reason under a trace that did not pass, and last
@@ -81,8 +81,9 @@ def main(argv=None) -> int:
     rp.add_argument("paths", nargs="+", type=Path, metavar="PATH",
                     help="a trace directory (holding one .cfg) or a directory of trace directories")
     rp.add_argument("--engine", choices=ENGINES, default="model",
-                    help="model (numpy), rtl (Verilator) or amaranth (Amaranth simulator, slow); "
-                         "default: model")
+                    help="model (numpy), rtl (Verilator), amaranth (Amaranth simulator, slow) or "
+                         "board (the FPGA board top through its UART, hdl/board/, in Amaranth's "
+                         "simulator, slower); default: model")
     add_config_arguments(rp)
     rp.add_argument("--waves", action="store_true", help="rtl: dump FST waves to build/waves/<trace>.fst")
     rp.add_argument("--rtl-filelist", type=Path, default=None,
@@ -158,7 +159,7 @@ def main(argv=None) -> int:
         except dc.ClusterError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
-    mem = f", memory {timing}" if args.engine != "model" else ""
+    mem = f", memory {timing}" if args.engine not in ("model", "board") else ""
     if args.csb_clock_mhz is not None:
         mem += f", dla_csb_clk {args.csb_clock_mhz:g} MHz, dla_core_clk {CORE_CLOCK_MHZ:g} MHz"
     where = f" on cluster {spec}" if spec is not None else ""

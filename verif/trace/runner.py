@@ -11,7 +11,7 @@ from verif.trace.golden import first_mismatch
 from verif.trace.parser import TraceSyntaxError, load_trace
 from verif.trace.player import FAIL, NOT_RUNNABLE, TraceResult, play
 
-ENGINES = ("model", "rtl", "amaranth")
+ENGINES = ("model", "rtl", "amaranth", "board")
 
 
 def add_mismatch_report(result: TraceResult, trace, cfg: NvdlaConfig) -> TraceResult:
@@ -64,12 +64,29 @@ def run_amaranth(dirs: Iterable[Path], cfg: NvdlaConfig, timing: MemTiming = Mem
         yield add_mismatch_report(res, trace, cfg)
 
 
+def run_board(dirs: Iterable[Path], cfg: NvdlaConfig,
+              max_cycles: int | None = None) -> Iterator[TraceResult]:
+    """Play each trace directory on the board top (``hdl.board.top.NvdlaBoard``) in Amaranth's
+    simulator through its UART pins only (:mod:`verif.trace.board_engine`: 16 KiB of RAM, 2
+    cycles a UART bit; slower still than ``amaranth``); yields one TraceResult per trace."""
+    from verif.trace.board_engine import play_on_board
+    from verif.trace.budget import trace_budget
+    for d in dirs:
+        trace, bad = _load(Path(d))
+        if bad is not None:
+            yield bad
+            continue
+        res = play_on_board(trace, cfg, intr_budget=trace_budget(trace, cfg, max_cycles))
+        yield add_mismatch_report(res, trace, cfg)
+
+
 def run(dirs: Iterable[Path], engine: str, cfg: NvdlaConfig, *, waves: bool = False,
         rtl_filelist: Path | None = None, jobs: int = 1, timing: MemTiming | None = None,
         read_latency: int | None = None, accept_every: int | None = None,
         traces_per_process: int | None = None, max_cycles: int | None = None,
         **rtl_kw) -> Iterator[TraceResult]:
-    """Dispatch to the ``model``, ``rtl`` or ``amaranth`` engine.
+    """Dispatch to the ``model``, ``rtl``, ``amaranth`` or ``board`` engine (the board top
+    through its UART, :func:`run_board`; ``timing`` does not apply to it).
 
     ``timing``: memory timing of the simulated engines (default: the ``nvidia`` profile);
     ``read_latency`` (cycles) and ``accept_every`` (cycles between accepted AXI requests)
@@ -86,6 +103,8 @@ def run(dirs: Iterable[Path], engine: str, cfg: NvdlaConfig, *, waves: bool = Fa
         yield from run_model(dirs, cfg)
     elif engine == "amaranth":
         yield from run_amaranth(dirs, cfg, timing, max_cycles)
+    elif engine == "board":
+        yield from run_board(dirs, cfg, max_cycles)
     elif engine == "rtl":
         from verif.trace.rtl_runner import run_rtl
         for res in run_rtl(dirs, config=cfg.name, waves=waves, rtl_filelist=rtl_filelist, jobs=jobs,
