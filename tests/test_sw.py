@@ -28,11 +28,6 @@ LARGE = tuple(n.replace("_small", "_large") for n in SMALL)
 FULL = ("BDMA_L0_0", "CONV_D_L0_0", "SDP_X1_L0_0", "PDP_L0_0", "CDP_L0_0", "RBK_L0_0", "NN_L0_0")
 
 
-#: why the nv_large loadables do not run on the RTL here: not a missing feature but the size of
-#: nv_large's simulator (2,048 MACs: 27.5 MB of Verilog, hdl.build alone ~10 min), too large
-#: for CI's two cores
-LARGE_RTL = ("nv_large's Verilator model is too large for CI: run them with python -m verif.sw "
-             "run LOADABLE --engine rtl --config nv_large")
 
 
 def _why_not(config: str) -> str | None:
@@ -99,15 +94,27 @@ def test_model_golden_large(name):
 
 # Listed, not run, until the design or the firmware can run them (shown as xfailed with the reason)
 @pytest.mark.parametrize("config,name", [
-    *[pytest.param("nv_large", n, marks=pytest.mark.xfail(
-        run=False, reason=f"rtl: {_why_not('nv_large') or LARGE_RTL}")) for n in LARGE],
     *[pytest.param("nv_full", n, marks=pytest.mark.xfail(
         run=False, reason=_why_not("nv_full") or "")) for n in FULL],
 ])
 def test_expected_to_fail(config, name):
     from hdl.config import get_config
-    r = run_loadable(loadable(name), "rtl" if config == "nv_large" else "model", get_config(config))
+    r = run_loadable(loadable(name), "model", get_config(config))
     assert r.status == "PASS", r.message
+
+
+@needs_verilator
+@pytest.mark.rtl
+@pytest.mark.slow       # nv_large's simulator: hdl.build ~10 min, Verilator ~25-40 min on 2 cores
+@pytest.mark.parametrize("profile", ["nvidia", "random"])
+@pytest.mark.parametrize("name", LARGE)
+def test_rtl_golden_large(name, profile):
+    """NVIDIA's nv_large loadables through its runtime and firmware on our nv_large RTL."""
+    from hdl.config import get_config
+    r = run_loadable(loadable(name), "rtl", get_config("nv_large"),
+                     timing=MemTiming.named(profile, seed=3))
+    assert r.status == "PASS", r.message
+    assert r.md5 == golden_md5(name)
 
 
 @needs_verilator
