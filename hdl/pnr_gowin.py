@@ -357,6 +357,16 @@ def place_and_route_gowin(out_dir: Path, top: str, *, freq: float = 100.0,
                               (t2 - t1, time.monotonic() - t2))
 
 
+def utilisation_table(util: dict) -> list[str]:
+    """Markdown lines of a resource table from ``util`` ({resource: (used, available)}; the
+    percentage is "-" where the device has none)."""
+    lines = ["| resource | used | available | % |", "|---|---:|---:|---:|"]
+    for col, (used, avail) in util.items():
+        pct = f"{100 * used / avail:.1f}" if avail else "-"
+        lines.append(f"| {col} | {used:,} | {avail:,} | {pct} |")
+    return lines
+
+
 def gowin_lines(top: str, t: GowinTiming) -> list:
     """The report's "Place and route (Gowin GW5A-138)" Markdown section for ``top``."""
     lines = ["", "## Place and route (Gowin GW5A-138)", "",
@@ -370,10 +380,7 @@ def gowin_lines(top: str, t: GowinTiming) -> list:
     for c in t.clocks:
         lines.append(f"| {top} | {c.clock} | {c.fmax:.1f} | `{c.start}` | `{c.end}` | "
                      f"{c.delay_ns:.2f} | {c.logic_ns:.2f} | {c.segments} |")
-    lines += ["", "| resource | used | available | % |", "|---|---:|---:|---:|"]
-    for col, (used, avail) in t.util.items():
-        pct = f"{100 * used / avail:.1f}" if avail else "-"
-        lines.append(f"| {col} | {used:,} | {avail:,} | {pct} |")
+    lines += ["", *utilisation_table(t.util)]
     if t.util.get("DSP", [0])[0]:
         lines += ["", "DSP = GW5A DSP blocks (two MULT12X12 each). nextpnr's GW5A chip database has "
                   "no timing for the DSP: paths into and out of a MULT12X12 are not timed, so "

@@ -29,7 +29,7 @@ from hdl.board.top import DEFAULT_MEM_BYTES, NvdlaBoard
 from hdl.board.uart import check_divisor
 from hdl.config import NvdlaConfig
 from hdl.pnr_gowin import (DSP_MAP_V, GOWIN_FAMILY, GOWIN_PART, GOWIN_SYNTH, GowinError,
-                           parse_gowin_report)
+                           parse_gowin_report, utilisation_table)
 
 __all__ = ["TangMega138kPlatform", "TangMega138kTop", "BoardBuild", "build_bitstream", "board_lines",
            "CLOCK_HZ", "DEFAULT_BAUD"]
@@ -192,9 +192,6 @@ def board_lines(core: str, b: BoardBuild) -> list:
     for c in t.clocks:
         lines.append(f"| {c.clock} | {c.fmax:.1f} | {c.constraint:g} | `{c.start}` | `{c.end}` "
                      f"| {c.delay_ns:.2f} |")
-    lines += ["", "| resource | used | available | % |", "|---|---:|---:|---:|"]
-    for col, (used, avail) in t.util.items():
-        pct = f"{100 * used / avail:.1f}" if avail else "-"
-        lines.append(f"| {col} | {used:,} | {avail:,} | {pct} |")
+    lines += ["", *utilisation_table(t.util)]
     lines += ["", f"bitstream: {b.fs}" if b.fs else "bitstream: not packed"]
     return lines
