@@ -7,7 +7,7 @@ import pytest
 
 from verif.axi_slave import AxiSlaveCore, MemTiming
 from verif.mem import SparseMemory
-from verif.monitors import NVIDIA_NV_SMALL_IDS, AxiMonitor, CsbMonitor, our_ids
+from verif.monitors import NVIDIA_NV_SMALL_IDS, AxiMonitor, CsbMonitor, nvidia_ids, our_ids
 
 PROFILES = [MemTiming.named("nvidia"), MemTiming.named("fast"), MemTiming.named("random", seed=2)]
 
@@ -131,6 +131,17 @@ def test_id_outside_client_table():
     Bus(core, {0: dict(arvalid=1, arid=4, araddr=0x100, arlen=0), 1: dict(arvalid=0)}).run(4)
     assert core.error is not None and "arid 4 is not a client ID" in core.error
     assert "allowed [1, 2, 3, 5, 6, 8, 9]" in core.error
+
+
+def test_nvidia_ids_per_configuration():
+    """NVIDIA's MCIF IDs (NV_NVDLA_MCIF_define.vh tieoff_axid_*): nv_small's seven read
+    clients, SDP's EW reader (7) where the configuration has SDP EW, BDMA (0) and RUBIK (4)."""
+    from hdl.config import get_config
+    assert nvidia_ids(get_config("nv_small")) == NVIDIA_NV_SMALL_IDS
+    large = nvidia_ids(get_config("nv_large"))
+    assert large["read"] == {1, 2, 3, 5, 6, 7, 8, 9} and large["write"] == {1, 2, 3}
+    full = nvidia_ids(get_config("nv_full"))
+    assert full["read"] == set(range(10)) and full["write"] == {0, 1, 2, 3, 4}
 
 
 def test_our_ids_follow_the_client_table():

@@ -13,8 +13,8 @@ the master (the DUT):
 * AR, AW, W: once ``*valid`` is high without ``*ready``, it stays high and the payload
   (AR/AW: id, addr, len; W: data, strb, last) stays unchanged until the handshake;
 * AR/AW: a burst never crosses a 4 KB boundary; the ID is one of the allowed read/write IDs
-  (the client table: ``hdl/dma/clients.py`` for our RTL, :data:`NVIDIA_NV_SMALL_IDS` for
-  NVIDIA's);
+  (the client table: ``hdl/dma/clients.py`` for our RTL, :func:`nvidia_ids` of the
+  configuration for NVIDIA's);
 * W: each burst has ``awlen + 1`` beats with ``wlast`` on the last one and only there (W beats
   may come before their AW, as AXI allows);
 * after a reset in the middle of a layer (``quiet``, set by the engine until the next layer is
@@ -39,12 +39,29 @@ from __future__ import annotations
 
 from collections import deque
 
-__all__ = ["AxiMonitor", "CsbMonitor", "NVIDIA_NV_SMALL_IDS", "our_ids"]
+__all__ = ["AxiMonitor", "CsbMonitor", "NVIDIA_NV_SMALL_IDS", "nvidia_ids", "our_ids"]
 
 #: AXI IDs of NVIDIA's nv_small MCIF (nvdla/hw nv_small, vmod/nvdla/nocif: the ``tieoff_axid_*``
 #: defines - sdp 1, pdp 2, cdp 3, sdp_b 5, sdp_n 6, cdma_dat 8, cdma_wt 9 - for the read clients
 #: cdma_dat, cdma_wt, sdp, sdp_b, sdp_n, pdp, cdp and the write clients sdp, pdp, cdp).
 NVIDIA_NV_SMALL_IDS = {"read": frozenset({1, 2, 3, 5, 6, 8, 9}), "write": frozenset({1, 2, 3})}
+
+
+def nvidia_ids(cfg) -> dict:
+    """Allowed AXI IDs of NVIDIA's RTL of configuration ``cfg`` (an ``NvdlaConfig``): its MCIF's
+    ``tieoff_axid_*`` defines (nvdla/hw master, vmod/include/NV_NVDLA_MCIF_define.vh: bdma 0,
+    sdp 1, pdp 2, cdp 3, rbk 4, sdp_b 5, sdp_n 6, sdp_e 7, cdma_dat 8, cdma_wt 9) for the clients
+    the configuration has: nv_small's set, plus SDP's EW read client (7) with ``sdp_ew`` (seen
+    on NVIDIA's nv_large: arid 7 in sdp_13x4x29_ew_lut_int8), BDMA (0) and RUBIK (4) reading
+    and writing when the configuration has them."""
+    read, write = set(NVIDIA_NV_SMALL_IDS["read"]), set(NVIDIA_NV_SMALL_IDS["write"])
+    if getattr(cfg, "sdp_ew", False):
+        read.add(7)
+    for flag, axid in (("bdma", 0), ("rubik", 4)):
+        if getattr(cfg, flag, False):
+            read.add(axid)
+            write.add(axid)
+    return {"read": frozenset(read), "write": frozenset(write)}
 
 PAGE_4K = 4096
 _AR, _AW, _W = ("arid", "araddr", "arlen"), ("awid", "awaddr", "awlen"), ("wdata", "wstrb", "wlast")

@@ -139,7 +139,7 @@ def run_rtl(traces: Iterable, config: str = "nv_small", waves: bool = False,
     aborted/clean traces, ``abort_after_wbeats``; one result per pair). ``xrand_seed``: use the
     X-randomising build (``sim.build`` ``xrand``) with that run-time seed (> 0).
     ``axi_ids``: the ARID/AWID values the AXI monitor allows: ``"auto"`` (our client table
-    for ``config``, NVIDIA's nv_small IDs with ``rtl_filelist``), a dict
+    for ``config``, NVIDIA's IDs of ``config`` with ``rtl_filelist``: ``verif.monitors.nvidia_ids``), a dict
     ``{"read": [...], "write": [...]}``, or None (any).
     ``memory``: the AXI memory model, ``sim`` (default: in the simulation, C++ through DPI-C,
     ``sim/tb``) or ``python`` (the reference ``AxiResponder``); see ``RtlEngine``.
@@ -264,15 +264,12 @@ def run_rtl(traces: Iterable, config: str = "nv_small", waves: bool = False,
 
 def _axi_ids(axi_ids, config: str, rtl_filelist) -> dict | None:
     """The allowed AXI IDs as JSON-able lists (see ``run_rtl``)."""
-    from verif.monitors import NVIDIA_NV_SMALL_IDS, our_ids
+    from hdl.config import get_config
+    from verif.monitors import nvidia_ids, our_ids
     if axi_ids is None:
         return None
     if axi_ids == "auto":
-        if rtl_filelist:
-            ids = NVIDIA_NV_SMALL_IDS
-        else:
-            from hdl.config import get_config
-            ids = our_ids(get_config(config))
+        ids = (nvidia_ids if rtl_filelist else our_ids)(get_config(config))
     else:
         ids = axi_ids
     return {"read": sorted(ids["read"]), "write": sorted(ids["write"])}
