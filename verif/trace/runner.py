@@ -35,16 +35,21 @@ def _load(d: Path):
         return None, TraceResult(d.name, FAIL if isinstance(e, TraceSyntaxError) else NOT_RUNNABLE, str(e))
 
 
-def run_model(dirs: Iterable[Path], cfg: NvdlaConfig) -> Iterator[TraceResult]:
-    """Play each trace directory on the numpy model; yields one TraceResult per trace."""
-    from verif.trace.model_engine import ModelEngine
+def _each(dirs: Iterable[Path], cfg: NvdlaConfig, play_one) -> Iterator[TraceResult]:
+    """Load each trace directory and yield ``play_one(trace)`` with the mismatch report added
+    (a trace that cannot be loaded yields the TraceResult saying why)."""
     for d in dirs:
         trace, bad = _load(Path(d))
         if bad is not None:
             yield bad
             continue
-        res = asyncio.run(play(trace, ModelEngine(cfg)))
-        yield add_mismatch_report(res, trace, cfg)
+        yield add_mismatch_report(play_one(trace), trace, cfg)
+
+
+def run_model(dirs: Iterable[Path], cfg: NvdlaConfig) -> Iterator[TraceResult]:
+    """Play each trace directory on the numpy model; yields one TraceResult per trace."""
+    from verif.trace.model_engine import ModelEngine
+    yield from _each(dirs, cfg, lambda trace: asyncio.run(play(trace, ModelEngine(cfg))))
 
 
 def run_amaranth(dirs: Iterable[Path], cfg: NvdlaConfig, timing: MemTiming = MemTiming(),
@@ -54,14 +59,8 @@ def run_amaranth(dirs: Iterable[Path], cfg: NvdlaConfig, timing: MemTiming = Mem
     budget is ``verif.trace.budget.trace_budget`` (``max_cycles`` overrides it)."""
     from verif.trace.amaranth_engine import play_on_amaranth
     from verif.trace.budget import trace_budget
-    for d in dirs:
-        trace, bad = _load(Path(d))
-        if bad is not None:
-            yield bad
-            continue
-        res = play_on_amaranth(trace, cfg, timing=timing,
-                               intr_budget=trace_budget(trace, cfg, max_cycles))
-        yield add_mismatch_report(res, trace, cfg)
+    yield from _each(dirs, cfg, lambda trace: play_on_amaranth(
+        trace, cfg, timing=timing, intr_budget=trace_budget(trace, cfg, max_cycles)))
 
 
 def run_board(dirs: Iterable[Path], cfg: NvdlaConfig,
@@ -71,13 +70,8 @@ def run_board(dirs: Iterable[Path], cfg: NvdlaConfig,
     cycles a UART bit; slower still than ``amaranth``); yields one TraceResult per trace."""
     from verif.trace.board_engine import play_on_board
     from verif.trace.budget import trace_budget
-    for d in dirs:
-        trace, bad = _load(Path(d))
-        if bad is not None:
-            yield bad
-            continue
-        res = play_on_board(trace, cfg, intr_budget=trace_budget(trace, cfg, max_cycles))
-        yield add_mismatch_report(res, trace, cfg)
+    yield from _each(dirs, cfg, lambda trace: play_on_board(
+        trace, cfg, intr_budget=trace_budget(trace, cfg, max_cycles)))
 
 
 def run(dirs: Iterable[Path], engine: str, cfg: NvdlaConfig, *, waves: bool = False,
