@@ -181,8 +181,10 @@ def round_bias(value: ValueLike, shift: ValueLike) -> Value:
     value = Value.cast(value)
     shift = _shift_value(shift)
     w = len(value)
-    # half = 2**(shift-1) (0 for shift 0); a negative value's bias is one less
-    half = ((Const(1, w + 1) << shift) >> 1)[:w + 1]
+    # half = 2**(shift-1) (0 for shift 0 and beyond w + 1); a negative value's bias is one
+    # less. A one-hot decode of shift, not (1 << shift) >> 1: the same bits, but the shifter
+    # form made Amaranth's combinational-loop check walk ~1.5e9 edges in SDP (nv_large).
+    half = Cat(*(shift == i + 1 for i in range(w + 1)))
     if value.shape().signed:
         return value + (half.as_signed() - (value[-1] & (shift != 0)))
     return value + half
