@@ -2,14 +2,16 @@
 
 Per trace, from kick-off to interrupt on the rtl engine under the ``nvidia`` memory profile:
 our cycles, NVIDIA's RTL cycles of the same configuration (../shared/nvdla/reference/
-<preset>_nvidia_rtl_cycles.tsv: nv_small's and nv_small_256's),
+<preset>_nvidia_rtl_cycles.tsv: nv_small's and nv_small_256's; or measured on NVIDIA's RTL of
+the configuration with ``--nvidia-filelist F``, e.g. nv_large's),
 the MAC limit (the layer's atomic operations: output width x height x ceil(K / atomic_k) x
 R x S x ceil(C / atomic_c), one per cycle) and the bus limit (AXI beats of feature data,
 weights and output: 2 cycles per beat with NVIDIA's memory, 1 per beat with bursts), then the
 ratios the issue sets goals on (cycles / atomic operations; the sum over the dc_* traces but the
 x270 one against NVIDIA's sum).
 
-Usage: ``python scripts/bench_conv.py [--config SPEC] [--set NAME=VALUE] [-j N] [TRACE ...]``
+Usage: ``python scripts/bench_conv.py [--config SPEC] [--set NAME=VALUE] [-j N]
+[--nvidia-filelist F] [TRACE ...]``
 (default: every dc_* trace of the configuration's suite, ../shared/nvdla/traces/<preset> (nv_small's
 for nv_small variants), but the 5-million-cycle x270 one; ``--all`` adds it).
 """
@@ -27,7 +29,7 @@ from hdl.config import add_config_arguments, config_from_args  # noqa: E402
 from verif.axi_slave import MemTiming  # noqa: E402
 from verif.shared import nvdla_dir  # noqa: E402
 from verif.trace.parser import load_trace  # noqa: E402
-from verif.trace.reference import nvidia_cycles  # noqa: E402
+from verif.trace.reference import measured_cycles, nvidia_cycles  # noqa: E402
 from verif.trace.rtl_runner import run_rtl  # noqa: E402
 
 BIG = "dc_32x26x76_6x3x76x270_int8_0"
@@ -75,6 +77,9 @@ def main() -> int:
     ap.add_argument("traces", nargs="*", help="trace names of the configuration's suite (default: its dc_* traces)")
     ap.add_argument("--all", action="store_true", help=f"include {BIG} (about 5 million cycles)")
     ap.add_argument("-j", "--jobs", type=int, default=2, help="simulator processes (default 2)")
+    ap.add_argument("--nvidia-filelist", metavar="F",
+                    help="play the traces on this NV_nvdla file list too (NVIDIA's RTL of the "
+                         "configuration) and compare with its cycles instead of the reference table")
     add_config_arguments(ap)
     args = ap.parse_args()
     cfg = config_from_args(args, ap)
@@ -85,7 +90,11 @@ def main() -> int:
     names = args.traces or sorted(p.name for p in root.glob("dc_*") if args.all or p.name != BIG)
     traces = {n: load_trace(root / n) for n in names}
     work = {n: layer_work(t, cfg) for n, t in traces.items()}
-    ref = nvidia_cycles(cfg.name)
+    if args.nvidia_filelist:
+        print(f"measuring NVIDIA's cycles on {args.nvidia_filelist} ...", flush=True)
+        ref = measured_cycles([root / n for n in names], args.nvidia_filelist, cfg.name, args.jobs)
+    else:
+        ref = nvidia_cycles(cfg.name)
     burst = cfg.primary_memif_max_burst
     per_beat = 1 if burst > 1 else 2
     print(f"config {cfg.name}; traces {root}; memory profile nvidia ({MemTiming.named('nvidia')}); "

@@ -11,7 +11,15 @@ Three runs under the ``nvidia`` memory profile (32-cycle reads, one request ever
    small trace can reach at best.
 3. the wide variant with ``primary_memif_max_burst=4``: against 1 cycle per beat.
 
-Usage: ``python scripts/bench_units.py [--only 1,2,3] [-j N] [--filter SUBSTRING]``.
+With ``--config PRESET`` (another configuration than nv_small, e.g. nv_small_256 or nv_large),
+one run instead: that configuration's own suite (../shared/nvdla/traces/<preset>, its sdp_/pdp_/
+cdp_ traces) under the ``nvidia`` profile, each trace's cycles against NVIDIA's RTL of the same
+configuration (its reference table, or measured with ``--nvidia-filelist F``) and against the
+memory bound of its busiest AXI channel (primary or secondary port: 2 cycles per beat, 1 with
+``primary_memif_max_burst`` > 1) plus one read latency; goal at most 1.05 x that.
+
+Usage: ``python scripts/bench_units.py [--only 1,2,3] [-j N] [--filter SUBSTRING]
+[--config PRESET [--set NAME=VALUE] [--nvidia-filelist F]]``.
 """
 from __future__ import annotations
 
@@ -22,11 +30,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from hdl.config import get_config  # noqa: E402
+from hdl.config import add_config_arguments, config_from_args, get_config  # noqa: E402
 from verif.axi_slave import MemTiming  # noqa: E402
 from verif.manifest import load as load_manifest  # noqa: E402
 from verif.shared import nvdla_dir  # noqa: E402
-from verif.trace.reference import nvidia_cycles  # noqa: E402
+from verif.trace.reference import measured_cycles, nvidia_cycles  # noqa: E402
 from verif.trace.rtl_runner import run_rtl  # noqa: E402
 
 WIDE = ["sdp_bs_throughput=8", "sdp_bn_throughput=8", "pdp_throughput=8", "cdp_throughput=8"]
@@ -40,7 +48,12 @@ def main() -> int:
     ap.add_argument("--only", default="1,2,3", help="runs to do, e.g. 2,3 (default all)")
     ap.add_argument("--filter", default="", help="only traces whose name contains this")
     ap.add_argument("-j", "--jobs", type=int, default=2, help="simulator processes (default 2)")
+    ap.add_argument("--nvidia-filelist", metavar="F",
+                    help="with --config: NVIDIA's cycles measured on this NV_nvdla file list")
+    add_config_arguments(ap)
     args = ap.parse_args()
+    if args.config != "nv_small" or args.overrides:
+        return config_run(config_from_args(args, ap), args)
     names = [t for t in sorted(load_manifest()["rtl"]) if args.filter in t and "/dc_" not in t and "/img_" not in t]
     dirs = [nvdla_dir() / "traces" / t for t in names]
     ref = nvidia_cycles()
@@ -74,6 +87,51 @@ def main() -> int:
             print(f"{r.status:5s} {r.name:40s} {r.cycles!s:>7} cycles  {what}  "
                   f"ratio {ratio:.3f}" if ratio is not None else f"{r.status} {r.name} {r.message}", flush=True)
         print(f"{n_goal}/{n} within the goal ({goal} x); worst {worst:.3f}; wall {time.monotonic() - t0:.0f} s")
+    return 0
+
+
+def config_run(cfg, args) -> int:
+    """The ``--config`` run: the configuration's own sdp_/pdp_/cdp_ traces against NVIDIA's
+    cycles and the memory bound of the busiest AXI channel plus one read latency."""
+    root = nvdla_dir() / "traces" / cfg.name.split("+")[0]
+    if not root.is_dir():
+        print(f"no trace suite {root} for {cfg.name}", file=sys.stderr)
+        return 2
+    dirs = sorted(p for p in root.iterdir() if p.is_dir() and p.name.split("_")[0] in ("sdp", "pdp", "cdp")
+                  and args.filter in p.name)
+    timing = MemTiming.named("nvidia")
+    if args.nvidia_filelist:
+        print(f"measuring NVIDIA's cycles on {args.nvidia_filelist} ...", flush=True)
+        ref = measured_cycles(dirs, args.nvidia_filelist, cfg.name, args.jobs, timing)
+    else:
+        ref = nvidia_cycles(cfg.name)
+    per_beat = 1 if cfg.primary_memif_max_burst > 1 else 2
+    print(f"\n## {cfg.name}: {root}, nvidia memory profile ({timing}), {per_beat} cycle(s) per "
+          f"{cfg.axi_data_bytes}-byte beat")
+    print(f"{'status':5s} {'trace':40s} {'cycles':>7s} {'NVIDIA':>7s} {'ours/NV':>7s} "
+          f"{'beats':>6s} {'bound+lat':>9s} {'ratio':>6s}")
+    t0 = time.monotonic()
+    n = n_goal = n_nv = n_faster = 0
+    worst = 0.0
+    for r in sorted(run_rtl(dirs, config=cfg.name, jobs=args.jobs, timing=timing), key=lambda r: r.name):
+        x = getattr(r, "rtl", {}) or {}
+        beats = max((x.get(k) or 0) for k in ("rd_beats", "wr_beats", "cv_rd_beats", "cv_wr_beats"))
+        floor = beats * per_beat + timing.read_latency
+        nv = ref.get(r.name)
+        n += 1
+        if not r.cycles:
+            print(f"{r.status:5s} {r.name:40s} {r.message}", flush=True)
+            continue
+        ratio = r.cycles / floor
+        worst = max(worst, ratio)
+        n_goal += ratio <= 1.05
+        if nv:
+            n_nv += 1
+            n_faster += r.cycles <= nv
+        print(f"{r.status:5s} {r.name:40s} {r.cycles:>7} {nv or '-':>7} "
+              f"{(f'{r.cycles / nv:.3f}' if nv else '-'):>7} {beats:>6} {floor:>9} {ratio:>6.3f}", flush=True)
+    print(f"{n_goal}/{n} within 1.05 x (bound + read latency), worst {worst:.3f}; at most NVIDIA's "
+          f"cycles: {n_faster}/{n_nv}; wall {time.monotonic() - t0:.0f} s")
     return 0
 
 

@@ -41,3 +41,20 @@ def intr_budget(trace_name: str) -> int:
     table does not list."""
     ref = nvidia_cycles().get(trace_name)
     return DEFAULT_INTR_BUDGET if ref is None else max(BUDGET_FACTOR * ref, MIN_BUDGET)
+
+
+def measured_cycles(traces, rtl_filelist, config: str, jobs: int = 1,
+                    timing=None) -> dict[str, int]:
+    """``{trace name: cycles}`` measured now by playing ``traces`` (trace directories) on
+    another NV_nvdla given by its Verilator file list ``rtl_filelist`` (NVIDIA's RTL of
+    ``config``, built by ``../shared/tools/nvidia-rtl``), for the configurations without a table
+    (nv_large, nv_medium_512). ``timing``: ``verif.axi_slave.MemTiming`` (default ``nvidia``).
+    Traces that fail or hang on that RTL are left out (their row shows no NVIDIA figure); the
+    simulator build (minutes; cached under build/sim) happens first."""
+    from verif.axi_slave import MemTiming
+    from verif.trace.rtl_runner import run_rtl
+    timing = timing or MemTiming.named("nvidia")
+    return {r.name: r.cycles
+            for r in run_rtl(list(traces), config=config, rtl_filelist=rtl_filelist, jobs=jobs,
+                             timing=timing)
+            if r.status == "PASS" and r.cycles}
