@@ -94,7 +94,7 @@ class Csc(wiring.Component):
         wt_entries: In(32) weight entries CDMA has completely written this layer.
         wt_released: Out(32) weight entries CSC no longer needs (cumulative this layer).
         wt_read: Out(32) one past the furthest weight entry read this layer (CDMA fetches at
-            most its WT_AHEAD entries beyond it).
+            most its WT_AHEAD entries beyond it while feature data remains to be fetched).
         op: Out(stream of :func:`hdl.cmac.layouts.op_layout`) one atomic operation per
             transfer, in the order of docs/conv.md.
         keep: In(:func:`hdl.cbuf.keep.keep_layout`) what the layer finds in CBUF, stable for

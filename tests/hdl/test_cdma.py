@@ -256,6 +256,11 @@ def check_layer(cfg, mem, L, samples, reqs, perf_before, perf_after):
     stall = {"dat": 0, "wt": 0}
     lat = {"dat": 0, "wt": 0}
     outs = {"dat": 0, "wt": 0}
+    # WT_AHEAD binds while feature data remains: up to the first sample (values before an
+    # edge) showing the layer's last slice written (the limit register lags that by one edge)
+    final_slices = samples[-1][10]
+    data_done = next((t for t, s in enumerate(samples) if t > 0 and s[10] == final_slices),
+                     len(samples))
     for t, s in enumerate(samples):
         (busy, start, dv, dr, da, dd, wv, wr, wa, wd, slices, entries, released, read,
          dqv, dqr, dql, dsv, dsr, wqv, wqr, wql, wsv, wsr, band_cbs, b_end) = s
@@ -269,7 +274,7 @@ def check_layer(cfg, mem, L, samples, reqs, perf_before, perf_after):
             if t > 1:   # released is this layer's from the cycle after start
                 assert wt_req_entries <= released + cap, \
                     f"cycle {t}: weight entry {wt_req_entries - 1} requested, released {released}"
-                assert wt_req_entries <= read + WT_AHEAD, \
+                assert t > data_done or wt_req_entries <= read + WT_AHEAD, \
                     f"cycle {t}: weight entry {wt_req_entries - 1} requested, CSC read {read}"
         if wv and wr:
             assert t <= 1 or len(wt) < released + cap, "unreleased weight entry overwritten"
