@@ -5,7 +5,9 @@ sdp_8192x1x1_pass_through_int8_0 with AXI bursts (prints figures only, asserts n
 Usage: ``python scripts/bench_rtl.py [--cold] [--config SPEC] [--set NAME=VALUE]
 [--rtl-filelist F ...] [--filelist-pgo] [--memory sim|python|both] [--clocks tb|gpi]
 [--repeat N] [--suite] [--no-bursts] [TRACE ...]``
-(default traces: dc_32x26x76_6x3x76x16_int8_0 and sdp_8192x1x1_pass_through_int8_0).
+(default traces: dc_32x26x76_6x3x76x16_int8_0 and sdp_8192x1x1_pass_through_int8_0; TRACE names
+are looked up in the configuration's own suite, ../shared/nvdla/traces/<preset>, e.g.
+``--config nv_large --no-bursts dc_8x16x128_3x3x128x32_int8``).
 
 * per design - ours (``--config``; profile-guided unless ``$NVDLA_SIM_PGO=0``, see
   sim/build.py: the build line says what it was trained on) and each ``--rtl-filelist`` (e.g.
@@ -97,7 +99,12 @@ def main() -> int:
     args = ap.parse_args()
     cfg = config_from_args(args, ap)
     mems = ("sim", "python") if args.memory == "both" else (args.memory,)
-    dirs = [nvdla_dir() / "traces" / "nv_small" / t for t in args.traces]
+    # the traces of the configuration's own suite (nv_small's for its variants)
+    root = nvdla_dir() / "traces" / cfg.name.split("+")[0]
+    root = root if root.is_dir() else nvdla_dir() / "traces" / "nv_small"
+    dirs = [root / t for t in args.traces]
+    if missing := [d.name for d in dirs if not d.is_dir()]:
+        ap.error(f"not in {root}: {', '.join(missing)}")
     for fl in [None] + list(args.rtl_filelist):
         t0 = time.monotonic()
         b = build_sim(cfg.name, rtl_filelist=fl, force=args.cold,
