@@ -137,7 +137,10 @@ def main() -> int:
         first = max(w["first_ops"], w["first_beats"] * per_beat + MemTiming.named("nvidia").read_latency)
         bound = w["atomic_ops"] - w["first_ops"] + first
         floor = max(bound, bus, w["sdp_cycles"])
-        kind = ("compute" if floor == bound else "bus" if floor == bus else "SDP")
+        # compute-bound: the atomic operations alone exceed the bus and SDP limits (a layer of a
+        # few operations is latency, not compute)
+        kind = ("compute" if w["atomic_ops"] >= max(bus, w["sdp_cycles"]) else
+                "bus" if bus >= w["sdp_cycles"] else "SDP")
         per_floor = f"{cyc / floor:.3f}" if cyc else "-"
         if cyc and kind == "compute":
             compute.append(cyc / floor)
