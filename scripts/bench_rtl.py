@@ -65,7 +65,7 @@ def _rates(dirs, memory: str, repeat: int = 1, **kw) -> None:
         if cyc and wall and cpu:
             w0, c0 = best.get(r.name, (0.0, 0.0))
             best[r.name] = (max(w0, cyc / wall), max(c0, cyc / cpu))
-        ref = nvidia_cycles().get(r.name)
+        ref = nvidia_cycles(kw.get("config", "nv_small")).get(r.name)
         print(f"  [{memory}] {r.status} {r.name}: {r.cycles} cycles kick-to-interrupt (NVIDIA RTL "
               f"{ref}), {cyc} cycles simulated in {wall or 0:.2f} s: {rate}; AXI beats "
               f"rd {rtl.get('rd_beats')} wr {rtl.get('wr_beats')}", flush=True)
