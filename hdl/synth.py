@@ -70,7 +70,7 @@ from hdl.lib.memory import RDWR_UNDEFINED_ATTR
 
 __all__ = ["Resources", "Violation", "SynthError", "SynthResult", "synthesize", "synthesize_file",
            "unit_component", "unit_names", "resources_of", "rollup", "parse_stat",
-           "load_nvidia_reference", "check_generic", "check_loops", "check_rams",
+           "load_nvidia_reference", "nvidia_reference_for", "check_generic", "check_loops", "check_rams",
            "check_multipliers", "sanitize_rtlil", "rtlil_hierarchy", "main", "Timing",
            "place_and_route", "parse_nextpnr_report",
            "BIG_RAM_BITS", "FAMILY", "TARGETS", "run_pnr", "timing_lines", "render_gowin_chart"]
@@ -580,6 +580,17 @@ def check_multipliers(dump_text: str, units=lambda module, path: path or module)
 
 # --- NVIDIA's reference ------------------------------------------------------------------------
 
+def nvidia_reference_for(cfg) -> dict:
+    """:func:`load_nvidia_reference` of the shared :data:`NVIDIA_REFERENCE` when ``cfg`` is
+    nv_small or one of its ``--set`` variants, else ``{}``: the table has NVIDIA's nv_small
+    figures only, and beside another configuration (nv_small_256, nv_large) they would
+    compare designs of different sizes."""
+    if cfg.name.split("+")[0] != "nv_small":
+        return {}
+    from verif.shared import nvdla_dir
+    return load_nvidia_reference(nvdla_dir() / NVIDIA_REFERENCE)
+
+
 def load_nvidia_reference(path: Path) -> dict:
     """NVIDIA's per-unit figures from the reference Markdown table (rows ``| top | LUT | FF | DSP
     | RAMB36 | wall |``): ``{key: {"name", "lut", "ff", "dsp", "ramb36"}}`` keyed by the row
@@ -1067,10 +1078,7 @@ def synthesize(cfg, out_dir: Path, unit: str | None = None, *, checks: bool = Tr
     timing = (run_pnr(out_dir, top, target, freq=freq, quiet=quiet, t0=t0, router=router)
               if pnr else None)
     seconds = time.monotonic() - t0
-    if nvidia is None:
-        from verif.shared import nvdla_dir
-        nvidia = nvdla_dir() / NVIDIA_REFERENCE
-    ref = load_nvidia_reference(nvidia)
+    ref = nvidia_reference_for(cfg) if nvidia is None else load_nvidia_reference(nvidia)
     files = {"report": out_dir / "report.md", "chart": out_dir / "resources.png",
              "json": out_dir / "report.json", "log": out_dir / "yosys.log",
              "design": out_dir / "design.il"}

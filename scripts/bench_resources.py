@@ -173,8 +173,7 @@ def _main(args, cfg, spec, records: list) -> int:
     if args.pnr_only:
         return timing_table(cfg, units, out, args.freq, args.router, spec, args.task_timeout,
                             records, args.target)
-    from verif.shared import nvdla_dir
-    ref = synth.load_nvidia_reference(nvdla_dir() / synth.NVIDIA_REFERENCE)
+    ref = synth.nvidia_reference_for(cfg)
     rows, status = [], 0
     for u, res, e in _results("synthesize", cfg, units, out, spec, args.task_timeout,
                               pnr=args.pnr, freq=args.freq, router=args.router,

@@ -201,6 +201,17 @@ def test_nvidia_reference(tmp_path):
     assert synth.load_nvidia_reference(tmp_path / "absent.md") == {}
 
 
+def test_nvidia_reference_only_beside_nv_small():
+    """NVIDIA's table is nv_small's: no NVIDIA columns beside nv_small_256 or nv_large."""
+    for name in ("nv_small_256", "nv_large"):
+        assert synth.nvidia_reference_for(get_config(name)) == {}
+    from verif.shared import nvdla_dir
+    if not (nvdla_dir() / synth.NVIDIA_REFERENCE).is_file():
+        pytest.skip(f"NVIDIA's reference table {synth.NVIDIA_REFERENCE} is absent (../shared)")
+    for cfg in (get_config("nv_small"), get_config("nv_small", ["sdp_bs_throughput=8"])):
+        assert synth.nvidia_reference_for(cfg)["nv_nvdla"]["lut"] > 0
+
+
 # nextpnr-ecp5 ``--report`` of GLB alone (trimmed: first two and last path elements)
 PNR_REPORT = {
     "fmax": {"clk": {"achieved": 330.5784912109375, "constraint": 100}},
