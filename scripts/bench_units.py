@@ -21,7 +21,9 @@ bytes written by SDP/CDP or read by PDP, at the unit's throughput per cycle), pl
 latency; goal at most 1.05 x for the memory-bound traces (memory bound >= unit bound).
 
 Usage: ``python scripts/bench_units.py [--only 1,2,3] [-j N] [--filter SUBSTRING]
-[--config PRESET [--set NAME=VALUE] [--nvidia-filelist F]]``.
+[--config PRESET [--set NAME=VALUE] [--nvidia-filelist F] [--large-sdp N]]``
+(``--large-sdp N``: N generated 64 x 16 x 128 SDP layers too, large enough that the memory bound,
+not the fixed latency, decides).
 """
 from __future__ import annotations
 
@@ -52,6 +54,8 @@ def main() -> int:
     ap.add_argument("-j", "--jobs", type=int, default=2, help="simulator processes (default 2)")
     ap.add_argument("--nvidia-filelist", metavar="F",
                     help="with --config: NVIDIA's cycles measured on this NV_nvdla file list")
+    ap.add_argument("--large-sdp", type=int, default=0, metavar="N",
+                    help="with --config: also N generated 64x16x128 SDP layers (memory-bound)")
     add_config_arguments(ap)
     args = ap.parse_args()
     if args.config != "nv_small" or args.overrides:
@@ -92,6 +96,20 @@ def main() -> int:
     return 0
 
 
+def large_sdp_layers(cfg, n: int) -> list:
+    """``n`` generated one-layer SDP programs (verif.gen.sdp, seeds 900000.., the cube forced to
+    64 x 16 x 128: 128 KiB of int8, 4,096 beats on a 256-bit bus) written as traces with the
+    model's CRCs into a temporary directory: NVIDIA's suites hold only small SDP traces, whose
+    fixed pipeline latency hides the memory-bound rate."""
+    import tempfile
+
+    from verif.gen.run import prepare
+    from verif.gen.sdp import generate
+    root = Path(tempfile.mkdtemp(prefix="bench_units_sdp_"))
+    return [prepare(generate(900000 + i, cfg, layers=1, force={"cube": (64, 16, 128)}), root, cfg).dir
+            for i in range(n)]
+
+
 def config_run(cfg, args) -> int:
     """The ``--config`` run: the configuration's own sdp_/pdp_/cdp_ traces against NVIDIA's
     cycles and the memory bound of the busiest AXI channel plus one read latency."""
@@ -101,6 +119,8 @@ def config_run(cfg, args) -> int:
         return 2
     dirs = sorted(p for p in root.iterdir() if p.is_dir() and p.name.split("_")[0] in ("sdp", "pdp", "cdp")
                   and args.filter in p.name)
+    if args.large_sdp:
+        dirs += large_sdp_layers(cfg, args.large_sdp)
     timing = MemTiming.named("nvidia")
     if args.nvidia_filelist:
         print(f"measuring NVIDIA's cycles on {args.nvidia_filelist} ...", flush=True)
