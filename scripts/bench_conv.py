@@ -34,9 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from hdl.config import add_config_arguments, config_from_args  # noqa: E402
 from hdl.csc import STRIPE_MAX  # noqa: E402
 from verif.axi_slave import MemTiming  # noqa: E402
-from verif.shared import nvdla_dir  # noqa: E402
 from verif.trace.parser import load_trace  # noqa: E402
-from verif.trace.reference import measured_cycles, nvidia_cycles  # noqa: E402
+from verif.trace.reference import measured_cycles, nvidia_cycles, suite_dir  # noqa: E402
 from verif.trace.rtl_runner import run_rtl  # noqa: E402
 
 BIG = "dc_32x26x76_6x3x76x270_int8_0"
@@ -105,10 +104,7 @@ def main() -> int:
     add_config_arguments(ap)
     args = ap.parse_args()
     cfg = config_from_args(args, ap)
-    base = cfg.name.split("+")[0]
-    root = nvdla_dir() / "traces" / base
-    if not root.is_dir():
-        root = nvdla_dir() / "traces" / "nv_small"
+    root = suite_dir(cfg.name)
     names = args.traces or sorted(p.name for p in root.glob("dc_*") if args.all or p.name != BIG)
     traces = {n: load_trace(root / n) for n in names}
     work = {n: layer_work(t, cfg) for n, t in traces.items()}
@@ -117,9 +113,9 @@ def main() -> int:
         ref = measured_cycles([root / n for n in names], args.nvidia_filelist, cfg.name, args.jobs)
     else:
         ref = nvidia_cycles(cfg.name)
-    burst = cfg.primary_memif_max_burst
-    per_beat = 1 if burst > 1 else 2
-    print(f"config {cfg.name}; traces {root}; memory profile nvidia ({MemTiming.named('nvidia')}); "
+    per_beat = 1 if cfg.primary_memif_max_burst > 1 else 2
+    timing = MemTiming.named("nvidia")
+    print(f"config {cfg.name}; traces {root}; memory profile nvidia ({timing}); "
           f"bus limit {per_beat} cycle(s) per {cfg.axi_data_bytes}-byte beat")
     print(f"{'trace':42s} {'status':6s} {'cycles':>10s} {'NVIDIA':>10s} {'ours/NV':>8s} "
           f"{'atomic ops':>10s} {'cyc/op':>7s} {'prologue':>10s} {'bus limit':>10s} {'SDP limit':>10s} "
@@ -128,13 +124,13 @@ def main() -> int:
     ours_sum = nv_sum = 0
     compute = []
     for res in run_rtl([root / n for n in names], config=cfg.name, jobs=args.jobs,
-                       timing=MemTiming.named("nvidia")):
+                       timing=timing):
         w = work[res.name]
         nv = ref.get(res.name)
         cyc = res.cycles
         bus = w["beats"] * per_beat
         # MAC limit with the first stripe's fetch: ops after the first stripe at one per cycle
-        first = max(w["first_ops"], w["first_beats"] * per_beat + MemTiming.named("nvidia").read_latency)
+        first = max(w["first_ops"], w["first_beats"] * per_beat + timing.read_latency)
         bound = w["atomic_ops"] - w["first_ops"] + first
         floor = max(bound, bus, w["sdp_cycles"])
         # compute-bound: the atomic operations alone exceed the bus and SDP limits (a layer of a

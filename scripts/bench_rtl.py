@@ -41,7 +41,7 @@ from hdl.config import add_config_arguments, config_from_args, get_config  # noq
 from verif.trace.pgo import build_sim  # noqa: E402
 from verif.axi_slave import MemTiming  # noqa: E402
 from verif.shared import nvdla_dir  # noqa: E402
-from verif.trace.reference import nvidia_cycles  # noqa: E402
+from verif.trace.reference import nvidia_cycles, suite_dir  # noqa: E402
 from verif.trace.rtl_runner import run_rtl  # noqa: E402
 
 BURST_TRACE = "sdp_8192x1x1_pass_through_int8_0"
@@ -99,9 +99,7 @@ def main() -> int:
     args = ap.parse_args()
     cfg = config_from_args(args, ap)
     mems = ("sim", "python") if args.memory == "both" else (args.memory,)
-    # the traces of the configuration's own suite (nv_small's for its variants)
-    root = nvdla_dir() / "traces" / cfg.name.split("+")[0]
-    root = root if root.is_dir() else nvdla_dir() / "traces" / "nv_small"
+    root = suite_dir(cfg.name)
     dirs = [root / t for t in args.traces]
     if missing := [d.name for d in dirs if not d.is_dir()]:
         ap.error(f"not in {root}: {', '.join(missing)}")

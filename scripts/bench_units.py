@@ -38,7 +38,7 @@ from hdl.config import add_config_arguments, config_from_args, get_config  # noq
 from verif.axi_slave import MemTiming  # noqa: E402
 from verif.manifest import load as load_manifest  # noqa: E402
 from verif.shared import nvdla_dir  # noqa: E402
-from verif.trace.reference import measured_cycles, nvidia_cycles  # noqa: E402
+from verif.trace.reference import measured_cycles, nvidia_cycles, suite_dir  # noqa: E402
 from verif.trace.rtl_runner import run_rtl  # noqa: E402
 
 WIDE = ["sdp_bs_throughput=8", "sdp_bn_throughput=8", "pdp_throughput=8", "cdp_throughput=8"]
@@ -113,10 +113,7 @@ def large_sdp_layers(cfg, n: int) -> list:
 def config_run(cfg, args) -> int:
     """The ``--config`` run: the configuration's own sdp_/pdp_/cdp_ traces against NVIDIA's
     cycles and the memory bound of the busiest AXI channel plus one read latency."""
-    root = nvdla_dir() / "traces" / cfg.name.split("+")[0]
-    if not root.is_dir():
-        print(f"no trace suite {root} for {cfg.name}", file=sys.stderr)
-        return 2
+    root = suite_dir(cfg.name)
     dirs = sorted(p for p in root.iterdir() if p.is_dir() and p.name.split("_")[0] in ("sdp", "pdp", "cdp")
                   and args.filter in p.name)
     if args.large_sdp:

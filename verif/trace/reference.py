@@ -18,6 +18,15 @@ MIN_BUDGET = 100_000
 SAME_TABLE = {"nv_small_ew": "nv_small"}
 
 
+def suite_dir(config: str):
+    """NVIDIA's trace suite of configuration ``config`` (a preset name or spec such as
+    ``nv_small+primary_memif_max_burst=4``): ``../shared/nvdla/traces/<preset>`` (nv_small's for
+    nv_small_ew, and for a preset without a suite of its own)."""
+    base = config.split("+")[0]
+    root = nvdla_dir() / "traces" / SAME_TABLE.get(base, base)
+    return root if root.is_dir() else nvdla_dir() / "traces" / "nv_small"
+
+
 @lru_cache(maxsize=None)
 def nvidia_cycles(config: str = "nv_small") -> dict[str, int]:
     """``{trace name: cycles from the last kick-off to the last interrupt on NVIDIA's RTL}`` of
