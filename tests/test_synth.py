@@ -597,3 +597,15 @@ def test_ecp5_fit_parsing():
            "Info: \t              DP16KD:     104/    208    50%\n")
     assert fit.pack_utilisation(log) == {"TRELLIS_IO": (0, 365), "TRELLIS_COMB": (89016, 83640),
                                          "DP16KD": (104, 208)}
+
+
+def test_native_yosys_from_environment(tmp_path, monkeypatch):
+    """NVDLA_YOSYS names a native Yosys: it is the command run, and the report names it."""
+    fake = tmp_path / "yosys"
+    fake.write_text("#!/bin/sh\necho 'Yosys 9.9 (git sha1 0123abc)'\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("NVDLA_YOSYS", str(fake))
+    assert synth._yosys_cmd() == [str(fake)]
+    assert synth.yosys_version() == f"Yosys 9.9 (NVDLA_YOSYS={fake})"
+    monkeypatch.delenv("NVDLA_YOSYS")
+    assert synth._yosys_cmd()[0] != str(fake)
