@@ -37,14 +37,29 @@ from hdl.config import NvdlaConfig
 from hdl.csc import STRIPE_MAX, Csc
 from hdl.unit import DatapathUnit
 
-__all__ = ["ConvPipeline", "conv_unit", "CONV_UNITS", "STRIPE_MAX", "sdp_flying_layout", "first_band_lines"]
+__all__ = ["ConvPipeline", "conv_unit", "CONV_UNITS", "STRIPE_MAX", "sdp_flying_layout",
+           "first_band_lines", "weights_first"]
 
-def first_band_lines(m: Module, csc, stripe_max: int) -> Signal:
+
+def weights_first(cfg: NvdlaConfig, stripe_max: int = STRIPE_MAX) -> bool:
+    """Whether CDMA fetches kernel group 0's weights before the input lines after the band
+    (:class:`hdl.cdma.Cdma` ``weights_first``): when CSC reads a weight set of atomic K x
+    atomic C bytes per stripe of ``stripe_max`` operations at least as fast as one AXI beat per
+    cycle delivers them, the first stripe waits for group 0's weights, and data fetched beside
+    them only delays it (nv_small_256, nv_medium_512, nv_large; not nv_small, whose first
+    stripe waits for its lines). docs/conv.md "How fast a layer can be"."""
+    return cfg.mac_atomic_c * cfg.mac_atomic_k >= stripe_max * cfg.axi_data_bytes
+
+
+def first_band_lines(m: Module, csc, stripe_max: int, step: bool = False):
     """Input lines CSC's first stripe reads (CDMA fetches them surface by surface first,
     docs/conv.md "CDMA"), from CSC's registers ``csc`` (typed ``cfg`` view), registered:
     ``(rows - 1) * sy + (R - 1) * dy + 1 - pad_top`` (at least 1) for the ``rows`` =
     ceil(stripe_max / output width) output rows of the first stripe (CDMA clips it to the
-    input height). Only the fetch order depends on it, never a result."""
+    input height). Only the fetch order depends on it, never a result.
+
+    ``step``: also return the lines of CDMA's later bands, ``rows * sy`` (the input lines a
+    stripe of ``rows`` output rows moves on by), as a second registered Signal."""
     wo = Signal(14)
     m.d.comb += wo.eq(csc.d_dataout_size_0.dataout_width + 1)
     # the smallest k with k * wo >= stripe_max: compare wo with ceil(stripe_max / k)
@@ -58,7 +73,11 @@ def first_band_lines(m: Module, csc, stripe_max: int) -> Signal:
     m.d.comb += need.eq((rows - 1) * sy + r1 * dy + 1 - csc.d_zero_padding.pad_top)
     band = Signal(BAND_BITS)
     m.d.sync += band.eq(Mux(need < 1, 1, need))
-    return band
+    if not step:
+        return band
+    lines = Signal(BAND_BITS)
+    m.d.sync += lines.eq(rows * sy)
+    return band, lines
 
 
 def sdp_flying_layout(cfg: NvdlaConfig) -> data.ArrayLayout:
@@ -74,7 +93,7 @@ def conv_unit(cfg: NvdlaConfig, name: str):
     """A new component of the pipeline's unit ``name`` (one of :data:`CONV_UNITS`) for ``cfg``,
     as :class:`ConvPipeline` builds it; ``hdl.synth`` synthesizes one alone. KeyError for
     another name."""
-    make = {"cdma": lambda: Cdma(cfg),
+    make = {"cdma": lambda: Cdma(cfg, weights_first(cfg)),
             "cbuf": lambda: Cbuf.from_config(cfg),
             "csc": lambda: Csc(cfg, STRIPE_MAX),
             "cmac": lambda: CmacArray(cfg.mac_atomic_c, cfg.mac_atomic_k, cfg.mac_result_width,
@@ -156,7 +175,14 @@ class ConvPipeline(DatapathUnit):
         wiring.connect(m, cbuf.dat_rd_resp, csc.dat_rd_resp)
         wiring.connect(m, csc.wt_rd_req, cbuf.wt_rd_req)
         wiring.connect(m, cbuf.wt_rd_resp, csc.wt_rd_resp)
-        m.d.comb += [cdma.band_lines.eq(first_band_lines(m, rfs["CSC"].cfg, STRIPE_MAX)),
+        if weights_first(cfg):
+            # every stripe's new lines as a band: CSC's later stripes start on their lines'
+            # first channel block, as the first does (docs/conv.md "CDMA")
+            band, step = first_band_lines(m, rfs["CSC"].cfg, STRIPE_MAX, step=True)
+            m.d.comb += cdma.band_step.eq(step)
+        else:
+            band = first_band_lines(m, rfs["CSC"].cfg, STRIPE_MAX)
+        m.d.comb += [cdma.band_lines.eq(band),
                      csc.band_end.eq(cdma.band_end), csc.band_cbs.eq(cdma.band_cbs)]
         m.d.comb += [csc.dat_slices.eq(cdma.dat_slices), csc.wt_entries.eq(cdma.wt_entries),
                      cdma.wt_released.eq(csc.wt_released), cdma.wt_read.eq(csc.wt_read)]

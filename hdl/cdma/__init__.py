@@ -94,7 +94,13 @@ def check_config(cfg: NvdlaConfig):
 class Cdma(wiring.Component):
     """The convolution DMA of one hardware layer (module docstring; docs/conv.md "CDMA").
 
-    Parameter: ``cfg`` (:class:`hdl.config.NvdlaConfig`).
+    Parameters: ``cfg`` (:class:`hdl.config.NvdlaConfig`); ``weights_first``: the first band
+    goes first (weights at most one weight set, atomic K x atomic C bytes, ahead of CSC's
+    reading meanwhile), then kernel group 0's weights (``BYTE_PER_KERNEL`` x atomic K bytes,
+    at most WCAP entries; WT_AHEAD does not hold), then the other lines, and while they come, the
+    weights again at most one weight set ahead: for geometries whose CSC reads weights at
+    least as fast as the bus delivers them, where the first stripe waits for group 0's
+    weights, not for data (:func:`hdl.conv.weights_first`).
 
     Ports:
       ``regs`` In(unit_layout(CDMA, "cfg")): the consumer group's registers, stable while busy;
@@ -110,9 +116,12 @@ class Cdma(wiring.Component):
       the cycle after its last write transfer, when CBUF reads it back);
       ``band_lines`` In(14): lines of the layer's first band (sampled at ``start``; clipped to
       DATAIN_HEIGHT+1; 0: none), fetched surface by surface;
-      ``band_end`` Out(14): ``keep.dat_kept`` + the band's lines (from the cycle after
-      ``start``): slices below it and at or above ``dat_slices`` hold their first
-      ``band_cbs`` channel blocks;
+      ``band_step`` In(14): 0, the lines after the first band line by line; otherwise in
+      further bands of that many lines (the last one shorter), each surface by surface
+      (sampled at ``start``; used only after a non-empty first band);
+      ``band_end`` Out(14): ``keep.dat_kept`` + the lines up to the end of the band being
+      written (from the cycle after ``start``; it moves on with each band): slices below it
+      and at or above ``dat_slices`` hold their first ``band_cbs`` channel blocks;
       ``band_cbs`` Out(14): surfaces of the band completely written (same timing as
       ``dat_slices``);
       ``wt_entries`` Out(32): weight entries written this layer (counted the same way; keeps
@@ -145,9 +154,10 @@ class Cdma(wiring.Component):
     Raises NotImplementedError: see :func:`check_config`.
     """
 
-    def __init__(self, cfg: NvdlaConfig):
+    def __init__(self, cfg: NvdlaConfig, weights_first: bool = False):
         check_config(cfg)
         self.cfg = cfg
+        self.weights_first = weights_first
         unit = REGMAP.unit("CDMA")
         aw, dw = cfg.mem_address_width, cfg.primary_memif_width
         self.geom = CbufGeometry.from_config(cfg)
@@ -162,6 +172,7 @@ class Cdma(wiring.Component):
             "wt_wr": Out(wr),
             "dat_slices": Out(SLICE_COUNT_BITS),
             "band_lines": In(BAND_BITS),
+            "band_step": In(BAND_BITS),
             "band_end": Out(SLICE_COUNT_BITS),
             "band_cbs": Out(SLICE_COUNT_BITS),
             "wt_entries": Out(ENTRY_COUNT_BITS),
@@ -172,7 +183,7 @@ class Cdma(wiring.Component):
         })
 
     # ------------------------------------------------------------------ data
-    def data_fetch(self, m: Module, start):
+    def data_fetch(self, m: Module, start, hold):
         """The data fetch of the layer's input format, started by ``start``.
 
         Returns ``(atoms, busy, slice_end)``: a stream of entry-wide atoms in CBUF entry order
@@ -191,6 +202,8 @@ class Cdma(wiring.Component):
             img.regs.eq(regs),
             dma.start.eq(start & ~pixel),
             dma.band.eq(self.band_lines),
+            dma.step.eq(self.band_step),
+            dma.hold.eq(hold),
             dma.cube.base.eq(Cat(regs.d_dain_addr_low_0.as_value(),
                                  regs.d_dain_addr_high_0.as_value())[:cfg.mem_address_width]),
             dma.cube.line_stride.eq(regs.d_line_stride.as_value()),
@@ -327,8 +340,9 @@ class Cdma(wiring.Component):
                     m.d.sync += lsb.eq(wrap(lsb_next))
                 with m.Elif(cb != cb_max):
                     m.d.sync += [lsb.eq(band0), gofs.eq(Mux(block_end, gofs + w, gofs))]
-                with m.Else():
-                    m.d.sync += [lsb.eq(Mux(cb == 0, wrap(lsb_next), after)), gofs.eq(0)]
+                with m.Else():                          # band complete (the next one's base)
+                    nxt = Mux(cb == 0, wrap(lsb_next), after)
+                    m.d.sync += [lsb.eq(nxt), band0.eq(nxt), gofs.eq(0)]
         with m.Elif(fire):
             with m.If(end_slice):
                 m.d.sync += [lsb.eq(wrap(lsb_next)), gofs.eq(0)]
@@ -353,7 +367,8 @@ class Cdma(wiring.Component):
 
         # ---------------- data: atoms to consecutive entries, slice after slice ----------------
         # (a ring over the data banks: the slices start at keep.dat_next, after the kept ones)
-        atoms, dat_busy, img_slice_end = self.data_fetch(m, begin & dat_fetch)
+        dat_hold = Signal()                      # the lines after the band wait (weights first)
+        atoms, dat_busy, img_slice_end = self.data_fetch(m, begin & dat_fetch, dat_hold)
         w_max = regs.d_datain_size_0.datain_width[:CUBE_DIM_BITS]
         h_max = regs.d_datain_size_0.datain_height[:CUBE_DIM_BITS]
         cb_max = regs.d_datain_size_1.datain_channel[:CUBE_DIM_BITS] >> log2(cfg.memory_atomic)
@@ -363,8 +378,9 @@ class Cdma(wiring.Component):
         slice_base = Signal(abits)              # first entry of the current slice
         # the band (surface by surface): line yb of surface cb starts at run0; cb_base is
         # (0, cb)'s entry
-        band = Signal()                         # writing the band
+        band = Signal()                         # writing a band
         nband = Signal(BAND_BITS)               # the band's lines
+        step = Signal(BAND_BITS)                # lines of the bands after the first (0: none)
         yb = Signal(BAND_BITS)
         run0, cb_base = Signal(abits), Signal(abits)
         dat_active = Signal()                   # slices remain to be written
@@ -410,6 +426,10 @@ class Cdma(wiring.Component):
         lines = Signal(BAND_BITS)
         m.d.comb += [lines.eq(h_max + 1),
                      band_lines.eq(Mux(self.band_lines > lines, lines, self.band_lines))]
+        left = Signal(BAND_BITS)                # lines after the current band
+        next_nband = Signal(BAND_BITS)
+        m.d.comb += [left.eq(h_max + 1 - fetched - nband),
+                     next_nband.eq(Mux(left < step, left, step))]
         with m.If(dat_fire & band & (x == w_max) & (cb == 0)):
             m.d.sync += after.eq(run_next_w)
         with m.If(dat_fire & band):
@@ -421,7 +441,7 @@ class Cdma(wiring.Component):
                 m.d.sync += [x.eq(0), yb.eq(0), cb.eq(cb + 1), cb_base.eq(cb_next_w),
                              run0.eq(cb_next_w), entry.eq(cb_next_w),
                              self.band_cbs.eq(self.band_cbs + block_done)]
-            with m.Else():                              # band complete: line by line from here
+            with m.Else():                              # band complete
                 m.d.sync += [x.eq(0), yb.eq(0), cb.eq(0), band.eq(0),
                              entry.eq(band_after_w), slice_base.eq(band_after_w),
                              self.band_cbs.eq(self.band_cbs + 1),
@@ -429,6 +449,10 @@ class Cdma(wiring.Component):
                              fetched.eq(fetched + nband)]
                 with m.If(fetched + nband == h_max + 1):
                     m.d.sync += dat_active.eq(0)
+                with m.Elif(step != 0):                 # the next band (else line by line)
+                    m.d.sync += [band.eq(1), nband.eq(next_nband), run0.eq(band_after_w),
+                                 cb_base.eq(band_after_w), self.band_cbs.eq(0),
+                                 self.band_end.eq(self.dat_slices + nband + next_nband)]
         with m.Elif(dat_fire):
             with m.If(x != w_max):
                 m.d.sync += [x.eq(x + 1), entry.eq(entry_inc_w)]
@@ -444,6 +468,7 @@ class Cdma(wiring.Component):
                          fetched.eq(0), self.dat_slices.eq(keep.dat_kept),
                          dat_active.eq(dat_fetch),
                          band.eq(dat_fetch & feature & (band_lines != 0)), nband.eq(band_lines),
+                         step.eq(self.band_step),
                          yb.eq(0),
                          run0.eq(keep.dat_next), cb_base.eq(keep.dat_next),
                          self.band_cbs.eq(0),
@@ -461,16 +486,42 @@ class Cdma(wiring.Component):
         m.d.comb += [wcap.eq(geom.wt_cap(regs.d_bank.weight_bank)),
                      wbase.eq(geom.wt_base(regs.d_bank.data_bank))]
         limit = Signal(ENTRY_COUNT_BITS)        # entries below it may be requested
+        wt_active = Signal()                    # weight entries still to be written
         ring_lim = Signal(ENTRY_COUNT_BITS)
         ahead_lim = Signal(ENTRY_COUNT_BITS)
         m.d.comb += [ring_lim.eq(self.wt_released + wcap), ahead_lim.eq(self.wt_read + WT_AHEAD)]
+        # weights first (``weights_first``): after the band, the remaining lines wait until
+        # kernel group 0's weights are written (at most the ring's WCAP entries, so that they
+        # never wait for CSC), and WT_AHEAD does not hold meanwhile
+        g0_entries = Signal(ENTRY_COUNT_BITS)
+        if self.weights_first:
+            bpk = Signal(19)
+            g0 = Signal(ENTRY_COUNT_BITS)
+            m.d.comb += [bpk.eq(regs.d_weight_size_0.byte_per_kernel + 1),
+                         g0.eq((bpk << log2(cfg.mac_atomic_k)) + (cfg.cbuf_bank_width - 1)
+                               >> eb_sh)]
+            m.d.sync += g0_entries.eq(Mux(g0 < wcap, g0, wcap))   # registers: stable in a layer
+            m.d.comb += dat_hold.eq(wt_active & (self.wt_entries < g0_entries))
         with m.If(begin):                       # wt_released/wt_read are the previous layer's
             m.d.sync += limit.eq(Mux(wcap < WT_AHEAD, wcap, WT_AHEAD))
         with m.Else():
             # WT_AHEAD holds only while feature data is still to come: after the data fetch the
             # weights fill the ring (the next kernel group's are fetched during this one's
             # stripes; nv_small_256 dc_8x16x128: 23,545 -> 21,625 cycles, nv_small unchanged)
-            m.d.sync += limit.eq(Mux((ring_lim < ahead_lim) | ~dat_active, ring_lim, ahead_lim))
+            lim = Mux((ring_lim < ahead_lim) | ~dat_active | dat_hold, ring_lim, ahead_lim)
+            if self.weights_first:
+                # ... but the data goes first, but for kernel group 0's weights after the first
+                # band: weights one weight set ahead of CSC's reading only. A band's channel
+                # blocks are CSC's waits (its weights arrive in the order CSC uses them, its
+                # lines only block by block), so the first band before group 0's weights, and
+                # the later bands before the next groups' weights.
+                set_lim = Signal(ENTRY_COUNT_BITS)
+                set_entries = -(-cfg.mac_atomic_k * cfg.mac_atomic_c // cfg.cbuf_bank_width)
+                m.d.comb += set_lim.eq(self.wt_read + set_entries)
+                first_band = band & (fetched == 0)
+                data_first = first_band | (dat_active & ~dat_hold)
+                lim = Mux(data_first & (set_lim < ring_lim), set_lim, lim)
+            m.d.sync += limit.eq(lim)
         lr = geom.atom_shift                    # the DMA counts memory atoms, R per entry
         m.d.comb += [
             wdma.start.eq(begin & wt_fetch),
@@ -489,7 +540,6 @@ class Cdma(wiring.Component):
         else:
             wentries = wdma.atoms
         ring = Signal(abits)                    # n % WCAP of the next entry
-        wt_active = Signal()
         wt_fire = Signal()
         m.d.comb += [
             self.wt_wr.valid.eq(wentries.valid),

@@ -88,11 +88,21 @@ class FeatureBandWalker(RunWalker):
     Why (docs/conv.md "CDMA"): CSC works through channel blocks outermost, so with the first
     band fetched surface by surface its first stripe can start once the band's first surface
     is in, instead of after whole lines of every surface.
+
+    ``step`` (input, :data:`BAND_BITS` bits, sampled at ``start``): 0, the remaining lines line
+    by line as above; otherwise they come as further bands of ``step`` lines (the last one
+    shorter), each surface by surface (the first part's order, band after band), so that CSC's
+    later stripes, too, start on their lines' first surface.
+
+    ``hold`` (input, 1 bit): while it is set after a non-empty band, the remaining lines wait
+    (the next band or the line-by-line part starts when it falls).
     """
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self.band = Signal(BAND_BITS, name="band")
+        self.step = Signal(BAND_BITS, name="step")
+        self.hold = Signal(name="hold")
 
     def elaborate(self, platform):
         m = Module()
@@ -102,8 +112,10 @@ class FeatureBandWalker(RunWalker):
         m.submodules.first = first = CubeWalker(**args)
         m.submodules.rest = rest = FeatureLineWalker(**args)
         cube = self.cube
-        n_first = Signal(BAND_BITS)             # lines of the first part
-        n_rest = Signal(BAND_BITS)              # lines of the second part
+        n_first = Signal(BAND_BITS)             # lines of the first part (of the current band)
+        n_rest = Signal(BAND_BITS)              # lines of the second part (after this band)
+        step = Signal(BAND_BITS)                # bands after the first: their lines (0: none)
+        band_base = Signal(self.addr_width)     # the current band's first line
         steps = Signal(BAND_BITS)               # line_stride additions still to do
         rest_base = Signal(self.addr_width)
         phase = Signal()                        # 1: the second part's runs
@@ -115,6 +127,7 @@ class FeatureBandWalker(RunWalker):
 
         m.d.comb += [
             first.cube.eq(cube),
+            first.cube.base.eq(band_base),
             first.cube.height.eq(n_first - 1),
             rest.cube.eq(cube),
             rest.cube.base.eq(rest_base),
@@ -137,7 +150,8 @@ class FeatureBandWalker(RunWalker):
         with m.If(self.start & ~walking):
             m.d.sync += [walking.eq(1), n_first.eq(clipped), n_rest.eq(lines - clipped),
                          steps.eq(clipped), rest_base.eq(cube.base), phase.eq(clipped == 0),
-                         rest_pending.eq(1), first_go.eq(clipped != 0)]
+                         rest_pending.eq(1), first_go.eq(clipped != 0), step.eq(self.step),
+                         band_base.eq(cube.base)]
         with m.Else():
             m.d.sync += first_go.eq(0)
         m.d.comb += first.start.eq(first_go)
@@ -145,12 +159,20 @@ class FeatureBandWalker(RunWalker):
             m.d.sync += [steps.eq(steps - 1), rest_base.eq(rest_base + cube.line_stride)]
         # the second part starts when the first has finished (or never ran) and its base is known
         go_rest = Signal()
-        m.d.comb += go_rest.eq(walking & rest_pending & (steps == 0) & ~first_go & ~first.busy)
-        with m.If(go_rest):
+        held = self.hold & (n_first != 0) & (n_rest != 0)
+        m.d.comb += go_rest.eq(walking & rest_pending & (steps == 0) & ~first_go & ~first.busy
+                               & ~held)
+        next_band = Signal()                    # go_rest: one more band surface by surface
+        m.d.comb += next_band.eq((step != 0) & (n_first != 0) & (n_rest != 0))
+        nb = Mux(n_rest < step, n_rest, step)
+        with m.If(go_rest & next_band):
+            m.d.sync += [n_first.eq(nb), n_rest.eq(n_rest - nb), steps.eq(nb),
+                         band_base.eq(rest_base), first_go.eq(1)]
+        with m.Elif(go_rest):
             m.d.sync += [rest_pending.eq(0), phase.eq(1)]
             with m.If(n_rest == 0):
                 m.d.sync += walking.eq(0)
-        m.d.comb += rest.start.eq(go_rest & (n_rest != 0))
+        m.d.comb += rest.start.eq(go_rest & ~next_band & (n_rest != 0))
         with m.If(phase & ~rest_pending & ~rest.busy & walking & (n_rest != 0)
                   & ~rest.start):
             m.d.sync += walking.eq(0)
@@ -161,16 +183,20 @@ class FeatureReadDma(ReadDma):
     """CDMA_DAT feature fetch: :class:`hdl.dma.ReadDma` in :class:`FeatureBandWalker` order
     (parameters and ports as ReadDma; ``cube`` from CDMA D_DAIN_ADDR_*_0, D_LINE_STRIDE,
     D_SURF_STRIDE, D_DATAIN_SIZE_*, stable while busy) plus ``band`` In(:data:`BAND_BITS`):
-    lines fetched surface by surface first (sampled at ``start``; 0: line by line)."""
+    lines fetched surface by surface first (sampled at ``start``; 0: line by line), ``step``
+    In(:data:`BAND_BITS`): the later lines in bands of that many lines (0: line by line), and
+    ``hold`` In(1): the lines after the band wait while it is set (:class:`FeatureBandWalker`)."""
 
     walker_class = FeatureBandWalker
 
     def dma_members(self):
-        return {**super().dma_members(), "band": In(BAND_BITS)}
+        return {**super().dma_members(), "band": In(BAND_BITS), "step": In(BAND_BITS),
+                "hold": In(1)}
 
     def add_walker(self, m: Module):
         walker, *rest = super().add_walker(m)
-        m.d.comb += walker.band.eq(self.band)
+        m.d.comb += [walker.band.eq(self.band), walker.step.eq(self.step),
+                     walker.hold.eq(self.hold)]
         return (walker, *rest)
 
 

@@ -64,8 +64,9 @@ def dop_layout(stripe_max: int, addr_w: int) -> data.StructLayout:
 def wreq_layout(geom: CbufGeometry, atomic_c: int, atomic_k: int) -> data.StructLayout:
     """One weight-entry read: CBUF ``addr``, cumulative entry number ``e`` (to wait for
     CDMA's wt_entries), the set's ``set_first``/``set_last`` entry flags, its byte offset
-    ``off`` inside the first entry, ``kg`` kernels and ``cw`` channels; ``rls``: after this
-    read the kernel group's weights are no longer needed, wt_released becomes ``e + rls_inc``."""
+    ``off`` inside the first entry, ``kg`` kernels and ``cw`` channels; ``rls``: the set's last
+    entry in its kernel group's last stripe: the entries before it (and it, ``rls_inc``, when
+    the set ends at the entry's end) are no longer needed, wt_released becomes ``e + rls_inc``."""
     return data.StructLayout({
         "addr": geom.addr_bits, "e": 32, "set_first": 1, "set_last": 1,
         "off": max(1, geom.entry_shift), "kg": range(atomic_k + 1), "cw": range(atomic_c + 1),
@@ -312,14 +313,17 @@ class WtSeq(wiring.Component):
         ]
         slen = stripe_len(m, remaining, self.stripe_max)
         stripe_last = remaining <= self.stripe_max
-        group_end = set_end & s_end & r_end & cb_end & stripe_last
 
         m.d.comb += [
             o.valid.eq(run), self.busy.eq(run),
             o.payload.addr.eq(p.wt_base + er), o.payload.e.eq(e),
             o.payload.set_first.eq(j == 0), o.payload.set_last.eq(set_end),
             o.payload.off.eq(off), o.payload.kg.eq(kg), o.payload.cw.eq(cw),
-            o.payload.rls.eq(group_end), o.payload.rls_inc.eq(aligned),
+            # in a kernel group's last stripe every set is read for the last time, in ring
+            # order: release the entries before the set's end as each set is read (the entry it
+            # shares with the next set, unless it ends aligned, stays), so that CDMA refills
+            # the ring with the next group's weights during the last stripe, not after it
+            o.payload.rls.eq(set_end & stripe_last), o.payload.rls_inc.eq(aligned),
         ]
 
         with m.If(self.start):

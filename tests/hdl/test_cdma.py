@@ -69,8 +69,9 @@ def random_layer(rng, cfg, *, big_weights=False, reuse=False):
                     dat_next=rng.randrange((db + 1) * depth), dat_reused=int(rng.random() < 0.3),
                     wt_reused=int(not big_weights and rng.random() < 0.4))
     band = rng.choice([0, 0, rng.randint(1, h + 2)])     # first lines surface by surface
+    bpk = rng.randint(1, 48)                               # BYTE_PER_KERNEL (weights_first)
     return dict(w=w, h=h, c=c, ls=ls, ss=ss, eps=eps, base=base, db=db, wb=wb, wbytes=wbytes,
-                wts=wts, perf=rng.random() < 0.7, keep=keep, band=band)
+                wts=wts, perf=rng.random() < 0.7, keep=keep, band=band, bpk=bpk)
 
 
 def set_layer(ctx, dut, L):
@@ -93,17 +94,41 @@ def set_layer(ctx, dut, L):
     for k, v in L["keep"].items():
         ctx.set(getattr(dut.keep, k), v)
     ctx.set(dut.band_lines, L.get("band", 0))
+    ctx.set(dut.band_step, L.get("step", 0))
+    ctx.set(r.d_weight_size_0.byte_per_kernel, L.get("bpk", 1) - 1)
+
+
+def bands(L):
+    """(first line, lines) of the bands fetched surface by surface: the first band's
+    min(band, H) lines, then (``step`` != 0 after a non-empty first band) bands of ``step``
+    lines to the end of the cube, the last one shorter; none when the data is reused."""
+    if L["keep"]["dat_reused"]:
+        return []
+    b, step, h = min(L.get("band", 0), L["h"]), L.get("step", 0), L["h"]
+    out = [(0, b)] if b else []
+    y = b
+    while b and step and y < h:
+        out.append((y, min(step, h - y)))
+        y += step
+    return out
+
+
+def fetch_segments(L):
+    """The fetch order (docs/conv.md "CDMA") as segments, lists of (y, cb, x): each band's
+    lines surface by surface, then the lines after the bands line by line."""
+    if L["keep"]["dat_reused"]:
+        return []
+    ncb = -(-L["c"] // ATOM)
+    segs = [[(y, cb, x) for cb in range(ncb) for y in range(y0, y0 + n) for x in range(L["w"])]
+            for y0, n in bands(L)]
+    done = sum(n for _, n in bands(L))
+    rest = [(y, cb, x) for y in range(done, L["h"]) for cb in range(ncb) for x in range(L["w"])]
+    return segs + ([rest] if rest else [])
 
 
 def fetch_order(L):
-    """(y, cb, x) of every atom in fetch order (docs/conv.md "CDMA"): the band's lines
-    (min(band, H)) surface by surface, then the rest line by line."""
-    if L["keep"]["dat_reused"]:
-        return []
-    ncb, b = -(-L["c"] // ATOM), min(L.get("band", 0), L["h"])
-    first = [(y, cb, x) for cb in range(ncb) for y in range(b) for x in range(L["w"])]
-    rest = [(y, cb, x) for y in range(b, L["h"]) for cb in range(ncb) for x in range(L["w"])]
-    return first + rest
+    """(y, cb, x) of every atom in fetch order (:func:`fetch_segments` joined)."""
+    return [a for seg in fetch_segments(L) for a in seg]
 
 
 def atom(mem, a):
@@ -127,12 +152,17 @@ def dat_addrs(L):
 
 
 def written_slices(L, n):
-    """(dat_slices, band_cbs) after ``n`` data atoms of the layer have been written."""
+    """(dat_slices, band_cbs, band_end) after ``n`` data atoms of the layer have been written
+    (band_end: kept + the end of the band being written, or of the last band)."""
     kept, ncb, w = L["keep"]["dat_kept"], -(-L["c"] // ATOM), L["w"]
-    b = 0 if L["keep"]["dat_reused"] else min(L.get("band", 0), L["h"])
-    if n < b * ncb * w:
-        return kept, n // (b * w)
-    return kept + b + (n - b * ncb * w) // (ncb * w), ncb if b else 0
+    end = kept
+    for y0, nb in bands(L):
+        end = kept + y0 + nb
+        if n < nb * ncb * w:
+            return kept + y0, n // (nb * w), end
+        n -= nb * ncb * w
+    done = sum(nb for _, nb in bands(L))
+    return kept + done + n // (ncb * w), ncb if done else 0, end
 
 
 def expected_wt(mem, cfg, L):
@@ -141,20 +171,6 @@ def expected_wt(mem, cfg, L):
         return []
     base, cap = (L["db"] + 1) * cfg.cbuf_bank_depth, (L["wb"] + 1) * cfg.cbuf_bank_depth
     return [(base + i % cap, atom(mem, L["wts"] + i * ATOM)) for i in range(n)]
-
-
-def maximal_runs(addrs, window):
-    """(beat address, len) requests of the maximal runs of consecutive atoms in ``addrs``
-    inside one burst window (8-byte atoms = beats)."""
-    reqs = []
-    for a in addrs:
-        if reqs:
-            start, ln = reqs[-1]
-            if a == start + (ln + 1) * ATOM and a // window == start // window:
-                reqs[-1] = (start, ln + 1)
-                continue
-        reqs.append((a, 0))
-    return reqs
 
 
 # ------------------------------------------------------------------------------------ bench
@@ -243,16 +259,26 @@ def monitor(dut, log):
     return proc
 
 
-def check_layer(cfg, mem, L, samples, reqs, perf_before, perf_after):
-    """All checks of one layer from the per-cycle samples between its start and its end."""
+def check_layer(cfg, mem, L, samples, reqs, perf_before, perf_after, weights_first=False):
+    """All checks of one layer from the per-cycle samples between its start and its end.
+    ``weights_first``: the lines after the band are requested only once kernel group 0's
+    weights (BYTE_PER_KERNEL x atomic K bytes, at most WCAP entries and the layer's weights)
+    are written; WT_AHEAD is then not checked (it does not hold while the data waits).
+    Returns whether the data waited for the weights at some cycle."""
     want_dat, want_wt = expected_dat(mem, L, cfg.cbuf_bank_depth), expected_wt(mem, cfg, L)
     kept = L["keep"]["dat_kept"]
     n_wt = -(-L["wbytes"] // ATOM)
     wt_kept = n_wt if L["keep"]["wt_reused"] else 0
-    band_end = kept + (0 if L["keep"]["dat_reused"] else min(L.get("band", 0), L["h"]))
     cap = (L["wb"] + 1) * cfg.cbuf_bank_depth
     dat, wt = [], []
     wt_req_entries = 0
+    # weights first: entries of kernel group 0 the lines after the band wait for
+    g0 = 0 if L["keep"]["wt_reused"] else min(-(-L.get("bpk", 1) * cfg.mac_atomic_k // ATOM),
+                                               cap, n_wt)
+    b = 0 if L["keep"]["dat_reused"] else min(L.get("band", 0), L["h"])
+    band_atoms = b * -(-L["c"] // ATOM) * L["w"]
+    beat_atoms = cfg.axi_data_bytes // ATOM
+    dat_req_atoms, waited = 0, False
     stall = {"dat": 0, "wt": 0}
     lat = {"dat": 0, "wt": 0}
     outs = {"dat": 0, "wt": 0}
@@ -265,17 +291,23 @@ def check_layer(cfg, mem, L, samples, reqs, perf_before, perf_after):
         (busy, start, dv, dr, da, dd, wv, wr, wa, wd, slices, entries, released, read,
          dqv, dqr, dql, dsv, dsr, wqv, wqr, wql, wsv, wsr, band_cbs, b_end) = s
         if t > 0:       # the counters before this edge reflect the writes taken before it
-            assert (slices, band_cbs) == written_slices(L, len(dat)), (t, slices, band_cbs,
-                                                                        len(dat))
-            assert b_end == band_end, (t, b_end, band_end)
+            assert (slices, band_cbs, b_end) == written_slices(L, len(dat)), (
+                t, slices, band_cbs, b_end, len(dat))
             assert entries == wt_kept + len(wt), (t, entries, len(wt))
         if wqv and wqr:
             wt_req_entries += wql + 1
             if t > 1:   # released is this layer's from the cycle after start
                 assert wt_req_entries <= released + cap, \
                     f"cycle {t}: weight entry {wt_req_entries - 1} requested, released {released}"
-                assert t > data_done or wt_req_entries <= read + WT_AHEAD, \
+                assert weights_first or t > data_done or wt_req_entries <= read + WT_AHEAD, \
                     f"cycle {t}: weight entry {wt_req_entries - 1} requested, CSC read {read}"
+        if weights_first and 0 < b < L["h"] and dat_req_atoms == band_atoms and t > 0:
+            waited |= entries < g0          # the band is requested, the rest may wait
+        if dqv and dqr:
+            if weights_first and 0 < b < L["h"] and dat_req_atoms >= band_atoms:
+                assert entries >= g0, (f"cycle {t}: line after the band requested with "
+                                       f"{entries} of kernel group 0's {g0} weight entries")
+            dat_req_atoms += (dql + 1) * beat_atoms
         if wv and wr:
             assert t <= 1 or len(wt) < released + cap, "unreleased weight entry overwritten"
             wt.append((wa, wd))
@@ -291,9 +323,25 @@ def check_layer(cfg, mem, L, samples, reqs, perf_before, perf_after):
     assert wt == want_wt
     assert samples[-1][10] == kept + (0 if L["keep"]["dat_reused"] else L["h"])
     assert samples[-1][11] == n_wt
-    # feature requests: the maximal runs of the line order inside burst windows
     window = cfg.primary_memif_max_burst * cfg.axi_data_bytes
-    assert [(a, n) for _, a, n in reqs["dat"]] == maximal_runs(dat_addrs(L), window)
+    # feature requests: the atoms in fetch order, as runs inside burst windows, maximal inside
+    # each segment of the order (a band, the line-by-line rest; the walker starts each anew,
+    # so a run joins the next segment's only when the timing allows)
+    addrs = dat_addrs(L)
+    starts, p = set(), 0
+    for seg in fetch_segments(L):
+        starts.add(p)
+        p += len(seg)
+    p = 0
+    for i, (_, a, n) in enumerate(reqs["dat"]):
+        assert addrs[p:p + n + 1] == [a + j * ATOM for j in range(n + 1)], (i, a, n)
+        assert a // window == (a + n * ATOM) // window
+        p += n + 1
+        if i + 1 < len(reqs["dat"]) and p not in starts:
+            a2 = reqs["dat"][i + 1][1]
+            assert not (a2 == a + (n + 1) * ATOM and a2 // window == a // window), \
+                f"request {i} ({a:#x}, {n}) not maximal"
+    assert p == len(addrs)
     # weight requests: the stream in order, each inside one burst window
     addr = L["wts"]
     for _, a, n in reqs["wt"]:
@@ -305,6 +353,7 @@ def check_layer(cfg, mem, L, samples, reqs, perf_before, perf_after):
         assert perf_after == (stall["dat"], stall["wt"], lat["dat"], lat["wt"])
     else:
         assert perf_after == perf_before
+    return waited
 
 
 def read_perf(ctx, dut):
@@ -316,11 +365,11 @@ def read_perf(ctx, dut):
 
 
 def run_layers(cfg, layers, *, seed, p_ready=0.7, max_latency=20, p_gap=0.2, p_wr_stall=0.3,
-               p_release=0.3, chunk=16):
+               p_release=0.3, chunk=16, weights_first=False):
     rng = random.Random(seed)
     mem = bytes(rng.randrange(256) for _ in range(MEM_BYTES))
-    dut = Cdma(cfg)
-    log = {"samples": [], "errors": [], "dat_reqs": [], "wt_reqs": []}
+    dut = Cdma(cfg, weights_first)
+    log = {"samples": [], "errors": [], "dat_reqs": [], "wt_reqs": [], "waited": 0}
 
     async def bench(ctx):
         for L in layers:
@@ -342,8 +391,8 @@ def run_layers(cfg, layers, *, seed, p_ready=0.7, max_latency=20, p_gap=0.2, p_w
             assert ctx.get(dut.hw.s_cbuf_flush_status.flush_done) == 1
             assert ctx.get(dut.hw.d_nan_input_data_num.nan_data_num) == 0
             reqs = {k: log[k + "_reqs"][r0[k]:] for k in ("dat", "wt")}
-            check_layer(cfg, mem, L, log["samples"][t0:], reqs, perf_before,
-                        read_perf(ctx, dut))
+            log["waited"] += check_layer(cfg, mem, L, log["samples"][t0:], reqs, perf_before,
+                                         read_perf(ctx, dut), weights_first)
         assert not log["errors"], log["errors"][:3]
 
     sim = Simulator(dut)
@@ -380,16 +429,38 @@ def test_cdma_random_layers(spec):
 @pytest.mark.parametrize("spec", CONFIGS)
 def test_cdma_first_band(spec):
     """The first ``band_lines`` lines surface by surface (band_cbs counts their surfaces,
-    dat_slices jumps by the band at its end), then line by line; bands longer than the cube,
-    with kept slices and a data ring that wraps."""
+    dat_slices jumps by the band at its end), then line by line or (``band_step``) in further
+    bands surface by surface (band_end moving on with each); bands longer than the cube, with
+    kept slices and a data ring that wraps."""
     cfg = get_config(spec)
     rng = random.Random("band" + spec)
     layers = []
-    for i in range(6):
+    for i in range(8):
         L = random_layer(rng, cfg, reuse=i % 2 == 1)
         L["band"] = rng.randint(1, L["h"] + 2)
+        L["step"] = 0 if i < 2 else rng.randint(1, L["h"] + 1)
         layers.append(L)
     run_layers(cfg, layers, seed=7)
+
+
+@pytest.mark.parametrize("spec", CONFIGS)
+def test_cdma_weights_first(spec):
+    """``weights_first`` (hdl.conv.weights_first: wide geometries): after the band, the lines
+    wait until kernel group 0's weight entries are written (bands shorter than the cube, group 0
+    smaller and larger than the ring, slowly released); every entry still right, and the data
+    did wait in some layer (the rule was exercised)."""
+    cfg = get_config(spec)
+    rng = random.Random("wf" + spec)
+    layers = []
+    while len(layers) < 6:
+        L = random_layer(rng, cfg, big_weights=len(layers) % 3 == 2)
+        if L["h"] < 2 or L["wbytes"] < 64:
+            continue
+        L["band"] = rng.randint(1, L["h"] - 1)
+        L["step"] = rng.choice([0, rng.randint(1, L["h"])])
+        layers.append(L)
+    log = run_layers(cfg, layers, seed=9, p_release=0.1, chunk=8, weights_first=True)
+    assert log["waited"] > 0
 
 
 def test_cdma_reuse_keep():
