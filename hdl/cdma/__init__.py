@@ -493,17 +493,27 @@ class Cdma(wiring.Component):
         ahead_lim = Signal(ENTRY_COUNT_BITS)
         m.d.comb += [ring_lim.eq(self.wt_released + wcap), ahead_lim.eq(self.wt_read + WT_AHEAD)]
         # weights first (``weights_first``): after the band, the remaining lines wait until
-        # kernel group 0's weights are written (at most the ring's WCAP entries, so that they
-        # never wait for CSC), and WT_AHEAD does not hold meanwhile
-        g0_entries = Signal(ENTRY_COUNT_BITS)
+        # kernel group 0's weights are requested (at most the ring's WCAP entries, so that they
+        # never wait for CSC, and at most the layer's), and WT_AHEAD does not hold meanwhile
+        g0_atoms = Signal(ENTRY_COUNT_BITS)
         if self.weights_first:
             bpk = Signal(19)
             g0 = Signal(ENTRY_COUNT_BITS)
+            g0c = Signal(ENTRY_COUNT_BITS)
             m.d.comb += [bpk.eq(regs.d_weight_size_0.byte_per_kernel + 1),
                          g0.eq((bpk << log2(cfg.mac_atomic_k)) + (cfg.cbuf_bank_width - 1)
-                               >> eb_sh)]
-            m.d.sync += g0_entries.eq(Mux(g0 < wcap, g0, wcap))   # registers: stable in a layer
-            m.d.comb += dat_hold.eq(wt_active & (self.wt_entries < g0_entries))
+                               >> eb_sh),
+                         g0c.eq(Mux(g0 < wcap, g0, wcap))]
+            # registers: stable in a layer
+            m.d.sync += g0_atoms.eq(Mux(g0c < n_entries, g0c, n_entries) << geom.atom_shift)
+            req_atoms = Signal(ENTRY_COUNT_BITS)    # weight atoms requested this layer
+            wq = self.wt_dma.req
+            with m.If(begin):
+                m.d.sync += req_atoms.eq(0)
+            with m.Elif(wq.valid & wq.ready):
+                m.d.sync += req_atoms.eq(req_atoms + ((wq.payload.len + 1)
+                                                      << log2(cfg.axi_data_bytes // cfg.atom_bytes)))
+            m.d.comb += dat_hold.eq(wt_active & (req_atoms < g0_atoms))
         with m.If(begin):                       # wt_released/wt_read are the previous layer's
             m.d.sync += limit.eq(Mux(wcap < WT_AHEAD, wcap, WT_AHEAD))
         with m.Else():

@@ -263,7 +263,7 @@ def check_layer(cfg, mem, L, samples, reqs, perf_before, perf_after, weights_fir
     """All checks of one layer from the per-cycle samples between its start and its end.
     ``weights_first``: the lines after the band are requested only once kernel group 0's
     weights (BYTE_PER_KERNEL x atomic K bytes, at most WCAP entries and the layer's weights)
-    are written; WT_AHEAD is then not checked (it does not hold while the data waits).
+    are requested; WT_AHEAD is then not checked (it does not hold while the data waits).
     Returns whether the data waited for the weights at some cycle."""
     want_dat, want_wt = expected_dat(mem, L, cfg.cbuf_bank_depth), expected_wt(mem, cfg, L)
     kept = L["keep"]["dat_kept"]
@@ -302,11 +302,12 @@ def check_layer(cfg, mem, L, samples, reqs, perf_before, perf_after, weights_fir
                 assert weights_first or t > data_done or wt_req_entries <= read + WT_AHEAD, \
                     f"cycle {t}: weight entry {wt_req_entries - 1} requested, CSC read {read}"
         if weights_first and 0 < b < L["h"] and dat_req_atoms == band_atoms and t > 0:
-            waited |= entries < g0          # the band is requested, the rest may wait
+            waited |= wt_req_entries < g0   # the band is requested, the rest may wait
         if dqv and dqr:
             if weights_first and 0 < b < L["h"] and dat_req_atoms >= band_atoms:
-                assert entries >= g0, (f"cycle {t}: line after the band requested with "
-                                       f"{entries} of kernel group 0's {g0} weight entries")
+                assert wt_req_entries >= g0, (
+                    f"cycle {t}: line after the band requested with {wt_req_entries} of kernel "
+                    f"group 0's {g0} weight entries requested")
             dat_req_atoms += (dql + 1) * beat_atoms
         if wv and wr:
             assert t <= 1 or len(wt) < released + cap, "unreleased weight entry overwritten"
