@@ -13,6 +13,8 @@ Structure (every valid/ready stage from ``hdl.lib``)::
   WtSeq ─► wait wt_entries ─► Fork ─► wt_rd_req ─► CBUF ─► wt_rd_resp ─┐                       ├─► op
                                └────► tag FIFO ────────────────────────┴─ Join ─►              │
         WtCollect ─► stage ─► WtUnpack ─► (current set, consumed by its last op) ──────────────┘
+        (sets of 1,024 bytes and more: WtUnpackSerial ─► stage ─► current set; one kernel
+        per cycle, hdl/csc/wtset.py serial_unpack)
 
 Image input (D_DATAIN_FORMAT = PIXEL; hdl/csc/image.py): the data path is
 :class:`hdl.csc.image.ImgData` instead of OpSeq .. dat_rd_resp (its own op sequence over kernel
@@ -48,7 +50,8 @@ from hdl.lib.stream import Map, PipelineStage, SkidBuffer
 from hdl.regfile import unit_layout
 from hdl.regmap import REGMAP
 from hdl.csc.seq import DIM, OpSeq, WtSeq, dop_layout, params_layout, wreq_layout
-from hdl.csc.wtset import WtCollect, WtUnpack, aligned_set_layout, entry_tag_layout
+from hdl.csc.wtset import (WtCollect, WtUnpack, WtUnpackSerial, aligned_set_layout,
+                           entry_tag_layout, serial_unpack, wt_layout)
 from hdl.csc.image import ImgData, img_params, img_wt_params, is_image
 
 #: output pixels per stripe at most (CSC's stripe, CACC's assembly buffer entries; the
@@ -78,6 +81,9 @@ class Csc(wiring.Component):
         stripe_max: most output pixels of a stripe (CACC's assembly buffer entries), >= 1;
             default :data:`STRIPE_MAX`, the pipeline's (so that ``python -m hdl.synth
             --unit hdl.csc.Csc`` builds the unit as the pipeline does).
+        wt_serial: build the weight path as :class:`hdl.csc.wtset.WtUnpackSerial` (one kernel
+            per cycle) rather than WtCollect + WtUnpack; default
+            :func:`hdl.csc.wtset.serial_unpack` of atomic C and K (sets of 1,024 bytes and more).
 
     Ports:
         regs: In(CSC register file ``cfg`` view), stable for the whole layer.
@@ -108,7 +114,8 @@ class Csc(wiring.Component):
         ValueError: stripe_max < 1.
     """
 
-    def __init__(self, cfg: NvdlaConfig, stripe_max: int | None = None):
+    def __init__(self, cfg: NvdlaConfig, stripe_max: int | None = None, *,
+                 wt_serial: bool | None = None):
         if stripe_max is None:
             stripe_max = STRIPE_MAX
         if cfg.feature_data_type != "int8" or cfg.weight_data_type != "int8":
@@ -125,6 +132,8 @@ class Csc(wiring.Component):
         self.stripe_max = stripe_max
         self.geom = g = CbufGeometry.from_config(cfg)
         self.ac, self.ak = cfg.mac_atomic_c, cfg.mac_atomic_k
+        self.wt_serial = (serial_unpack(self.ac, self.ak) if wt_serial is None
+                          else bool(wt_serial))
         self.atom_elems = cfg.memory_atomic
         super().__init__({
             "regs": In(unit_layout(REGMAP.unit("CSC"), "cfg")),
@@ -329,15 +338,25 @@ class Csc(wiring.Component):
                      self.wt_rd_resp.ready.eq(wjoin.i_data.ready),
                      wjoin.i_tag.valid.eq(wtag.r_rdy), wjoin.i_tag.payload.eq(wtag.r_data),
                      wtag.r_en.eq(wjoin.i_tag.ready)]
-        coll = m.submodules.wcollect = WtCollect(ac, ak, g.entry_bytes)
-        wiring.connect(m, wjoin.o, coll.i)
-        # WtCollect aligns the sets as it writes them into its output register (it takes the
-        # next set's entries once its set has moved on); this stage keeps one more set in
-        # flight, so that collecting goes on while the next set waits for the current one
-        wstage = m.submodules.wstage = PipelineStage(aligned_set_layout(ac, ak))
-        wiring.connect(m, coll.o, wstage.i)
-        unpack = m.submodules.wunpack = WtUnpack(ac, ak, aligned_set_layout(ac, ak))
-        wiring.connect(m, wstage.o, unpack.i)
+        if self.wt_serial:
+            # large sets: unpacked kernel by kernel from the entries into the unpacker's
+            # register, then two stages (the next set, the current one) as below
+            sunp = m.submodules.wunpack = WtUnpackSerial(ac, ak, g.entry_bytes)
+            wiring.connect(m, wjoin.o, sunp.i)
+            wstage = m.submodules.wstage = PipelineStage(wt_layout(ac, ak))
+            wiring.connect(m, sunp.o, wstage.i)
+            unpack = m.submodules.wcur = PipelineStage(wt_layout(ac, ak))
+            wiring.connect(m, wstage.o, unpack.i)
+        else:
+            coll = m.submodules.wcollect = WtCollect(ac, ak, g.entry_bytes)
+            wiring.connect(m, wjoin.o, coll.i)
+            # WtCollect aligns the sets as it writes them into its output register (it takes
+            # the next set's entries once its set has moved on); this stage keeps one more set
+            # in flight, so that collecting goes on while the next set waits for the current one
+            wstage = m.submodules.wstage = PipelineStage(aligned_set_layout(ac, ak))
+            wiring.connect(m, coll.o, wstage.i)
+            unpack = m.submodules.wunpack = WtUnpack(ac, ak, aligned_set_layout(ac, ak))
+            wiring.connect(m, wstage.o, unpack.i)
 
         # ---------------------------------------------------------------- op join
         out_l = data.StructLayout({"op": op_layout(ac, ak, sm), "end": 1})

@@ -13,7 +13,19 @@ from amaranth.lib.wiring import In, Out
 from hdl.lib.stream import Map
 
 __all__ = ["set_entries", "entry_tag_layout", "aligned_set_layout", "wt_layout", "WtCollect",
-           "WtUnpack"]
+           "WtUnpack", "WtUnpackSerial", "serial_unpack"]
+
+
+def serial_unpack(atomic_c: int, atomic_k: int) -> bool:
+    """Whether CSC builds its weight path as :class:`WtUnpackSerial` (one kernel per cycle)
+    rather than :class:`WtCollect` + :class:`WtUnpack` (a whole set per cycle): for weight
+    sets of 1,024 bytes and more (nv_medium_1024_full, nv_large, nv_full). WtUnpack's byte
+    multiplexers grow as ``atomic_k * atomic_c**2 / 2`` byte inputs (65,536 at atomic C 64 x
+    atomic K 32: nv_large's CSC measured 289,156 LUT with it), WtUnpackSerial's one extractor
+    as ``atomic_c * entry_bytes``; the serial path takes ``kg`` cycles per set, which equals
+    the entries of a full set when ``cbuf_bank_width == atomic_c`` and is slower only on the
+    short last channel block (docs/conv.md "CSC")."""
+    return atomic_k * atomic_c >= 1024
 
 
 def set_entries(atomic_c: int, atomic_k: int, entry_bytes: int) -> int:
@@ -147,3 +159,141 @@ class WtUnpack(Map):
                 out.append(Cat(*row))
             return Cat(*out)
         super().__init__(i_layout, wt_layout(atomic_c, atomic_k), fn)
+
+
+class WtUnpackSerial(wiring.Component):
+    """Weight sets straight from their CBUF entries, one kernel per cycle: the entries of a set
+    (``kg`` kernels of ``cw`` bytes, kernel-major, from byte ``tag.off`` of its first entry;
+    format.rst "Basic Weight for Direct Convolution") in, ``wt[k][c]`` out (zeros for
+    ``k >= kg`` and ``c >= cw``), in place of :class:`WtCollect` + :class:`WtUnpack`.
+
+    Kernel ``k`` starts at byte ``off + k*cw`` of the set's entry stream; with ``cw <=
+    atomic_c <= entry_bytes`` it lies in that entry and at most the next one. The entry holding
+    the next kernel's start is kept (``prev``), the one at the input (``cur``) is the following
+    entry of the set: each cycle the kernel is taken from ``Cat(prev, cur)`` at its offset (one
+    ``entry_bytes``-way byte selector per channel, the only wide multiplexer) and written to
+    row ``k`` of the output register (through a register of one kernel); ``cur`` moves into ``prev`` in the cycle the last kernel
+    starting in ``prev`` is taken (it is waited for then), the set's last entry is dropped when
+    no kernel starts in it. Row 0's write clears the other rows, so rows past ``kg`` are zero.
+
+    Input items: ``{data: entry, tag: entry_tag_layout}`` as for :class:`WtCollect`.
+    Output: one :func:`wt_layout` item per set, valid two cycles after its last kernel is taken
+    (the kernel is registered, then written into its row).
+
+    Timing: one kernel per cycle, the next set's first kernel in the cycle after the last one
+    when that one ended in an entry with a kernel start (always for entry-aligned sets of
+    whole entries), else one cycle later: ``kg`` (or ``kg + 1``) cycles per set, while the
+    output register is free (``~o.valid | o.ready``: written in the cycle it is taken).
+    Latency: the set is valid 2 cycles after its last kernel is taken from the entries.
+
+    Raises:
+        NotImplementedError: ``atomic_c > entry_bytes``.
+    """
+
+    def __init__(self, atomic_c: int, atomic_k: int, entry_bytes: int):
+        if atomic_c > entry_bytes:
+            raise NotImplementedError("WtUnpackSerial: atomic_c must be <= entry_bytes")
+        self.ac, self.ak, self.eb = atomic_c, atomic_k, entry_bytes
+        self.tag = entry_tag_layout(atomic_c, atomic_k, entry_bytes)
+        super().__init__({
+            "i": In(stream.Signature(data.StructLayout({"data": entry_bytes * 8,
+                                                         "tag": self.tag}))),
+            "o": Out(stream.Signature(wt_layout(atomic_c, atomic_k))),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        ac, ak, eb = self.ac, self.ak, self.eb
+        tag = self.i.payload.tag
+        prev = Signal(eb * 8)
+        have = Signal()                         # prev holds an entry of the set being unpacked
+        off = Signal(range(eb))                 # where kernel k starts in prev (bytes)
+        k = Signal(range(ak + 1))
+        kg = Signal.like(tag.kg)
+        cw = Signal.like(tag.cw)
+        # the extracted kernel is registered (q_*) before it is written into its row: without
+        # the register, ABC copied the extractor's last multiplexer levels into every output
+        # bit (per bit 1 MUXF8, 2 MUXF7: 16,418 MUXF8 at nv_large)
+        q_valid, q_last = Signal(), Signal()
+        q_k = Signal(range(ak))
+        q_row = Signal(ac * 8)
+        wfree, commit, s2_free = Signal(), Signal(), Signal()
+        m.d.comb += [
+            wfree.eq(~self.o.valid | self.o.ready),
+            commit.eq(q_valid & wfree),
+            s2_free.eq(~q_valid | wfree),
+        ]
+
+        # kernel k: cw bytes from byte off of prev (continuing into cur), channels past cw zero
+        window = Cat(prev, self.i.payload.data)
+        ext = Signal(ac * 8)
+        m.d.comb += ext.eq((window >> Cat(Const(0, 3), off))[:ac * 8])
+        row = Signal(ac * 8)
+        for c in range(ac):
+            m.d.comb += row[c * 8:(c + 1) * 8].eq(Mux(cw > c, ext[c * 8:(c + 1) * 8], 0))
+
+        nxt = Signal(range(eb + ac + 1))
+        last_k = Signal()
+        needcur = Signal()
+        need_in = Signal()
+        emit = Signal()
+        m.d.comb += [
+            nxt.eq(off + cw),
+            last_k.eq(k + 1 == kg),
+            needcur.eq(nxt > eb),
+            # the kernel reaches into cur, or the next one starts in it (cur moves in now)
+            need_in.eq(needcur | (~last_k & (nxt >= eb))),
+            emit.eq(have & s2_free & (~need_in | self.i.valid)),
+        ]
+        with m.If(self.o.valid & self.o.ready):
+            m.d.sync += self.o.valid.eq(0)
+
+        def load_first():
+            # cur is a set's first entry: it becomes prev, kernel 0 at its tag's offset
+            m.d.sync += [prev.eq(self.i.payload.data), have.eq(1), off.eq(tag.off),
+                         k.eq(0), kg.eq(tag.kg), cw.eq(tag.cw)]
+
+        # taking cur: to load a set's first entry, to move it into prev, or to drop it
+        with m.If(~have):
+            m.d.comb += self.i.ready.eq(1)
+            with m.If(self.i.valid):
+                load_first()
+        with m.Elif(emit):
+            m.d.sync += [k.eq(k + 1), off.eq(nxt)]
+            with m.If(last_k):
+                m.d.sync += have.eq(0)
+                with m.If(needcur):
+                    m.d.comb += self.i.ready.eq(1)          # the set's last entry: dropped
+                with m.Else():
+                    # the set ended in prev: the next set's first entry may come in at once
+                    m.d.comb += self.i.ready.eq(1)
+                    with m.If(self.i.valid):
+                        load_first()
+            with m.Elif(nxt >= eb):
+                m.d.comb += self.i.ready.eq(1)
+                m.d.sync += [prev.eq(self.i.payload.data), off.eq(nxt - eb)]
+
+        with m.If(emit):
+            m.d.sync += [q_valid.eq(1), q_row.eq(row), q_k.eq(k), q_last.eq(last_k)]
+        with m.Elif(commit):
+            m.d.sync += q_valid.eq(0)
+        with m.If(commit & q_last):
+            m.d.sync += self.o.valid.eq(1)
+
+        # row r: written when the registered kernel is kernel r, cleared when it is kernel 0
+        # (r > 0), so rows past kg are zero
+        we = Signal(ak)
+        for r in range(ak):
+            m.d.comb += we[r].eq(commit & (q_k == r))
+        clear = Signal()
+        m.d.comb += clear.eq(commit & (q_k == 0))
+        wt = Value.cast(self.o.payload)
+        for r in range(ak):
+            # a synchronous reset and an enable per row (FDRE R and CE: no LUT per bit)
+            zero = Signal(name=f"zero_{r}")
+            m.d.comb += zero.eq(clear & ~we[r])
+            with m.If(zero):
+                m.d.sync += wt[r * ac * 8:(r + 1) * ac * 8].eq(0)
+            with m.Elif(we[r]):
+                m.d.sync += wt[r * ac * 8:(r + 1) * ac * 8].eq(q_row)
+        return m

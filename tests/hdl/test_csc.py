@@ -280,7 +280,8 @@ def _accumulate(L: Layer, ops: list, stripe_max: int) -> np.ndarray:
 
 
 def _run(L: Layer, stripe_max: int, seed: int, *, p_stall=0.3, slow=False,
-         ring_limit=False, want_stamps=None, data_gap=0, wt_stall=None, band=0):
+         ring_limit=False, want_stamps=None, data_gap=0, wt_stall=None, band=0,
+         wt_serial=None):
     """Simulate CSC + CBUF on layer ``L``. ``slow``: a fake CDMA writes slices and weight
     entries while CSC runs (``p_stall`` idles between entries), raising dat_slices /
     wt_entries entry by entry and never writing weight entry n before n < wt_released + WCAP
@@ -299,7 +300,7 @@ def _run(L: Layer, stripe_max: int, seed: int, *, p_stall=0.3, slow=False,
     else:
         assert slow or L.wentries <= wcap
 
-    csc = Csc(CFG, stripe_max)
+    csc = Csc(CFG, stripe_max, wt_serial=wt_serial)
     cbuf = Cbuf(GEOM.banks, GEOM.depth, GEOM.entry_bytes)
     top = Module()
     top.domains.sync = ClockDomain()
@@ -433,6 +434,29 @@ CASES = {
 def test_layer(name):
     L, sm = CASES[name]
     _run(L, sm, seed=sorted(CASES).index(name) + 1)
+
+
+@pytest.mark.parametrize("name", ["1px_output", "stripe_max_1", "stripe_max_2_1x1",
+                                  "c20_k17_stride2", "balanced_last_stripes"])
+def test_layer_wt_serial(name):
+    """The same layers with the weight path nv_large builds (WtUnpackSerial, one kernel per
+    cycle; hdl/csc/wtset.py), here at nv_small's geometry: short sets, sets starting inside
+    an entry, kernel groups of fewer than atomic K kernels."""
+    L, sm = CASES[name]
+    _run(L, sm, seed=sorted(CASES).index(name) + 101, wt_serial=True)
+
+
+@pytest.mark.parametrize("seed", [41, 42, 43])
+def test_random_layer_wt_serial(seed):
+    rng = random.Random(seed)
+    L = _random_layer(rng)
+    _run(L, rng.choice([1, 2, 3, 5, 8]), seed=seed, p_stall=0.3, wt_serial=True)
+
+
+def test_slow_counters_wt_serial():
+    """Weight entries and slices arriving slowly, with the serial weight path."""
+    L = Layer(w=5, h=5, c=12, k=10, r=3, s=3, pl=1, pt=1, pr=1, pb=1, pad_value=0x7E)
+    _run(L, 8, seed=21, slow=True, p_stall=0.6, wt_serial=True)
 
 
 def test_short_stripes_no_stall():

@@ -292,7 +292,7 @@ class _ImgDataTop(wiring.Component):
 
 
 def _run(L: ImgLayer, stripe_max: int, seed: int, *, unit="csc", p_stall=0.3, slow=False,
-         want_stamps=None):
+         want_stamps=None, wt_serial=None):
     """Simulate ``unit`` ("csc": the whole Csc; "data": ImgData only) on CBUF with layer
     ``L``; ``slow``: slices and weight entries arrive while CSC runs. Returns (ops, cycles
     from start to the last op)."""
@@ -312,7 +312,7 @@ def _run(L: ImgLayer, stripe_max: int, seed: int, *, unit="csc", p_stall=0.3, sl
     top.submodules.cbuf = cbuf
     if unit == "csc":
         from hdl.csc import Csc
-        dut = Csc(CFG, stripe_max)
+        dut = Csc(CFG, stripe_max, wt_serial=wt_serial)
         top.submodules.dut = dut
         for port in ("dat_rd_req", "wt_rd_req"):
             wiring.connect(top, getattr(dut, port), getattr(cbuf, port))
@@ -508,6 +508,15 @@ def test_csc_random(seed):
     rng = random.Random(seed)
     L = _random_layer(rng)
     _run(L, rng.choice([1, 2, 5, 8]), seed=seed)
+
+
+@pytest.mark.parametrize("seed", [61, 62, 63])
+def test_csc_random_wt_serial(seed):
+    """Image layers with nv_large's weight path (hdl/csc/wtset.py WtUnpackSerial), here at
+    nv_small's geometry: the image weight sets (channel post-extension) kernel by kernel."""
+    rng = random.Random(seed)
+    L = _random_layer(rng)
+    _run(L, rng.choice([1, 2, 5, 8]), seed=seed, wt_serial=True)
 
 
 def test_csc_slow_counters_ext():

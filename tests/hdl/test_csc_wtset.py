@@ -6,11 +6,13 @@ at full rate one entry is taken per cycle."""
 from __future__ import annotations
 
 import random
+import sys
 
 import pytest
 
 from hdl.config import NV_SMALL
-from hdl.csc.wtset import WtCollect, WtUnpack, aligned_set_layout, set_entries
+from hdl.csc.wtset import (WtCollect, WtUnpack, WtUnpackSerial, aligned_set_layout,
+                           serial_unpack, set_entries)
 from streams import as_bits, simulate_streams, stream_get, stream_put
 
 AC, AK = NV_SMALL.mac_atomic_c, NV_SMALL.mac_atomic_k
@@ -105,3 +107,82 @@ def test_unpack_random(ac, ak):
         want = bytes(b[k * cw + c] if k < kg and c < cw else 0
                      for k in range(ak) for c in range(ac))
         assert raw == want, f"set {idx}: kg={kg} cw={cw}"
+
+
+def _entry_items(rng: random.Random, ac: int, ak: int, eb: int, n: int, *, aligned=False):
+    """``n`` random sets for the serial unpacker: (kg, cw, set bytes) and their entries, each
+    set from byte ``off`` of its first entry (``off`` 0 with ``aligned``)."""
+    sets, items = [], []
+    for _ in range(n):
+        kg, cw, off = rng.randint(1, ak), rng.randint(1, ac), rng.randrange(eb)
+        if aligned or rng.random() < 0.3:
+            kg, cw = ak, ac
+        if aligned:
+            off = 0
+        body = [rng.randrange(256) for _ in range(kg * cw)]
+        nent = (off + kg * cw + eb - 1) // eb
+        assert nent <= set_entries(ac, ak, eb)
+        sb = ([rng.randrange(256) for _ in range(off)] + body
+              + [rng.randrange(256) for _ in range(nent * eb - off - kg * cw)])
+        sets.append((kg, cw, body))
+        for j in range(nent):
+            items.append({"data": int.from_bytes(bytes(sb[j * eb:(j + 1) * eb]), "little"),
+                          "tag": {"set_first": int(j == 0), "set_last": int(j == nent - 1),
+                                  "off": off, "kg": kg, "cw": cw}})
+    return sets, items
+
+
+def _run_serial(ac, ak, eb, seed, n, p_in, p_out, *, aligned=False, stamps=None):
+    rng = random.Random(seed)
+    dut = WtUnpackSerial(ac, ak, eb)
+    sets, items = _entry_items(rng, ac, ak, eb, n, aligned=aligned)
+    il = dut.i.payload.shape()
+    got = []
+
+    async def producer(ctx):
+        await stream_put(ctx, dut.i, [il.const(it) for it in items], rng=rng, p_stall=p_in)
+
+    async def consumer(ctx):
+        got.extend(await stream_get(ctx, dut.o, len(sets), rng=random.Random(seed + 1),
+                                    p_stall=p_out, timestamps=stamps))
+
+    simulate_streams(dut, [producer], [consumer], [("i", dut.i), ("o", dut.o)])
+    for idx, ((kg, cw, b), out) in enumerate(zip(sets, got)):
+        raw = as_bits(out).to_bytes(ak * ac, "little")
+        want = bytes(b[k * cw + c] if k < kg and c < cw else 0
+                     for k in range(ak) for c in range(ac))
+        assert raw == want, f"set {idx}: kg={kg} cw={cw}"
+    return sets
+
+
+# Amaranth's Python simulator writes each signal's mask as a decimal literal: nv_large's
+# 16,384-bit weight set needs more than Python's default 4,300 digits
+sys.set_int_max_str_digits(0)
+
+# nv_small's geometry, a narrow atomic C in wide entries, nv_large's (atomic C 64 x K 32)
+SERIAL_GEOMS = [(8, 8, 8), (8, 4, 32), (64, 32, 64)]
+
+
+@pytest.mark.parametrize("ac,ak,eb", SERIAL_GEOMS)
+@pytest.mark.parametrize("seed", [1, 2])
+def test_unpack_serial_random(ac, ak, eb, seed):
+    """WtUnpackSerial: every set's ``wt[k][c]`` = set byte ``k*cw + c`` (0 past kg, cw), sets
+    starting at any byte of their first entry, under random input gaps and back-pressure."""
+    _run_serial(ac, ak, eb, seed, 30 if ac * ak > 512 else 80, p_in=0.3, p_out=0.4)
+
+
+@pytest.mark.parametrize("ac,ak,eb", SERIAL_GEOMS)
+def test_unpack_serial_full_rate(ac, ak, eb):
+    """No gaps, no back-pressure, whole entry-aligned sets: one kernel per cycle, so set i
+    leaves ``ak`` cycles after set i-1 (the entries' own rate when ``ac == eb``)."""
+    stamps = []
+    sets = _run_serial(ac, ak, eb, 9, 12, p_in=0.0, p_out=0.0, aligned=True, stamps=stamps)
+    assert all(kg == ak for kg, _, _ in sets)
+    assert [b - a for a, b in zip(stamps, stamps[1:])] == [ak] * (len(sets) - 1)
+
+
+def test_serial_unpack_choice():
+    """The serial path is chosen for sets of 1,024 bytes and more: nv_large's, not nv_small's
+    or nv_small_256's."""
+    assert serial_unpack(64, 32) and serial_unpack(32, 32)
+    assert not serial_unpack(8, 8) and not serial_unpack(32, 8) and not serial_unpack(32, 16)
