@@ -20,32 +20,15 @@ EB = NV_SMALL.cbuf_bank_width               # bytes per CBUF entry
 
 
 def _sets(rng: random.Random, n: int):
-    """``n`` random sets: (kg, cw, off, set bytes) and the entries (data, tag) that carry them,
-    as WtSeq and CBUF produce them (entry 0 holds the set from byte ``off``)."""
-    sets, items = [], []
-    for _ in range(n):
-        kg, cw, off = rng.randint(1, AK), rng.randint(1, AC), rng.randrange(EB)
-        if rng.random() < 0.3:
-            kg, cw = AK, AC
-        nbytes = kg * cw
-        body = [rng.randrange(256) for _ in range(nbytes)]
-        nent = (off + nbytes + EB - 1) // EB
-        assert nent <= set_entries(AC, AK, EB)
-        stream_bytes = ([rng.randrange(256) for _ in range(off)] + body
-                        + [rng.randrange(256) for _ in range(nent * EB - off - nbytes)])
-        sets.append((kg, cw, body))
-        for j in range(nent):
-            word = int.from_bytes(bytes(stream_bytes[j * EB:(j + 1) * EB]), "little")
-            items.append({"data": word, "tag": {"set_first": int(j == 0),
-                                                "set_last": int(j == nent - 1),
-                                                "off": off, "kg": kg, "cw": cw}})
-    return sets, items
+    """``n`` random sets at nv_small's geometry: see :func:`_entry_items`."""
+    return _entry_items(rng, AC, AK, EB, n)
 
 
-def _run(seed: int, n: int, p_in: float, p_out: float, stamps: list | None = None):
+def _simulate(dut, items: list, nsets: int, seed: int, p_in: float, p_out: float,
+              stamps: list | None) -> list:
+    """Feed the entries ``items`` to ``dut.i`` under random gaps (``p_in``), take ``nsets``
+    outputs from ``dut.o`` under random back-pressure (``p_out``)."""
     rng = random.Random(seed)
-    dut = WtCollect(AC, AK, EB)
-    sets, items = _sets(rng, n)
     il = dut.i.payload.shape()
     got = []
 
@@ -53,10 +36,16 @@ def _run(seed: int, n: int, p_in: float, p_out: float, stamps: list | None = Non
         await stream_put(ctx, dut.i, [il.const(it) for it in items], rng=rng, p_stall=p_in)
 
     async def consumer(ctx):
-        got.extend(await stream_get(ctx, dut.o, len(sets), rng=random.Random(seed + 1),
+        got.extend(await stream_get(ctx, dut.o, nsets, rng=random.Random(seed + 1),
                                     p_stall=p_out, timestamps=stamps))
 
     simulate_streams(dut, [producer], [consumer], [("i", dut.i), ("o", dut.o)])
+    return got
+
+
+def _run(seed: int, n: int, p_in: float, p_out: float, stamps: list | None = None):
+    sets, items = _sets(random.Random(seed), n)
+    got = _simulate(WtCollect(AC, AK, EB), items, len(sets), seed + 1000, p_in, p_out, stamps)
     for idx, ((kg, cw, body), out) in enumerate(zip(sets, got)):
         raw = as_bits(out.bytes).to_bytes(AK * AC, "little")
         assert (out.kg, out.cw) == (kg, cw), f"set {idx}"
@@ -133,20 +122,9 @@ def _entry_items(rng: random.Random, ac: int, ak: int, eb: int, n: int, *, align
 
 
 def _run_serial(ac, ak, eb, seed, n, p_in, p_out, *, aligned=False, stamps=None):
-    rng = random.Random(seed)
-    dut = WtUnpackSerial(ac, ak, eb)
-    sets, items = _entry_items(rng, ac, ak, eb, n, aligned=aligned)
-    il = dut.i.payload.shape()
-    got = []
-
-    async def producer(ctx):
-        await stream_put(ctx, dut.i, [il.const(it) for it in items], rng=rng, p_stall=p_in)
-
-    async def consumer(ctx):
-        got.extend(await stream_get(ctx, dut.o, len(sets), rng=random.Random(seed + 1),
-                                    p_stall=p_out, timestamps=stamps))
-
-    simulate_streams(dut, [producer], [consumer], [("i", dut.i), ("o", dut.o)])
+    sets, items = _entry_items(random.Random(seed), ac, ak, eb, n, aligned=aligned)
+    got = _simulate(WtUnpackSerial(ac, ak, eb), items, len(sets), seed + 1000, p_in, p_out,
+                    stamps)
     for idx, ((kg, cw, b), out) in enumerate(zip(sets, got)):
         raw = as_bits(out).to_bytes(ak * ac, "little")
         want = bytes(b[k * cw + c] if k < kg and c < cw else 0
