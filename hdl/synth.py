@@ -200,9 +200,22 @@ def parse_stat(path: Path) -> dict:
     type). Raises :class:`SynthError` when the file is missing, not JSON, or has no cells."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as e:
+        text = path.read_text()
+    except OSError as e:
         raise SynthError(f"no statistics from Yosys ({path}: {e})") from None
+    try:
+        data = json.loads(text)
+    except ValueError as e:
+        # Yosys 0.23 (Debian bookworm's, NVDLA_YOSYS) writes the design hierarchy as plain text
+        # lines ("   NV_nvdla.core.csc   1") between the modules and "design" of a hierarchical
+        # design's stat -json (observed on the whole nv_large); Yosys 0.70 does not. Only such
+        # lines are dropped: anything else still fails.
+        tree = re.compile(r'^\s+[^\s"{}\[\],:]+\s+\d+\s*$')
+        kept = [ln for ln in text.splitlines() if not tree.match(ln)]
+        try:
+            data = json.loads("\n".join(kept))
+        except ValueError:
+            raise SynthError(f"no statistics from Yosys ({path}: {e})") from None
     mods = {name.lstrip("\\"): dict(m.get("num_cells_by_type", {}))
             for name, m in data.get("modules", {}).items()}
     if not mods or not any(mods.values()):

@@ -85,6 +85,21 @@ def test_parse_stat_and_rollup(tmp_path):
     assert "\\top.u" not in total["top"]          # instances replaced by their contents
 
 
+def test_parse_stat_yosys_023_hierarchy_lines(tmp_path):
+    """Yosys 0.23's stat -json of a hierarchical design has the hierarchy as text lines between
+    the modules and "design": they are skipped, the modules read as usual."""
+    text = json.dumps(STAT_JSON, indent=3)
+    head, tail = text.rsplit("\n}", 1)
+    text = (head + ',\n   top             1\n     top.u          1\n'
+            + '   "design": {"num_cells": 1}\n}' + tail)
+    p = tmp_path / "stat.json"
+    p.write_text(text)
+    with pytest.raises(ValueError):
+        json.loads(text)
+    assert synth.parse_stat(p) == {k.lstrip("\\"): v["num_cells_by_type"]
+                                   for k, v in STAT_JSON["modules"].items()}
+
+
 def test_parse_stat_fails_loudly(tmp_path):
     with pytest.raises(synth.SynthError, match="no statistics"):
         synth.parse_stat(tmp_path / "missing.json")
