@@ -137,8 +137,9 @@ def _run_serial(ac, ak, eb, seed, n, p_in, p_out, *, aligned=False, stamps=None)
 # 16,384-bit weight set needs more than Python's default 4,300 digits
 sys.set_int_max_str_digits(0)
 
-# nv_small's geometry, a narrow atomic C in wide entries, nv_large's (atomic C 64 x K 32)
-SERIAL_GEOMS = [(8, 8, 8), (8, 4, 32), (64, 32, 64)]
+# nv_small's geometry, a narrow atomic C in wide entries, nv_medium_1024_full's (atomic C
+# 32 x K 32) and nv_large's (atomic C 64 x K 32)
+SERIAL_GEOMS = [(8, 8, 8), (8, 4, 32), (32, 32, 32), (64, 32, 64)]
 
 
 @pytest.mark.parametrize("ac,ak,eb", SERIAL_GEOMS)
