@@ -261,14 +261,12 @@ class WtUnpackSerial(wiring.Component):
         with m.Elif(emit):
             m.d.sync += [k.eq(k + 1), off.eq(nxt)]
             with m.If(last_k):
+                # cur is the set's last entry (the kernel reached into it): dropped; or the set
+                # ended in prev and cur is the next set's first entry: it comes in at once
                 m.d.sync += have.eq(0)
-                with m.If(needcur):
-                    m.d.comb += self.i.ready.eq(1)          # the set's last entry: dropped
-                with m.Else():
-                    # the set ended in prev: the next set's first entry may come in at once
-                    m.d.comb += self.i.ready.eq(1)
-                    with m.If(self.i.valid):
-                        load_first()
+                m.d.comb += self.i.ready.eq(1)
+                with m.If(~needcur & self.i.valid):
+                    load_first()
             with m.Elif(nxt >= eb):
                 m.d.comb += self.i.ready.eq(1)
                 m.d.sync += [prev.eq(self.i.payload.data), off.eq(nxt - eb)]
