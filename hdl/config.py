@@ -70,6 +70,9 @@ class NvdlaConfig:
     mem_address_width: int = 32            # bits
     num_dma_read_clients: int = 7
     num_dma_write_clients: int = 3
+    # register map: "v2" (NVIDIA's master and nv_small branches) or "v1" (the nvdlav1 branch:
+    # nv_full's RTL, v1 traces and firmware; other unit base addresses, hdl/regmap/v1.py)
+    register_map: str = "v2"
 
     def __post_init__(self):
         def one_of(param, allowed):
@@ -77,6 +80,7 @@ class NvdlaConfig:
             if v not in allowed:
                 raise ConfigError(f"{self.name}: {param}={v!r} is not one of {sorted(allowed, key=str)}")
         one_of("feature_data_type", {"int8", "int16_fp16"})
+        one_of("register_map", {"v1", "v2"})
         one_of("weight_data_type", {"int8", "int16_fp16"})
         # the values projects.spec (v1, nv_full) and projects.master.spec (v2) allow
         one_of("mac_atomic_c", {8, 32, 64})
@@ -183,8 +187,9 @@ class NvdlaConfig:
         return self.bpe * 2 + int(math.log2(self.mac_atomic_c))
 
     def units(self) -> tuple[str, ...]:
-        """Register-file units present in this configuration (NVDLA names)."""
-        u = ["CFGROM", "GLB", "MCIF", "CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC", "SDP_RDMA", "SDP"]
+        """Register-file units present in this configuration (NVDLA names; v1 has no CFGROM)."""
+        u = ["CFGROM"] if self.register_map == "v2" else []
+        u += ["GLB", "MCIF", "CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC", "SDP_RDMA", "SDP"]
         if self.pdp:
             u += ["PDP_RDMA", "PDP"]
         if self.cdp:
@@ -256,7 +261,7 @@ NV_FULL = NV_LARGE.derive(
     rubik_contract=True, rubik_reshape=True, retiming=True,
     primary_memif_latency=1200, secondary_memif_latency=128, primary_memif_width=512,
     secondary_memif_max_burst=4, secondary_memif_width=512,
-    num_dma_read_clients=10, num_dma_write_clients=5,
+    num_dma_read_clients=10, num_dma_write_clients=5, register_map="v1",
 )
 
 # nv_small with SDP's element-wise (X2/EW) sub-unit and LUT switched on: the configuration

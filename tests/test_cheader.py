@@ -30,3 +30,18 @@ def test_header_compiles_and_values_match(tmp_path):
 def test_header_omits_absent_units():
     text = render(NV_SMALL)
     assert "#define BDMA_" not in text and "#define RBK_" not in text and "CDP_RDMA_D_OP_ENABLE_0" in text
+
+
+def test_nv_full_header_uses_the_v1_map():
+    """nv_full's header places the units where NVIDIA's v1 header (arnvdla.h) does: GLB at 0x0,
+    BDMA at 0x4000, RBK at 0x10000; no CFGROM; v1's 32-byte address fields."""
+    from hdl.config import NV_FULL
+    text = render(NV_FULL)
+    assert "#define BDMA_CFG_DST_SURF_0 " in text
+    defs = dict(line.split(None, 2)[1:] for line in text.splitlines()
+                if line.startswith("#define ") and len(line.split(None, 2)) == 3)
+    assert defs["GLB_S_INTR_STATUS_0"] == "(_MK_ADDR_CONST(0xc))"
+    assert defs["BDMA_CFG_DST_SURF_0"] == "(_MK_ADDR_CONST(0x402c))"
+    assert defs["RBK_S_STATUS_0"] == "(_MK_ADDR_CONST(0x10000))"
+    assert defs["SDP_D_DST_BASE_ADDR_LOW_0_DST_BASE_ADDR_LOW_SHIFT"] == "(_MK_SHIFT_CONST(5))"
+    assert not any(k.startswith("CFGROM_") for k in defs)

@@ -19,8 +19,10 @@ from hdl.regmap._dsl import R as Register
 from hdl.regmap._dsl import U as Unit
 from hdl.regmap.nvdla_registers import UNITS
 from hdl.regmap.signed_fields import SIGNED_FIELDS
+from hdl.regmap.v1 import v1_units
 
-__all__ = ["Field", "Register", "Unit", "RegisterMap", "RegRef", "REGMAP"]
+__all__ = ["Field", "Register", "Unit", "RegisterMap", "RegRef", "REGMAP", "REGMAP_V1",
+           "regmap_for"]
 
 UNIT_SPAN = 0x1000   # bytes of address space per unit (hwarch: 4 KiB per sub-unit)
 
@@ -129,6 +131,22 @@ def _mark_signed(units: list[Unit], table: dict) -> list[Unit]:
 
 
 REGMAP = RegisterMap(_mark_signed(UNITS, SIGNED_FIELDS))
+
+#: NVDLA v1's map (nvdlav1, nv_full): v2's units at v1's base addresses, v1's field changes, no
+#: CFGROM (``hdl/regmap/v1.py``; proven equal to arnvdla.h by tests/test_regmap_v1.py)
+REGMAP_V1 = RegisterMap(v1_units(_mark_signed(UNITS, SIGNED_FIELDS)))
+
+
+def regmap_for(cfg) -> RegisterMap:
+    """The register map of configuration ``cfg`` (an ``hdl.config.NvdlaConfig``): REGMAP_V1 when
+    ``cfg.register_map == "v1"`` (nv_full), else REGMAP (v2). Raises ValueError for another
+    value."""
+    version = getattr(cfg, "register_map", "v2")
+    if version == "v2":
+        return REGMAP
+    if version == "v1":
+        return REGMAP_V1
+    raise ValueError(f"{getattr(cfg, 'name', cfg)}: register_map {version!r} is not v1 or v2")
 
 
 def decode(reg: Register, value: int) -> dict[str, int]:

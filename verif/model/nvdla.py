@@ -29,7 +29,7 @@ from __future__ import annotations
 import numbers
 
 from hdl.config import NV_SMALL, NvdlaConfig
-from hdl.regmap import REGMAP
+from hdl.regmap import regmap_for
 from verif.model.memory import Memory
 from verif.model.regs import UnitRegs
 from verif.model.formats import ModelConfigError
@@ -76,7 +76,9 @@ class Nvdla:
         self.cv_mem = None
         if cfg.secondary_memif:
             self.cv_mem = cv_mem if cv_mem is not None else Memory(address_width=cfg.mem_address_width)
-        self.units = {u.name: UnitRegs(u) for u in REGMAP.units if u.name in cfg.units()}
+        #: the configuration's register map (v1 on nv_full, v2 otherwise: hdl.regmap.regmap_for)
+        self.regmap = regmap_for(cfg)
+        self.units = {u.name: UnitRegs(u) for u in self.regmap.units if u.name in cfg.units()}
         self.glb = self.units["GLB"]
         self.intr_status = 0
         self.layers_run = 0       # hardware layers executed (for tests and statistics)
@@ -89,7 +91,7 @@ class Nvdla:
         self.sdp = sdp.SdpCore(cfg, self.mem, self.cv_mem)
         self.pdp = pdp.PdpCore(cfg, self.mem, self.cv_mem) if cfg.pdp else None
         self.cdp = cdp.CdpCore(cfg, self.mem, self.cv_mem) if cfg.cdp else None
-        self._intr_reg = REGMAP.lookup("NVDLA_GLB.S_INTR_STATUS_0").reg
+        self._intr_reg = self.regmap.lookup("NVDLA_GLB.S_INTR_STATUS_0").reg
         self._intr_bits, self._intr_mask_bits = self._glb_intr_bits()
 
     # ---- CSB ----
@@ -98,16 +100,16 @@ class Nvdla:
         Raises RegisterAccessError, TypeError."""
         if isinstance(reg, str):
             try:
-                ref = REGMAP.lookup(reg)
+                ref = self.regmap.lookup(reg)
             except KeyError as e:
                 raise RegisterAccessError(f"unknown register name: {e.args[0]}") from None
         elif isinstance(reg, numbers.Integral) and not isinstance(reg, bool):
             addr = int(reg)
             if addr % 4:
                 raise RegisterAccessError(f"register address {addr:#x} is not 4-byte aligned")
-            ref = REGMAP.at(addr)
+            ref = self.regmap.at(addr)
             if ref is None:
-                u = REGMAP.unit_at(addr) if addr >= 0 else None
+                u = self.regmap.unit_at(addr) if addr >= 0 else None
                 inside = f" (offset {addr - u.base:#x} of NVDLA_{u.name})" if u is not None else ""
                 raise RegisterAccessError(f"no register at address {addr:#x}{inside}")
         else:
@@ -165,7 +167,7 @@ class Nvdla:
     def _glb_intr_bits(self) -> tuple[int, int]:
         """(S_INTR_STATUS bits, S_INTR_MASK bits) that exist in this configuration: the fields
         of the units it has (INTR_PREFIXES), the mask also those of INTR_MASK_ALWAYS."""
-        glb = REGMAP.unit("GLB")
+        glb = self.regmap.unit("GLB")
         regs = {r.name: r for r in glb.registers}
         status = mask = 0
         for unit, prefixes in INTR_PREFIXES.items():

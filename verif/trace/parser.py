@@ -262,14 +262,17 @@ def load_trace(directory: Path) -> Trace:
 
 
 def find_traces(paths) -> list[Path]:
-    """Trace directories under PATHs: a directory with a ``.cfg`` is a trace; otherwise its
-    immediate subdirectories that hold one. Sorted by name within each PATH."""
+    """Trace directories under PATHs: a directory with a ``.cfg`` (or, a v1 trace, an
+    ``input.txn``) is a trace; otherwise its immediate subdirectories that hold one. Sorted by name within each PATH."""
     out = []
+
+    def is_trace(d: Path) -> bool:       # a v2 trace (.cfg) or a v1 one (input.txn, verif/trace/v1.py)
+        return any(d.glob("*.cfg")) or (d / "input.txn").is_file()
     for p in map(Path, paths):
-        if any(p.glob("*.cfg")):
+        if p.is_dir() and is_trace(p):
             out.append(p)
         elif p.is_dir():
-            out.extend(sorted(d for d in p.iterdir() if d.is_dir() and any(d.glob("*.cfg"))))
+            out.extend(sorted(d for d in p.iterdir() if d.is_dir() and is_trace(d)))
         else:
             raise FileNotFoundError(f"{p}: not a trace directory nor a directory of traces")
     return out

@@ -8,8 +8,9 @@ from typing import Iterable, Iterator
 from hdl.config import NvdlaConfig
 from verif.axi_slave import MemTiming
 from verif.trace.golden import first_mismatch
-from verif.trace.parser import TraceSyntaxError, load_trace
+from verif.trace.parser import TraceDataError, TraceSyntaxError, load_trace
 from verif.trace.player import FAIL, NOT_RUNNABLE, TraceResult, play
+from verif.trace.v1 import V1Trace, is_v1_trace, load_v1_trace, play_v1
 
 ENGINES = ("model", "rtl", "amaranth", "board")
 
@@ -28,28 +29,47 @@ def add_mismatch_report(result: TraceResult, trace, cfg: NvdlaConfig) -> TraceRe
 
 
 def _load(d: Path):
-    """(trace, None) or (None, the TraceResult saying why it cannot be loaded)."""
+    """(trace, None) or (None, the TraceResult saying why it cannot be loaded). A directory with
+    an ``input.txn`` is a v1 trace (:mod:`verif.trace.v1`)."""
     try:
-        return load_trace(d), None
-    except (TraceSyntaxError, FileNotFoundError) as e:
+        return (load_v1_trace(d) if is_v1_trace(d) else load_trace(d)), None
+    except (TraceSyntaxError, TraceDataError, FileNotFoundError) as e:
         return None, TraceResult(d.name, FAIL if isinstance(e, TraceSyntaxError) else NOT_RUNNABLE, str(e))
 
 
-def _each(dirs: Iterable[Path], cfg: NvdlaConfig, play_one) -> Iterator[TraceResult]:
+def _each(dirs: Iterable[Path], cfg: NvdlaConfig, play_one,
+          engine: str | None = None) -> Iterator[TraceResult]:
     """Load each trace directory and yield ``play_one(trace)`` with the mismatch report added
-    (a trace that cannot be loaded yields the TraceResult saying why)."""
+    (a trace that cannot be loaded yields the TraceResult saying why). A v1 trace goes to
+    :func:`_play_v1` (``engine`` names the engine for it)."""
     for d in dirs:
         trace, bad = _load(Path(d))
         if bad is not None:
             yield bad
             continue
+        if isinstance(trace, V1Trace):
+            yield _play_v1(trace, cfg, engine)
+            continue
         yield add_mismatch_report(play_one(trace), trace, cfg)
+
+
+def _play_v1(trace: V1Trace, cfg: NvdlaConfig, engine: str | None) -> TraceResult:
+    """A v1 trace (NVIDIA's nvdlav1 format) on the model of a v1 configuration; FAIL with the
+    reason on another configuration, NOT-RUNNABLE on another engine."""
+    if cfg.register_map != "v1":
+        return TraceResult(trace.name, FAIL, "a v1 trace (input.txn) needs a configuration with "
+                           f"the v1 register map (--config nv_full), not {cfg.name}")
+    if engine != "model":
+        return TraceResult(trace.name, NOT_RUNNABLE, "v1 traces (input.txn) run on the model "
+                           "engine only so far (the RTL does not build nv_full yet)")
+    from verif.trace.model_engine import ModelEngine
+    return asyncio.run(play_v1(trace, ModelEngine(cfg)))
 
 
 def run_model(dirs: Iterable[Path], cfg: NvdlaConfig) -> Iterator[TraceResult]:
     """Play each trace directory on the numpy model; yields one TraceResult per trace."""
     from verif.trace.model_engine import ModelEngine
-    yield from _each(dirs, cfg, lambda trace: asyncio.run(play(trace, ModelEngine(cfg))))
+    yield from _each(dirs, cfg, lambda trace: asyncio.run(play(trace, ModelEngine(cfg))), "model")
 
 
 def run_amaranth(dirs: Iterable[Path], cfg: NvdlaConfig, timing: MemTiming = MemTiming(),
@@ -101,6 +121,12 @@ def run(dirs: Iterable[Path], engine: str, cfg: NvdlaConfig, *, waves: bool = Fa
         yield from run_board(dirs, cfg, max_cycles)
     elif engine == "rtl":
         from verif.trace.rtl_runner import run_rtl
+        for d in [d for d in dirs if is_v1_trace(d)]:
+            trace, bad = _load(d)
+            yield bad if bad is not None else _play_v1(trace, cfg, engine)
+        dirs = [d for d in dirs if not is_v1_trace(d)]
+        if not dirs:
+            return
         for res in run_rtl(dirs, config=cfg.name, waves=waves, rtl_filelist=rtl_filelist, jobs=jobs,
                            timing=timing, traces_per_process=traces_per_process,
                            intr_budget=max_cycles, **rtl_kw):

@@ -1,0 +1,123 @@
+"""NVIDIA's v1 trace format (verif/trace/v1.py): parser errors name file:line, ``.dat`` images,
+and the player on the model of nv_full (NVIDIA's own v1 traces where ../shared has them)."""
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from hdl.config import NV_FULL, NV_SMALL
+from verif.shared import have_shared, nvdla_dir
+from verif.trace.parser import TraceDataError, TraceSyntaxError, find_traces
+from verif.trace.player import FAIL, NOT_RUNNABLE, PASS
+from verif.trace.runner import run
+from verif.trace.v1 import load_v1_dat, load_v1_trace, parse_txn_line, play_v1
+
+V1 = nvdla_dir() / "traces" / "nv_full_v1"
+needs_v1 = pytest.mark.skipif(not have_shared() or not V1.is_dir(),
+                              reason="../shared/nvdla/traces/nv_full_v1 (NVIDIA's v1 traces) is absent")
+
+
+def _trace(tmp_path: Path, text: str, files: dict | None = None) -> Path:
+    d = tmp_path / "t"
+    d.mkdir()
+    (d / "input.txn").write_text(text)
+    for name, body in (files or {}).items():
+        (d / name).write_text(body)
+    return d
+
+
+def _rows(data: bytes, header: str = "Data_size = 0x40\n") -> str:
+    return header + "".join(" ".join(f"0x{b:02x}" for b in data[i:i + 32]) + "\n"
+                            for i in range(0, len(data), 32))
+
+
+def test_parse_commands():
+    c = parse_txn_line("write_reg 0xffff100b 0x800 #NVDLA_BDMA.CFG_DST_SURF_0", "f", 3)
+    assert c.kind == "write_reg" and c.args["reg"].trace_name == "NVDLA_BDMA.CFG_DST_SURF_0"
+    assert c.args["reg"].addr == 0x402C and c.args["value"] == 0x800
+    c = parse_txn_line("read_reg 0xffff0003 0x00000040 0x00000040 #GLB", "f", 4)
+    assert (c.args["mask"], c.args["expected"]) == (0x40, 0x40)
+    c = parse_txn_line("load_mem 0x50000000 0x1000 sample_surf.dat ", "f", 5)
+    assert c.args == {"addr": 0x50000000, "size": 0x1000, "mem": "sec_mem", "file": "sample_surf.dat"}
+    assert parse_txn_line("   # comment", "f", 1) is None
+    assert parse_txn_line("wait", "f", 1).kind == "wait"
+
+
+@pytest.mark.parametrize("line, why", [
+    ("write_reg 0xffff100b", "takes 2 arguments"),
+    ("poke 0x1 0x2", "unknown command 'poke'"),
+    ("write_reg 0xffff0fff 0x1", "no v1 register at CSB address 0x0000ffff"[:20]),
+    ("read_reg 0xffff0003 0x40 0x41", "outside its mask"),
+    ("load_mem 0x40000000 0x10 a.dat", "neither secondary"),
+    ("dump_mem 0x80000000 0x0 a.dat", "of 0 bytes"),
+    ("write_reg 0xffff100b 0xzz", "not a hexadecimal number"),
+])
+def test_malformed_lines_name_file_and_line(line, why):
+    with pytest.raises(TraceSyntaxError, match=r"^f:7: .*" + why[:12].replace("(", r"\(")):
+        parse_txn_line(line, "f", 7)
+
+
+def test_trace_must_check_its_last_write(tmp_path):
+    d = _trace(tmp_path, "wait\nwrite_reg 0xffff100c 0x1\n")
+    with pytest.raises(TraceSyntaxError, match=r"input.txn:2: nothing checks this write"):
+        load_v1_trace(d)
+
+
+def test_dat_rows_and_size(tmp_path):
+    data = bytes(range(64))
+    p = tmp_path / "a.dat"
+    p.write_text(_rows(data))
+    assert load_v1_dat(p, 40) == data[:40]
+    with pytest.raises(TraceDataError, match="64 bytes of data, the trace needs 96"):
+        load_v1_dat(p, 96)
+    p.write_text("Data_size = 1\n0x01 0x02\n")
+    with pytest.raises(TraceDataError, match=r"a.dat:2: a data row must be 32 bytes"):
+        load_v1_dat(p, 2)
+
+
+def test_player_reads_back_and_compares_memory(tmp_path):
+    """load_mem then dump_mem of the same bytes passes; a changed expected byte fails naming the
+    address and the bytes; a register read-back that differs fails naming the line."""
+    data = bytes((7 * i + 3) & 0xFF for i in range(64))
+    good = _trace(tmp_path, "load_mem 0x80000100 0x40 in.dat\ndump_mem 0x80000100 0x40 in.dat\n"
+                  "write_reg 0xffff100b 0x800\nread_reg 0xffff100b 0xffffffe0 0x800\n",
+                  {"in.dat": _rows(data)})
+    from verif.trace.model_engine import ModelEngine
+    r = asyncio.run(play_v1(load_v1_trace(good), ModelEngine(NV_FULL)))
+    assert r.status == PASS, r.message
+    bad = data[:9] + bytes([data[9] ^ 1]) + data[10:]
+    (good / "out.dat").write_text(_rows(bad))
+    txn = (good / "input.txn").read_text().replace("dump_mem 0x80000100 0x40 in.dat", "dump_mem 0x80000100 0x40 out.dat")
+    (good / "input.txn").write_text(txn.replace("0xffffffe0 0x800", "0xffffffe0 0x820"))
+    r = asyncio.run(play_v1(load_v1_trace(good), ModelEngine(NV_FULL)))
+    assert r.status == FAIL and "input.txn:2: dump_mem pri_mem 0x80000100+0x40" in r.message
+    assert f"first difference at 0x80000109 (offset 0x9): expected {bad[9]:#04x}, got {data[9]:#04x}" in r.message
+    (good / "out.dat").write_text(_rows(data))
+    r = asyncio.run(play_v1(load_v1_trace(good), ModelEngine(NV_FULL)))
+    assert r.status == FAIL and "input.txn:4: NVDLA_BDMA.CFG_DST_SURF_0 & 0xffffffe0 is 0x800" in r.message
+
+
+@needs_v1
+def test_nvidia_sanity0_on_the_model():
+    """NVIDIA's sanity0 (BDMA register read-back) on the model of nv_full; refused on nv_small;
+    not runnable on the rtl engine yet."""
+    res = list(run(find_traces([V1 / "sanity0"]), "model", NV_FULL))
+    assert [r.status for r in res] == [PASS], res[0].message
+    res = list(run(find_traces([V1 / "sanity0"]), "model", NV_SMALL))
+    assert res[0].status == FAIL and "--config nv_full" in res[0].message
+    res = list(run(find_traces([V1 / "sanity0"]), "rtl", NV_FULL))
+    assert res[0].status == NOT_RUNNABLE
+
+
+@needs_v1
+def test_every_nvidia_v1_trace_parses():
+    dirs = find_traces([V1])
+    assert len(dirs) == 11
+    for d in dirs:
+        t = load_v1_trace(d)
+        assert not t.missing_files() and t.poll_retries >= 1
+        for c in t.commands:
+            if c.kind in ("load_mem", "dump_mem"):
+                assert len(load_v1_dat(d / c.args["file"], c.args["size"])) == c.args["size"]
