@@ -27,7 +27,7 @@ last lines); :class:`RtlGenerationError` when ``hdl.build`` fails.
 ``NvdlaConfig.name``), used as is in directory names.
 
 Speed (issue 12): every build has ``--timing`` (the testbench top generates the clocks, see
-sim/tb/top.py) and ``OPT_FAST``; ``$NVDLA_SIM_THREADS`` (or ``threads=``) opts into Verilator
+sim/tb/top.py) and ``OPT_FAST`` (``$NVDLA_SIM_OPT`` overrides it); ``$NVDLA_SIM_THREADS`` (or ``threads=``) opts into Verilator
 ``--threads N`` (directory suffix ``-t<N>``). Builds of the project's own RTL for a preset
 (not ``--set`` variants, waves, xrand, public or threaded builds) are profile-guided (``pgo``,
 on by default, ``$NVDLA_SIM_PGO=0`` or ``--no-pgo`` turns it off; ``--pgo`` asks for it with
@@ -104,11 +104,20 @@ def xrand_plusargs(seed: int) -> list[str]:
 #: on a shared machine, within its noise); -march=native makes the build CPU-specific, so the
 #: CPU's model and feature flags are part of the cache key (``_cpu_id``).
 OPT_FAST = "-O3 -march=native"
+#: environment variable: the C++ optimisation flags instead of ``OPT_FAST`` (part of the cache
+#: key), e.g. ``-O1`` for NVIDIA's nv_full file list, whose 765 generated files take ~23 min to
+#: compile at -O1 on two cores and much longer at -O3
+OPT_ENV = "NVDLA_SIM_OPT"
 #: environment variable: Verilator ``--threads N`` for the model (opt-in, default 1; issue 12).
 #: Test and CI runs use 2 simulator processes on 2 cores, where threads only add contention
 #: (measured on the shared 2-core machine: ``--threads 2`` had not finished one play of
 #: dc_32x26x76_6x3x76x16_int8_0 after 8 CPU minutes, against ~3 s single-threaded).
 THREADS_ENV = "NVDLA_SIM_THREADS"
+
+
+def opt_fast() -> str:
+    """C++ optimisation flags of new builds: ``$NVDLA_SIM_OPT`` or ``OPT_FAST``."""
+    return os.environ.get(OPT_ENV, "").strip() or OPT_FAST
 #: environment variable: ``0`` turns profile-guided builds off (``build_sim(pgo=...)``).
 PGO_ENV = "NVDLA_SIM_PGO"
 #: GCC options of the two profile-guided compiles (``build_sim``; the profile directory is
@@ -559,11 +568,12 @@ def build_sim(config: str = "nv_small", *, rtl_filelist: str | Path | None = Non
         # without; the variants run a handful of traces each)
         pgo = build_pgo() and not rtl_filelist and SPEC_SEP not in config and training is not None
     pgo = bool(pgo) and not (waves or xrand or public or threads > 1)
+    opt = opt_fast()
     h = hashlib.sha256()
     h.update(json.dumps({"config": config, "verilator": inst.version, "cocotb": cocotb.__version__,
                          "flags": flags, "waves": bool(waves), "public": bool(public),
-                         "opt_fast": OPT_FAST,
-                         "cpu": _cpu_id() if "native" in OPT_FAST else "", "recipe": RECIPE,
+                         "opt_fast": opt,
+                         "cpu": _cpu_id() if "native" in opt else "", "recipe": RECIPE,
                          "timescale": TIMESCALE, "top": TOPLEVEL,
                          "sim_top": SIM_TOP, "ldflags": EXPORT_LDFLAGS,
                          "pgo": [PGO_GENERATE, PGO_USE, training.recipe] if pgo else None}).encode())
@@ -604,9 +614,10 @@ def build_sim(config: str = "nv_small", *, rtl_filelist: str | Path | None = Non
         R = _runner_class()
         runner = R()
         runner.fst, runner.public = bool(waves), bool(public)
+        runner.opt_fast = opt
         profile = bdir / "pgo"
         if pgo:
-            runner.opt_fast = f"{OPT_FAST} {PGO_GENERATE}{profile}"
+            runner.opt_fast = f"{opt} {PGO_GENERATE}{profile}"
             runner.extra_make = ("USER_LDFLAGS=-fprofile-generate",)    # links libgcov
         t0 = time.monotonic()
 
@@ -634,8 +645,8 @@ def build_sim(config: str = "nv_small", *, rtl_filelist: str | Path | None = Non
                           rtl_filelist, training)
             (bdir / SIM_TOP).unlink()
             runner.make_only, runner.extra_make = True, ()
-            runner.opt_fast = (f"{OPT_FAST} {PGO_USE}{profile}" if any(profile.glob("*.gcda"))
-                               else OPT_FAST)
+            runner.opt_fast = (f"{opt} {PGO_USE}{profile}" if any(profile.glob("*.gcda"))
+                               else opt)
             compile_(bdir / "build-pgo.log")
         dt = time.monotonic() - t0
         ok.write_text(json.dumps({"filelist": str(fl.path), "seconds": round(dt, 1),

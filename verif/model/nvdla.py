@@ -69,7 +69,7 @@ class Nvdla:
 
     def __init__(self, cfg: NvdlaConfig = NV_SMALL, mem: Memory | None = None,
                  cv_mem: Memory | None = None):
-        from verif.model import cdp, conv, pdp, sdp   # unit models
+        from verif.model import bdma, cdp, conv, pdp, sdp   # unit models
         self.cfg = cfg
         self.mem = mem if mem is not None else Memory(address_width=cfg.mem_address_width)
         #: the secondary memory (behind CVIF) when cfg.secondary_memif, else None
@@ -91,6 +91,8 @@ class Nvdla:
         self.sdp = sdp.SdpCore(cfg, self.mem, self.cv_mem)
         self.pdp = pdp.PdpCore(cfg, self.mem, self.cv_mem) if cfg.pdp else None
         self.cdp = cdp.CdpCore(cfg, self.mem, self.cv_mem) if cfg.cdp else None
+        self.bdma = (bdma.BdmaCore(self.mem, self.cv_mem, cfg.mem_address_width,
+                                   lambda g: self._raise("BDMA", g)) if cfg.bdma else None)
         self._intr_reg = self.regmap.lookup("NVDLA_GLB.S_INTR_STATUS_0").reg
         self._intr_bits, self._intr_mask_bits = self._glb_intr_bits()
 
@@ -144,7 +146,7 @@ class Nvdla:
                 self.glb.single[name] = value & self._intr_mask_bits
                 return
         name = ur.write(off, value)
-        core = {"SDP": self.sdp, "CDP": self.cdp, "PDP": self.pdp}.get(unit)
+        core = {"SDP": self.sdp, "CDP": self.cdp, "PDP": self.pdp, "BDMA": self.bdma}.get(unit)
         if core is not None and hasattr(core, "on_write"):
             core.on_write(ur, name, value)
         if name == "D_OP_ENABLE":
@@ -157,7 +159,7 @@ class Nvdla:
         r = ur.by_offset[off]
         if unit == "GLB" and r.name == "S_INTR_STATUS":
             return self.intr_status
-        core = {"SDP": self.sdp, "CDP": self.cdp, "PDP": self.pdp}.get(unit)
+        core = {"SDP": self.sdp, "CDP": self.cdp, "PDP": self.pdp, "BDMA": self.bdma}.get(unit)
         if core is not None and hasattr(core, "on_read"):
             v = core.on_read(ur, r.name)
             if v is not None:
@@ -286,4 +288,7 @@ class Nvdla:
 
     def busy_units(self) -> list[str]:
         """Units with an enabled group that has not run (waiting for a partner unit)."""
-        return [n for n, u in self.units.items() if any(u.enabled)]
+        busy = [n for n, u in self.units.items() if any(u.enabled)]
+        if self.bdma is not None and (any(self.bdma.busy) or self.bdma.queue):
+            busy.append("BDMA")
+        return busy
