@@ -30,7 +30,7 @@ from amaranth.lib.wiring import In, Out
 from hdl.axi import (AXI_ID_WIDTH, AXI_LEN_WIDTH, AxiMasterSignature, DmaReadSignature,
                      DmaWriteSignature)
 from hdl.config import NvdlaConfig
-from hdl.dma.clients import read_clients
+from hdl.dma.clients import read_clients, write_clients
 from hdl.lib.stream import PipelineStage
 
 __all__ = ["Mcif", "round_robin"]
@@ -94,7 +94,7 @@ class Mcif(wiring.Component):
         # at least one port per client of the table (hdl/dma/clients.py read_clients: ERDMA is
         # the 8th on a configuration with SDP's EW sub-unit)
         self.n_read = n_read or max(cfg.num_dma_read_clients, len(read_clients(cfg)))
-        self.n_write = n_write or cfg.num_dma_write_clients
+        self.n_write = n_write or max(cfg.num_dma_write_clients, len(write_clients(cfg)))
         self.w_order_depth = w_order_depth
         aw, dw = cfg.mem_address_width, cfg.primary_memif_width
         super().__init__({

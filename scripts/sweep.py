@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hdl.config import add_config_arguments, config_from_args  # noqa: E402
 from verif import cluster as dc  # noqa: E402
-from verif.gen.run import KINDS, prepare_all, run_programs  # noqa: E402
+from verif.gen.run import KINDS, OPTIONAL_KINDS, kinds_for, prepare_all, run_programs  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
 
@@ -47,7 +47,9 @@ def _progress(total: int):
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--unit", default="all", choices=KINDS + ("conv", "all"))
+    ap.add_argument("--unit", default="all", choices=KINDS + tuple(OPTIONAL_KINDS) + ("conv", "all"),
+                    help="layer type (all: every type the configuration has; bdma needs a "
+                         "configuration with BDMA, e.g. nv_full)")
     ap.add_argument("-n", type=int, default=10, help="programs per layer type")
     ap.add_argument("--seed", type=int, default=0, help="first seed")
     ap.add_argument("-j", "--jobs", type=int, default=2,
@@ -72,7 +74,10 @@ def main(argv=None) -> int:
     except dc.ClusterError as e:
         ap.exit(2, f"error: {e}\n")
     # "conv": the direct-convolution generator (dc), its earlier name here
-    kinds = list(KINDS) if args.unit == "all" else ["dc" if args.unit == "conv" else args.unit]
+    kinds = list(kinds_for(cfg)) if args.unit == "all" else ["dc" if args.unit == "conv" else args.unit]
+    if args.unit in OPTIONAL_KINDS and args.unit not in kinds_for(cfg):
+        ap.exit(2, f"error: --unit {args.unit}: configuration {cfg.name} has no "
+                   f"{OPTIONAL_KINDS[args.unit].upper()}\n")
     seeds = range(args.seed, args.seed + args.n)
     stats: dict[str, Counter] = defaultdict(Counter)
     failures = []

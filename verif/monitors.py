@@ -72,9 +72,9 @@ def our_ids(cfg) -> dict:
     MCIF client indices of its client table (hdl/dma/clients.py: ``read_clients(cfg)`` where
     the table depends on the configuration, e.g. SDP's ERDMA with ``sdp_ew``)."""
     from hdl.dma import clients
-    reads = clients.read_clients(cfg) if hasattr(clients, "read_clients") else clients.READ_CLIENTS
-    writes = clients.write_clients(cfg) if hasattr(clients, "write_clients") else clients.WRITE_CLIENTS
-    return {"read": frozenset(range(len(reads))), "write": frozenset(range(len(writes)))}
+    reads, writes = clients.read_clients(cfg), clients.write_clients(cfg)
+    return {"read": frozenset(i for i, c in enumerate(reads) if c is not None),
+            "write": frozenset(i for i, c in enumerate(writes) if c is not None)}
 
 
 class AxiMonitor:

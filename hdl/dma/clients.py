@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from hdl.config import NvdlaConfig
 
-__all__ = ["READ_CLIENTS", "EW_READ_CLIENTS", "WRITE_CLIENTS", "read_clients", "read_client",
-           "write_client", "dma_params", "read_dma_params", "write_dma_params"]
+__all__ = ["READ_CLIENTS", "EW_READ_CLIENTS", "WRITE_CLIENTS", "BDMA_READ_CLIENT", "BDMA_WRITE_CLIENT",
+           "read_clients",
+           "write_clients", "read_client", "write_client", "dma_params", "read_dma_params", "write_dma_params"]
 
 # index = MCIF read client = ARID; nv_small's 7 read ports (v1_hwarch "Memory interface"):
 # SDP's MRDMA, BRDMA (X1 operands), NRDMA (X2 operands), PDP_RDMA, CDP_RDMA, CDMA feature and
@@ -20,26 +21,37 @@ READ_CLIENTS = ("sdp_mrdma", "sdp_brdma", "sdp_nrdma", "pdp_rdma", "cdp_rdma", "
 # clients of optional sub-units, after the base table so that the base indices never move:
 # SDP's ERDMA (Y/EW operands) when cfg.sdp_ew (NVIDIA's nv_small has no EW, so no ERDMA port)
 EW_READ_CLIENTS = ("sdp_erdma",)
+# the Bridge DMA's read and write engines (hdl/bdma), after the others: indices 8 and 3
+BDMA_READ_CLIENT, BDMA_WRITE_CLIENT = "bdma_rd", "bdma_wr"
 # index = MCIF write client = AWID; nv_small's 3 write ports: SDP, PDP and CDP write DMAs
 WRITE_CLIENTS = ("sdp_wdma", "pdp_wdma", "cdp_wdma")
 
 
 def read_clients(cfg: NvdlaConfig) -> tuple:
     """The MCIF read clients of configuration ``cfg`` in index (= ARID) order: the 7 of
-    READ_CLIENTS, then ``sdp_erdma`` when cfg.sdp_ew."""
-    return READ_CLIENTS + (EW_READ_CLIENTS if cfg.sdp_ew else ())
+    READ_CLIENTS, then ``sdp_erdma`` when cfg.sdp_ew and ``bdma_rd`` (index 8) when cfg.bdma; an
+    index no client of ``cfg`` uses holds None (ERDMA's without SDP's EW, when BDMA is there)."""
+    out = READ_CLIENTS + (EW_READ_CLIENTS if cfg.sdp_ew else ((None,) if cfg.bdma else ()))
+    return out + ((BDMA_READ_CLIENT,) if cfg.bdma else ())
+
+
+def write_clients(cfg: NvdlaConfig) -> tuple:
+    """The MCIF write clients of ``cfg`` in index (= AWID) order: WRITE_CLIENTS, then
+    ``bdma_wr`` (index 3) when cfg.bdma."""
+    return WRITE_CLIENTS + ((BDMA_WRITE_CLIENT,) if cfg.bdma else ())
 
 
 def read_client(name: str) -> int:
     """MCIF read client index (= ARID) of DMA engine ``name`` (``sdp_erdma``: 7, present only
-    in configurations with cfg.sdp_ew, see :func:`read_clients`). Raises ValueError if
-    unknown."""
-    return (READ_CLIENTS + EW_READ_CLIENTS).index(name)
+    in configurations with cfg.sdp_ew; ``bdma_rd``: 8; see :func:`read_clients`). Raises
+    ValueError if unknown."""
+    return (READ_CLIENTS + EW_READ_CLIENTS + (BDMA_READ_CLIENT,)).index(name)
 
 
 def write_client(name: str) -> int:
-    """MCIF write client index (= AWID) of DMA engine ``name``. Raises ValueError if unknown."""
-    return WRITE_CLIENTS.index(name)
+    """MCIF write client index (= AWID) of DMA engine ``name`` (``bdma_wr``: 3). Raises ValueError
+    if unknown."""
+    return (WRITE_CLIENTS + (BDMA_WRITE_CLIENT,)).index(name)
 
 
 def dma_params(cfg: NvdlaConfig) -> dict:

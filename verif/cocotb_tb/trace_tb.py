@@ -45,8 +45,11 @@ from verif.axi_slave import MemTiming
 from verif.trace.parser import TraceSyntaxError, load_trace
 from verif.trace.player import FAIL, PASS, TraceResult, play
 from verif.trace.rtl_engine import RtlEngine
+from verif.trace.v1 import V1Trace, is_v1_trace, load_v1_trace, play_v1
 
 ENV = "NVDLA_TRACE_TB"
+#: cycles a v1 trace's ``wait`` may take (``--max-cycles`` overrides it)
+V1_INTR_BUDGET = 2_000_000
 
 
 def result_to_json(res: TraceResult, **extra) -> dict:
@@ -88,11 +91,14 @@ async def play_traces(dut):
     player = dict(cfg.get("player", {}))
     override = player.pop("intr_budget", None)
     mode = cfg.get("mode", "traces")
+    eng.cfg = hw          # the DUT's configuration: its register map places trace registers
     await eng.start()
     t_ready = time.time()
 
     def load(tdir):
         try:
+            if is_v1_trace(tdir):
+                return load_v1_trace(tdir), None
             return load_trace(tdir), None
         except (TraceSyntaxError, FileNotFoundError, OSError) as e:
             return None, TraceResult(os.path.basename(str(tdir).rstrip("/")), FAIL,
@@ -100,6 +106,10 @@ async def play_traces(dut):
 
     async def run_one(trace, **kw):
         from verif.trace.budget import trace_budget
+        if isinstance(trace, V1Trace):       # NVIDIA's v1 format (verif/trace/v1.py)
+            budget = override or V1_INTR_BUDGET
+            res = await play_v1(trace, eng, intr_budget=budget)
+            return await _protocol_verdict(eng, res), budget
         budget = trace_budget(trace, hw, override)
         res = await play(trace, eng, on_timeout=on_timeout, intr_budget=budget, **player, **kw)
         return await _protocol_verdict(eng, res), budget

@@ -25,6 +25,13 @@ import numpy as np
 from verif.gen.common import Program
 
 KINDS = ("sdp", "pdp", "cdp", "sdp_operands", "dc", "img")
+#: layer types of optional units, generated only for configurations that have the unit
+OPTIONAL_KINDS = {"bdma": "bdma"}
+
+
+def kinds_for(cfg) -> tuple[str, ...]:
+    """The layer types ``cfg`` can run: ``KINDS`` and the optional ones whose unit it has."""
+    return KINDS + tuple(k for k, flag in OPTIONAL_KINDS.items() if getattr(cfg, flag))
 
 
 class GenError(AssertionError):
@@ -32,7 +39,8 @@ class GenError(AssertionError):
 
 
 def generate(kind: str, seed: int, cfg) -> Program:
-    """The program of layer type ``kind`` (one of ``KINDS``) drawn from ``seed``."""
+    """The program of layer type ``kind`` (one of ``KINDS`` or ``OPTIONAL_KINDS``) drawn from
+    ``seed``. Raises ValueError for an unknown kind or one the configuration lacks the unit of."""
     if kind in ("sdp", "sdp_operands"):
         from functools import partial
 
@@ -46,10 +54,13 @@ def generate(kind: str, seed: int, cfg) -> Program:
         from verif.gen.dc import generate as g
     elif kind == "img":
         from verif.gen.img import generate as g
+    elif kind == "bdma":
+        from verif.gen.bdma import generate as g
     else:
-        raise ValueError(f"unknown layer type {kind!r} (one of {', '.join(KINDS)})")
+        raise ValueError(f"unknown layer type {kind!r} (one of "
+                         f"{', '.join(KINDS + tuple(OPTIONAL_KINDS))})")
     prog = g(seed, cfg)
-    if cfg.secondary_memif:
+    if cfg.secondary_memif and kind not in OPTIONAL_KINDS:   # BDMA draws its own memories
         # both memories (verif.gen.common.spread_over_memories); its own random stream, so a
         # seed draws the same layers with and without the secondary memory interface
         import random

@@ -97,17 +97,18 @@ class TraceWriter:
         self.lines.append(f"mem_init({mem}, {base:#x}, {size:#x}, ALL_ZERO);")
 
     def mem_load(self, base: int, data: bytes | Path, file: str | None = None,
-                 init: bool = False) -> str:
-        """Load ``data`` (bytes, or the path of an existing ``.dat`` image, copied) at ``base``;
-        ``file``: the image's file name (default ``<name>_<n>.dat``); ``init``: zero the region
-        first (``mem_init`` of ``len(data)`` bytes; bytes only). Returns the file name."""
+                 init: bool = False, mem: str = "pri_mem") -> str:
+        """Load ``data`` (bytes, or the path of an existing ``.dat`` image, copied) at ``base``
+        of memory ``mem`` (``pri_mem``/``sec_mem``); ``file``: the image's file name (default
+        ``<name>_<n>.dat``); ``init``: zero the region first (``mem_init`` of ``len(data)``
+        bytes; bytes only). Returns the file name."""
         file = file or (Path(data).name if isinstance(data, Path) else f"{self.name}_{len(self.images)}.dat")
         if file in self.images:
             raise ValueError(f"image {file} loaded twice")
         self.images[file] = data
         if init:
-            self.mem_init(base, len(data))
-        self.lines.append(f'mem_load(pri_mem, {base:#x}, "{file}");')
+            self.mem_init(base, len(data), mem)
+        self.lines.append(f'mem_load({mem}, {base:#x}, "{file}");')
         return file
 
     def reg_write(self, reg, value: int, comment: str | None = None) -> None:
@@ -122,10 +123,11 @@ class TraceWriter:
         """Wait for interrupt ``intr`` (``<UNIT>_<group>``, e.g. ``SDP_0``), naming it ``sync``."""
         self.lines.append(f"intr_notify({intr}, {sync});")
 
-    def check_crc(self, sync: str, base: int, size: int, crc: int | None = None) -> None:
-        """CRC-32 of ``size`` bytes at ``base`` once ``sync`` fired; ``crc`` None: a placeholder
-        (see :func:`fill_crcs_from_model`)."""
-        self.lines.append(_Check(sync, base, size, crc))
+    def check_crc(self, sync: str, base: int, size: int, crc: int | None = None,
+                  mem: str = "pri_mem") -> None:
+        """CRC-32 of ``size`` bytes at ``base`` of memory ``mem`` once ``sync`` fired; ``crc``
+        None: a placeholder (see :func:`fill_crcs_from_model`)."""
+        self.lines.append(_Check(sync, base, size, crc, mem))
 
     def check_nothing(self, sync: str) -> None:
         self.lines.append(f"check_nothing({sync});")

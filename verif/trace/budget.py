@@ -11,7 +11,8 @@ enabled layer must do:
   input cube (unless on the fly from CACC), each BRDMA/NRDMA/ERDMA operand cube it fetches
   (``*_DISABLE`` = 0: up to 2 operands of 2 bytes per element, counted as 4 cubes), SDP's output
   (unless on the fly to PDP); PDP_RDMA's input (twice; none on the fly) and PDP's output cube; CDP_RDMA's input and CDP's output (same size);
-  CDMA's input feature cube and weights (``D_WEIGHT_BYTES``);
+  CDMA's input feature cube and weights (``D_WEIGHT_BYTES``); each BDMA operation's copy, read
+  and written (counted at its ``CFG_OP.EN``);
 * ``ops``: element-steps of the datapaths: SDP/PDP/CDP elements (input cube, channels padded
   to the atom; PDP's twice, for the overlap of split-width bands), and for a convolution the atomic operations of CMAC (``docs/conv.md``: output
   width x height x kernel groups of ``mac_atomic_k`` x channel blocks of ``mac_atomic_c`` x
@@ -132,6 +133,17 @@ def _layer(regs: _Regs, unit: str, cfg) -> tuple[int, int]:
     return 0, 0
 
 
+def _bdma_bytes(regs: _Regs) -> int:
+    """Bytes one BDMA operation copies (the registers as written up to its CFG_OP.EN):
+    ``(SIZE + 1) * 32`` per line, ``LINE_REPEAT + 1`` lines, ``SURF_REPEAT + 1`` surfaces."""
+    vals = regs.vals[("BDMA", 0)]
+
+    def get(name: str, mask: int) -> int:
+        return vals[name][1] & mask if name in vals else 0
+    return ((get("CFG_LINE", 0x1FFF) + 1) * 32 * (get("CFG_LINE_REPEAT", 0xFFFFFF) + 1)
+            * (get("CFG_SURF_REPEAT", 0xFFFFFF) + 1))
+
+
 def work(trace, cfg) -> dict:
     """``{"bytes": ..., "ops": ..., "layers": ...}`` summed over the trace's kick-offs (module
     docstring). ``trace``: a parsed ``verif.trace.parser.Trace``; ``cfg``: an ``NvdlaConfig``."""
@@ -142,7 +154,10 @@ def work(trace, cfg) -> dict:
             continue
         ref, v = c.args["reg"], c.args["value"]
         regs.write(ref, v)
-        if ref.reg.name == "D_OP_ENABLE" and v & 1:
+        if ref.unit.name == "BDMA" and ref.reg.name == "CFG_OP" and v & 1:
+            tot["bytes"] += 2 * _bdma_bytes(regs)       # read and written
+            tot["layers"] += 1
+        elif ref.reg.name == "D_OP_ENABLE" and v & 1:
             b, o = _layer(regs, ref.unit.name, cfg)
             if b or o:
                 tot["bytes"] += b

@@ -4,29 +4,49 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from hdl.regmap import REGMAP
+from hdl.regmap import REGMAP, RegisterMap, regmap_for
 from verif.trace.player import TraceFailure, memory_of
 
 
-@lru_cache(maxsize=None)
-def kickoff_addrs() -> frozenset:
-    """Byte addresses of every unit's ``D_OP_ENABLE`` register (bit 0 set there starts a layer)."""
-    return frozenset(u.base + r.offset for u in REGMAP.units for r in u.registers
-                     if r.name == "D_OP_ENABLE")
+#: registers whose bit 0 starts work: a unit's register group, or a BDMA group
+KICKOFF_REGS = ("D_OP_ENABLE", "CFG_LAUNCH0", "CFG_LAUNCH1")
 
 
 @lru_cache(maxsize=None)
-def unit_status_regs() -> tuple:
-    """``(unit name, byte address, register)`` of every unit's ``S_STATUS`` register."""
-    return tuple((u.name, u.base + r.offset, r) for u in REGMAP.units for r in u.registers
-                 if r.name == "S_STATUS")
+def kickoff_addrs(regmap: RegisterMap = REGMAP) -> frozenset:
+    """Byte addresses of every unit's ``D_OP_ENABLE`` register and BDMA's ``CFG_LAUNCH0/1`` (bit
+    0 set there starts a layer or a BDMA group) in ``regmap`` (v2's by default)."""
+    return frozenset(u.base + r.offset for u in regmap.units for r in u.registers
+                     if r.name in KICKOFF_REGS)
 
 
-async def busy_units(reg_read) -> list[str]:
-    """Names (with the status value) of the units whose ``S_STATUS`` shows a busy register
-    group, read through the engine's ``reg_read`` coroutine; a read that times out is named."""
+@lru_cache(maxsize=None)
+def unit_status_regs(regmap: RegisterMap = REGMAP) -> tuple:
+    """``(unit name, byte address, register)`` of every unit's ``S_STATUS`` register (and
+    BDMA's ``STATUS``, whose GRP0/1_BUSY fields say the same) in ``regmap``."""
     out = []
-    for unit, addr, reg in unit_status_regs():
+    for u in regmap.units:
+        for r in u.registers:
+            if r.name == "S_STATUS":
+                out.append((u.name, u.base + r.offset, r))
+            elif u.name == "BDMA" and r.name == "STATUS":
+                busy = tuple(f for f in r.fields if f.name.endswith("_BUSY"))
+                out.append((u.name, u.base + r.offset, type(r)(r.name, r.offset, list(busy))))
+    return tuple(out)
+
+
+def engine_regmap(engine) -> RegisterMap:
+    """The register map of an engine's configuration (``engine.cfg``; v2 without one)."""
+    cfg = getattr(engine, "cfg", None)
+    return regmap_for(cfg) if cfg is not None else REGMAP
+
+
+async def busy_units(reg_read, regmap: RegisterMap = REGMAP) -> list[str]:
+    """Names (with the status value) of the units whose ``S_STATUS`` shows a busy register
+    group, read through the engine's ``reg_read`` coroutine; a read that times out is named.
+    ``regmap``: the DUT's register map (v1 on nv_full)."""
+    out = []
+    for unit, addr, reg in unit_status_regs(regmap):
         try:
             v = await reg_read(addr)
         except TraceFailure:
@@ -78,4 +98,4 @@ class SimEngineBase:
         return self._mem(mem).read_bytes(addr, size)
 
     async def busy_units(self) -> list[str]:
-        return await busy_units(self.reg_read)
+        return await busy_units(self.reg_read, engine_regmap(self))

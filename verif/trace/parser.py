@@ -63,8 +63,10 @@ class Command:
 
     @property
     def is_kickoff(self) -> bool:
-        """A ``reg_write`` of some unit's ``D_OP_ENABLE`` with bit 0 set (starts a layer)."""
-        return (self.kind == "reg_write" and self.args["reg"].reg.name == "D_OP_ENABLE"
+        """A ``reg_write`` of some unit's ``D_OP_ENABLE`` (starts a layer) or of BDMA's
+        ``CFG_LAUNCH0/1`` (starts a BDMA group) with bit 0 set."""
+        return (self.kind == "reg_write"
+                and self.args["reg"].reg.name in ("D_OP_ENABLE", "CFG_LAUNCH0", "CFG_LAUNCH1")
                 and bool(self.args["value"] & 1))
 
 

@@ -24,6 +24,13 @@ from verif.trace.parser import Trace, TraceDataError, TraceSyntaxError, load_dat
 GLB_INTR_MASK = REGMAP.lookup("NVDLA_GLB.S_INTR_MASK_0").addr
 GLB_INTR_STATUS = REGMAP.lookup("NVDLA_GLB.S_INTR_STATUS_0")
 
+
+def _engine_regmap(engine):
+    """The register map of ``engine.cfg`` (v1 on nv_full; v2 without a cfg)."""
+    from hdl.regmap import regmap_for
+    cfg = getattr(engine, "cfg", None)
+    return regmap_for(cfg) if cfg is not None else REGMAP
+
 PASS, FAIL, NOT_RUNNABLE = "PASS", "FAIL", "NOT-RUNNABLE"
 
 
@@ -132,6 +139,17 @@ class Player:
         self.last_intr_cycle: int | None = None
         self.checks: list[CheckResult] = []
         self.current = None   # the command being played (for error messages)
+        # a trace names registers; the engine's configuration places them (v1 on nv_full: the
+        # same names at v1's addresses, hdl/regmap/v1.py)
+        self.regmap = _engine_regmap(engine)
+        self._intr_status = self.regmap.lookup("NVDLA_GLB.S_INTR_STATUS_0")
+        self._intr_mask = self.regmap.lookup("NVDLA_GLB.S_INTR_MASK_0").addr
+
+    def _addr(self, ref) -> int:
+        """Byte address of a trace's register (a v2 RegRef) in the engine's register map."""
+        if self.regmap is REGMAP:
+            return ref.addr
+        return self.regmap.lookup(ref.trace_name).addr
 
     async def _timeout_text(self, what: str) -> str:
         busy = await self.engine.busy_units()
@@ -148,13 +166,13 @@ class Player:
                 f"{where}: no interrupt within {self.intr_budget} cycles while waiting for {waiting_for}"))
         self.last_intr_cycle = eng.cycle if self._intr_seen is None else self._intr_seen
         self._intr_seen = None
-        status = await eng.reg_read(GLB_INTR_STATUS.addr)
-        mask = await eng.reg_read(GLB_INTR_MASK)
+        status = await eng.reg_read(self._intr_status.addr)
+        mask = await eng.reg_read(self._intr_mask)
         val = status & ~mask
         if val == 0:
             raise TraceFailure(f"{where}: dla_intr is high but S_INTR_STATUS & ~S_INTR_MASK is 0 "
                                f"(status {status:#x}, mask {mask:#x})")
-        for f in GLB_INTR_STATUS.reg.fields:
+        for f in self._intr_status.reg.fields:
             if not (val >> f.lsb) & 1:
                 continue
             unit, group = f.name[:-len("_DONE_STATUS0")], int(f.name[-1])
@@ -169,7 +187,7 @@ class Player:
                 item, pre = q.popleft(), item
                 q.appendleft(pre)
             self.fired.add(item[1])
-        await eng.reg_write(GLB_INTR_STATUS.addr, val)
+        await eng.reg_write(self._intr_status.addr, val)
         self._pending_clear = (val, eng.cycle)
 
     async def _wait_intr_settled(self, where: str) -> None:
@@ -193,8 +211,8 @@ class Player:
             return
         while await eng.wait_intr(1):          # high now, or rose within one cycle
             seen = eng.cycle
-            status = await eng.reg_read(GLB_INTR_STATUS.addr)
-            mask = await eng.reg_read(GLB_INTR_MASK)
+            status = await eng.reg_read(self._intr_status.addr)
+            mask = await eng.reg_read(self._intr_mask)
             if status & ~mask:                  # really pending: the interrupt was seen then
                 self._intr_seen = seen
                 return
@@ -226,7 +244,7 @@ class Player:
                 for off, data in runs:
                     await eng.mem_write(a["base"] + off, data, mem=a["mem"])
             elif c.kind == "reg_write":
-                await eng.reg_write(a["reg"].addr, a["value"])
+                await eng.reg_write(self._addr(a["reg"]), a["value"])
                 if c.is_kickoff:
                     # count from the clock edge that accepts the kick-off write when the engine
                     # knows it (rtl: one edge after the request is driven); with that convention
@@ -235,10 +253,10 @@ class Player:
                     self.kick_cycle = getattr(eng, "write_accept_cycle", eng.cycle)
             elif c.kind == "poll_reg_equal":
                 start = eng.cycle or 0
-                while await eng.reg_read(a["reg"].addr) != a["value"]:
+                while await eng.reg_read(self._addr(a["reg"])) != a["value"]:
                     if eng.cycle is None:
                         raise TraceFailure(f"{c.where}: {a['reg'].trace_name} is "
-                                           f"{await eng.reg_read(a['reg'].addr):#x}, never {a['value']:#x}")
+                                           f"{await eng.reg_read(self._addr(a['reg'])):#x}, never {a['value']:#x}")
                     if eng.cycle - start > self.poll_budget:
                         raise TraceFailure(await self._timeout_text(
                             f"{c.where}: {a['reg'].trace_name} did not reach {a['value']:#x} "

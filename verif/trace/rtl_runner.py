@@ -38,6 +38,7 @@ from typing import Iterable, Iterator
 from sim.build import REPO, SIM_TOP, TIMESCALE, SimBuild
 from verif.trace.pgo import build_sim
 from verif.trace.parser import Trace, TraceSyntaxError, find_traces, load_trace
+from verif.trace.v1 import is_v1_trace, load_v1_trace
 from verif.trace.player import FAIL, NOT_RUNNABLE, CheckResult, TraceResult
 from verif.axi_slave import MemTiming
 
@@ -157,7 +158,7 @@ def run_rtl(traces: Iterable, config: str = "nv_small", waves: bool = False,
         # traces that cannot run are reported without starting a simulator (same wording as
         # play(): a missing memory image is NOT-RUNNABLE, an unparsable .cfg is a FAIL)
         try:
-            tr = t if isinstance(t, Trace) else load_trace(d)
+            tr = t if isinstance(t, Trace) else (load_v1_trace(d) if is_v1_trace(d) else load_trace(d))
         except (TraceSyntaxError, FileNotFoundError, OSError) as e:
             res = TraceResult(d.name, FAIL, f"cannot load trace: {e}")
             res.rtl = {}

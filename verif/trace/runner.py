@@ -60,8 +60,9 @@ def _play_v1(trace: V1Trace, cfg: NvdlaConfig, engine: str | None) -> TraceResul
         return TraceResult(trace.name, FAIL, "a v1 trace (input.txn) needs a configuration with "
                            f"the v1 register map (--config nv_full), not {cfg.name}")
     if engine != "model":
-        return TraceResult(trace.name, NOT_RUNNABLE, "v1 traces (input.txn) run on the model "
-                           "engine only so far (the RTL does not build nv_full yet)")
+        return TraceResult(trace.name, NOT_RUNNABLE, "v1 traces (input.txn) run on the model, "
+                           "or with --rtl-filelist on NVIDIA's nv_full RTL (ours does not build "
+                           "nv_full yet)")
     from verif.trace.model_engine import ModelEngine
     return asyncio.run(play_v1(trace, ModelEngine(cfg)))
 
@@ -121,18 +122,20 @@ def run(dirs: Iterable[Path], engine: str, cfg: NvdlaConfig, *, waves: bool = Fa
         yield from run_board(dirs, cfg, max_cycles)
     elif engine == "rtl":
         from verif.trace.rtl_runner import run_rtl
-        for d in [d for d in dirs if is_v1_trace(d)]:
-            trace, bad = _load(d)
-            yield bad if bad is not None else _play_v1(trace, cfg, engine)
-        dirs = [d for d in dirs if not is_v1_trace(d)]
-        if not dirs:
-            return
+        if rtl_filelist is None:       # our RTL does not build a v1 configuration yet
+            for d in [d for d in dirs if is_v1_trace(d)]:
+                trace, bad = _load(d)
+                yield bad if bad is not None else _play_v1(trace, cfg, engine)
+            dirs = [d for d in dirs if not is_v1_trace(d)]
+            if not dirs:
+                return
         for res in run_rtl(dirs, config=cfg.name, waves=waves, rtl_filelist=rtl_filelist, jobs=jobs,
                            timing=timing, traces_per_process=traces_per_process,
                            intr_budget=max_cycles, **rtl_kw):
             trace = None
             try:
-                trace = load_trace(next(d for d in dirs if d.name == res.name))
+                d = next(d for d in dirs if d.name == res.name)
+                trace = None if is_v1_trace(d) else load_trace(d)
             except (StopIteration, TraceSyntaxError, FileNotFoundError):
                 pass
             yield add_mismatch_report(res, trace, cfg) if trace is not None else res
