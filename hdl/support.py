@@ -25,10 +25,12 @@ def unbuilt(cfg: NvdlaConfig) -> list[str]:
     if cfg.feature_data_type != "int8" or cfg.weight_data_type != "int8":
         missing.append("int16/fp16 data")
     for flag, what in (("winograd", "Winograd convolution"), ("batch", "multi-batch convolution"),
-                       ("weight_compression", "weight compression"), ("bdma", "BDMA"),
-                       ("rubik", "RUBIK")):
+                       ("weight_compression", "weight compression"), ("rubik", "RUBIK")):
         if getattr(cfg, flag):
             missing.append(what)
+    # hdl/bdma: 32-byte atoms on the DMA engines, one per AXI beat at least
+    if cfg.bdma and cfg.axi_data_bytes < 32:
+        missing.append(f"BDMA on AXI beats of {cfg.axi_data_bytes} bytes (it moves 32-byte atoms)")
     # CVIF is MCIF's logic on the CV SRAM port, its clients the same DMA engines (hdl/top.py)
     if cfg.secondary_memif and cfg.secondary_memif_width != cfg.primary_memif_width:
         missing.append(f"a secondary memory interface {cfg.secondary_memif_width} bits wide "

@@ -3,7 +3,8 @@
 Two components:
 
 * :class:`NvdlaCore`: everything in the ``sync`` clock domain (CSB slave, GLB, all register
-  files, MCIF, the datapath units of ``DATAPATH_UNITS``: the convolution pipeline, SDP, CDP, PDP)
+  files, MCIF, the datapath units of ``DATAPATH_UNITS``: the convolution pipeline, SDP, CDP, PDP,
+  BDMA)
   but, with ``csb_clock=True``, the CSB port in the ``csb`` domain crossed by
   :class:`hdl.csb_cdc.CsbCdc`. Its ports are NVIDIA's CSB, DBB (``nvdla_core2dbb_*``), CV SRAM
   (``nvdla_core2cvsram_*``, only when cfg.secondary_memif) and ``dla_intr`` ports with NVIDIA's
@@ -38,6 +39,7 @@ from amaranth.lib.cdc import AsyncFFSynchronizer
 from amaranth.lib.wiring import In, Out
 
 from hdl.axi import AxiMasterSignature
+from hdl.bdma import Bdma
 from hdl.cdp import Cdp
 from hdl.config import NvdlaConfig
 from hdl.conv import ConvPipeline
@@ -54,7 +56,7 @@ from hdl.sdp import Sdp
 
 #: datapath units, each following the port convention of hdl/unit.py (register files, MCIF
 #: clients, GLB interrupt); a unit whose register files are not in cfg.units() is left out
-DATAPATH_UNITS = (ConvPipeline, Sdp, Cdp, Pdp)
+DATAPATH_UNITS = (ConvPipeline, Sdp, Cdp, Pdp, Bdma)
 
 __all__ = ["NvdlaCore", "DATAPATH_UNITS", "NV_nvdla", "DBB_PREFIX", "CVSRAM_PREFIX", "PWRBUS_PORTS",
            "CSB_DOMAIN"]

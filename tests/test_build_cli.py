@@ -76,7 +76,9 @@ def test_set_overrides_the_configuration(tmp_path, capsys, no_elaboration):
                                      "memory atoms"),
     ("nv_large+secondary_memif_width=512", "a secondary memory interface 512 bits wide beside "
                                            "a 256-bit primary one"),
-    ("nv_full", "Winograd convolution; multi-batch convolution; weight compression; BDMA; RUBIK"),
+    ("nv_full", "the v1 register map; Winograd convolution; multi-batch convolution; weight "
+                "compression; RUBIK"),
+    ("nv_small+bdma=True", "BDMA on AXI beats of 8 bytes (it moves 32-byte atoms)"),
 ])
 def test_unbuilt_configuration_is_one_line_exit_2(spec, missing, tmp_path, capsys, no_elaboration):
     """Issue 30 item 1: a configuration the RTL does not build yet stops hdl.build (and sim.build,

@@ -22,9 +22,11 @@ them; shared with the model only through the register map):
   channel = SURF_REPEAT, 13 bits each: the repeats NVIDIA's write stage can count), read by an
   :class:`hdl.dma.ReadDma` and written by an :class:`hdl.dma.WriteDma` joined by the atom
   stream; CFG_CMD's RAM types choose the memory of each (0 = CV SRAM, 1 = MC);
-* operations run one at a time: the next one starts when the last write of the current one is
-  acknowledged (NVIDIA's overlaps one operation's reads with the previous one's writes).
-  ``IDLE`` = no operation waiting or running and no launched group.
+* an operation's reads start as soon as the previous operation's read requests have left, its
+  writes as soon as the previous one's writes have left (a pipelined WriteDma counts the write
+  responses per operation): reads of one operation overlap the writes of the one before, as in
+  NVIDIA's BDMA, and nothing waits for a write response but the group's done. ``IDLE`` = no
+  operation waiting or in flight and no launched group.
 
 The stall counters (``STATUS_GRP*_*_STALL``) read 0 (not counted yet).
 
@@ -36,6 +38,7 @@ from __future__ import annotations
 
 from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import data, fifo, wiring
+from amaranth.lib.wiring import Out
 
 from hdl.config import NvdlaConfig
 from hdl.dma import ReadDma, WriteDma, read_dma_params, write_dma_params
@@ -64,6 +67,19 @@ def op_layout(addr_width: int) -> data.StructLayout:
         "src_surf": unsigned(STRIDE_BITS), "dst_surf": unsigned(STRIDE_BITS),
         "src_mc": 1, "dst_mc": 1,
     })
+
+
+class _CopyReadDma(ReadDma):
+    """ReadDma with ``walking`` Out(1): the cube's read requests have not all left yet (its
+    walker or run buffer holds runs); a next cube may start when it is low."""
+
+    def dma_members(self):
+        return {**super().dma_members(), "walking": Out(1)}
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        m.d.comb += self.walking.eq(m.submodules.walker.busy | m.submodules.run_skid.o.valid)
+        return m
 
 
 def _cube(addr, line, surf, op) -> Cat:
@@ -152,45 +168,59 @@ class Bdma(DatapathUnit):
                 m.d.sync += busy[g].eq(0)
 
         # ---- the engines ----
-        rd = ReadDma(atom_bytes=ATOM_BYTES, atom_elems=1, **{
+        rd = _CopyReadDma(atom_bytes=ATOM_BYTES, atom_elems=1, **{
             k: v for k, v in read_dma_params(cfg).items() if k not in ("atom_bytes", "atom_elems")})
-        wr = WriteDma(atom_bytes=ATOM_BYTES, atom_elems=1, **{
+        wr = WriteDma(atom_bytes=ATOM_BYTES, atom_elems=1, pipelined=True, **{
             k: v for k, v in write_dma_params(cfg).items() if k not in ("atom_bytes", "atom_elems")})
         m.submodules.rd, m.submodules.wr = rd, wr
         wiring.connect(m, rd.atoms, wr.atoms)
 
-        # ---- the sequencer: groups in launch order, operations one at a time ----
-        cur = data.View(lay, Signal(lay.size, name="cur_op"))
+        # ---- the sequencer ----
+        # groups in launch order; an operation's read starts as soon as the previous one's read
+        # requests have all left (its destination cube then waits in ``pending`` for the write
+        # engine), its write as soon as the previous one's writes have left (their responses
+        # are counted per cube by the pipelined WriteDma): reads of one operation overlap the
+        # writes of the one before, as in NVIDIA's BDMA
         running = Signal()          # a group has been taken from the launch queue
         group = Signal()
         left = Signal(range(QUEUE_DEPTH + 1))     # operations of the group not started
-        copying = Signal()          # an operation's copy is in flight
         head = data.View(grp_layout, groups.r_data)
-        start = Signal()
+        op = data.View(lay, ops.r_data)
+        dst_layout = data.StructLayout({"cube": cube_layout(aw), "mc": 1, "last": 1, "group": 1})
+        m.submodules.pending = pending = fifo.SyncFIFOBuffered(width=dst_layout.size, depth=2)
+        m.submodules.writing = writing = fifo.SyncFIFOBuffered(width=2, depth=WriteDma.PIPELINED_CUBES + 1)
+        pnew, phead = data.View(dst_layout, pending.w_data), data.View(dst_layout, pending.r_data)
+        src_mc, dst_mc = Signal(), Signal()   # RAM types of the requests leaving each engine
+        rd_go, wr_go = Signal(), Signal()
         m.d.comb += [
-            start.eq(running & (left != 0) & ops.r_rdy & ~copying),
-            ops.r_en.eq(start),
+            rd_go.eq(running & (left != 0) & ops.r_rdy & ~rd.walking & pending.w_rdy),
+            ops.r_en.eq(rd_go), rd.start.eq(rd_go),
+            rd.cube.eq(_cube(op.src, op.src_line, op.src_surf, op)),
+            pending.w_en.eq(rd_go),
+            pnew.cube.eq(_cube(op.dst, op.dst_line, op.dst_surf, op)), pnew.mc.eq(op.dst_mc),
+            pnew.last.eq(left == 1), pnew.group.eq(group),
             groups.r_en.eq(~running),
+            wr_go.eq(pending.r_rdy & ~wr.busy & writing.w_rdy),
+            pending.r_en.eq(wr_go), wr.start.eq(wr_go), wr.cube.eq(phead.cube),
+            writing.w_en.eq(wr_go), writing.w_data.eq(Cat(phead.last, phead.group)),
         ]
         with m.If(~running & groups.r_rdy):
             # a group of no operation stays running forever (NVIDIA's BDMA never completes it)
             m.d.sync += [running.eq(1), group.eq(head.group), left.eq(head.count)]
-        with m.If(start):
-            m.d.sync += [cur.eq(ops.r_data), copying.eq(1), left.eq(left - 1)]
-        op = data.View(lay, ops.r_data)
-        m.d.comb += [
-            rd.start.eq(start), wr.start.eq(start),
-            rd.cube.eq(_cube(op.src, op.src_line, op.src_surf, op)),
-            wr.cube.eq(_cube(op.dst, op.dst_line, op.dst_surf, op)),
-        ]
-        with m.If(copying & wr.done):
-            m.d.sync += copying.eq(0)
-            with m.If(left == 0):
+        with m.If(rd_go):
+            m.d.sync += [left.eq(left - 1), src_mc.eq(op.src_mc)]
+            with m.If(left == 1):
                 m.d.sync += running.eq(0)
-                m.d.comb += done_grp.eq(Mux(group, 0b10, 0b01))
-        connect_dma(m, rd.dma, self.bdma_rd, cur.src_mc)
-        connect_dma(m, wr.dma, self.bdma_wr, cur.dst_mc)
+        with m.If(wr_go):
+            m.d.sync += dst_mc.eq(phead.mc)
+        # a cube's writes all acknowledged: the group's done when it was its last operation
+        m.d.comb += writing.r_en.eq(wr.done)
+        with m.If(wr.done & writing.r_data[0]):
+            m.d.comb += done_grp.eq(Mux(writing.r_data[1], 0b10, 0b01))
+        connect_dma(m, rd.dma, self.bdma_rd, src_mc)
+        connect_dma(m, wr.dma, self.bdma_wr, dst_mc)
         m.d.comb += self.done_grp.eq(done_grp)
+        copying = rd.busy | wr.busy | pending.r_rdy | writing.r_rdy
 
         # ---- status ----
         level = ops.level
@@ -199,9 +229,10 @@ class Bdma(DatapathUnit):
         hw = rf.hw
         m.d.comb += [
             hw.status["free_slot"].eq(free),
-            hw.status["idle"].eq((level == 0) & ~running & ~groups.r_rdy & ~copying),
+            hw.status["idle"].eq((level == 0) & ~running & ~groups.r_rdy & ~copying
+                                 & (pending.level == 0) & (writing.level == 0)),
             hw.status["grp0_busy"].eq(busy[0]),
             hw.status["grp1_busy"].eq(busy[1]),
-            self.busy.eq(running | copying | (level != 0)),
+            self.busy.eq(running | copying | (level != 0) | (writing.level != 0)),
         ]
         return m

@@ -37,10 +37,21 @@ class WriteDma(WalkerDma):
     whole cube is written and acknowledged; ``busy`` Out(1) from ``start`` to ``done``.
     Throughput: one atom per cycle.
 
+    ``pipelined`` (default False): cubes follow each other without waiting for write
+    responses. ``busy`` then covers a cube until its last request and data beat have left (its
+    atoms are all packed and sent), so the next cube may start while responses are due;
+    ``done`` pulses once per cube, in order, when that cube's bursts are all acknowledged (up to
+    ``PIPELINED_CUBES`` cubes awaiting responses; ``busy`` stays high while that many are).
+
     Raises ValueError: see :func:`hdl.dma.walker.check_dma_params`, or ``depth <= max_burst``.
     """
 
     spare_depth = 1      # a burst is queued whole before its request: one more beat keeps flowing
+    PIPELINED_CUBES = 4  # cubes awaiting their write responses in pipelined mode
+
+    def __init__(self, *, pipelined: bool = False, **kw):
+        self.pipelined = pipelined
+        super().__init__(**kw)
 
     def dma_members(self):
         return {"atoms": In(stream.Signature(self.atom_shape)),
@@ -112,6 +123,10 @@ class WriteDma(WalkerDma):
             reqq.w_en.eq(fire & last_of_run),
         ]
 
+        if self.pipelined:
+            self._pipelined_done(m, reqq, datq, runs, run)
+            return m
+
         # completion: every queued burst acknowledged after the cube's last run
         running = Signal()
         all_queued = Signal()
@@ -133,3 +148,25 @@ class WriteDma(WalkerDma):
             m.d.sync += [running.eq(0), all_queued.eq(0)]
         m.d.comb += self.busy.eq(running)
         return m
+
+    def _pipelined_done(self, m: Module, reqq, datq, runs, run) -> None:
+        """``done`` per cube in pipelined mode (class docstring): the bursts of each cube are
+        counted as they are queued and pushed, at its last run, into a FIFO; write responses
+        (in order: one client, one AXI ID) count toward the oldest cube of it."""
+        m.submodules.cube_bursts = cq = fifo.SyncFIFOBuffered(width=OUTSTANDING_BITS,
+                                                              depth=self.PIPELINED_CUBES)
+        queued = reqq.w_en
+        bursts = Signal(OUTSTANDING_BITS)           # bursts queued of the cube being packed
+        acked = Signal(OUTSTANDING_BITS)            # responses toward the oldest cube
+        with m.If(queued):
+            m.d.sync += bursts.eq(Mux(run.last, 0, bursts + 1))
+        m.d.comb += [cq.w_data.eq(bursts + 1), cq.w_en.eq(queued & run.last)]
+        total = Signal(OUTSTANDING_BITS)
+        finish = Signal()
+        m.d.comb += [total.eq(acked + self.dma.done),
+                     finish.eq(cq.r_rdy & (total == cq.r_data)),
+                     cq.r_en.eq(finish), self.done.eq(finish)]
+        m.d.sync += acked.eq(Mux(finish, 0, total))
+        # levels, not r_rdy: an entry is in a buffered FIFO a cycle before it can be read
+        m.d.comb += self.busy.eq(runs.valid | (reqq.level != 0) | (datq.level != 0) | ~cq.w_rdy
+                                 | m.submodules.walker.busy)
