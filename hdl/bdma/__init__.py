@@ -28,7 +28,11 @@ them; shared with the model only through the register map):
   NVIDIA's BDMA, and nothing waits for a write response but the group's done. ``IDLE`` = no
   operation waiting or in flight and no launched group.
 
-The stall counters (``STATUS_GRP*_*_STALL``) read 0 (not counted yet).
+Stall counters as NVIDIA's: a read stall (request valid, not taken) counts for the group being
+handed out, write stalls (request or data) in one counter; ``CFG_STATUS.STALL_COUNT_EN``
+freezes them; ``STATUS_GRPn_*_STALL`` read 0 from group n's launch and take the counts at its
+done. They count cycles of this design, so they differ from NVIDIA's (and the untimed model
+reads 0).
 
 Parameters come from the configuration: atoms of 32 bytes on AXI beats of
 ``cfg.primary_memif_width`` bits (at least 256: an atom must fit a beat), bursts of
@@ -222,6 +226,35 @@ class Bdma(DatapathUnit):
         m.d.comb += self.done_grp.eq(done_grp)
         copying = rd.busy | wr.busy | pending.r_rdy | writing.r_rdy
 
+        # ---- stall counters (NVIDIA's nvdlav1 BDMA, verif/model/bdma.py lists the facts) ----
+        # a read stall (request valid, not taken) counts for the group whose operations are
+        # being handed out, a write stall (request or data valid, not taken) in one counter for
+        # both; CFG_STATUS.STALL_COUNT_EN freezes them; a group's STATUS_GRPn_* registers read 0
+        # from its launch and take the counts at its done, when its read counter and the write
+        # counter restart from 0
+        count_en = raw("cfg_status")[0]
+        rd_stall = self.bdma_rd.req.valid & ~self.bdma_rd.req.ready
+        wr_stall = ((self.bdma_wr.req.valid & ~self.bdma_wr.req.ready)
+                    | (self.bdma_wr.data.valid & ~self.bdma_wr.data.ready))
+        rd_count = [Signal(32, name=f"rd_stall{g}") for g in range(2)]
+        wr_count = Signal(32)
+        snap_rd = [Signal(32, name=f"grp{g}_read_stall") for g in range(2)]
+        snap_wr = [Signal(32, name=f"grp{g}_write_stall") for g in range(2)]
+        for g in range(2):
+            with m.If(done_grp[g]):
+                m.d.sync += [snap_rd[g].eq(rd_count[g]), snap_wr[g].eq(wr_count)]
+                with m.If(count_en):
+                    m.d.sync += rd_count[g].eq(0)
+            with m.Elif(count_en & rd_stall & (group == g)):
+                m.d.sync += rd_count[g].eq(rd_count[g] + 1)
+            with m.If(launch[g]):
+                m.d.sync += [snap_rd[g].eq(0), snap_wr[g].eq(0)]
+        with m.If(count_en):
+            with m.If(done_grp.any()):
+                m.d.sync += wr_count.eq(0)
+            with m.Elif(wr_stall):
+                m.d.sync += wr_count.eq(wr_count + 1)
+
         # ---- status ----
         level = ops.level
         free = Signal(8)
@@ -233,6 +266,10 @@ class Bdma(DatapathUnit):
                                  & (pending.level == 0) & (writing.level == 0)),
             hw.status["grp0_busy"].eq(busy[0]),
             hw.status["grp1_busy"].eq(busy[1]),
+            hw.status_grp0_read_stall["count"].eq(snap_rd[0]),
+            hw.status_grp0_write_stall["count"].eq(snap_wr[0]),
+            hw.status_grp1_read_stall["count"].eq(snap_rd[1]),
+            hw.status_grp1_write_stall["count"].eq(snap_wr[1]),
             self.busy.eq(running | copying | (level != 0) | (writing.level != 0)),
         ]
         return m
