@@ -14,7 +14,7 @@ from collections import deque
 import pytest
 from streams import stream_put
 from test_dma_walker import (ADDR_WIDTH, DMA_SHAPES, LONG_CUBES, check_requests, dma_setup,
-                             expected_atoms, run_sim, start_cube)
+                             expected_atoms, random_cube, run_sim, start_cube)
 
 from hdl.dma import WriteDma
 
@@ -144,6 +144,69 @@ def test_write_dma_bursts_and_throughput(max_burst, cube):
 
     run_sim(dut, bench, background=[make_memory_bench(dut, mem, rng, log, p_ready=1.0,
                                                       max_latency=3)])
+
+
+@pytest.mark.parametrize("atom_bytes,beat_bytes,max_burst", [(8, 8, 1), (4, 8, 2), (8, 8, 4)])
+def test_write_dma_pipelined(atom_bytes, beat_bytes, max_burst):
+    """``pipelined=True``: the cubes follow each other (each started as soon as ``busy`` drops,
+    before the previous one's write responses), one ``done`` per cube in order, after its last
+    response; the memory image is the plain formula's; some cube starts before the previous
+    one's ``done``."""
+    rng = random.Random(atom_bytes * 3 + max_burst)
+    dut = WriteDma(addr_width=ADDR_WIDTH, atom_bytes=atom_bytes, atom_elems=atom_bytes,
+                   beat_bytes=beat_bytes, max_burst=max_burst, depth=2 * max_burst + 1,
+                   pipelined=True)
+    mem = bytearray(rng.randrange(256) for _ in range(1 << ADDR_WIDTH))
+    log = {"reqs": [], "errors": []}
+    cubes, taken = [], set()
+    while len(cubes) < 8:
+        c = random_cube(rng, atom_bytes, atom_bytes)
+        addrs = set(expected_atoms(c, atom_bytes, atom_bytes))
+        if not addrs & taken:             # cubes never overlap: the final image is defined
+            cubes.append(c)
+            taken |= addrs
+    want = bytearray(mem)
+    values = []
+    for c in cubes:
+        vs = [rng.randrange(1 << (8 * atom_bytes)) for _ in expected_atoms(c, atom_bytes, atom_bytes)]
+        for a, v in zip(expected_atoms(c, atom_bytes, atom_bytes), vs):
+            want[a:a + atom_bytes] = v.to_bytes(atom_bytes, "little")
+        values.append(vs)
+    events = []
+
+    async def watch(ctx):
+        cycle = 0
+        async for _, _, done, start in ctx.tick().sample(dut.done, dut.start):
+            if done:
+                events.append(("done", cycle))
+            if start:
+                events.append(("start", cycle))
+            cycle += 1
+
+    async def feeder(ctx):
+        for vs in values:
+            await stream_put(ctx, dut.atoms, vs, rng=rng, p_stall=0.2)
+
+    async def bench(ctx):
+        for c in cubes:
+            while ctx.get(dut.busy):
+                await ctx.tick()
+            await start_cube(ctx, dut, c)
+        for _ in range(2000):
+            if sum(e[0] == "done" for e in events) == len(cubes):
+                break
+            await ctx.tick()
+        assert sum(e[0] == "done" for e in events) == len(cubes), events
+        assert mem == want
+        assert not log["errors"], log["errors"][:3]
+        # cube k's done after cube k's start, in order; some start precedes the previous done
+        starts = [t for k, t in events if k == "start"]
+        dones = [t for k, t in events if k == "done"]
+        assert all(d > s for s, d in zip(starts, dones))
+        assert any(s < d for s, d in zip(starts[1:], dones))
+
+    run_sim(dut, bench, background=[make_memory_bench(dut, mem, rng, log, max_latency=25), feeder,
+                                    watch])
 
 
 @pytest.mark.parametrize("max_burst,depth", [(1, 1), (4, 4), (4, 2)])
