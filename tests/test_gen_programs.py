@@ -309,3 +309,27 @@ def test_bdma_programs_are_legal_and_cover_the_unit(tmp_path):
     assert min(seen["chain"], seen["high"], seen["low_bits"], seen["two_in_flight"]) > 0, seen
     with pytest.raises(ValueError, match="no BDMA"):
         generate("bdma", 0, NV_SMALL)
+
+
+def test_rubik_programs_are_legal_and_cover_the_modes(tmp_path):
+    """RUBIK programs (verif/gen/rubik.py) run to their end on the model of nv_full, a CRC per
+    layer output per memory; over 30 seeds: each mode in each precision, phases of 9 and more,
+    DATAOUT_CHANNEL other than DATAIN_CHANNEL, 32-byte-aligned planes; refused without RUBIK."""
+    from hdl.config import NV_FULL
+    descs = []
+    for seed in range(30):
+        p = prepare(generate("rubik", seed, NV_FULL), tmp_path, NV_FULL)
+        assert len(p.model.checks) == len(p.prog.writer.checks) == 2 * len(p.prog.layers)
+        if seed < 3:
+            (res,) = run_model([p.dir], NV_FULL)
+            assert res.status == "PASS", res.message
+        descs += [lay.desc for lay in p.prog.layers]
+    for mode in ("contract", "split", "merge"):
+        for prec in ("int8", "int16", "fp16"):
+            assert any(d.startswith(f"{mode} {prec}") for d in descs), (mode, prec)
+    import re
+    assert any(int(re.search(r" s(\d+)x", d).group(1)) >= 9 for d in descs if d.startswith("contract"))
+    assert any(int(d.split()[-3]) != int(d.split()[2].split("x")[2]) for d in descs if not d.startswith("contract"))
+    assert any(d.endswith("align 32") for d in descs)
+    with pytest.raises(ValueError, match="no RUBIK"):
+        generate("rubik", 0, NV_SMALL)

@@ -69,7 +69,7 @@ class Nvdla:
 
     def __init__(self, cfg: NvdlaConfig = NV_SMALL, mem: Memory | None = None,
                  cv_mem: Memory | None = None):
-        from verif.model import bdma, cdp, conv, pdp, sdp   # unit models
+        from verif.model import bdma, cdp, conv, pdp, rubik, sdp   # unit models
         self.cfg = cfg
         self.mem = mem if mem is not None else Memory(address_width=cfg.mem_address_width)
         #: the secondary memory (behind CVIF) when cfg.secondary_memif, else None
@@ -91,6 +91,8 @@ class Nvdla:
         self.sdp = sdp.SdpCore(cfg, self.mem, self.cv_mem)
         self.pdp = pdp.PdpCore(cfg, self.mem, self.cv_mem) if cfg.pdp else None
         self.cdp = cdp.CdpCore(cfg, self.mem, self.cv_mem) if cfg.cdp else None
+        self.rubik = (rubik.RubikCore(self.mem, self.cv_mem, cfg.mem_address_width)
+                      if cfg.rubik else None)
         self.bdma = (bdma.BdmaCore(self.mem, self.cv_mem, cfg.mem_address_width,
                                    lambda g: self._raise("BDMA", g)) if cfg.bdma else None)
         self._intr_reg = self.regmap.lookup("NVDLA_GLB.S_INTR_STATUS_0").reg
@@ -207,7 +209,7 @@ class Nvdla:
         """Run every hardware layer whose units are all armed, until none is."""
         progress = True
         while progress:
-            progress = self._try_sdp() or self._try_pdp() or self._try_cdp()
+            progress = self._try_sdp() or self._try_pdp() or self._try_cdp() or self._try_rbk()
 
     def _sdp_needs_rdma(self, sdp) -> bool:
         if sdp.f("FLYING_MODE") == 0:       # OFF: input cube from memory through MRDMA
@@ -283,6 +285,14 @@ class Nvdla:
         self.cdp.run(self.units["CDP_RDMA"].view(), self.units["CDP"].view())
         self.units["CDP_RDMA"].complete()
         self._raise("CDP", self.units["CDP"].complete())
+        self.layers_run += 1
+        return True
+
+    def _try_rbk(self) -> bool:
+        if self.rubik is None or not self._armed("RBK"):
+            return False
+        self.rubik.run(self.units["RBK"].view())
+        self._raise("RUBIK", self.units["RBK"].complete())
         self.layers_run += 1
         return True
 
