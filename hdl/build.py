@@ -6,7 +6,10 @@ Writes ``<out>/NV_nvdla.v`` (Amaranth's Verilog backend with its built-in Yosys)
 Options:
   ``--config SPEC``, ``--set NAME=VALUE``  the configuration (``hdl.config``); the default output
                        directory is ``build/<cfg.name>``.
-  ``--c-header PATH``  also write the C register header from ``hdl.regmap.cheader.render(cfg)``.
+  ``--c-header PATH``  also write the C register header from ``hdl.regmap.cheader.render(cfg)``
+                       (the configuration's register map: v1 on nv_full).
+  ``--header-only``    with ``--c-header``: write the header only, no Verilog (also for a
+                       configuration the RTL does not build yet, e.g. nv_full).
   ``--lint``           run ``verilator --lint-only -Wall`` with ``sim/lint.vlt`` on the output;
                        exit status 1 when Verilator reports anything.
 
@@ -96,10 +99,25 @@ def main(argv=None) -> int:
     add_config_arguments(ap)
     ap.add_argument("-o", "--out", default=None, help="output directory (default build/<config>)")
     ap.add_argument("--c-header", metavar="PATH", help="also write the C register header")
+    ap.add_argument("--header-only", action="store_true",
+                    help="with --c-header: write only the header, no Verilog (any configuration, "
+                         "e.g. nv_full, whose RTL is not built yet)")
     ap.add_argument("--lint", action="store_true",
                     help="run verilator --lint-only -Wall with sim/lint.vlt on the output")
     args = ap.parse_args(argv)
     cfg = config_from_args(args, ap)
+    if args.header_only:
+        if not args.c_header:
+            print("error: --header-only needs --c-header PATH", file=sys.stderr)
+            return 2
+        why = check_writable(Path(args.c_header), False)
+        if why:
+            print(f"error: --c-header {args.c_header}: {why}", file=sys.stderr)
+            return 2
+        from hdl.regmap import cheader
+        Path(args.c_header).write_text(cheader.render(cfg))
+        print(f"wrote {args.c_header}")
+        return 0
     try:
         check_buildable(cfg)
     except UnbuiltConfig as e:

@@ -62,6 +62,10 @@ def main(argv=None) -> int:
                     help="where the trace directories of failing programs are kept")
     ap.add_argument("--rtl-filelist", type=Path, default=None,
                     help="drive another NV_nvdla (e.g. NVIDIA's RTL) from this Verilator file list")
+    ap.add_argument("--warmup", type=Path, action="append", default=None, metavar="DIR",
+                    help="play trace DIR first in every simulator process, its result not "
+                         "counted (NVIDIA's nv_full RTL garbles its first BDMA transfer after "
+                         "power-up: README 'nv_full'); repeatable")
     ap.add_argument("--any-axi-id", action="store_true",
                     help="let the AXI monitor accept any ID (e.g. our RTL built elsewhere through --rtl-filelist)")
     ap.add_argument("--work", type=Path, default=None, help="work directory (default: a temporary one)")
@@ -110,7 +114,8 @@ def main(argv=None) -> int:
             for o in run_programs(preps, cfg, mem_profile=args.mem_profile, mem_seed=args.mem_seed,
                                   jobs=args.jobs, per_process=args.per_process,
                                   rtl_filelist=args.rtl_filelist,
-                                  axi_ids=None if args.any_axi_id else "auto"):
+                                  axi_ids=None if args.any_axi_id else "auto",
+                                  warmup=args.warmup):
                 stats[kind]["run"] += 1
                 stats[kind][o.status] += 1
                 records.append(dc.ItemRecord(f"{o.kind} seed {o.seed}", "pass" if o.ok else "fail",

@@ -45,3 +45,14 @@ def test_nv_full_header_uses_the_v1_map():
     assert defs["RBK_S_STATUS_0"] == "(_MK_ADDR_CONST(0x10000))"
     assert defs["SDP_D_DST_BASE_ADDR_LOW_0_DST_BASE_ADDR_LOW_SHIFT"] == "(_MK_SHIFT_CONST(5))"
     assert not any(k.startswith("CFGROM_") for k in defs)
+
+
+def test_header_only_cli_for_a_configuration_without_rtl(tmp_path, capsys):
+    """``python -m hdl.build --config nv_full --c-header H --header-only`` writes nv_full's v1
+    header although the RTL does not build nv_full; without --c-header it is a usage error."""
+    import hdl.build
+    h = tmp_path / "nvdla_full.h"
+    assert hdl.build.main(["--config", "nv_full", "--c-header", str(h), "--header-only"]) == 0
+    assert "(_MK_ADDR_CONST(0x4034))" in h.read_text()          # BDMA CFG_LAUNCH0 at v1's 0x4000
+    assert hdl.build.main(["--config", "nv_full", "--header-only"]) == 2
+    assert "--header-only needs --c-header" in capsys.readouterr().err

@@ -1,7 +1,8 @@
 """cocotb test module: plays NVIDIA trace tests on the simulated NV_nvdla.
 
 Driven by ``verif.trace.rtl_runner`` through the environment variable ``NVDLA_TRACE_TB`` (JSON):
-``traces`` (trace directories, played in order), ``results`` (a JSON-lines file: one object
+``traces`` (trace directories, played in order), ``warmup`` (trace directories played first,
+results not written), ``results`` (a JSON-lines file: one object
 per finished trace, appended and flushed as each trace ends, so a crash loses only the trace
 that was running), ``timing`` (the fields of ``verif.axi_slave.MemTiming``: read_latency,
 accept_every, profile, seed), ``player`` (Player keyword arguments: intr_budget - an override of
@@ -143,6 +144,11 @@ async def play_traces(dut):
                 emit(out, res, c0, t0)
             return
         first = True
+        for wdir in cfg.get("warmup", []):      # played, not reported (run_rtl's ``warmup``)
+            trace, _ = load(wdir)
+            if trace is not None:
+                await run_one(trace)
+            await eng.reset()
         for tdir in cfg["traces"]:
             if not first and mode != "soak":
                 await eng.reset()

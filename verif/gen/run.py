@@ -185,17 +185,19 @@ def judge(p: Prepared, res, cfg, mem_profile: str, mem_seed: int,
 
 def run_programs(preps: list[Prepared], cfg, *, mem_profile: str = "random", mem_seed: int = 1,
                  jobs: int = 1, per_process: int = 16, rtl_filelist: Path | None = None,
-                 axi_ids="auto") -> Iterator[Outcome]:
+                 axi_ids="auto", warmup=None) -> Iterator[Outcome]:
     """Play the prepared programs on the rtl engine (``per_process`` programs per simulator
     process, ``jobs`` processes) and judge each (yields in completion order). ``rtl_filelist``:
     another port-compatible ``NV_nvdla`` (e.g. NVIDIA's own RTL) instead of ours; ``axi_ids``: the
-    AXI IDs the monitor allows (``verif.trace.rtl_runner.run_rtl``; None: any)."""
+    AXI IDs the monitor allows (``verif.trace.rtl_runner.run_rtl``; None: any); ``warmup``:
+    trace directories played first in every simulator process (``run_rtl``)."""
     from verif.axi_slave import MemTiming
     from verif.trace.runner import run
     by_name = {p.dir.name: p for p in preps}
     timing = MemTiming.named(mem_profile, seed=mem_seed)
     for res in run([p.dir for p in preps], "rtl", cfg, jobs=jobs, timing=timing,
-                   traces_per_process=per_process, rtl_filelist=rtl_filelist, axi_ids=axi_ids):
+                   traces_per_process=per_process, rtl_filelist=rtl_filelist, axi_ids=axi_ids,
+                   **({"warmup": warmup} if warmup else {})):
         yield judge(by_name[res.name], res, cfg, mem_profile, mem_seed, rtl_filelist)
 
 

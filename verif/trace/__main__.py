@@ -105,6 +105,10 @@ def main(argv=None) -> int:
                          f"{CORE_CLOCK_MHZ:g} MHz), e.g. 37 for a CSB clock unrelated to the core "
                          "clock; cycles are counted in dla_core_clk. amaranth: only "
                          f"{CORE_CLOCK_MHZ:g} (equal clocks)")
+    rp.add_argument("--warmup", type=Path, action="append", default=None, metavar="DIR",
+                    help="rtl: play trace DIR first in every simulator process, its result not "
+                         "reported (NVIDIA's nv_full RTL garbles its first BDMA transfer after "
+                         "power-up: README 'nv_full'); repeatable")
     rp.add_argument("--allow-not-runnable", action="store_true",
                     help="exit status 0 even if some traces are not runnable (missing memory images)")
     dc.add_cluster_arguments(rp)
@@ -128,7 +132,8 @@ def main(argv=None) -> int:
     records = []
     t0 = time.monotonic()
     kw = dict(waves=args.waves, timing=timing, max_cycles=args.max_cycles,
-              **({"memory": args.memory} if args.engine == "rtl" else {}), **csb_kw)
+              **({"memory": args.memory} if args.engine == "rtl" else {}),
+              **({"warmup": args.warmup} if args.engine == "rtl" and args.warmup else {}), **csb_kw)
 
     def report(r, write=print):
         counts[r.status] += 1

@@ -122,7 +122,7 @@ def run_rtl(traces: Iterable, config: str = "nv_small", waves: bool = False,
             xrand_seed: int | None = None, axi_ids: dict | str | None = "auto",
             abort_after_wbeats: int | None = None, memory: str | None = None,
             csb_period_ns: float | None = None,
-            build: SimBuild | None = None) -> Iterator[TraceResult]:
+            build: SimBuild | None = None, warmup: Iterable | None = None) -> Iterator[TraceResult]:
     """Play ``traces`` (trace directories or parsed ``Trace`` objects) on the RTL.
 
     ``config``: hardware configuration name (selects the project's RTL, part of the build cache
@@ -148,6 +148,10 @@ def run_rtl(traces: Iterable, config: str = "nv_small", waves: bool = False,
     counted in ``dla_core_clk``), the same as ``engine={"csb_period_ns": ...}``.
     ``build``: simulate this finished build instead of ``build_sim``'s (e.g. the instrumented
     build of a profile-guided compile, ``verif.trace.pgo``).
+    ``warmup``: trace directories played at the start of every simulator process, before its
+    batch, their results not reported (each followed by the usual reset): NVIDIA's nv_full RTL
+    writes wrong data or hangs on its first BDMA transfer after power-up (state its reset does
+    not clear; the same program passes when anything ran before it, README "nv_full").
 
     The build happens before the first result (SimBuildError names the Verilator log).
     Yields TraceResult (with ``.rtl`` extras) as traces finish.
@@ -191,7 +195,7 @@ def run_rtl(traces: Iterable, config: str = "nv_small", waves: bool = False,
             raise ValueError(f"memory={memory!r}: one of {', '.join(MEMORIES)}")
         eng["memory"] = memory
     cfg = {"timing": asdict(timing), "player": player, "engine": eng, "config": config,
-           "mode": mode}
+           "mode": mode, "warmup": [str(Path(d).resolve()) for d in (warmup or ())]}
     if abort_after_wbeats is not None:
         cfg["abort_after_wbeats"] = int(abort_after_wbeats)
     plusargs = []
