@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hdl.regmap import REGMAP_V1
-from verif.trace.parser import WORD_MAX, TraceDataError, TraceSyntaxError, _read_text
+from verif.trace.parser import WORD_MAX, Command, TraceDataError, TraceSyntaxError, _read_text
 from verif.trace.player import FAIL, NOT_RUNNABLE, PASS, TraceFailure, TraceResult
 
 TXN = "input.txn"
@@ -45,17 +45,9 @@ _ARITY = {"write_reg": 2, "read_reg": 3, "wait": 0, "load_mem": 3, "dump_mem": 3
 DEFAULT_POLL_RETRIES = 100_000
 
 
-@dataclass(frozen=True)
-class V1Command:
-    """One ``input.txn`` command: ``kind`` (see ``_ARITY``), parsed ``args``, file and line."""
-    kind: str
-    args: dict
-    file: str
-    line: int
-
-    @property
-    def where(self) -> str:
-        return f"{self.file}:{self.line}"
+#: one ``input.txn`` command: ``kind`` (a key of ``_ARITY``), parsed ``args``, file and line
+#: (the v2 parser's :class:`verif.trace.parser.Command`, with v1's command kinds)
+V1Command = Command
 
 
 @dataclass
