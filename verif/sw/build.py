@@ -11,8 +11,9 @@ workers) serialise on a lock file. What is compiled, and why (facts from
 * the firmware ``kmd/firmware/*.c`` (13 files) as userspace C, with the project's
   ``<linux/types.h>`` stand-in (``csrc/include``); ``-DDLA_SMALL_CONFIG`` selects nv_small's
   register map (``kmd/firmware/include/opendla.h``; nv_large shares it, with NVIDIA's later
-  ``nvdla_config_large``: ``FIRMWARE_VARIANTS``); without it the firmware writes nv_full's early
-  ``os_initial`` map (``opendla_initial.h``), which the project does not decode (``NO_FIRMWARE``);
+  ``nvdla_config_large``: ``FIRMWARE_VARIANTS``); without it the firmware writes nv_full's
+  ``os_initial`` map (``opendla_initial.h``), NVDLA v1's map, which nv_full's configuration
+  decodes (``hdl/regmap/v1.py``);
 * the runtime library's sources as ``umd/core/src/runtime/rules.mk`` lists them, except
   NVIDIA's Linux port ``umd/port/linux/nvdla.c`` (ioctls), replaced by ``csrc/umd_port.c``;
   gcc 12 needs ``<limits>`` in ``core/src/common/include/priv/Type.h``: given here by
@@ -52,14 +53,13 @@ FIRMWARE_VARIANTS = {
     # nv_large shares nv_small's (v2) register map; the firmware's configuration is NVIDIA's later
     # nvdla_config_large (csrc/kmd_glue.c)
     "nv_large": ("large", ("-DDLA_SMALL_CONFIG", "-DDLA_2_CONFIG", "-DNVDLA_SW_LARGE")),
+    # nv_full: without DLA_SMALL_CONFIG the firmware programs its os_initial map
+    # (kmd/firmware/include/opendla_initial.h: GLB at 0x0, BDMA at 0x4000, CDMA at 0x5000), which
+    # is NVDLA v1's map, the one nv_full's configuration decodes (hdl/regmap/v1.py)
+    "nv_full": ("full", ()),
 }
 #: configurations whose loadables NVIDIA's firmware cannot run on the project's engines, and why
-NO_FIRMWARE = {
-    "nv_full": "NVIDIA's firmware (kmd, c906fc6) programs nv_full through its early os_initial "
-               "address map (kmd/firmware/include/opendla_initial.h: GLB at 0x0, BDMA at 0x4000, "
-               "CDMA at 0x5000), not the register map the project decodes (NVIDIA's RDL: GLB at "
-               "0x1000, CDMA at 0x3000); its register polls would never end",
-}
+NO_FIRMWARE: dict[str, str] = {}
 
 RUNTIME_SOURCES = (      # umd/core/src/runtime/rules.mk, NVDLA_RUNTIME_SRC_FILES (less nvdla.c)
     "core/src/common/Check.cpp",
@@ -113,8 +113,9 @@ def firmware_variant(config_name: str) -> tuple[str, tuple[str, ...]]:
     if base in NO_FIRMWARE:
         raise SwBuildError(f"{config_name}: {NO_FIRMWARE[base]}")
     if base not in FIRMWARE_VARIANTS:
+        names = list(FIRMWARE_VARIANTS)
         raise SwBuildError(f"{config_name}: NVIDIA's firmware (kmd, c906fc6) runs on "
-                           f"{' and '.join(FIRMWARE_VARIANTS)} only")
+                           f"{', '.join(names[:-1])} and {names[-1]} only")
     return FIRMWARE_VARIANTS[base]
 
 

@@ -39,11 +39,9 @@ from pathlib import Path
 
 from hdl.regmap import REGMAP
 from verif.sw import protocol as P
-from verif.trace.engine_common import kickoff_addrs
+from verif.trace.engine_common import engine_regmap, kickoff_addrs
 from verif.trace.player import TraceFailure
 
-GLB_INTR_STATUS = REGMAP.lookup("NVDLA_GLB.S_INTR_STATUS_0")
-GLB_INTR_MASK = REGMAP.lookup("NVDLA_GLB.S_INTR_MASK_0").addr
 
 #: done-interrupt field prefix -> the unit whose D_OP_ENABLE write it answers
 DONE_UNIT = {"SDP": "SDP", "CDP": "CDP", "PDP": "PDP", "CACC": "CACC", "CDMA_DAT": "CDMA",
@@ -81,12 +79,12 @@ class HostOutcome:
     timeline: list = field(default_factory=list)
 
 
-def _kick_units() -> dict[int, str]:
+def _kick_units(regmap=REGMAP) -> dict[int, str]:
     units = {}
-    for u in REGMAP.units:
+    for u in regmap.units:
         for r in u.registers:
             a = u.base + r.offset
-            if a in kickoff_addrs():
+            if a in kickoff_addrs(regmap):
                 units[a] = u.name
     return units
 
@@ -110,7 +108,11 @@ class FirmwareHost:
         self.stats = Counter()
         self.kicks = Counter()               # unit -> D_OP_ENABLE writes with bit 0 (this task)
         self.dones = Counter()               # done field prefix -> interrupts (this task)
-        self.kick_units = _kick_units()
+        # the engine's configuration's register map (v1 on nv_full: the firmware's os_initial map)
+        self.regmap = engine_regmap(engine)
+        self.intr_status = self.regmap.lookup("NVDLA_GLB.S_INTR_STATUS_0")
+        self.intr_mask = self.regmap.lookup("NVDLA_GLB.S_INTR_MASK_0").addr
+        self.kick_units = _kick_units(self.regmap)
         self.first_kick: int | None = None
         self.last_intr: int | None = None
         self.tasks_done: list[tuple[int, int]] = []   # (task id, firmware return code)
@@ -147,22 +149,19 @@ class FirmwareHost:
             op += f" at {req.a:#x}"
         return f"{self.context}: {op}: {what}"
 
-    @staticmethod
-    def _reg_name(addr: int) -> str:
-        try:
-            return REGMAP.lookup(addr).trace_name
-        except Exception:
-            return f"{addr:#x}"
+    def _reg_name(self, addr: int) -> str:
+        ref = self.regmap.at(addr)
+        return ref.trace_name if ref is not None else f"{addr:#x}"
 
     async def _handle(self, req: P.Request):
         eng, op = self.engine, req.op
         if op == P.REG_WRITE:
             self.stats["reg_writes"] += 1
             addr, value = req.a, req.b
-            if addr == GLB_INTR_STATUS.addr:
+            if addr == self.intr_status.addr:
                 self._count_dones(value)
                 self.timeline.append((self.last_intr, "done " + " ".join(
-                    f.name for f in GLB_INTR_STATUS.reg.fields if (value >> f.lsb) & 1)))
+                    f.name for f in self.intr_status.reg.fields if (value >> f.lsb) & 1)))
             kick = value & 1 and addr in self.kick_units
             if kick:
                 self.kicks[self.kick_units[addr]] += 1
@@ -209,7 +208,7 @@ class FirmwareHost:
         raise SwFailure(f"unexpected request {op}")
 
     def _count_dones(self, bits: int) -> None:
-        for f in GLB_INTR_STATUS.reg.fields:
+        for f in self.intr_status.reg.fields:
             if (bits >> f.lsb) & 1:
                 self.dones[f.name[:-len("_DONE_STATUS0")]] += 1
 
@@ -239,8 +238,8 @@ class FirmwareHost:
             if eng.cycle != start:                     # a rising edge: a new interrupt
                 break
             # high at once: pending, or the last clear not yet through (posted write, registered line)
-            status = await eng.reg_read(GLB_INTR_STATUS.addr)
-            mask = await eng.reg_read(GLB_INTR_MASK)
+            status = await eng.reg_read(self.intr_status.addr)
+            mask = await eng.reg_read(self.intr_mask)
             if status & ~mask:
                 break
             self.stats["stale_intr"] += 1
@@ -265,9 +264,9 @@ class FirmwareHost:
             self.problems.append(f"task {task_id}: completed, but the firmware reported errors: "
                                  + " / ".join(self.task_errors))
         self.task_errors = []
-        pending = await eng.reg_read(GLB_INTR_STATUS.addr)
+        pending = await eng.reg_read(self.intr_status.addr)
         if pending:
-            names = [f.name for f in GLB_INTR_STATUS.reg.fields if (pending >> f.lsb) & 1]
+            names = [f.name for f in self.intr_status.reg.fields if (pending >> f.lsb) & 1]
             self.problems.append(f"task {task_id}: interrupts still pending after the task "
                                  f"completed: {', '.join(names)}")
             self._count_dones(pending)
