@@ -198,6 +198,15 @@ def test_clock_sources_give_the_same_cycles(stub_filelist):
 
 
 @needs_sim
+def test_warmup_traces_play_first_unreported(stub_filelist):
+    """``warmup``: played at the start of the simulator process and not reported; the trace after
+    it passes (the sweep's and trace CLI's --warmup for NVIDIA's nv_full RTL)."""
+    w, t = TRACES / "sdp_8x8x32_bypass_int8_1", TRACES / "sdp_8x8x32_bypass_int8_0"
+    res = _run([t], stub_filelist, warmup=[w])
+    assert list(res) == [t.name] and res[t.name].status == "PASS", res[t.name].message
+
+
+@needs_sim
 def test_missing_dat_not_runnable_and_batches(stub_filelist, tmp_path):
     bad = tmp_path / "no_dat"
     bad.mkdir()
