@@ -56,7 +56,6 @@ __all__ = ["Bdma", "op_layout", "ATOM_BYTES", "SLOTS", "QUEUE_DEPTH"]
 ATOM_BYTES = 32           # CFG_LINE.SIZE counts 32-byte atoms (programming guide)
 SLOTS = 20                # STATUS.FREE_SLOT after reset
 QUEUE_DEPTH = SLOTS + 1   # NVIDIA's FIFO plus its output register
-ADDR_LOW_BITS = 5         # address and stride bits 4:0 are not stored
 
 
 def op_layout(addr_width: int) -> data.StructLayout:
@@ -172,10 +171,9 @@ class Bdma(DatapathUnit):
                 m.d.sync += busy[g].eq(0)
 
         # ---- the engines ----
-        rd = _CopyReadDma(atom_bytes=ATOM_BYTES, atom_elems=1, **{
-            k: v for k, v in read_dma_params(cfg).items() if k not in ("atom_bytes", "atom_elems")})
-        wr = WriteDma(atom_bytes=ATOM_BYTES, atom_elems=1, pipelined=True, **{
-            k: v for k, v in write_dma_params(cfg).items() if k not in ("atom_bytes", "atom_elems")})
+        atoms = {"atom_bytes": ATOM_BYTES, "atom_elems": 1}   # one 32-byte atom per surface
+        rd = _CopyReadDma(**{**read_dma_params(cfg), **atoms})
+        wr = WriteDma(pipelined=True, **{**write_dma_params(cfg), **atoms})
         m.submodules.rd, m.submodules.wr = rd, wr
         wiring.connect(m, rd.atoms, wr.atoms)
 
@@ -224,7 +222,7 @@ class Bdma(DatapathUnit):
         connect_dma(m, rd.dma, self.bdma_rd, src_mc)
         connect_dma(m, wr.dma, self.bdma_wr, dst_mc)
         m.d.comb += self.done_grp.eq(done_grp)
-        copying = rd.busy | wr.busy | pending.r_rdy | writing.r_rdy
+        copying = rd.busy | wr.busy | (pending.level != 0) | (writing.level != 0)
 
         # ---- stall counters (NVIDIA's nvdlav1 BDMA, verif/model/bdma.py lists the facts) ----
         # a read stall (request valid, not taken) counts for the group whose operations are
@@ -262,14 +260,13 @@ class Bdma(DatapathUnit):
         hw = rf.hw
         m.d.comb += [
             hw.status["free_slot"].eq(free),
-            hw.status["idle"].eq((level == 0) & ~running & ~groups.r_rdy & ~copying
-                                 & (pending.level == 0) & (writing.level == 0)),
+            hw.status["idle"].eq((level == 0) & ~running & ~groups.r_rdy & ~copying),
             hw.status["grp0_busy"].eq(busy[0]),
             hw.status["grp1_busy"].eq(busy[1]),
             hw.status_grp0_read_stall["count"].eq(snap_rd[0]),
             hw.status_grp0_write_stall["count"].eq(snap_wr[0]),
             hw.status_grp1_read_stall["count"].eq(snap_rd[1]),
             hw.status_grp1_write_stall["count"].eq(snap_wr[1]),
-            self.busy.eq(running | copying | (level != 0) | (writing.level != 0)),
+            self.busy.eq(running | copying | (level != 0)),
         ]
         return m

@@ -138,9 +138,9 @@ REGMAP_V1 = RegisterMap(v1_units(_mark_signed(UNITS, SIGNED_FIELDS)))
 
 
 def regmap_for(cfg) -> RegisterMap:
-    """The register map of configuration ``cfg`` (an ``hdl.config.NvdlaConfig``): REGMAP_V1 when
-    ``cfg.register_map == "v1"`` (nv_full), else REGMAP (v2). Raises ValueError for another
-    value."""
+    """The register map of configuration ``cfg`` (an ``hdl.config.NvdlaConfig``, or None):
+    REGMAP_V1 when ``cfg.register_map == "v1"`` (nv_full), else REGMAP (v2; also for None, e.g. an
+    engine without a configuration). Raises ValueError for another value."""
     version = getattr(cfg, "register_map", "v2")
     if version == "v2":
         return REGMAP

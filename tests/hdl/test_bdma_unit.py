@@ -128,15 +128,15 @@ def run_bdma(cfg, seed: int, groups: int = 4, max_ops: int = 5, p_ready: float =
     rng = random.Random(seed)
     dut = Bdma(cfg)
     wide = cfg.mem_address_width > 32
-    mems = {0: SparseMemory(cfg.mem_address_width), 1: SparseMemory(cfg.mem_address_width)}
-    if not cfg.secondary_memif:
-        mems[1] = mems[0]
-    model = Nvdla(cfg.derive(name=cfg.name + "_model"), mem=mems[0] if not cfg.secondary_memif else SparseMemory(cfg.mem_address_width),
-                  cv_mem=SparseMemory(cfg.mem_address_width) if cfg.secondary_memif else None)
-    model_mem = {MC: model.mem, CV: model.cv_mem if cfg.secondary_memif else model.mem}
-    dut_mem = {MC: mems[0], CV: mems[1]} if cfg.secondary_memif else {MC: mems[0], CV: mems[0]}
-    # the DUT's cv bit: 1 = CV SRAM (mems[1]); without CVIF everything reaches mems[0]
-    serve = {0: mems[0], 1: mems[1]} if cfg.secondary_memif else {0: mems[0], 1: mems[0]}
+    aw = cfg.mem_address_width
+    # the DUT's memories and the model's own (never shared: the comparison must be able to fail);
+    # without CVIF, RAM type CV reaches the primary memory on both sides
+    dut_mc = SparseMemory(aw)
+    dut_cv = SparseMemory(aw) if cfg.secondary_memif else dut_mc
+    model = Nvdla(cfg, mem=SparseMemory(aw), cv_mem=SparseMemory(aw) if cfg.secondary_memif else None)
+    model_mem = {MC: model.mem, CV: model.cv_mem or model.mem}
+    dut_mem = {MC: dut_mc, CV: dut_cv}
+    serve = {0: dut_mc, 1: dut_cv}      # by the request's cv bit (1 = CV SRAM)
     log, fails = [], []
     plan = [(rng.randint(0, 1), [random_op(rng, 8 * gi + k, wide) for k in range(rng.randint(1, max_ops))])
             for gi in range(groups)]

@@ -102,8 +102,6 @@ class BdmaCore:
         self.busy = [False, False]
         #: why BDMA never finishes (a launch without operations), None while it works
         self.wedged: str | None = None
-        self.ops_run = 0
-        self.bytes_copied = 0
 
     # ---- CSB ----
     def _snapshot(self, regs) -> BdmaOp:
@@ -212,5 +210,3 @@ class BdmaCore:
         src_mem, dst_mem = self._mem(op.src_mc), self._mem(op.dst_mc)
         for s_addr, d_addr in zip(op.line_addrs(False).tolist(), op.line_addrs(True).tolist()):
             dst_mem.write(d_addr, src_mem.read(s_addr, op.line_bytes))
-        self.ops_run += 1
-        self.bytes_copied += op.line_bytes * op.lines * op.surfaces

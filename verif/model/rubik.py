@@ -47,7 +47,6 @@ class RubikCore:
     def __init__(self, mem: Memory, cv_mem: Memory | None, address_width: int):
         self.mem, self.cv_mem = mem, cv_mem
         self.mask = (1 << address_width) - 1
-        self.bytes_moved = 0
 
     def run(self, v) -> None:
         """One layer from ``v`` (the RBK unit's ``GroupView``). Raises ModelConfigError."""
@@ -89,7 +88,6 @@ class RubikCore:
             d_bytes = (d_atoms[:, None] + offs).ravel() & u64(self.mask)
             self._check_apart(src, dst, s_bytes, d_bytes)
             dst.scatter(d_bytes, src.gather(s_bytes))
-            self.bytes_moved += 2 * d_bytes.size
             return
         if _ceil(cout, A) != _ceil(cin, A):
             raise ModelConfigError(
@@ -116,7 +114,6 @@ class RubikCore:
             dst.scatter(plane, vals)
             if tails.size:
                 dst.scatter(tails, np.zeros(tails.size, np.uint8))
-            self.bytes_moved += 2 * (plane.size + tails.size)
         else:              # merge: feature atoms, channels past Cin written 0
             groups = _ceil(cin, A)
             gg = np.arange(groups, dtype=u64)[:, None, None, None]
@@ -125,7 +122,6 @@ class RubikCore:
             self._check_apart(src, dst, plane, atoms)
             dst.scatter(atoms, np.zeros(atoms.size, np.uint8))
             dst.scatter(feat, src.gather(plane))
-            self.bytes_moved += 2 * atoms.size
 
     @staticmethod
     def _check_apart(src: Memory, dst: Memory, reads: np.ndarray, writes: np.ndarray) -> None:

@@ -37,9 +37,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hdl.regmap import REGMAP
+from hdl.regmap import REGMAP, regmap_for
 from verif.sw import protocol as P
-from verif.trace.engine_common import engine_regmap, kickoff_addrs
+from verif.trace.engine_common import kickoff_addrs
 from verif.trace.player import TraceFailure
 
 
@@ -109,7 +109,7 @@ class FirmwareHost:
         self.kicks = Counter()               # unit -> D_OP_ENABLE writes with bit 0 (this task)
         self.dones = Counter()               # done field prefix -> interrupts (this task)
         # the engine's configuration's register map (v1 on nv_full: the firmware's os_initial map)
-        self.regmap = engine_regmap(engine)
+        self.regmap = regmap_for(getattr(engine, "cfg", None))
         self.intr_status = self.regmap.lookup("NVDLA_GLB.S_INTR_STATUS_0")
         self.intr_mask = self.regmap.lookup("NVDLA_GLB.S_INTR_MASK_0").addr
         self.kick_units = _kick_units(self.regmap)

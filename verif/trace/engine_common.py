@@ -35,12 +35,6 @@ def unit_status_regs(regmap: RegisterMap = REGMAP) -> tuple:
     return tuple(out)
 
 
-def engine_regmap(engine) -> RegisterMap:
-    """The register map of an engine's configuration (``engine.cfg``; v2 without one)."""
-    cfg = getattr(engine, "cfg", None)
-    return regmap_for(cfg) if cfg is not None else REGMAP
-
-
 async def busy_units(reg_read, regmap: RegisterMap = REGMAP) -> list[str]:
     """Names (with the status value) of the units whose ``S_STATUS`` shows a busy register
     group, read through the engine's ``reg_read`` coroutine; a read that times out is named.
@@ -98,4 +92,4 @@ class SimEngineBase:
         return self._mem(mem).read_bytes(addr, size)
 
     async def busy_units(self) -> list[str]:
-        return await busy_units(self.reg_read, engine_regmap(self))
+        return await busy_units(self.reg_read, regmap_for(getattr(self, "cfg", None)))

@@ -18,18 +18,11 @@ from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from hdl.regmap import REGMAP
+from hdl.regmap import REGMAP, regmap_for
 from verif.trace.parser import Trace, TraceDataError, TraceSyntaxError, load_dat
 
 GLB_INTR_MASK = REGMAP.lookup("NVDLA_GLB.S_INTR_MASK_0").addr
 GLB_INTR_STATUS = REGMAP.lookup("NVDLA_GLB.S_INTR_STATUS_0")
-
-
-def _engine_regmap(engine):
-    """The register map of ``engine.cfg`` (v1 on nv_full; v2 without a cfg)."""
-    from hdl.regmap import regmap_for
-    cfg = getattr(engine, "cfg", None)
-    return regmap_for(cfg) if cfg is not None else REGMAP
 
 PASS, FAIL, NOT_RUNNABLE = "PASS", "FAIL", "NOT-RUNNABLE"
 
@@ -141,7 +134,7 @@ class Player:
         self.current = None   # the command being played (for error messages)
         # a trace names registers; the engine's configuration places them (v1 on nv_full: the
         # same names at v1's addresses, hdl/regmap/v1.py)
-        self.regmap = _engine_regmap(engine)
+        self.regmap = regmap_for(getattr(engine, "cfg", None))
         self._intr_status = self.regmap.lookup("NVDLA_GLB.S_INTR_STATUS_0")
         self._intr_mask = self.regmap.lookup("NVDLA_GLB.S_INTR_MASK_0").addr
 

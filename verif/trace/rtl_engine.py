@@ -64,10 +64,11 @@ from cocotb.clock import Clock
 from cocotb.simtime import get_sim_time
 from cocotb.triggers import FallingEdge, First, ReadOnly, RisingEdge, Timer
 
+from hdl.regmap import regmap_for
 from verif.axi_slave import MASTER_OUTPUTS, SLAVE_INPUTS, AxiSlaveCore, MemTiming, port_name
 from verif.mem import SparseMemory
 from verif.monitors import CsbMonitor
-from verif.trace.engine_common import SimEngineBase, engine_regmap, kickoff_addrs
+from verif.trace.engine_common import SimEngineBase, kickoff_addrs
 from verif.trace.player import TraceFailure
 
 __all__ = ["AxiResponder", "CLOCKS", "MEMORIES", "MemTiming", "RtlEngine", "SparseMemory"]
@@ -536,7 +537,7 @@ class RtlEngine(SimEngineBase):
     async def reg_write(self, addr: int, value: int) -> None:
         self._check_error()
         await self._csb_issue(addr, value, 1)
-        if value & 1 and addr in kickoff_addrs(engine_regmap(self)):
+        if value & 1 and addr in kickoff_addrs(regmap_for(getattr(self, "cfg", None))):
             for axi in (self.axi, self.cv_axi):     # a layer is enabled: its traffic may start
                 mon = axi.core.monitor if axi is not None else None
                 if mon is not None and mon.quiet:
