@@ -26,7 +26,7 @@ from verif.gen.common import Program
 
 KINDS = ("sdp", "pdp", "cdp", "sdp_operands", "dc", "img")
 #: layer types of optional units, generated only for configurations that have the unit
-OPTIONAL_KINDS = {"bdma": "bdma", "rubik": "rubik"}
+OPTIONAL_KINDS = {"bdma": "bdma", "rubik": "rubik", "deconv": "rubik"}
 
 
 def kinds_for(cfg) -> tuple[str, ...]:
@@ -58,11 +58,13 @@ def generate(kind: str, seed: int, cfg) -> Program:
         from verif.gen.bdma import generate as g
     elif kind == "rubik":
         from verif.gen.rubik import generate as g
+    elif kind == "deconv":
+        from verif.gen.deconv import generate as g
     else:
         raise ValueError(f"unknown layer type {kind!r} (one of "
                          f"{', '.join(KINDS + tuple(OPTIONAL_KINDS))})")
     prog = g(seed, cfg)
-    if cfg.secondary_memif and kind != "bdma":     # BDMA draws its own memories
+    if cfg.secondary_memif and kind not in ("bdma", "deconv"):     # they draw their own memories
         # both memories (verif.gen.common.spread_over_memories); its own random stream, so a
         # seed draws the same layers with and without the secondary memory interface
         import random
