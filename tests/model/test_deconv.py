@@ -18,8 +18,10 @@ from verif.gen.writer import fill_crcs_from_model
 from verif.trace.runner import run_model
 from needs import needs_verilator
 
-#: the configuration the RTL of RUBIK is built for (v2 register map: nv_large with RUBIK)
-RTL_SPEC = "nv_large+rubik=True+rubik_contract=True+rubik_reshape=True"
+#: the configuration the RTL of RUBIK is built for (v2 register map: nv_large with BDMA and
+#: RUBIK, the one simulator build README's BDMA and RUBIK sweeps use too; nv_large's build is
+#: too long for CI, so every RTL test here is ``slow``)
+RTL_SPEC = "nv_large+bdma=True+rubik=True+rubik_contract=True+rubik_reshape=True"
 RTL_CFG = get_config(RTL_SPEC)
 MODEL_SEEDS = range(50)
 #: seeds played on the RTL in the default run: schedule a with data reuse and K = 66 (three
@@ -226,16 +228,9 @@ def test_compare_names_the_first_wrong_element(tmp_path):
     assert "expected 0 (never written)" in case.compare(datas)
 
 
-# nv_full plays the same trace (registers by name, its v1 map), but the model's convolution
-# reads v1's address/stride/byte-count fields as field values: v1 keeps D_WEIGHT_BYTES in bits
-# 31:7 and CDMA's LINE/SURF_STRIDE in bits 31:5 (hdl/regmap/v1.py), and verif/model/conv.py
-# uses csc.f("WEIGHT_BYTES") (128-byte units there: "CSC.D_WEIGHT_BYTES=4 must be ... 462
-# rounded up") and cdma.f("LINE_STRIDE") / f("SURF_STRIDE") (32-byte units). Reading those as
-# the register's bytes (the word masked to the field) makes every case pass.
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="model: verif/model/conv.py reads nv_full's v1 WEIGHT_BYTES and CDMA "
-                          "LINE/SURF_STRIDE fields in their v1 units, not bytes")
-@pytest.mark.parametrize("seed", range(3))
+# nv_full plays the same trace (registers by name, its v1 map: addresses, strides and byte
+# counts in bits 31:5 or 31:7, which the model reads as bytes through GroupView.bytes)
+@pytest.mark.parametrize("seed", range(10))
 def test_model_nv_full(seed, tmp_path):
     """nv_full (v1 register map): the same generated programs, the same reference."""
     case = random_case(seed, NV_FULL)
@@ -338,6 +333,7 @@ def _play_on_rtl(seeds, tmp_path):
     assert not bad, "\n".join(bad)
 
 
+@pytest.mark.slow
 @pytest.mark.rtl
 @needs_verilator
 @needs_rubik_rtl

@@ -234,15 +234,15 @@ class CdpCore:
         w, h, c = rdma.f("WIDTH") + 1, rdma.f("HEIGHT") + 1, rdma.f("CHANNEL") + 1
         cp = -(-c // atom) * atom
         src = rdma.addr("D_SRC_BASE_ADDR_HIGH", "D_SRC_BASE_ADDR_LOW")
-        d = read_cube(ram(self.mem, self.cv_mem, rdma.f("SRC_RAM_TYPE")), src, w, h, cp, rdma.f("SRC_LINE_STRIDE"),
-                      rdma.f("SRC_SURFACE_STRIDE"), atom).view(np.int8).astype(np.int64)
+        d = read_cube(ram(self.mem, self.cv_mem, rdma.f("SRC_RAM_TYPE")), src, w, h, cp, rdma.bytes("SRC_LINE_STRIDE"),
+                      rdma.bytes("SRC_SURFACE_STRIDE"), atom).view(np.int8).astype(np.int64)
         out, stats = cdp_compute(
             d, c, self.lut.tables[0], self.lut.tables[1], p, cdp.f("NORMALZ_LEN"),
             bool(cdp.f("SQSUM_BYPASS")), bool(cdp.f("MUL_BYPASS")),
             (cdp.f("DATIN_OFFSET"), cdp.f("DATIN_SCALE"), cdp.f("DATIN_SHIFTER")),
             (cdp.f("DATOUT_OFFSET"), cdp.f("DATOUT_SCALE"), cdp.f("DATOUT_SHIFTER")))
         dst = cdp.addr("D_DST_BASE_ADDR_HIGH", "D_DST_BASE_ADDR_LOW")
-        write_cube(ram(self.mem, self.cv_mem, cdp.f("DST_RAM_TYPE")), out, dst, cdp.f("DST_LINE_STRIDE"), cdp.f("DST_SURFACE_STRIDE"), atom)
+        write_cube(ram(self.mem, self.cv_mem, cdp.f("DST_RAM_TYPE")), out, dst, cdp.bytes("DST_LINE_STRIDE"), cdp.bytes("DST_SURFACE_STRIDE"), atom)
         self.last_stats = stats
         cdp.regs.group_hw_fields[cdp.group].update(
             {PERF_FIELDS[k]: min(v, 0xFFFFFFFF) for k, v in stats.items()})

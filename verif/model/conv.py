@@ -269,7 +269,7 @@ class ConvCore:
         w, h, c = cdma.f("DATAIN_WIDTH") + 1, cdma.f("DATAIN_HEIGHT") + 1, cdma.f("DATAIN_CHANNEL") + 1
         base = cdma.addr("D_DAIN_ADDR_HIGH_0", "D_DAIN_ADDR_LOW_0")
         raw = read_cube(ram(self.mem, self.cv_mem, cdma.f("DATAIN_RAM_TYPE")), base, w, h, c,
-                        cdma.f("LINE_STRIDE"), cdma.f("SURF_STRIDE"),
+                        cdma.bytes("LINE_STRIDE"), cdma.bytes("SURF_STRIDE"),
                         self.cfg.atom_bytes)
         if cdma.f("CVT_EN"):
             return cdma_convert(raw, True, _s(cdma.f("CVT_OFFSET"), 16), _s(cdma.f("CVT_SCALE"), 16),
@@ -322,7 +322,7 @@ class ConvCore:
             # in memory: its pixels start one atom further on.
             if p == 0 and xo < (cdma.f("PAD_LEFT") & mask) <= xoff:
                 base += cfg.atom_bytes
-            ls = cdma.f(stride)
+            ls = cdma.bytes(stride)
             addrs = base + np.arange(h, dtype=np.int64)[:, None] * ls + np.arange(w * b, dtype=np.int64)[None, :]
             planes.append(ram(self.mem, self.cv_mem, cdma.f("DATAIN_RAM_TYPE"))
                           .gather(addrs).reshape(h, w, b))
@@ -531,7 +531,7 @@ class ConvCore:
         # rounded up to 128 bytes (format.rst: "Append 0s ... for 128-byte alignment"), and
         # NVIDIA's nv_small RTL never finishes a layer whose count is not a multiple of 128
         # (observed through --rtl-filelist: 246 bytes hang with CDMA and CSC busy, 256 pass)
-        wbytes = csc.f("WEIGHT_BYTES")
+        wbytes = csc.bytes("WEIGHT_BYTES")
         if wbytes != -(-bpk * k // 128) * 128:
             raise ModelConfigError(f"CSC.D_WEIGHT_BYTES={wbytes} must be R*S*C*K={bpk * k} rounded up to "
                                    "a multiple of 128 bytes (programming guide <CDMA|CSC>.WEIGHT_BYTES; "

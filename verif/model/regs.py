@@ -126,6 +126,14 @@ class GroupView:
             raise KeyError(f"{self.unit}: field {field} is unknown or not unique; use field(reg, field)") from None
         return (self.reg(r.name) >> fd.lsb) & ((1 << fd.width) - 1)
 
+    def bytes(self, field: str) -> int:
+        """A byte count, address or stride field (by its unique name) as bytes: the field's bits
+        where they sit in the register, the bits below it 0. The same as :meth:`f` in v2's map,
+        where these fields start at bit 0; v1's map keeps them in bits 31:5 (31:7 for the
+        WEIGHT_BYTES / WMB_BYTES counts), i.e. in 32- (128-) byte units (``arnvdla.h``)."""
+        r, fd = self.regs._field_index[field]
+        return self.f(field) << fd.lsb
+
     def fs(self, field: str, reg: str | None = None) -> int:
         """Field value sign-extended (two's complement over the field width)."""
         if reg is None:
