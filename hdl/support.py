@@ -25,9 +25,14 @@ def unbuilt(cfg: NvdlaConfig) -> list[str]:
     if cfg.feature_data_type != "int8" or cfg.weight_data_type != "int8":
         missing.append("int16/fp16 data")
     for flag, what in (("winograd", "Winograd convolution"), ("batch", "multi-batch convolution"),
-                       ("weight_compression", "weight compression"), ("rubik", "RUBIK")):
+                       ("weight_compression", "weight compression")):
         if getattr(cfg, flag):
             missing.append(what)
+    # hdl/rubik builds contract, split and merge together, on 32-byte atoms
+    if cfg.rubik and not (cfg.rubik_contract and cfg.rubik_reshape):
+        missing.append("RUBIK without both contract and split/merge (hdl/rubik builds both)")
+    if cfg.rubik and cfg.axi_data_bytes < 32:
+        missing.append(f"RUBIK on AXI beats of {cfg.axi_data_bytes} bytes (it moves 32-byte atoms)")
     # hdl/bdma: 32-byte atoms on the DMA engines, one per AXI beat at least
     if cfg.bdma and cfg.axi_data_bytes < 32:
         missing.append(f"BDMA on AXI beats of {cfg.axi_data_bytes} bytes (it moves 32-byte atoms)")

@@ -4,7 +4,7 @@ Two components:
 
 * :class:`NvdlaCore`: everything in the ``sync`` clock domain (CSB slave, GLB, all register
   files, MCIF, the datapath units of ``DATAPATH_UNITS``: the convolution pipeline, SDP, CDP, PDP,
-  BDMA)
+  BDMA, RUBIK)
   but, with ``csb_clock=True``, the CSB port in the ``csb`` domain crossed by
   :class:`hdl.csb_cdc.CsbCdc`. Its ports are NVIDIA's CSB, DBB (``nvdla_core2dbb_*``), CV SRAM
   (``nvdla_core2cvsram_*``, only when cfg.secondary_memif) and ``dla_intr`` ports with NVIDIA's
@@ -52,11 +52,12 @@ from hdl.mcif import Mcif
 from hdl.regfile import UnitRegFile
 from hdl.regmap import REGMAP
 from hdl.pdp import Pdp
+from hdl.rubik import Rubik
 from hdl.sdp import Sdp
 
 #: datapath units, each following the port convention of hdl/unit.py (register files, MCIF
 #: clients, GLB interrupt); a unit whose register files are not in cfg.units() is left out
-DATAPATH_UNITS = (ConvPipeline, Sdp, Cdp, Pdp, Bdma)
+DATAPATH_UNITS = (ConvPipeline, Sdp, Cdp, Pdp, Bdma, Rubik)
 
 __all__ = ["NvdlaCore", "DATAPATH_UNITS", "NV_nvdla", "DBB_PREFIX", "CVSRAM_PREFIX", "PWRBUS_PORTS",
            "CSB_DOMAIN"]

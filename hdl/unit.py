@@ -141,6 +141,8 @@ class DatapathUnit(wiring.Component):
     READ_CLIENTS: tuple = ()
     WRITE_CLIENTS: tuple = ()
     INTERRUPT: str = ""
+    #: the register file whose group raises INTERRUPT (default INTERRUPT upper-cased)
+    INTERRUPT_UNIT: str = ""
 
     def __init__(self, cfg: NvdlaConfig):
         self.cfg = cfg
@@ -195,7 +197,8 @@ class DatapathUnit(wiring.Component):
             m.d.sync += running.eq(1)
         with m.If(finish):
             m.d.sync += running.eq(0)
-        own = next(rf for rf in rfs if rf.unit.name == self.INTERRUPT.upper())
+        own_name = self.INTERRUPT_UNIT or self.INTERRUPT.upper()
+        own = next(rf for rf in rfs if rf.unit.name == own_name)
         m.d.comb += [rf.done.eq(finish & completes.get(rf.unit.name, uses.get(rf.unit.name, 1)))
                      for rf in rfs]
         m.d.comb += [self.done_grp.eq(own.done_grp), self.busy.eq(running)]

@@ -77,8 +77,11 @@ def test_set_overrides_the_configuration(tmp_path, capsys, no_elaboration):
     ("nv_large+secondary_memif_width=512", "a secondary memory interface 512 bits wide beside "
                                            "a 256-bit primary one"),
     ("nv_full", "the v1 register map; Winograd convolution; multi-batch convolution; weight "
-                "compression; RUBIK"),
+                "compression yet"),
     ("nv_small+bdma=True", "BDMA on AXI beats of 8 bytes (it moves 32-byte atoms)"),
+    ("nv_large+rubik=True+rubik_contract=True", "RUBIK without both contract and split/merge"),
+    ("nv_small+rubik=True+rubik_contract=True+rubik_reshape=True",
+     "RUBIK on AXI beats of 8 bytes (it moves 32-byte atoms)"),
 ])
 def test_unbuilt_configuration_is_one_line_exit_2(spec, missing, tmp_path, capsys, no_elaboration):
     """Issue 30 item 1: a configuration the RTL does not build yet stops hdl.build (and sim.build,

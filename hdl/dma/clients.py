@@ -11,6 +11,7 @@ from __future__ import annotations
 from hdl.config import NvdlaConfig
 
 __all__ = ["READ_CLIENTS", "EW_READ_CLIENTS", "WRITE_CLIENTS", "BDMA_READ_CLIENT", "BDMA_WRITE_CLIENT",
+           "RBK_READ_CLIENT", "RBK_WRITE_CLIENT",
            "read_clients",
            "write_clients", "read_client", "write_client", "dma_params", "read_dma_params", "write_dma_params"]
 
@@ -23,35 +24,48 @@ READ_CLIENTS = ("sdp_mrdma", "sdp_brdma", "sdp_nrdma", "pdp_rdma", "cdp_rdma", "
 EW_READ_CLIENTS = ("sdp_erdma",)
 # the Bridge DMA's read and write engines (hdl/bdma), after the others: indices 8 and 3
 BDMA_READ_CLIENT, BDMA_WRITE_CLIENT = "bdma_rd", "bdma_wr"
+# RUBIK's read and write engines (hdl/rubik), after BDMA's: indices 9 and 4 (nv_full has 10 read
+# and 5 write clients)
+RBK_READ_CLIENT, RBK_WRITE_CLIENT = "rbk_rd", "rbk_wr"
 # index = MCIF write client = AWID; nv_small's 3 write ports: SDP, PDP and CDP write DMAs
 WRITE_CLIENTS = ("sdp_wdma", "pdp_wdma", "cdp_wdma")
 
 
+def _table(fixed: tuple, optional: tuple) -> tuple:
+    """``fixed`` then the ``(name, present)`` pairs of ``optional``, an absent one as None,
+    without trailing Nones."""
+    out = list(fixed) + [name if present else None for name, present in optional]
+    while len(out) > len(fixed) and out[-1] is None:
+        out.pop()
+    return tuple(out)
+
+
 def read_clients(cfg: NvdlaConfig) -> tuple:
     """The MCIF read clients of configuration ``cfg`` in index (= ARID) order: the 7 of
-    READ_CLIENTS, then ``sdp_erdma`` when cfg.sdp_ew and ``bdma_rd`` (index 8) when cfg.bdma; an
-    index no client of ``cfg`` uses holds None (ERDMA's without SDP's EW, when BDMA is there)."""
-    out = READ_CLIENTS + (EW_READ_CLIENTS if cfg.sdp_ew else ((None,) if cfg.bdma else ()))
-    return out + ((BDMA_READ_CLIENT,) if cfg.bdma else ())
+    READ_CLIENTS, then ``sdp_erdma`` (7) when cfg.sdp_ew, ``bdma_rd`` (8) when cfg.bdma and
+    ``rbk_rd`` (9) when cfg.rubik; an index no client of ``cfg`` uses holds None (ERDMA's
+    without SDP's EW, when BDMA is there)."""
+    return _table(READ_CLIENTS, ((EW_READ_CLIENTS[0], cfg.sdp_ew), (BDMA_READ_CLIENT, cfg.bdma),
+                                 (RBK_READ_CLIENT, cfg.rubik)))
 
 
 def write_clients(cfg: NvdlaConfig) -> tuple:
     """The MCIF write clients of ``cfg`` in index (= AWID) order: WRITE_CLIENTS, then
-    ``bdma_wr`` (index 3) when cfg.bdma."""
-    return WRITE_CLIENTS + ((BDMA_WRITE_CLIENT,) if cfg.bdma else ())
+    ``bdma_wr`` (3) when cfg.bdma and ``rbk_wr`` (4) when cfg.rubik (None where absent)."""
+    return _table(WRITE_CLIENTS, ((BDMA_WRITE_CLIENT, cfg.bdma), (RBK_WRITE_CLIENT, cfg.rubik)))
 
 
 def read_client(name: str) -> int:
     """MCIF read client index (= ARID) of DMA engine ``name`` (``sdp_erdma``: 7, present only
-    in configurations with cfg.sdp_ew; ``bdma_rd``: 8; see :func:`read_clients`). Raises
-    ValueError if unknown."""
-    return (READ_CLIENTS + EW_READ_CLIENTS + (BDMA_READ_CLIENT,)).index(name)
+    in configurations with cfg.sdp_ew; ``bdma_rd``: 8; ``rbk_rd``: 9; see
+    :func:`read_clients`). Raises ValueError if unknown."""
+    return (READ_CLIENTS + EW_READ_CLIENTS + (BDMA_READ_CLIENT, RBK_READ_CLIENT)).index(name)
 
 
 def write_client(name: str) -> int:
-    """MCIF write client index (= AWID) of DMA engine ``name`` (``bdma_wr``: 3). Raises ValueError
-    if unknown."""
-    return (WRITE_CLIENTS + (BDMA_WRITE_CLIENT,)).index(name)
+    """MCIF write client index (= AWID) of DMA engine ``name`` (``bdma_wr``: 3, ``rbk_wr``: 4).
+    Raises ValueError if unknown."""
+    return (WRITE_CLIENTS + (BDMA_WRITE_CLIENT, RBK_WRITE_CLIENT)).index(name)
 
 
 def dma_params(cfg: NvdlaConfig) -> dict:

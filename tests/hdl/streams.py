@@ -42,6 +42,7 @@ test's seed.
 from __future__ import annotations
 
 import random
+from collections import deque
 
 from amaranth.hdl import ClockDomain, Module, Value
 from amaranth.lib import data
@@ -196,3 +197,67 @@ def simulate_streams(dut, producers, consumers, streams_to_check) -> None:
         sim.add_process(check_stream_stable(s, errors=errors, name=name))
     sim.run()
     assert errors == [], errors
+
+
+def dma_memory_benches(rd, wr, beat, mems, rng, log, *, p_ready=0.7, max_latency=12, p_gap=0.2):
+    """Background testbenches (``async def tb(ctx)``, a reader and a writer) serving one unit's
+    DMA client ports ``rd`` (DmaReadSignature) and ``wr`` (DmaWriteSignature) of ``beat``-byte
+    beats from ``mems`` ({cv bit: verif.mem.SparseMemory}; requests without ``cv`` reach
+    ``mems[0]``) with random request stalls (``p_ready``), response delays (up to
+    ``max_latency`` cycles) and gaps (``p_gap``); read beats return in request order (one client,
+    one AXI ID). Protocol errors go to ``log``."""
+    has_cv = hasattr(rd.req.payload, "cv")
+
+    async def reader(ctx):
+        q, cycle, holding = deque(), 0, False
+        while True:
+            ctx.set(rd.req.ready, rng.random() < p_ready)
+            rv = holding or (bool(q) and q[0][0] <= cycle and rng.random() >= p_gap)
+            ctx.set(rd.rsp.valid, rv)
+            if rv:
+                ctx.set(rd.rsp.payload, q[0][1])
+            sampled = await ctx.tick().sample(rd.req.valid, rd.req.ready, rd.req.payload.addr,
+                                              rd.req.payload.len, rd.rsp.ready,
+                                              *((rd.req.payload.cv,) if has_cv else ()))
+            _, _, v, r, addr, length, rs_r, *cv = sampled
+            holding = rv and not rs_r
+            if rv and not rs_r:
+                log.append(f"read cycle {cycle}: data refused (credit rule)")
+            if rv and rs_r:
+                q.popleft()
+            if v and r:
+                mem = mems[cv[0] if cv else 0]
+                due = max(cycle + 1 + rng.randrange(max_latency + 1), q[-1][0] if q else 0)
+                for i in range(length + 1):
+                    q.append((due + i, int.from_bytes(mem.read_bytes(addr + i * beat, beat), "little")))
+            cycle += 1
+
+    async def writer(ctx):
+        bursts, resp, cycle = deque(), [], 0
+        while True:
+            ctx.set(wr.req.ready, rng.random() < p_ready)
+            ctx.set(wr.data.ready, bool(bursts) and rng.random() < p_ready)
+            due = [d for d in resp if d <= cycle]
+            ctx.set(wr.done, bool(due))
+            if due:
+                resp.remove(due[0])
+            sampled = await ctx.tick().sample(wr.req.valid, wr.req.ready, wr.req.payload.addr,
+                                              wr.req.payload.len, wr.data.valid, wr.data.ready,
+                                              wr.data.payload.data, wr.data.payload.strb,
+                                              *((wr.req.payload.cv,) if has_cv else ()))
+            _, _, v, r, addr, length, dv, dr, dat, strb, *cv = sampled
+            if v and r:
+                bursts.append([mems[cv[0] if cv else 0], addr, length + 1])
+            if dv and dr:
+                mem, a, _ = b = bursts[0]
+                raw = dat.to_bytes(beat, "little")
+                for i in range(beat):
+                    if strb >> i & 1:
+                        mem.write(a + i, raw[i:i + 1])
+                b[1] += beat
+                b[2] -= 1
+                if b[2] == 0:
+                    bursts.popleft()
+                    resp.append(cycle + 1 + rng.randrange(max_latency + 1))
+            cycle += 1
+    return reader, writer

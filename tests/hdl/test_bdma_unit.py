@@ -9,10 +9,10 @@ every CFG_OP.EN, IDLE and GRPn_BUSY as the model reads them; a launch without op
 completes. Geometries: nv_large's 256-bit beats (with BDMA, bursts of 1 and 4 beats), nv_full's
 512-bit beats, and a configuration without the secondary memory (RAM type CV reaches MC)."""
 import random
-from collections import deque
 
 import pytest
 from amaranth.sim import Simulator
+from streams import dma_memory_benches
 
 from hdl.bdma import Bdma
 from hdl.config import NV_FULL, NV_LARGE
@@ -32,69 +32,6 @@ GEOMS = {
     "no_cvif": NV_LARGE_BDMA.derive(name="no_cvif", secondary_memif=False, secondary_memif_width=None,
                                     secondary_memif_latency=None, secondary_memif_max_burst=None),
 }
-
-
-def memory_benches(dut, mems, rng, log, *, p_ready=0.7, max_latency=12, p_gap=0.2):
-    """Background testbenches serving ``dut.bdma_rd`` and ``dut.bdma_wr`` from ``mems`` ({cv bit:
-    SparseMemory}; requests without ``cv`` reach ``mems[0]``) with random stalls and delays; read
-    beats return in request order (one client, one AXI ID). Errors go to ``log``."""
-    beat = dut.cfg.axi_data_bytes
-    rd, wr = dut.bdma_rd, dut.bdma_wr
-    has_cv = hasattr(rd.req.payload, "cv")
-
-    async def reader(ctx):
-        q, cycle, holding = deque(), 0, False
-        while True:
-            ctx.set(rd.req.ready, rng.random() < p_ready)
-            rv = holding or (bool(q) and q[0][0] <= cycle and rng.random() >= p_gap)
-            ctx.set(rd.rsp.valid, rv)
-            if rv:
-                ctx.set(rd.rsp.payload, q[0][1])
-            sampled = await ctx.tick().sample(rd.req.valid, rd.req.ready, rd.req.payload.addr,
-                                              rd.req.payload.len, rd.rsp.ready,
-                                              *((rd.req.payload.cv,) if has_cv else ()))
-            _, _, v, r, addr, length, rs_r, *cv = sampled
-            holding = rv and not rs_r
-            if rv and not rs_r:
-                log.append(f"read cycle {cycle}: data refused (credit rule)")
-            if rv and rs_r:
-                q.popleft()
-            if v and r:
-                mem = mems[cv[0] if cv else 0]
-                due = max(cycle + 1 + rng.randrange(max_latency + 1), q[-1][0] if q else 0)
-                for i in range(length + 1):
-                    q.append((due + i, int.from_bytes(mem.read_bytes(addr + i * beat, beat), "little")))
-            cycle += 1
-
-    async def writer(ctx):
-        bursts, resp, cycle = deque(), [], 0
-        while True:
-            ctx.set(wr.req.ready, rng.random() < p_ready)
-            ctx.set(wr.data.ready, bool(bursts) and rng.random() < p_ready)
-            due = [d for d in resp if d <= cycle]
-            ctx.set(wr.done, bool(due))
-            if due:
-                resp.remove(due[0])
-            sampled = await ctx.tick().sample(wr.req.valid, wr.req.ready, wr.req.payload.addr,
-                                              wr.req.payload.len, wr.data.valid, wr.data.ready,
-                                              wr.data.payload.data, wr.data.payload.strb,
-                                              *((wr.req.payload.cv,) if has_cv else ()))
-            _, _, v, r, addr, length, dv, dr, dat, strb, *cv = sampled
-            if v and r:
-                bursts.append([mems[cv[0] if cv else 0], addr, length + 1])
-            if dv and dr:
-                mem, a, _ = b = bursts[0]
-                raw = dat.to_bytes(beat, "little")
-                for i in range(beat):
-                    if strb >> i & 1:
-                        mem.write(a + i, raw[i:i + 1])
-                b[1] += beat
-                b[2] -= 1
-                if b[2] == 0:
-                    bursts.popleft()
-                    resp.append(cycle + 1 + rng.randrange(max_latency + 1))
-            cycle += 1
-    return reader, writer
 
 
 def random_op(rng, k: int, wide: bool) -> dict:
@@ -220,7 +157,8 @@ def run_bdma(cfg, seed: int, groups: int = 4, max_ops: int = 5, p_ready: float =
 
     sim = Simulator(dut)
     sim.add_clock(1e-8)
-    for tb in memory_benches(dut, serve, rng, log, p_ready=p_ready):
+    for tb in dma_memory_benches(dut.bdma_rd, dut.bdma_wr, dut.cfg.axi_data_bytes, serve, rng, log,
+                                 p_ready=p_ready):
         sim.add_testbench(tb, background=True)
     sim.add_testbench(bench)
     sim.run()
