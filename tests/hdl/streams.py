@@ -261,3 +261,22 @@ def dma_memory_benches(rd, wr, beat, mems, rng, log, *, p_ready=0.7, max_latency
                     resp.append(cycle + 1 + rng.randrange(max_latency + 1))
             cycle += 1
     return reader, writer
+
+
+async def reg_write(ctx, bus, unit, reg: str, value: int) -> None:
+    """One register write on a unit's register bus ``bus`` (:class:`hdl.regfile.RegBusSignature`)
+    of register-map unit ``unit`` (``REGMAP.unit(...)``), register ``reg`` by name: one cycle."""
+    from hdl.regfile import reg_word
+    ctx.set(bus.addr, reg_word(unit, reg))
+    ctx.set(bus.wdata, value)
+    ctx.set(bus.we, 1)
+    await ctx.tick()
+    ctx.set(bus.we, 0)
+
+
+async def reg_read(ctx, bus, unit, reg: str) -> int:
+    """The value register ``reg`` reads on ``bus`` now (combinational read data)."""
+    from hdl.regfile import reg_word
+    ctx.set(bus.addr, reg_word(unit, reg))
+    await ctx.delay(1e-9)
+    return ctx.get(bus.rdata)

@@ -12,11 +12,10 @@ import random
 
 import pytest
 from amaranth.sim import Simulator
-from streams import dma_memory_benches
+from streams import dma_memory_benches, reg_read, reg_write
 
 from hdl.bdma import Bdma
 from hdl.config import NV_FULL, NV_LARGE
-from hdl.regfile import reg_word
 from hdl.regmap import REGMAP
 from verif.mem import SparseMemory
 from verif.model import Nvdla
@@ -83,16 +82,10 @@ def run_bdma(cfg, seed: int, groups: int = 4, max_ops: int = 5, p_ready: float =
         bus = dut.csb_bdma
 
         async def write(reg, value):
-            ctx.set(bus.addr, reg_word(UNIT, reg))
-            ctx.set(bus.wdata, value)
-            ctx.set(bus.we, 1)
-            await ctx.tick()
-            ctx.set(bus.we, 0)
+            await reg_write(ctx, bus, UNIT, reg, value)
 
         async def read(reg):
-            ctx.set(bus.addr, reg_word(UNIT, reg))
-            await ctx.delay(1e-9)
-            return ctx.get(bus.rdata)
+            return await reg_read(ctx, bus, UNIT, reg)
 
         await write("CFG_STATUS", 1)          # STALL_COUNT_EN
         model.write(B + "CFG_STATUS_0", 1)

@@ -13,11 +13,10 @@ import re
 
 import pytest
 from amaranth.sim import Simulator
-from streams import dma_memory_benches
+from streams import dma_memory_benches, reg_write
 
 from hdl.config import NV_FULL, NV_LARGE, NV_SMALL
 from hdl.dma.nest import LOOPS, NestWalker
-from hdl.regfile import reg_word
 from hdl.regmap import REGMAP
 from hdl.rubik import Rubik
 from hdl.rubik.transpose import Transposer
@@ -63,15 +62,8 @@ def run_rubik(cfg, seed: int, p_ready: float = 0.7):
     async def bench(ctx):
         bus = dut.csb_rbk
 
-        async def write(reg, value):
-            ctx.set(bus.addr, reg_word(UNIT, reg))
-            ctx.set(bus.wdata, value)
-            ctx.set(bus.we, 1)
-            await ctx.tick()
-            ctx.set(bus.we, 0)
-
         async def both(reg, value):
-            await write(reg, value)
+            await reg_write(ctx, bus, UNIT, reg, value)
             model.write(R + reg + "_0", value)
 
         for li, layer in enumerate(prog.layers):
