@@ -237,3 +237,51 @@ def test_mcif_random_bursts_out_of_order(seed):
     for j in range(n_write):
         assert [(a, n) for c, a, n in state["aw"] if c == j] == wr_bursts[j]
     assert any(n == 3 for _, _, n in state["ar"]) and any(n == 3 for _, _, n in state["aw"])
+
+
+@pytest.mark.parametrize("cfg_name", ["nv_small", "nv_large", "nv_small_256_full"])
+def test_write_dma_into_mcif_one_beat_per_cycle(cfg_name):
+    """A write DMA with write_dma_params' FIFO depth, writing a long cube through MCIF into a
+    memory that is always ready, sends one W beat per cycle from its first beat to its last (a
+    data FIFO of 4 beats gave 4 beats every 5 cycles: the loop through MCIF's AW and W stages)."""
+    from amaranth.hdl import Module
+    from amaranth.lib import wiring
+
+    from hdl.config import get_config
+    from hdl.dma import WriteDma, write_dma_params
+    cfg = get_config(cfg_name)
+    p = write_dma_params(cfg)
+    m = Module()
+    m.submodules.mcif = mcif = Mcif(cfg)
+    m.submodules.wr = wr = WriteDma(**p)
+    wiring.connect(m, wr.dma, mcif.wr[0])
+    atoms, lines = 64, 8
+    beats = atoms * lines * p["atom_bytes"] // p["beat_bytes"]
+    seen = []
+
+    async def bench(ctx):
+        ab = p["atom_bytes"]
+        ctx.set(wr.cube.base, 0x1000)
+        ctx.set(wr.cube.width, atoms - 1)
+        ctx.set(wr.cube.height, lines - 1)
+        ctx.set(wr.cube.line_stride, atoms * ab)
+        ctx.set(wr.cube.surface_stride, atoms * ab * lines)
+        ctx.set(mcif.axi.aw_awready, 1)
+        ctx.set(mcif.axi.w_wready, 1)
+        ctx.set(wr.start, 1)
+        await ctx.tick()
+        ctx.set(wr.start, 0)
+        ctx.set(wr.atoms.valid, 1)
+        cycle = 0
+        while len(seen) < beats and cycle < 10 * beats:
+            _, _, wv = await ctx.tick().sample(mcif.axi.w_wvalid)
+            cycle += 1
+            if wv:
+                seen.append(cycle)
+
+    sim = Simulator(m)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    assert len(seen) == beats
+    assert seen[-1] - seen[0] + 1 == beats, f"{beats} beats in {seen[-1] - seen[0] + 1} cycles"
