@@ -56,7 +56,7 @@ class _Reshape(wiring.Component):
     has no place for dropped.
 
     Ports: ``go`` In(1) pulse: start a layer with the geometry on the inputs (stable while
-    ``busy``): ``split`` In(1) (0: merge), ``wide`` In(1) (2-byte elements, A = 16),
+    ``busy``), also while the previous layer's last steps (drops only) run: ``split`` In(1) (0: merge), ``wide`` In(1) (2-byte elements, A = 16),
     ``w1``/``h1``/``c1`` In(13) (W, H, C minus one); ``i`` In(stream of 256 bits) from the read
     DMA, ``o`` Out(stream) to the write DMA; ``busy`` Out(1) until the last block has left.
     """
@@ -99,9 +99,6 @@ class _Reshape(wiring.Component):
             tr.i.eq(Mux(real, self.i.payload, 0)), tr.step.eq(fire), tr.wide.eq(wide),
             tr.clear.eq(self.go), self.busy.eq(active),
         ]
-        with m.If(self.go & ~active):
-            m.d.sync += [active.eq(1), first.eq(1), flush.eq(0), k.eq(0),
-                         j.eq(0), h.eq(0), g.eq(0), wbase.eq(0), cbase.eq(0)]
         with m.If(fire):
             with m.If(k != a1):
                 m.d.sync += k.eq(k + 1)
@@ -118,6 +115,12 @@ class _Reshape(wiring.Component):
                     m.d.sync += [j.eq(0), wbase.eq(0), h.eq(0), g.eq(g + 1), cbase.eq(cbase + a)]
                 with m.Else():
                     m.d.sync += flush.eq(1)
+        # a layer starts here even while the previous one's flush block runs: its write DMA has
+        # taken every atom it kept, so what remains of it are dropped steps (the next layer can
+        # start a few cycles after the last atom, when the write response comes that soon)
+        with m.If(self.go):
+            m.d.sync += [active.eq(1), first.eq(1), flush.eq(0), k.eq(0),
+                         j.eq(0), h.eq(0), g.eq(0), wbase.eq(0), cbase.eq(0)]
         return m
 
 

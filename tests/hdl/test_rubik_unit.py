@@ -44,7 +44,7 @@ def _images(prog) -> list[tuple[int, bytes]]:
     return out
 
 
-def run_rubik(cfg, seed: int, p_ready: float = 0.7):
+def run_rubik(cfg, seed: int, p_ready: float = 0.7, max_latency: int = 12):
     rng = random.Random(seed)
     dut = Rubik(cfg)
     aw = cfg.mem_address_width
@@ -102,7 +102,8 @@ def run_rubik(cfg, seed: int, p_ready: float = 0.7):
     sim = Simulator(dut)
     sim.add_clock(1e-8)
     for tb in dma_memory_benches(dut.rbk_rd, dut.rbk_wr, cfg.axi_data_bytes, serve, rng, log,
-                                 p_ready=p_ready):
+                                 p_ready=p_ready, max_latency=max_latency,
+                                 p_gap=0.2 if max_latency else 0.0):
         sim.add_testbench(tb, background=True)
     sim.add_testbench(bench)
     sim.run()
@@ -118,6 +119,14 @@ def test_rubik_against_the_model(geom, seed):
 
 def test_rubik_memory_without_stalls():
     run_rubik(NV_FULL, 11, p_ready=1.0)
+
+
+@pytest.mark.parametrize("seed", [7, 9, 10])
+def test_rubik_memory_without_latency(seed):
+    """Write responses the cycle after the last beat: a split/merge layer completes a few
+    cycles after its last atom, while its transposer still steps through the last block's
+    dropped atoms; the next layer starts then (it hung, waiting for them, until 2026-11-28)."""
+    run_rubik(NV_LARGE_RBK, seed, p_ready=1.0, max_latency=0)
 
 
 @pytest.mark.parametrize("atom_bytes", [32, 8])
