@@ -60,3 +60,19 @@ def test_cli_rejects_bad_max_cycles(capsys):
     from verif.trace.__main__ import main
     assert main(["run", str(TRACES), "--engine", "rtl", "--max-cycles", "0"]) == 2
     assert "--max-cycles 0: must be >= 1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("mode, atoms", [("contract", 2 * 3 * 4 * 2 * 40 * 11),
+                                         ("split", 3 * 4 * 40 + 40 * 4 * 3)])
+def test_rubik_layers_count_their_atoms(mode, atoms, tmp_path):
+    """A RUBIK layer's work: its atoms read and written, each a whole beat (a contract of 10,560
+    atoms under nvidia timing took more than the fixed 20,000 cycles the budget gave it)."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+    import bench_rubik
+    from hdl.config import get_config
+    cfg = get_config("nv_large+rubik=True+rubik_contract=True+rubik_reshape=True")
+    d = bench_rubik.write_program(mode, mode, 40, 4, 40, 11, 2, 2, tmp_path, cfg)
+    w = budget.work(load_trace(d), cfg)
+    assert w["layers"] == 1 and w["bytes"] == atoms * cfg.axi_data_bytes

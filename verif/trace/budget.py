@@ -12,7 +12,8 @@ enabled layer must do:
   (``*_DISABLE`` = 0: up to 2 operands of 2 bytes per element, counted as 4 cubes), SDP's output
   (unless on the fly to PDP); PDP_RDMA's input (twice; none on the fly) and PDP's output cube; CDP_RDMA's input and CDP's output (same size);
   CDMA's input feature cube and weights (``D_WEIGHT_BYTES``); each BDMA operation's copy, read
-  and written (counted at its ``CFG_OP.EN``);
+  and written (counted at its ``CFG_OP.EN``); RUBIK's atoms read and written, each as a whole
+  beat;
 * ``ops``: element-steps of the datapaths: SDP/PDP/CDP elements (input cube, channels padded
   to the atom; PDP's twice, for the overlap of split-width bands), and for a convolution the atomic operations of CMAC (``docs/conv.md``: output
   width x height x kernel groups of ``mac_atomic_k`` x channel blocks of ``mac_atomic_c`` x
@@ -130,6 +131,22 @@ def _layer(regs: _Regs, unit: str, cfg) -> tuple[int, int]:
         wt = regs.field("CDMA", "D_WEIGHT_BYTES", "WEIGHT_BYTES") or r * s * c * k
         out = ow * oh * _ceil(k, ae) * ae
         return data + wt + out, ops + ow * oh * _ceil(k, ae) * ae
+    if unit == "RBK":
+        # RUBIK moves 32-byte atoms, each counted as a whole beat (contract reads, split writes
+        # and merge reads are one-atom requests), read and written
+        mode = regs.field("RBK", "D_MISC_CFG", "RUBIK_MODE")
+        a = 32 if regs.field("RBK", "D_MISC_CFG", "IN_PRECISION") == 0 else 16
+        w = regs.field("RBK", "D_DATAIN_SIZE_0", "DATAIN_WIDTH") + 1
+        h = regs.field("RBK", "D_DATAIN_SIZE_0", "DATAIN_HEIGHT") + 1
+        if mode == 0:
+            cout = regs.field("RBK", "D_DATAOUT_SIZE_1", "DATAOUT_CHANNEL") + 1
+            sx = regs.field("RBK", "D_DECONV_STRIDE", "DECONV_X_STRIDE") + 1
+            sy = regs.field("RBK", "D_DECONV_STRIDE", "DECONV_Y_STRIDE") + 1
+            atoms = 2 * _ceil(cout, a) * h * sy * w * sx
+        else:
+            c = regs.field("RBK", "D_DATAIN_SIZE_1", "DATAIN_CHANNEL") + 1
+            atoms = _ceil(c, a) * h * w + c * h * _ceil(w, a)
+        return atoms * max(32, cfg.axi_data_bytes), 0
     return 0, 0
 
 
