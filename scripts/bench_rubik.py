@@ -31,6 +31,9 @@ from hdl.config import add_config_arguments, config_from_args, get_config  # noq
 from verif.axi_slave import MemTiming  # noqa: E402
 from verif.gen.writer import TraceWriter, fill_crcs_from_model  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_bdma import run  # noqa: E402  (the traces on the rtl engine, by name)
+
 ATOM = 32
 MODES = {"contract": 0, "split": 1, "merge": 2}
 
@@ -96,12 +99,6 @@ def write_program(name, mode, W, H, C, sx, sy, b, root: Path, cfg) -> Path:
     d = root / w.name
     fill_crcs_from_model(w, d, cfg)
     return d
-
-
-def run(dirs, cfg, timing, filelist=None) -> dict:
-    from verif.trace.runner import run as run_traces
-    kw = {"rtl_filelist": filelist} if filelist else {}
-    return {r.name: r for r in run_traces(dirs, "rtl", cfg, timing=timing, **kw)}
 
 
 def main() -> int:
