@@ -46,7 +46,7 @@ def test_params_from_config(cfg):
     # read: the latency FIFO covers the memory latency with a margin, a power of two
     assert rp.pop("depth") == max(64, 1 << (cfg.primary_memif_latency + 16 - 1).bit_length())
     # write: four bursts
-    assert wp.pop("depth") == max(4, 4 * cfg.primary_memif_max_burst)
+    assert wp.pop("depth") == max(8, 4 * cfg.primary_memif_max_burst)   # test_mcif: one beat per cycle
     assert rp == wp == p
     # the parameters are valid for the DMAs (their constructors check them)
     rd, wr = ReadDma(**read_dma_params(cfg)), WriteDma(**write_dma_params(cfg))
