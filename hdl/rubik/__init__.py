@@ -183,6 +183,7 @@ def nests(m: Module, r, addr_width: int):
     gc1, gi1 = cout1 >> sh, cin1 >> sh          # groups minus one (contract, split/merge)
     j1 = w1 >> sh
     lastc = Mux(wide_now, cin1[:4], cin1[:5])   # channels of the last group minus one
+    a1 = Mux(wide_now, 15, 31)                  # channels of a group minus one (A - 1)
     mode_now = field("d_misc_cfg", "rubik_mode")
     with m.Switch(mode_now):
         with m.Case(CONTRACT):
@@ -191,13 +192,11 @@ def nests(m: Module, r, addr_width: int):
             m.d.sync += nest(wr_n, [(gc1, oss), (h1, p_ols), (sy1, ols)], line=p_line - 1)
         with m.Case(SPLIT):
             m.d.sync += nest(rd_n, [(gi1, iss), (h1, ils)], line=w1)
-            m.d.sync += nest(wr_n, [(gi1, a_ops), (h1, ols), (j1, ATOM_BYTES), (0, 0), (31, ops)],
+            m.d.sync += nest(wr_n, [(gi1, a_ops), (h1, ols), (j1, ATOM_BYTES), (0, 0), (a1, ops)],
                              last_count=lastc)
-            m.d.sync += wr_n.loops[4].count.eq(Mux(wide_now, 15, 31))
         with m.Default():
-            m.d.sync += nest(rd_n, [(gi1, a_ips), (h1, ils), (j1, ATOM_BYTES), (0, 0), (31, ips)],
+            m.d.sync += nest(rd_n, [(gi1, a_ips), (h1, ils), (j1, ATOM_BYTES), (0, 0), (a1, ips)],
                              last_count=lastc)
-            m.d.sync += rd_n.loops[4].count.eq(Mux(wide_now, 15, 31))
             m.d.sync += nest(wr_n, [(gi1, oss), (h1, ols)], line=w1)
     return mode, wide, ia, oa, rd_n, wr_n
 
