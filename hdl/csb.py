@@ -19,7 +19,7 @@ takes NVIDIA's port in ``dla_csb_clk`` and adds the clock-domain crossing's late
 for a request, 4 for a response with equal clocks); the timing above is the slave's own
 (``NvdlaCore(cfg)`` without ``csb_clock``).
 
-Decode: byte address bits [17:12] select the unit (4 KiB per unit, bases from REGMAP), bits [11:2]
+Decode: byte address bits [17:12] select the unit (4 KiB per unit, bases from the configuration's map: ``hdl.regmap.regmap_for``), bits [11:2]
 the register. Addresses with no unit: writes are ignored, reads return 0.
 """
 from __future__ import annotations

@@ -23,11 +23,11 @@ from amaranth.hdl import Const, Module, Mux, Signal, Value
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from hdl.regmap import Register, Unit
+from hdl.regmap import REGMAP, Register, Unit
 from hdl.regmap.types import field_shape
 
-__all__ = ["RegBusSignature", "reg_layout", "unit_layout", "UnitRegFile", "REG_OFFSET_BITS",
-           "reg_word", "raw_field",
+__all__ = ["RegBusSignature", "reg_layout", "unit_layout", "view_unit", "UnitRegFile",
+           "REG_OFFSET_BITS", "reg_word", "raw_field",
            "STATUS_IDLE", "STATUS_RUNNING", "STATUS_PENDING"]
 
 REG_OFFSET_BITS = 10          # 4 KiB unit window / 4-byte registers = 1024 words
@@ -97,6 +97,43 @@ def _const_value(reg: Register) -> int:
     return reg.reset_where(lambda f: f.access == "c")
 
 
+def view_unit(unit: Unit) -> Unit:
+    """The unit whose fields type a register file's ``cfg``/``hw`` views: v2's unit of the same
+    name (``hdl.regmap.REGMAP``) when there is one, else ``unit`` itself.
+
+    The datapaths are written against v2's field layouts. v1's map (nv_full, ``hdl/regmap/v1.py``)
+    has the same registers at the same offsets; each of its fields is v2's with fewer bits
+    stored: addresses, strides and byte counts keep bits 31:5 (31:7) where v2's field starts at
+    bit 0, so v2's field reads the byte value with the bits below 0; CBUF bank and entry fields
+    are narrower from the same lsb, so v2's field reads the same value. A v1 register file
+    therefore stores v1's bits (CSB reads and resets are v1's) and shows v2's view.
+
+    Raises ValueError naming a field of ``unit`` that is not inside the view's field of that
+    name (the view would then read another value than the one stored).
+    """
+    try:
+        view = REGMAP.unit(unit.name)
+    except KeyError:
+        return unit
+    if view is unit:
+        return unit
+    vregs = {r.name: r for r in view.registers}
+    for r in unit.registers:
+        vr = vregs.get(r.name)
+        if vr is None or vr.offset != r.offset:
+            raise ValueError(f"{unit.name}.{r.name}: not at the same offset in v2's map")
+        for f in r.fields:
+            try:
+                vf = vr.field(f.name)
+            except KeyError:
+                raise ValueError(f"{unit.name}.{r.name}.{f.name}: no such field in v2's map") from None
+            same_value = (vf.lsb == f.lsb and f.msb <= vf.msb) or (vf.lsb == 0 and vf.msb == f.msb)
+            if not same_value or f.access != vf.access:
+                raise ValueError(f"{unit.name}.{r.name}.{f.name}: bits {f.msb}:{f.lsb} do not read "
+                                 f"the same value through v2's bits {vf.msb}:{vf.lsb}")
+    return view
+
+
 def is_pingpong(unit: Unit) -> bool:
     names = {r.name for r in unit.registers}
     return all(n in names for n in _SPECIAL)
@@ -123,8 +160,10 @@ def unit_layout(unit: Unit, which: str) -> data.StructLayout:
 class UnitRegFile(wiring.Component):
     """Register file of one NVDLA unit, generated from its REGMAP entry.
 
-    Parameters: ``unit`` (a :class:`hdl.regmap.Unit`); ``read_only`` (CFGROM: every register is a
-    constant equal to its REGMAP reset value, writes ignored).
+    Parameters: ``unit`` (a :class:`hdl.regmap.Unit` of the configuration's map, v2's or v1's:
+    which bits are stored, their resets and what CSB reads); ``read_only`` (CFGROM: every
+    register is a constant equal to its REGMAP reset value, writes ignored). The ``cfg`` and
+    ``hw`` views are typed by :func:`view_unit` (v2's fields, which v1's stored bits read through).
 
     Ports:
       ``bus``: In(:class:`RegBusSignature`) CSB side.
@@ -140,8 +179,9 @@ class UnitRegFile(wiring.Component):
         self.unit = unit
         self.read_only = read_only
         self.pingpong = is_pingpong(unit) and not read_only
-        self._cfg_layout = unit_layout(unit, "cfg")
-        self._hw_layout = unit_layout(unit, "hw")
+        view = view_unit(unit)
+        self._cfg_layout = unit_layout(view, "cfg")
+        self._hw_layout = unit_layout(view, "hw")
         members = {"bus": In(RegBusSignature())}
         if not read_only:
             members["cfg"] = Out(self._cfg_layout)

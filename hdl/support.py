@@ -20,8 +20,6 @@ def unbuilt(cfg: NvdlaConfig) -> list[str]:
     """The features ``cfg`` names that the RTL does not build yet, each a short phrase; empty
     when ``hdl.top.NV_nvdla(cfg)`` builds exactly what ``cfg`` names."""
     missing = []
-    if cfg.register_map != "v2":
-        missing.append(f"the {cfg.register_map} register map")
     if cfg.feature_data_type != "int8" or cfg.weight_data_type != "int8":
         missing.append("int16/fp16 data")
     for flag, what in (("winograd", "Winograd convolution"), ("batch", "multi-batch convolution"),

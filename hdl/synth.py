@@ -942,8 +942,8 @@ def unit_component(cfg, name: str):
         return Mcif(cfg)
     if lname == "csb":
         from hdl.csb import CsbSlave
-        from hdl.regmap import REGMAP
-        return CsbSlave({u: REGMAP.unit(u).base for u in cfg.units()})
+        from hdl.regmap import regmap_for
+        return CsbSlave({u: regmap_for(cfg).unit(u).base for u in cfg.units()})
     if "." in name:
         mod, _, cls = name.rpartition(".")
         try:

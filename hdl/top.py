@@ -50,7 +50,7 @@ from hdl.dma.route import ReadRoute, WriteRoute
 from hdl.glb import Glb
 from hdl.mcif import Mcif
 from hdl.regfile import UnitRegFile
-from hdl.regmap import REGMAP
+from hdl.regmap import regmap_for
 from hdl.pdp import Pdp
 from hdl.rubik import Rubik
 from hdl.sdp import Sdp
@@ -117,7 +117,8 @@ class NvdlaCore(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         cfg = self.cfg
-        units = {u: REGMAP.unit(u).base for u in cfg.units()}
+        regmap = regmap_for(cfg)
+        units = {u: regmap.unit(u).base for u in cfg.units()}
         m.submodules.csb = csb = CsbSlave(units)
         port = csb.csb
         if self.csb_clock:
@@ -193,7 +194,7 @@ class NvdlaCore(wiring.Component):
         for u in cfg.units():
             if u in owned:
                 continue
-            rf = UnitRegFile(REGMAP.unit(u), read_only=(u == "CFGROM"))
+            rf = UnitRegFile(regmap.unit(u), read_only=(u == "CFGROM"))
             m.submodules[f"rf_{u.lower()}"] = rf
             wiring.connect(m, getattr(csb, u.lower()), rf.bus)
             if u == "CDMA":

@@ -29,7 +29,7 @@ from amaranth.lib.wiring import In, Out
 from hdl.axi import DmaReadSignature, DmaWriteSignature
 from hdl.config import NvdlaConfig
 from hdl.regfile import RegBusSignature, UnitRegFile
-from hdl.regmap import REGMAP
+from hdl.regmap import REGMAP, regmap_for
 
 __all__ = ["unit_members", "connect_dma", "DatapathUnit", "perf_stall_counter", "rdma_read_stall",
            "wdma_write_stall"]
@@ -159,7 +159,7 @@ class DatapathUnit(wiring.Component):
         """Add the register file of register-map unit ``name`` (one of REGISTER_FILES) to ``m``
         as ``rf_<name>``, its bus connected to the ``csb_<name>`` port unless ``connect_bus`` is
         False (a unit that decodes some registers itself connects it). Returns it."""
-        rf = UnitRegFile(REGMAP.unit(name))
+        rf = UnitRegFile(regmap_for(self.cfg).unit(name))
         m.submodules[f"rf_{name.lower()}"] = rf
         if connect_bus:
             wiring.connect(m, wiring.flipped(getattr(self, f"csb_{name.lower()}")), rf.bus)

@@ -76,8 +76,7 @@ def test_set_overrides_the_configuration(tmp_path, capsys, no_elaboration):
                                      "memory atoms"),
     ("nv_large+secondary_memif_width=512", "a secondary memory interface 512 bits wide beside "
                                            "a 256-bit primary one"),
-    ("nv_full", "the v1 register map; Winograd convolution; multi-batch convolution; weight "
-                "compression yet"),
+    ("nv_full", "Winograd convolution; multi-batch convolution; weight compression yet"),
     ("nv_small+bdma=True", "BDMA on AXI beats of 8 bytes (it moves 32-byte atoms)"),
     ("nv_large+rubik=True+rubik_contract=True", "RUBIK without both contract and split/merge"),
     ("nv_small+rubik=True+rubik_contract=True+rubik_reshape=True",
@@ -102,7 +101,8 @@ def test_built_configurations_list_nothing_missing():
     from hdl.support import unbuilt
     for spec in ("nv_small", "nv_small_ew", "nv_small+primary_memif_max_burst=4", "nv_small_256",
                  "nv_small_256_full", "nv_medium_512", "nv_medium_1024_full", "nv_large",
-                 "nv_medium_1024_full+secondary_memif=false"):
+                 "nv_medium_1024_full+secondary_memif=false",
+                 "nv_full+winograd=False+batch=False+weight_compression=False"):
         assert unbuilt(get_config(spec)) == [], spec
 
 

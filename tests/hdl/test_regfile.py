@@ -224,3 +224,76 @@ def test_pingpong_random_writes_and_flips():
                 assert ctx.get(rf.bus.rdata) & rmask == groups[producer][r.name] & rmask, (cycle, r.name)
 
     run(rf, bench)
+
+
+def _v1_write_read(unit_name, reg, value):
+    """(CSB read-back, the register's 32-bit cfg view) after writing ``value`` to ``reg`` of
+    v1's ``unit_name`` register file."""
+    from hdl.regmap import REGMAP_V1
+    unit = REGMAP_V1.unit(unit_name)
+    rf = UnitRegFile(unit)
+    got = {}
+
+    async def bench(ctx):
+        ctx.set(rf.bus.addr, REGMAP_V1.lookup(f"{unit_name}.{reg}").reg.offset >> 2)
+        ctx.set(rf.bus.wdata, value)
+        ctx.set(rf.bus.we, 1)
+        await ctx.tick()
+        ctx.set(rf.bus.we, 0)
+        got["csb"] = ctx.get(rf.bus.rdata)
+        got["view"] = ctx.get(getattr(rf.cfg, reg.lower()).as_value())
+
+    run(rf, bench)
+    return got["csb"], got["view"]
+
+
+def test_v1_byte_fields_read_as_bytes():
+    # v1 keeps CDMA's address in bits 31:5 (arnvdla.h); the datapath's (v2) view reads the byte
+    # address, bits 4:0 zero; CSB reads back what v1 stores
+    csb, view = _v1_write_read("CDMA", "D_DAIN_ADDR_LOW_0", 0x1234_567F)
+    assert csb == view == 0x1234_5660
+    csb, view = _v1_write_read("CACC", "D_LINE_STRIDE", 0xFFFF_FFFF)   # v1 bits 23:5
+    assert csb == view == 0x00FF_FFE0
+    csb, view = _v1_write_read("CSC", "D_WEIGHT_BYTES", 0x1234_56FF)  # v1 bits 31:7
+    assert csb == view == 0x1234_5680
+
+
+def test_v1_narrow_fields_and_resets():
+    # v1's CBUF bank fields are 4 bits (16 banks): the v2 5-bit view reads the same value
+    csb, view = _v1_write_read("CDMA", "D_BANK", 0x001F_001F)
+    assert csb == view == 0x000F_000F
+    # v1's SDP D_DP_BS_CFG resets to 0 (v2: bypass bits set)
+    from hdl.regmap import REGMAP_V1
+    reg = REGMAP_V1.lookup("SDP.D_DP_BS_CFG").reg
+    assert reg.reset == 0 and REGMAP.lookup("SDP.D_DP_BS_CFG").reg.reset != 0
+    rf = UnitRegFile(REGMAP_V1.unit("SDP"))
+    got = {}
+
+    async def bench(ctx):
+        ctx.set(rf.bus.addr, reg.offset >> 2)
+        got["csb"] = ctx.get(rf.bus.rdata)
+        got["bypass"] = ctx.get(rf.cfg.d_dp_bs_cfg.bs_bypass).value
+
+    run(rf, bench)
+    assert got == {"csb": 0, "bypass": 0}
+
+
+def test_view_unit_refuses_a_field_v2_reads_otherwise():
+    from dataclasses import replace
+
+    import pytest
+
+    from hdl.regfile import view_unit
+    from hdl.regmap import REGMAP_V1
+    v1 = REGMAP_V1.unit("CDMA")
+    assert view_unit(v1) is REGMAP.unit("CDMA")
+    assert view_unit(SDP) is SDP
+    # a field moved up without keeping v2's msb would read a scaled value: refused
+    regs = []
+    for r in v1.registers:
+        if r.name == "D_BANK":
+            r = replace(r, fields=[replace(f, lsb=1) if f.name == "DATA_BANK" else f
+                                   for f in r.fields])
+        regs.append(r)
+    with pytest.raises(ValueError, match="D_BANK.DATA_BANK"):
+        view_unit(replace(v1, registers=regs))
