@@ -8,7 +8,8 @@ Skipped with a reason when ../shared is absent.
 
 The rtl manifest's traces also run under every memory timing profile (``RTL_PROFILES``: nvidia,
 fast, random with 5 seeds, nvidia and random with ``primary_memif_max_burst=4``, and the wide
-variant: SDP/PDP/CDP throughput 8, alone and with 4-beat bursts under random memory); the
+variant: SDP/PDP/CDP throughput 8, alone and with 4-beat bursts under random memory: that one
+``slow``, as nv_small_ew's 4-beat-burst variant); the
 convolution traces under CONV_PROFILES, the image-input ones under IMAGE_PROFILES and the
 manifest's heavy ones under HEAVY_PROFILES only (``rtl_profile_traces``). To keep CI cheap, one simulator process per profile plays all of them
 (``_rtl_batch``, cached for the session).
@@ -144,6 +145,9 @@ RTL_PROFILES = {
     "wide": (WIDE, "nvidia", 0),
     "wide-random2-burst4": (WIDE + "+primary_memif_max_burst=4", "random", 2),
 }
+#: profiles whose simulator build is another variant again: behind the ``slow`` marker (CI keeps
+#: one wide and one 4-beat-burst build; README "Running the tests": ``-m slow -k ...``)
+SLOW_PROFILES = {"wide-random2-burst4"}
 RTL_MANIFEST = sorted(t for t in MANIFEST.get("rtl", ()) if t in TRACES)
 #: the manifest's slow traces (``heavy``: the 5-million-cycle convolution) play only under these
 HEAVY_PROFILES = ("nvidia", "random1", "nvidia-burst4")
@@ -198,7 +202,8 @@ def test_rtl(tid, request):
 
 @needs_shared
 @pytest.mark.rtl
-@pytest.mark.parametrize("profile", [p for p in RTL_PROFILES if p != "nvidia"])
+@pytest.mark.parametrize("profile", [pytest.param(p, marks=pytest.mark.slow) if p in SLOW_PROFILES
+                                     else p for p in RTL_PROFILES if p != "nvidia"])
 def test_rtl_mem_profile(profile):
     """The rtl manifest's traces under the fast / random memory and with 4-beat bursts (one
     test per profile: one simulator process, so pytest-xdist never runs a batch twice)."""
@@ -218,11 +223,15 @@ EW_PROFILES = {
     "nvidia-burst4": ("+primary_memif_max_burst=4", "nvidia", 0),
     "wide": ("+sdp_bs_throughput=8+sdp_bn_throughput=8+sdp_ew_throughput=4", "nvidia", 0),
 }
+#: EW profiles with a simulator build of their own that CI leaves out: ``slow`` (4-beat bursts
+#: run in CI on nv_small's own traces, test_rtl_mem_profile; the wide EW variant stays in CI)
+SLOW_EW_PROFILES = {"nvidia-burst4"}
 
 
 @needs_shared
 @pytest.mark.rtl
-@pytest.mark.parametrize("profile", list(EW_PROFILES))
+@pytest.mark.parametrize("profile", [pytest.param(p, marks=pytest.mark.slow) if p in SLOW_EW_PROFILES
+                                     else p for p in EW_PROFILES])
 def test_rtl_ew(profile):
     """The sdp_*_ew_* traces on the RTL of nv_small_ew, one simulator process per profile."""
     from hdl.config import get_config
