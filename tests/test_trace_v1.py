@@ -11,6 +11,7 @@ from hdl.config import NV_FULL, NV_SMALL
 from needs import needs_verilator
 from verif.axi_slave import MemTiming
 from verif.shared import have_shared, nvdla_dir
+from verif.trace.model_engine import ModelEngine
 from verif.trace.parser import TraceDataError, TraceSyntaxError, find_traces
 from verif.trace.player import FAIL, NOT_RUNNABLE, PASS
 from verif.trace.runner import run
@@ -112,6 +113,27 @@ def test_nvidia_sanity0_on_the_model():
     assert res[0].status == FAIL and "--config nv_full" in res[0].message
     res = list(run(find_traces([V1 / "sanity0"]), "rtl", NV_FULL))
     assert res[0].status == NOT_RUNNABLE
+
+
+def test_int16_program_refused_on_an_int8_design_before_it_runs(tmp_path):
+    """A v1 trace that sets a computing unit's precision to INT16 fails at once, naming the
+    write, on an int8 configuration (it would wait out its interrupt budget); RUBIK's precision
+    (elements moved as bytes) and an int16 configuration are not refused."""
+    from verif.trace.v1 import precision_refusal
+    d = _trace(tmp_path, "write_reg 0xffff1405 0x00000000\n"      # CDMA D_MISC_CFG: int8
+                         "write_reg 0xffff4003 0x00000100\n"      # RBK D_MISC_CFG: int16
+                         "write_reg 0xffff3421 0x00000001\n"      # PDP D_DATA_FORMAT: int16
+                         "wait\n")
+    t = load_v1_trace(d)
+    why = precision_refusal(t, NV_FULL)
+    assert why == (f"{t.txn}:3: NVDLA_PDP.D_DATA_FORMAT_0 sets INPUT_DATA to INT16; nv_full "
+                   "computes int8 only (feature_data_type int8: int16/fp16 are not built yet)")
+    from types import SimpleNamespace
+    assert precision_refusal(t, SimpleNamespace(name="int16", feature_data_type="int16_fp16")) is None
+    r = asyncio.run(play_v1(t, ModelEngine(NV_FULL)))
+    assert r.status == FAIL and r.message == why
+    t.commands.pop(2)
+    assert precision_refusal(t, NV_FULL) is None
 
 
 #: nv_full without the convolution features our RTL does not build yet (issue 34)

@@ -109,7 +109,8 @@ async def play_traces(dut):
         from verif.trace.budget import trace_budget
         if isinstance(trace, V1Trace):       # NVIDIA's v1 format (verif/trace/v1.py)
             budget = override or V1_INTR_BUDGET
-            res = await play_v1(trace, eng, intr_budget=budget)
+            res = await play_v1(trace, eng, intr_budget=budget,
+                                precision_check=cfg.get("own_rtl", True))
             return await _protocol_verdict(eng, res), budget
         budget = trace_budget(trace, hw, override)
         res = await play(trace, eng, on_timeout=on_timeout, intr_budget=budget, **player, **kw)

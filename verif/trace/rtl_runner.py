@@ -195,7 +195,9 @@ def run_rtl(traces: Iterable, config: str = "nv_small", waves: bool = False,
             raise ValueError(f"memory={memory!r}: one of {', '.join(MEMORIES)}")
         eng["memory"] = memory
     cfg = {"timing": asdict(timing), "player": player, "engine": eng, "config": config,
-           "mode": mode, "warmup": [str(Path(d).resolve()) for d in (warmup or ())]}
+           "mode": mode, "warmup": [str(Path(d).resolve()) for d in (warmup or ())],
+           # our RTL computes what its configuration names; another (NVIDIA's) may do more
+           "own_rtl": rtl_filelist is None}
     if abort_after_wbeats is not None:
         cfg["abort_after_wbeats"] = int(abort_after_wbeats)
     plusargs = []

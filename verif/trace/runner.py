@@ -55,14 +55,19 @@ def _each(dirs: Iterable[Path], cfg: NvdlaConfig, play_one,
 
 def _play_v1(trace: V1Trace, cfg: NvdlaConfig, engine: str | None) -> TraceResult:
     """A v1 trace (NVIDIA's nvdlav1 format) on the model of a v1 configuration; FAIL with the
-    reason on another configuration, NOT-RUNNABLE on another engine."""
+    reason on another configuration, NOT-RUNNABLE on another engine (the rtl engine plays v1
+    traces itself where our RTL builds the configuration: :func:`run`)."""
     if cfg.register_map != "v1":
         return TraceResult(trace.name, FAIL, "a v1 trace (input.txn) needs a configuration with "
                            f"the v1 register map (--config nv_full), not {cfg.name}")
     if engine != "model":
-        return TraceResult(trace.name, NOT_RUNNABLE, "v1 traces (input.txn) run on the model, "
-                           "or with --rtl-filelist on NVIDIA's nv_full RTL (ours does not build "
-                           "nv_full yet)")
+        from hdl.support import unbuilt
+        missing = unbuilt(cfg)
+        why = (f"our RTL does not build {'; '.join(missing)} yet" if missing
+               else f"the {engine} engine does not play them")
+        return TraceResult(trace.name, NOT_RUNNABLE, "v1 traces (input.txn) run on the model, on "
+                           "the rtl engine, or with --rtl-filelist on NVIDIA's nv_full RTL; "
+                           f"{cfg.name}: {why}")
     from verif.trace.model_engine import ModelEngine
     return asyncio.run(play_v1(trace, ModelEngine(cfg)))
 
@@ -122,7 +127,8 @@ def run(dirs: Iterable[Path], engine: str, cfg: NvdlaConfig, *, waves: bool = Fa
         yield from run_board(dirs, cfg, max_cycles)
     elif engine == "rtl":
         from verif.trace.rtl_runner import run_rtl
-        if rtl_filelist is None:       # our RTL does not build a v1 configuration yet
+        from hdl.support import unbuilt
+        if rtl_filelist is None and unbuilt(cfg):   # our RTL does not build it: say so per trace
             for d in [d for d in dirs if is_v1_trace(d)]:
                 trace, bad = _load(d)
                 yield bad if bad is not None else _play_v1(trace, cfg, engine)

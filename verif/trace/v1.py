@@ -254,14 +254,48 @@ class V1Player:
                 self.checks += 1
 
 
-async def play_v1(trace: V1Trace, engine, **kw) -> TraceResult:
+#: units whose precision fields set the arithmetic they compute in (RUBIK moves elements as
+#: bytes in any precision: not listed)
+COMPUTING_UNITS = ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC", "SDP_RDMA", "SDP", "PDP_RDMA", "PDP",
+                   "CDP_RDMA", "CDP")
+
+
+def precision_refusal(trace: V1Trace, cfg) -> str | None:
+    """Why configuration ``cfg`` (an ``hdl.config.NvdlaConfig``) cannot compute ``trace``, or
+    None: the first ``write_reg`` that sets a computing unit's precision field (``*PRECISION``,
+    ``INPUT_DATA``) to other than INT8 when ``cfg.feature_data_type`` is int8. NVIDIA's int16
+    traces (sanity3, conv_8x8_fc_int16, ...) would otherwise wait out their interrupt budget on
+    an int8-only design."""
+    if cfg is None or getattr(cfg, "feature_data_type", "int8") != "int8":
+        return None
+    for c in trace.commands:
+        if c.kind != "write_reg" or c.args["reg"].unit.name not in COMPUTING_UNITS:
+            continue
+        ref = c.args["reg"]
+        for f in ref.reg.fields:
+            if "PRECISION" not in f.name and f.name != "INPUT_DATA":
+                continue
+            v = (c.args["value"] >> f.lsb) & ((1 << f.width) - 1)
+            if v:
+                name = next((k for k, e in f.enums.items() if e == v), str(v))
+                return (f"{c.where}: {ref.trace_name} sets {f.name} to {name}; {cfg.name} computes "
+                        "int8 only (feature_data_type int8: int16/fp16 are not built yet)")
+    return None
+
+
+async def play_v1(trace: V1Trace, engine, *, precision_check: bool = True, **kw) -> TraceResult:
     """Run a v1 trace on ``engine``; never raises for a trace-level failure. A missing ``.dat``
-    makes it NOT-RUNNABLE. Keywords go to :class:`V1Player`."""
+    makes it NOT-RUNNABLE; with ``precision_check`` (our engines: not NVIDIA's RTL, which
+    computes every precision) a trace that :func:`precision_refusal` refuses on the engine's
+    configuration FAILs before anything runs. Other keywords go to :class:`V1Player`."""
     t0 = time.monotonic()
     missing = trace.missing_files()
     if missing:
         return TraceResult(trace.name, NOT_RUNNABLE, "missing memory image(s): "
                            + ", ".join(str(p) for p in missing))
+    why = precision_refusal(trace, getattr(engine, "cfg", None)) if precision_check else None
+    if why:
+        return TraceResult(trace.name, FAIL, why, None, time.monotonic() - t0)
     p = V1Player(trace, engine, **kw)
     try:
         await p.run()
