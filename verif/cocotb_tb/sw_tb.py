@@ -30,6 +30,11 @@ ENV = "NVDLA_SW_TB"
 async def run_sw(dut):
     cfg = json.loads(os.environ[ENV])
     eng = RtlEngine(dut, timing=MemTiming(**cfg.get("timing", {})), **cfg.get("engine", {}))
+    if cfg.get("config"):
+        from hdl.config import get_config
+        # the DUT's configuration: its register map (v1 on nv_full) places the host's status
+        # reads and kick-off counts (verif/sw/host.py)
+        eng.cfg = get_config(cfg["config"])
     waves = cfg.get("waves")
     await eng.start()
     t0, c0 = time.monotonic(), eng.cycle

@@ -247,7 +247,8 @@ def _run_rtl(cfg, timing, program, loadable, run_dir, kw, waves, memory, name,
     tb = {"program": str(program), "loadable": str(Path(loadable).resolve()),
           "image": str(Path(kw["image"]).resolve()) if kw.get("image") else None,
           "workdir": str(run_dir.resolve()), "timing": asdict(timing), "engine": eng,
-          "intr_budget": kw["intr_budget"], "debug": kw.get("debug", False)}
+          "intr_budget": kw["intr_budget"], "debug": kw.get("debug", False),
+          "config": cfg.name}     # its register map places the host's reads (v1 on nv_full)
     got, log, err = _run_batch(sim, [], sim_dir, tb, wpath, tb_module="verif.cocotb_tb.sw_tb",
                                env_name="NVDLA_SW_TB")
     if not got:
