@@ -32,7 +32,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hdl.regmap import REGMAP_V1
+from hdl.regmap import REGMAP_V1, decode
 from verif.trace.parser import WORD_MAX, Command, TraceDataError, TraceSyntaxError, _read_text
 from verif.trace.player import FAIL, NOT_RUNNABLE, PASS, TraceFailure, TraceResult
 
@@ -272,11 +272,10 @@ def precision_refusal(trace: V1Trace, cfg) -> str | None:
         if c.kind != "write_reg" or c.args["reg"].unit.name not in COMPUTING_UNITS:
             continue
         ref = c.args["reg"]
+        values = decode(ref.reg, c.args["value"])
         for f in ref.reg.fields:
-            if "PRECISION" not in f.name and f.name != "INPUT_DATA":
-                continue
-            v = (c.args["value"] >> f.lsb) & ((1 << f.width) - 1)
-            if v:
+            v = values[f.name]
+            if v and ("PRECISION" in f.name or f.name == "INPUT_DATA"):
                 name = next((k for k, e in f.enums.items() if e == v), str(v))
                 return (f"{c.where}: {ref.trace_name} sets {f.name} to {name}; {cfg.name} computes "
                         "int8 only (feature_data_type int8: int16/fp16 are not built yet)")
