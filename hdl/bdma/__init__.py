@@ -20,8 +20,10 @@ them; shared with the model only through the register map):
   atoms: the source and destination are cubes of :func:`hdl.dma.cube.cube_layout` with one
   32-byte atom per channel surface (``atom_elems`` = 1: width = SIZE, height = LINE_REPEAT,
   channel = SURF_REPEAT, 13 bits each: the repeats NVIDIA's write stage can count), read by an
-  :class:`hdl.dma.ReadDma` and written by an :class:`hdl.dma.WriteDma` joined by the atom
-  stream; CFG_CMD's RAM types choose the memory of each (0 = CV SRAM, 1 = MC);
+  :class:`hdl.dma.ReadDma` and written by an :class:`hdl.dma.WriteDma` joined by a *wide* atom
+  stream (each transfer the atoms of one source beat, repacked to the destination's beats:
+  one beat per cycle each way, two atoms on 512-bit beats); CFG_CMD's RAM types choose the
+  memory of each (0 = CV SRAM, 1 = MC);
 * an operation's reads start as soon as the previous operation's read requests have left, its
   writes as soon as the previous one's writes have left (a pipelined WriteDma counts the write
   responses per operation): reads of one operation overlap the writes of the one before, as in
@@ -172,8 +174,9 @@ class Bdma(DatapathUnit):
 
         # ---- the engines ----
         atoms = {"atom_bytes": ATOM_BYTES, "atom_elems": 1}   # one 32-byte atom per surface
-        rd = _CopyReadDma(**{**read_dma_params(cfg), **atoms})
-        wr = WriteDma(pipelined=True, **{**write_dma_params(cfg), **atoms})
+        # wide atom streams: one AXI beat per cycle each way (two atoms on 512-bit beats)
+        rd = _CopyReadDma(wide=True, **{**read_dma_params(cfg), **atoms})
+        wr = WriteDma(pipelined=True, wide=True, **{**write_dma_params(cfg), **atoms})
         m.submodules.rd, m.submodules.wr = rd, wr
         wiring.connect(m, rd.atoms, wr.atoms)
 

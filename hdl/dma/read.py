@@ -33,7 +33,9 @@ class ReadDma(WalkerDma):
     Ports: ``start`` In(1) pulse (ignored while ``busy``); ``cube`` In(cube_layout) sampled at
     ``start``; ``dma`` Out(:class:`hdl.axi.DmaReadSignature`) to MCIF; ``atoms`` Out(stream of
     ``atom_shape``) in traversal order; ``busy`` Out(1): runs or beats remain.
-    Throughput: one atom per cycle when memory keeps up.
+    Throughput: one atom per cycle when memory keeps up; with ``wide`` (see
+    :class:`hdl.dma.walker.WalkerDma`) one beat per cycle, each transfer the atoms of one run
+    in one beat.
 
     Raises ValueError: see :func:`hdl.dma.walker.check_dma_params`, or ``depth < max_burst``.
     """
@@ -71,10 +73,13 @@ class ReadDma(WalkerDma):
 
         if self.lanes == 1:
             # one atom per beat: the run structure is not needed after the request
-            m.d.comb += [room.eq(1),
-                         self.atoms.valid.eq(lat.r_rdy),
-                         self.atoms.payload.eq(lat.r_data),
-                         pop.eq(lat.r_rdy & self.atoms.ready), lat.r_en.eq(pop)]
+            m.d.comb += [room.eq(1), self.atoms.valid.eq(lat.r_rdy)]
+            if self.wide:
+                m.d.comb += [self.atoms.payload.data.eq(lat.r_data),
+                             self.atoms.payload.count.eq(1)]
+            else:
+                m.d.comb += self.atoms.payload.eq(lat.r_data)
+            m.d.comb += [pop.eq(lat.r_rdy & self.atoms.ready), lat.r_en.eq(pop)]
             return m
 
         # several atoms per beat: remember (first lane, atom count) of every issued run
@@ -94,6 +99,24 @@ class ReadDma(WalkerDma):
         lane = Signal(lane_bits)
         left = Signal(count_shape)
         fire = Signal()
+        if self.wide:
+            # one transfer per beat: the run's atoms in it, from its first lane (0 after the
+            # run's first beat; runs start on a new request, so a beat holds one run's atoms)
+            n = Signal(range(self.lanes + 1))
+            m.d.comb += [
+                lane.eq(Mux(started, 0, rq.lane0)),
+                left.eq(Mux(started, cur_left, rq.count)),
+                n.eq(Mux(left < self.lanes - lane, left, self.lanes - lane)),
+                self.atoms.valid.eq(lat.r_rdy & runq.r_rdy),
+                self.atoms.payload.data.eq(lat.r_data >> (lane * self.atom_bits)),
+                self.atoms.payload.count.eq(n),
+                fire.eq(self.atoms.valid & self.atoms.ready),
+                pop.eq(fire), lat.r_en.eq(pop),
+                runq.r_en.eq(fire & (left == n)),
+            ]
+            with m.If(fire):
+                m.d.sync += [started.eq(left != n), cur_left.eq(left - n)]
+            return m
         end_beat = Signal()
         m.d.comb += [
             lane.eq(Mux(started, cur_lane, rq.lane0)),

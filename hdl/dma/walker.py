@@ -25,7 +25,7 @@ from hdl.axi import AXI_LEN_WIDTH
 from hdl.dma.cube import CUBE_DIM_BITS, STRIDE_BITS, cube_layout
 from hdl.lib.stream import SkidBuffer
 
-__all__ = ["CubeWalker", "RunWalker", "WalkerDma", "check_dma_params", "run_layout", "run_request", "log2"]
+__all__ = ["CubeWalker", "RunWalker", "WalkerDma", "atom_group_layout", "check_dma_params", "run_layout", "run_request", "log2"]
 
 AXI_4K = 4096
 
@@ -59,6 +59,15 @@ def run_layout(addr_width: int, max_atoms: int) -> data.StructLayout:
     ``last`` set on the final run of the cube."""
     return data.StructLayout({"addr": unsigned(addr_width), "count": range(1, max_atoms + 1),
                               "last": 1})
+
+
+def atom_group_layout(atom_bytes: int, lanes: int) -> data.StructLayout:
+    """Payload of a *wide* atom stream (``wide=True`` DMAs): up to ``lanes`` consecutive atoms
+    of the traversal order in one transfer. ``data``: ``lanes`` atoms of ``atom_bytes`` bytes,
+    the first in bits [8*atom_bytes-1:0]; ``count``: how many of them are atoms (1..lanes; the
+    lanes above hold anything)."""
+    return data.StructLayout({"data": unsigned(8 * atom_bytes * lanes),
+                              "count": unsigned(max(1, lanes).bit_length())})
 
 
 def run_request(run, atom_bytes: int, beat_bytes: int) -> tuple:
@@ -299,10 +308,15 @@ class WalkerDma(wiring.Component):
     shape of the atom stream; default ``unsigned(8 * atom_bytes)``, byte i of the atom in bits
     [8i+7:8i]).
 
+    ``wide`` (default False): the atom stream carries up to one beat of atoms per transfer
+    (:func:`atom_group_layout` with ``lanes`` = ``beat_bytes // atom_bytes``), so a DMA moves one
+    AXI beat per cycle instead of one atom; ``atom_shape`` must then be left at its default.
+
     Ports: ``start`` In(1) pulse (ignored while busy); ``cube`` In(cube_layout) sampled at
     ``start``; the subclass's :meth:`dma_members`; ``busy`` Out(1).
 
-    Raises ValueError: see :func:`check_dma_params`, or ``depth < max_burst + spare_depth``.
+    Raises ValueError: see :func:`check_dma_params`, or ``depth < max_burst + spare_depth``, or
+    ``wide`` with an ``atom_shape``.
     """
 
     #: FIFO beats the subclass needs beyond one burst
@@ -311,7 +325,10 @@ class WalkerDma(wiring.Component):
     walker_class = CubeWalker
 
     def __init__(self, *, addr_width: int, atom_bytes: int, atom_elems: int, beat_bytes: int,
-                 max_burst: int, depth: int, atom_shape=None):
+                 max_burst: int, depth: int, atom_shape=None, wide: bool = False):
+        if wide and atom_shape is not None:
+            raise ValueError(f"{type(self).__name__}: a wide atom stream carries plain atoms; "
+                             f"atom_shape {atom_shape!r} given")
         if depth < max_burst + self.spare_depth:
             raise ValueError(f"{type(self).__name__}: depth {depth} below "
                              f"{max_burst + self.spare_depth} beats (max_burst {max_burst})")
@@ -323,7 +340,9 @@ class WalkerDma(wiring.Component):
         self.max_burst, self.depth = max_burst, depth
         self.lanes = beat_bytes // atom_bytes          # atoms per beat
         self.atom_bits = atom_bytes * 8
-        self.atom_shape = atom_shape if atom_shape is not None else unsigned(atom_bytes * 8)
+        self.wide = wide
+        self.atom_shape = (atom_group_layout(atom_bytes, self.lanes) if wide
+                           else atom_shape if atom_shape is not None else unsigned(atom_bytes * 8))
         super().__init__({"start": In(1), "cube": In(cube_layout(addr_width)),
                           **self.dma_members(), "busy": Out(1)})
 

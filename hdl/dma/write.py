@@ -11,7 +11,7 @@ its write response.
 """
 from __future__ import annotations
 
-from amaranth.hdl import Module, Mux, Signal, Value
+from amaranth.hdl import Cat, Module, Mux, Signal, Value
 from amaranth.lib import data, fifo, stream
 from amaranth.lib.wiring import In, Out
 
@@ -35,7 +35,9 @@ class WriteDma(WalkerDma):
     ``start``; ``atoms`` In(stream of ``atom_shape``) in traversal order; ``dma``
     Out(:class:`hdl.axi.DmaWriteSignature`) to MCIF; ``done`` Out(1) one-cycle pulse when the
     whole cube is written and acknowledged; ``busy`` Out(1) from ``start`` to ``done``.
-    Throughput: one atom per cycle.
+    Throughput: one atom per cycle; with ``wide`` (see :class:`hdl.dma.walker.WalkerDma`)
+    one beat per cycle: transfers of up to one beat of atoms, repacked to the destination's
+    lanes.
 
     ``pipelined`` (default False): cubes follow each other without waiting for write
     responses. ``busy`` then covers a cube until its last request and data beat have left (its
@@ -80,7 +82,40 @@ class WriteDma(WalkerDma):
             datq.r_en.eq(self.dma.data.ready),
         ]
 
-        # pack atoms into beats; the run at the walker's output is the one being packed
+        if self.wide:
+            self._pack_groups(m, runs, run, lane0, reqq, datq, wdat)
+        else:
+            self._pack_atoms(m, runs, run, lane0, reqq, datq, wdat)
+
+        if self.pipelined:
+            self._pipelined_done(m, reqq, datq, runs, run)
+            return m
+
+        # completion: every queued burst acknowledged after the cube's last run
+        running = Signal()
+        all_queued = Signal()
+        outstanding = Signal(OUTSTANDING_BITS)
+        outstanding_next = Signal(OUTSTANDING_BITS)
+        # ``outstanding == 0`` as a register of its own, from the next count (issue 10: the
+        # counter's comparison started the path from ``done`` into the units' register files,
+        # whose layer-done load enables fan out to every configuration register)
+        none_outstanding = Signal(init=1)
+        queued = reqq.w_en
+        m.d.comb += outstanding_next.eq(outstanding + queued - self.dma.done)
+        m.d.sync += [outstanding.eq(outstanding_next), none_outstanding.eq(outstanding_next == 0)]
+        with m.If(self.start & ~running):
+            m.d.sync += [running.eq(1), all_queued.eq(0)]
+        with m.If(queued & run.last):
+            m.d.sync += all_queued.eq(1)
+        with m.If(running & all_queued & none_outstanding):
+            m.d.comb += self.done.eq(1)
+            m.d.sync += [running.eq(0), all_queued.eq(0)]
+        m.d.comb += self.busy.eq(running)
+        return m
+
+    def _pack_atoms(self, m: Module, runs, run, lane0, reqq, datq, wdat) -> None:
+        """One atom per cycle into beats; the run at the walker's output is the one being
+        packed."""
         atom = Value.cast(self.atoms.payload)
         fire = Signal()
         count_shape = run.count.shape()
@@ -123,31 +158,64 @@ class WriteDma(WalkerDma):
             reqq.w_en.eq(fire & last_of_run),
         ]
 
-        if self.pipelined:
-            self._pipelined_done(m, reqq, datq, runs, run)
-            return m
-
-        # completion: every queued burst acknowledged after the cube's last run
-        running = Signal()
-        all_queued = Signal()
-        outstanding = Signal(OUTSTANDING_BITS)
-        outstanding_next = Signal(OUTSTANDING_BITS)
-        # ``outstanding == 0`` as a register of its own, from the next count (issue 10: the
-        # counter's comparison started the path from ``done`` into the units' register files,
-        # whose layer-done load enables fan out to every configuration register)
-        none_outstanding = Signal(init=1)
-        queued = reqq.w_en
-        m.d.comb += outstanding_next.eq(outstanding + queued - self.dma.done)
-        m.d.sync += [outstanding.eq(outstanding_next), none_outstanding.eq(outstanding_next == 0)]
-        with m.If(self.start & ~running):
-            m.d.sync += [running.eq(1), all_queued.eq(0)]
-        with m.If(queued & run.last):
-            m.d.sync += all_queued.eq(1)
-        with m.If(running & all_queued & none_outstanding):
-            m.d.comb += self.done.eq(1)
-            m.d.sync += [running.eq(0), all_queued.eq(0)]
-        m.d.comb += self.busy.eq(running)
-        return m
+    def _pack_groups(self, m: Module, runs, run, lane0, reqq, datq, wdat) -> None:
+        """``wide``: transfers of up to ``lanes`` atoms into beats, one beat per cycle. The
+        transfers follow the source's beats, the beats here the destination's lanes, so atoms
+        wait in a carry buffer of ``2 * lanes - 1`` atoms (a transfer is taken while at most
+        ``lanes - 1`` atoms stay after this cycle's beat). A beat is written when the buffer
+        holds all its atoms: ``min(lanes - lane, atoms left in the run)`` from the run's first
+        lane (0 after its first beat). Transfers are taken before the cube's runs are known
+        (also the next cube's, while this one's last beats leave): a cube's atoms are all
+        written when its last beat is, so what the buffer holds then belongs to later cubes
+        and ``busy`` does not count it."""
+        lanes, ab = self.lanes, self.atom_bits
+        cap = 2 * lanes - 1
+        buf = Signal(cap * ab)                  # atom i in bits [ab*(i+1)-1 : ab*i]
+        held = Signal(range(cap + 1))
+        count_shape = run.count.shape()
+        started = Signal()                      # part of the current run already written
+        cur_left = Signal(count_shape)
+        left = Signal(count_shape)              # atoms of the run still to write
+        need = Signal(range(lanes + 1))         # atoms of the run in this beat
+        emit = Signal()
+        k = Signal(range(lanes + 1))            # atoms leaving the buffer this cycle
+        kept = Signal(range(cap + 1))
+        fire = Signal()
+        last_of_run = Signal()
+        if lanes == 1:
+            lane = 0
+            m.d.comb += need.eq(1)
+        else:
+            lane = Signal(range(lanes))
+            m.d.comb += [lane.eq(Mux(started, 0, lane0)),
+                         need.eq(Mux(left < lanes - lane, left, lanes - lane))]
+        m.d.comb += [
+            left.eq(Mux(started, cur_left, run.count)),
+            last_of_run.eq(left == need),
+            emit.eq(runs.valid & datq.w_rdy & reqq.w_rdy & (held >= need)),
+            k.eq(Mux(emit, need, 0)),
+            kept.eq(held - k),
+            self.atoms.ready.eq(kept < lanes),
+            fire.eq(self.atoms.valid & self.atoms.ready),
+        ]
+        n_in = self.atoms.payload.count
+        incoming = Cat(*(Mux(i < n_in, self.atoms.payload.data.word_select(i, ab), 0)
+                         for i in range(lanes)))
+        head = Cat(*(Mux(i < need, buf.word_select(i, ab), 0) for i in range(lanes)))
+        strb = Cat(*(Value.cast((j >= lane) & (j < lane + need)).replicate(self.atom_bytes)
+                     for j in range(lanes)))
+        shifted = Signal(cap * ab)
+        m.d.comb += [
+            shifted.eq((buf >> (k * ab)) | Mux(fire, incoming << (kept * ab), 0)),
+            wdat.data.eq(head << (lane * ab)),
+            wdat.strb.eq(strb),
+            datq.w_en.eq(emit),
+            runs.ready.eq(emit & last_of_run),
+            reqq.w_en.eq(emit & last_of_run),
+        ]
+        m.d.sync += [buf.eq(shifted), held.eq(kept + Mux(fire, n_in, 0))]
+        with m.If(emit):
+            m.d.sync += [started.eq(~last_of_run), cur_left.eq(left - need)]
 
     def _pipelined_done(self, m: Module, reqq, datq, runs, run) -> None:
         """``done`` per cube in pipelined mode (class docstring): the bursts of each cube are

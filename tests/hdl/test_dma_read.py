@@ -10,9 +10,10 @@ import random
 from collections import deque
 
 import pytest
-from streams import stream_get
-from test_dma_walker import (ADDR_WIDTH, DMA_SHAPES, LONG_CUBES, check_requests, dma_setup,
-                             expected_atoms, run_sim, start_cube)
+from amaranth.hdl import unsigned
+from streams import as_bits, stream_get
+from test_dma_walker import (ADDR_WIDTH, DMA_SHAPES, LONG_CUBES, check_requests, dma_cubes,
+                             dma_setup, expected_atoms, expected_runs, run_sim, start_cube)
 
 from hdl.dma import ReadDma
 
@@ -111,3 +112,88 @@ def test_read_dma_bursts_and_throughput(max_burst, cube):
 def test_read_dma_rejects_small_depth():
     with pytest.raises(ValueError):
         ReadDma(addr_width=16, atom_bytes=8, atom_elems=8, beat_bytes=8, max_burst=4, depth=2)
+
+
+# wide atom streams (one beat of atoms per transfer): nv_small's one atom per beat, 2 and 4
+# atoms per beat, and nv_full's BDMA/RUBIK geometry (32-byte atoms on 64-byte beats)
+WIDE_SHAPES = [(8, 8, 4), (4, 8, 2), (2, 8, 4), (32, 64, 4), (32, 64, 1)]
+
+
+def expected_groups(mem, cube, atom_bytes, beat_bytes, max_burst):
+    """The transfers of a wide ReadDma for ``cube``: per run, per beat it touches, the run's
+    atoms in that beat as ``(count, [atom values])``."""
+    lanes = beat_bytes // atom_bytes
+    out = []
+    for a, count in expected_runs(cube, atom_bytes, atom_bytes, max_burst * beat_bytes):
+        lane = a % beat_bytes // atom_bytes
+        while count:
+            n = min(lanes - lane, count)
+            out.append((n, atom_values(mem, [a + i * atom_bytes for i in range(n)], atom_bytes)))
+            a, count, lane = a + n * atom_bytes, count - n, 0
+    return out
+
+
+def group_atoms(payload, atom_bytes):
+    """``(count, [atom values])`` of one wide transfer (hdl.dma.walker.atom_group_layout)."""
+    n, bits = int(payload.count), as_bits(payload.data)
+    mask = (1 << 8 * atom_bytes) - 1
+    return n, [bits >> (8 * atom_bytes * i) & mask for i in range(n)]
+
+
+@pytest.mark.parametrize("atom_bytes,beat_bytes,max_burst", WIDE_SHAPES)
+def test_read_dma_wide_random(atom_bytes, beat_bytes, max_burst):
+    """``wide``: each transfer holds the atoms of one run in one beat, from its first lane."""
+    rng = random.Random(atom_bytes * 100 + beat_bytes + max_burst)
+    dut = ReadDma(addr_width=ADDR_WIDTH, atom_bytes=atom_bytes, atom_elems=atom_bytes,
+                  beat_bytes=beat_bytes, max_burst=max_burst, depth=16, wide=True)
+    mem = bytes(rng.randrange(256) for _ in range(1 << ADDR_WIDTH))
+    cubes = dma_cubes(rng, atom_bytes, atom_bytes, 12, 0)
+    log = {"reqs": [], "errors": []}
+
+    async def bench(ctx):
+        for cube in cubes:
+            log["reqs"].clear()
+            await start_cube(ctx, dut, cube)
+            want = expected_groups(mem, cube, atom_bytes, beat_bytes, max_burst)
+            got = await stream_get(ctx, dut.atoms, len(want), rng=rng, p_stall=0.3)
+            assert [group_atoms(p, atom_bytes) for p in got] == want, cube
+            for _ in range(3):
+                await ctx.tick()
+            assert not ctx.get(dut.busy) and not ctx.get(dut.atoms.valid)
+            check_requests(log["reqs"], cube, atom_bytes, beat_bytes, max_burst)
+        assert not log["errors"], log["errors"][:3]
+
+    run_sim(dut, bench, background=[make_memory_bench(dut, mem, rng, log)],
+            stable=[("req", dut.dma.req), ("atoms", dut.atoms)])
+
+
+@pytest.mark.parametrize("beat_bytes", [8, 16])
+def test_read_dma_wide_throughput(beat_bytes):
+    """``wide``: 256 contiguous 4-byte atoms in one line come out at one beat per cycle."""
+    rng = random.Random(beat_bytes)
+    dut = ReadDma(addr_width=ADDR_WIDTH, atom_bytes=4, atom_elems=4, beat_bytes=beat_bytes,
+                  max_burst=4, depth=32, wide=True)
+    mem = bytes(rng.randrange(256) for _ in range(1 << ADDR_WIDTH))
+    cube = dict(base=0x0f00, line_stride=0x400, surface_stride=0x800, width=255, height=0,
+                channel=3)
+    log = {"reqs": [], "errors": []}
+
+    async def bench(ctx):
+        await start_cube(ctx, dut, cube)
+        want = expected_groups(mem, cube, 4, beat_bytes, 4)
+        stamps = []
+        got = await stream_get(ctx, dut.atoms, len(want), rng=rng, p_stall=0.0,
+                               timestamps=stamps)
+        assert [group_atoms(p, 4) for p in got] == want
+        assert len(want) == 1024 // beat_bytes
+        assert stamps[-1] - stamps[0] == len(want) - 1       # one beat per cycle
+        assert not log["errors"]
+
+    run_sim(dut, bench, background=[make_memory_bench(dut, mem, rng, log, p_ready=1.0,
+                                                      max_latency=0, p_gap=0.0)])
+
+
+def test_wide_rejects_atom_shape():
+    with pytest.raises(ValueError, match="wide"):
+        ReadDma(addr_width=16, atom_bytes=8, atom_elems=8, beat_bytes=8, max_burst=4, depth=8,
+                atom_shape=unsigned(64), wide=True)

@@ -13,8 +13,8 @@ from collections import deque
 
 import pytest
 from streams import stream_put
-from test_dma_walker import (ADDR_WIDTH, DMA_SHAPES, LONG_CUBES, check_requests, dma_setup,
-                             expected_atoms, random_cube, run_sim, start_cube)
+from test_dma_walker import (ADDR_WIDTH, DMA_SHAPES, LONG_CUBES, check_requests, dma_cubes,
+                             dma_setup, expected_atoms, random_cube, run_sim, start_cube)
 
 from hdl.dma import WriteDma
 
@@ -146,16 +146,19 @@ def test_write_dma_bursts_and_throughput(max_burst, cube):
                                                       max_latency=3)])
 
 
-@pytest.mark.parametrize("atom_bytes,beat_bytes,max_burst", [(8, 8, 1), (4, 8, 2), (8, 8, 4)])
-def test_write_dma_pipelined(atom_bytes, beat_bytes, max_burst):
+@pytest.mark.parametrize("atom_bytes,beat_bytes,max_burst,wide",
+                         [(8, 8, 1, False), (4, 8, 2, False), (8, 8, 4, False), (4, 8, 2, True),
+                          (32, 64, 4, True)])
+def test_write_dma_pipelined(atom_bytes, beat_bytes, max_burst, wide):
     """``pipelined=True``: the cubes follow each other (each started as soon as ``busy`` drops,
     before the previous one's write responses), one ``done`` per cube in order, after its last
     response; the memory image is the plain formula's; some cube starts before the previous
-    one's ``done``."""
+    one's ``done``. ``wide``: the next cube's atoms are offered without a gap, before its
+    start (as BDMA's read engine gives them)."""
     rng = random.Random(atom_bytes * 3 + max_burst)
     dut = WriteDma(addr_width=ADDR_WIDTH, atom_bytes=atom_bytes, atom_elems=atom_bytes,
                    beat_bytes=beat_bytes, max_burst=max_burst, depth=2 * max_burst + 1,
-                   pipelined=True)
+                   pipelined=True, wide=wide)
     mem = bytearray(rng.randrange(256) for _ in range(1 << ADDR_WIDTH))
     log = {"reqs": [], "errors": []}
     cubes, taken = [], set()
@@ -185,7 +188,8 @@ def test_write_dma_pipelined(atom_bytes, beat_bytes, max_burst):
 
     async def feeder(ctx):
         for vs in values:
-            await stream_put(ctx, dut.atoms, vs, rng=rng, p_stall=0.2)
+            await stream_put(ctx, dut.atoms, random_groups(dut, vs, rng) if wide else vs,
+                             rng=rng, p_stall=0.2)
 
     async def bench(ctx):
         for c in cubes:
@@ -215,3 +219,116 @@ def test_write_dma_rejects_small_depth(max_burst, depth):
     with pytest.raises(ValueError, match="depth"):
         WriteDma(addr_width=16, atom_bytes=8, atom_elems=8, beat_bytes=8, max_burst=max_burst,
                  depth=depth)
+
+
+# wide atom streams (see test_dma_read.WIDE_SHAPES)
+WIDE_SHAPES = [(8, 8, 4), (4, 8, 2), (2, 8, 4), (32, 64, 4), (32, 64, 1)]
+
+
+def random_groups(dut, values, rng, *, full=False):
+    """``values`` (atoms) as wide transfers of 1..lanes atoms each (``full``: ``lanes`` each but
+    the last), random bits in the lanes above the count (the DMA must ignore them)."""
+    lanes, ab = dut.lanes, 8 * dut.atom_bytes
+    layout = dut.atoms.payload.shape()
+    out, i = [], 0
+    while i < len(values):
+        n = min(len(values) - i, lanes if full else rng.randint(1, lanes))
+        bits = rng.getrandbits(ab * lanes)
+        for j, v in enumerate(values[i:i + n]):
+            bits = bits & ~(((1 << ab) - 1) << ab * j) | v << ab * j
+        out.append(layout.const({"data": bits, "count": n}))
+        i += n
+    return out
+
+
+@pytest.mark.parametrize("pipelined", [False, True])
+@pytest.mark.parametrize("atom_bytes,beat_bytes,max_burst", WIDE_SHAPES)
+def test_write_dma_wide_random(atom_bytes, beat_bytes, max_burst, pipelined):
+    """``wide``: atoms arriving in transfers of any 1..lanes atoms (as a wide ReadDma of another
+    alignment gives them) land at the plain formula's addresses, every other byte untouched;
+    one request per maximal run; one ``done`` per cube."""
+    rng = random.Random(atom_bytes * 100 + beat_bytes + max_burst + pipelined)
+    dut = WriteDma(addr_width=ADDR_WIDTH, atom_bytes=atom_bytes, atom_elems=atom_bytes,
+                   beat_bytes=beat_bytes, max_burst=max_burst, depth=2 * max_burst + 1,
+                   wide=True, pipelined=pipelined)
+    mem = bytearray(rng.randrange(256) for _ in range(1 << ADDR_WIDTH))
+    # no two atoms of one cube at the same address (else the expected image is ambiguous;
+    # dma_cubes' 4 KB-crossing cube overlaps its own lines with 32-byte atoms)
+    cubes = [c for c in dma_cubes(rng, atom_bytes, atom_bytes, 10, 2)
+             if len(set(expected_atoms(c, atom_bytes, atom_bytes)))
+             == len(expected_atoms(c, atom_bytes, atom_bytes))]
+    assert len(cubes) >= 10
+    log = {"reqs": [], "errors": []}
+
+    async def bench(ctx):
+        for cube in cubes:
+            log["reqs"].clear()
+            addrs = expected_atoms(cube, atom_bytes, atom_bytes)
+            values = [rng.randrange(1 << (8 * atom_bytes)) for _ in addrs]
+            want = bytearray(mem)
+            for a, v in zip(addrs, values):
+                want[a:a + atom_bytes] = v.to_bytes(atom_bytes, "little")
+            await start_cube(ctx, dut, cube)
+            assert ctx.get(dut.busy)
+            await stream_put(ctx, dut.atoms, random_groups(dut, values, rng), rng=rng,
+                             p_stall=0.3)
+            dones = 0
+            for _ in range(300):
+                done, busy = ctx.get(dut.done), ctx.get(dut.busy)
+                dones += done
+                await ctx.tick()
+                if not busy and (dones or not pipelined):
+                    break
+            assert dones == 1
+            assert not ctx.get(dut.busy)
+            assert mem == want, cube
+            check_requests(log["reqs"], cube, atom_bytes, beat_bytes, max_burst)
+        assert not log["errors"], log["errors"][:3]
+
+    run_sim(dut, bench, background=[make_memory_bench(dut, mem, rng, log)],
+            stable=[("req", dut.dma.req), ("data", dut.dma.data)])
+
+
+@pytest.mark.parametrize("lane0", [0, 1])
+@pytest.mark.parametrize("beat_bytes", [8, 16])
+def test_write_dma_wide_throughput(beat_bytes, lane0):
+    """``wide``: 256 contiguous 4-byte atoms in full transfers are taken one per cycle once the
+    first run is known, also when the destination starts at lane 1 (every transfer then
+    straddles two beats): one beat per cycle."""
+    rng = random.Random(beat_bytes + lane0)
+    dut = WriteDma(addr_width=ADDR_WIDTH, atom_bytes=4, atom_elems=4, beat_bytes=beat_bytes,
+                   max_burst=4, depth=16, wide=True)
+    mem = bytearray(1 << ADDR_WIDTH)
+    log = {"reqs": [], "errors": []}
+    base = 0x0f00 + 4 * lane0
+    cube = dict(base=base, line_stride=0x400, surface_stride=0x800, width=255, height=0,
+                channel=3)
+
+    async def bench(ctx):
+        await start_cube(ctx, dut, cube)
+        values = [rng.randrange(1 << 32) for _ in range(256)]
+        groups = random_groups(dut, values, rng, full=True)
+        ctx.set(dut.atoms.valid, 1)
+        ctx.set(dut.atoms.payload, groups[0])
+        wait = 0
+        while not ctx.get(dut.atoms.ready):
+            await ctx.tick()
+            wait += 1
+        assert wait <= 2
+        for i, g in enumerate(groups):
+            ctx.set(dut.atoms.valid, 1)
+            ctx.set(dut.atoms.payload, g)
+            assert ctx.get(dut.atoms.ready), f"stalled at transfer {i}"
+            await ctx.tick()
+        ctx.set(dut.atoms.valid, 0)
+        for _ in range(40):
+            if ctx.get(dut.done):
+                break
+            await ctx.tick()
+        else:
+            raise AssertionError("no done")
+        assert mem[base:base + 1024] == b"".join(v.to_bytes(4, "little") for v in values)
+        assert not log["errors"]
+
+    run_sim(dut, bench, background=[make_memory_bench(dut, mem, rng, log, p_ready=1.0,
+                                                      max_latency=3)])
