@@ -82,9 +82,10 @@ class WriteDma(WalkerDma):
             datq.r_en.eq(self.dma.data.ready),
         ]
 
-        if self.wide:
+        if self.wide and self.lanes > 1:
             self._pack_groups(m, runs, run, lane0, reqq, datq, wdat)
         else:
+            # one atom per beat, wide or not: every transfer is one atom (count 1)
             self._pack_atoms(m, runs, run, lane0, reqq, datq, wdat)
 
         if self.pipelined:
@@ -116,7 +117,7 @@ class WriteDma(WalkerDma):
     def _pack_atoms(self, m: Module, runs, run, lane0, reqq, datq, wdat) -> None:
         """One atom per cycle into beats; the run at the walker's output is the one being
         packed."""
-        atom = Value.cast(self.atoms.payload)
+        atom = self.atoms.payload.data if self.wide else Value.cast(self.atoms.payload)
         fire = Signal()
         count_shape = run.count.shape()
         started = Signal()                      # part of the current run already packed
