@@ -192,9 +192,13 @@ def test_write_dma_pipelined(atom_bytes, beat_bytes, max_burst, wide):
                              rng=rng, p_stall=0.2)
 
     async def bench(ctx):
-        for c in cubes:
-            while ctx.get(dut.busy):
+        for k, c in enumerate(cubes):
+            for _ in range(3000):
+                if not ctx.get(dut.busy):
+                    break
                 await ctx.tick()
+            else:
+                raise AssertionError(f"busy never dropped before cube {k}")
             await start_cube(ctx, dut, c)
         for _ in range(2000):
             if sum(e[0] == "done" for e in events) == len(cubes):
