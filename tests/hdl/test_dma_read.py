@@ -65,17 +65,25 @@ def test_read_dma_random(atom_bytes, beat_bytes, max_burst):
                                           seed=atom_bytes * 10 + max_burst, n_cubes=12, gap=0)
     mem = bytes(mem)
 
+    run_cubes(dut, mem, rng, log, cubes,
+              lambda cube: atom_values(mem, expected_atoms(cube, atom_bytes, atom_bytes),
+                                       atom_bytes))
+
+
+def run_cubes(dut, mem, rng, log, cubes, expect, convert=lambda p: p):
+    """Read each cube of ``cubes``: its transfers (``convert``-ed) equal ``expect(cube)``, then
+    ``busy`` drops and the requests are one per maximal run."""
     async def bench(ctx):
         for cube in cubes:
             log["reqs"].clear()
             await start_cube(ctx, dut, cube)
-            addrs = expected_atoms(cube, atom_bytes, atom_bytes)
-            got = await stream_get(ctx, dut.atoms, len(addrs), rng=rng, p_stall=0.3)
-            assert got == atom_values(mem, addrs, atom_bytes), cube
+            want = expect(cube)
+            got = await stream_get(ctx, dut.atoms, len(want), rng=rng, p_stall=0.3)
+            assert [convert(p) for p in got] == want, cube
             for _ in range(3):
                 await ctx.tick()
             assert not ctx.get(dut.busy) and not ctx.get(dut.atoms.valid)
-            check_requests(log["reqs"], cube, atom_bytes, beat_bytes, max_burst)
+            check_requests(log["reqs"], cube, dut.atom_bytes, dut.beat_bytes, dut.max_burst)
         assert not log["errors"], log["errors"][:3]
 
     run_sim(dut, bench, background=[make_memory_bench(dut, mem, rng, log)],
@@ -150,21 +158,9 @@ def test_read_dma_wide_random(atom_bytes, beat_bytes, max_burst):
     cubes = dma_cubes(rng, atom_bytes, atom_bytes, 12, 0)
     log = {"reqs": [], "errors": []}
 
-    async def bench(ctx):
-        for cube in cubes:
-            log["reqs"].clear()
-            await start_cube(ctx, dut, cube)
-            want = expected_groups(mem, cube, atom_bytes, beat_bytes, max_burst)
-            got = await stream_get(ctx, dut.atoms, len(want), rng=rng, p_stall=0.3)
-            assert [group_atoms(p, atom_bytes) for p in got] == want, cube
-            for _ in range(3):
-                await ctx.tick()
-            assert not ctx.get(dut.busy) and not ctx.get(dut.atoms.valid)
-            check_requests(log["reqs"], cube, atom_bytes, beat_bytes, max_burst)
-        assert not log["errors"], log["errors"][:3]
-
-    run_sim(dut, bench, background=[make_memory_bench(dut, mem, rng, log)],
-            stable=[("req", dut.dma.req), ("atoms", dut.atoms)])
+    run_cubes(dut, mem, rng, log, cubes,
+              lambda cube: expected_groups(mem, cube, atom_bytes, beat_bytes, max_burst),
+              lambda p: group_atoms(p, atom_bytes))
 
 
 @pytest.mark.parametrize("beat_bytes", [8, 16])
