@@ -183,13 +183,9 @@ class WriteDma(WalkerDma):
         kept = Signal(range(cap + 1))
         fire = Signal()
         last_of_run = Signal()
-        if lanes == 1:
-            lane = 0
-            m.d.comb += need.eq(1)
-        else:
-            lane = Signal(range(lanes))
-            m.d.comb += [lane.eq(Mux(started, 0, lane0)),
-                         need.eq(Mux(left < lanes - lane, left, lanes - lane))]
+        lane = Signal(range(lanes))             # lanes > 1: one atom per beat packs atoms
+        m.d.comb += [lane.eq(Mux(started, 0, lane0)),
+                     need.eq(Mux(left < lanes - lane, left, lanes - lane))]
         m.d.comb += [
             left.eq(Mux(started, cur_left, run.count)),
             last_of_run.eq(left == need),

@@ -63,10 +63,10 @@ def make_memory_bench(dut, mem, rng, log, *, p_ready=0.7, max_latency=15):
     return memory
 
 
-def run_cubes(dut, mem, rng, log, cubes, *, groups=None, pipelined=False):
+def run_cubes(dut, mem, rng, log, cubes, *, groups=None, pipelined=False, wait=200):
     """Write each cube of ``cubes`` (random atom values; ``groups(values)``: the transfers of a
     wide DMA) and check the memory image (every other byte untouched), the requests and one
-    ``done`` per cube."""
+    ``done`` per cube within ``wait`` cycles of its last atom."""
     atom_bytes, beat_bytes, max_burst = dut.atom_bytes, dut.beat_bytes, dut.max_burst
 
     async def bench(ctx):
@@ -84,7 +84,7 @@ def run_cubes(dut, mem, rng, log, cubes, *, groups=None, pipelined=False):
             await stream_put(ctx, dut.atoms, groups(values) if groups else values, rng=rng,
                              p_stall=0.3)
             dones = 0
-            for _ in range(300):
+            for _ in range(wait):
                 done, busy = ctx.get(dut.done), ctx.get(dut.busy)
                 dones += done
                 await ctx.tick()
@@ -274,7 +274,7 @@ def test_write_dma_wide_random(atom_bytes, beat_bytes, max_burst, pipelined):
     log = {"reqs": [], "errors": []}
 
     run_cubes(dut, mem, rng, log, cubes, groups=lambda vs: random_groups(dut, vs, rng),
-              pipelined=pipelined)
+              pipelined=pipelined, wait=300)
 
 
 @pytest.mark.parametrize("lane0", [0, 1])
