@@ -1,7 +1,7 @@
 """Benchmark of RUBIK layers (prints figures, asserts nothing): cycles from the start of the
 program to the layer's interrupt for a contract, a split and a merge of the same cube, against
 the bus limit (one AXI beat per cycle on the read channel and one on the write channel: the
-layer's read beats or its write beats, whichever are more) and, with ``--nvidia-filelist F``,
+layer's read beats or its write beats, whichever are more, in the configuration's beats) and, with ``--nvidia-filelist F``,
 NVIDIA's RTL on the same programs (its nv_full: 512-bit beats).
 
 Usage: ``python scripts/bench_rubik.py --config nv_large --set rubik=True --set
@@ -124,20 +124,21 @@ def main() -> int:
     print(f"# RUBIK layers, memory profile {args.mem_profile}; ours: {cfg.name} "
           f"({cfg.axi_data_bytes}-byte beats)"
           + (f"; NVIDIA: {ncfg.name} ({ncfg.axi_data_bytes}-byte beats)" if ncfg else ""))
-    print("# limit: the layer's read or write atoms, whichever are more (one 32-byte atom per "
-          "beat and cycle each way)")
+    print("# limit: the layer's read or write beats, whichever are more (one AXI beat per cycle "
+          "each way; every address 64-byte aligned), in the configuration's beats")
     print(f"{'layer':<14} {'read B':>7} {'write B':>7} {'limit':>6} {'ours':>7} {'of limit':>9}"
           + (f" {'NVIDIA':>7} {'of limit':>9}" if ncfg else ""))
     for s, d in progs:
         _, (ra, wa, _, _) = geometry(*s[1:])
-        limit = max(ra, wa)
-        line = f"{s[0]:<14} {ra * ATOM:>7} {wa * ATOM:>7} {limit:>6}"
+        nbytes = max(ra, wa) * ATOM
+        line = f"{s[0]:<14} {ra * ATOM:>7} {wa * ATOM:>7} {_ceil(nbytes, cfg.axi_data_bytes):>6}"
         for res, c in ((ours.get(d.name), cfg), (theirs.get(d.name), ncfg)):
             if c is None:
                 continue
             if res is None or res.status != "PASS" or not res.cycles:
                 line += f" {'FAIL':>7} {'':>9}"
                 continue
+            limit = _ceil(nbytes, c.axi_data_bytes)
             line += f" {res.cycles:>7} {limit / res.cycles:>8.0%} "
         print(line)
     return 0

@@ -10,6 +10,8 @@
 * :mod:`hdl.dma.read` -- :class:`ReadDma`: walker + burst requests + latency FIFO with credits +
   lane select.
 * :mod:`hdl.dma.write` -- :class:`WriteDma`: walker + beat packing + burst requests + done.
+* :mod:`hdl.dma.group` -- :class:`Ungroup`: a wide atom stream one atom per cycle.
+* :mod:`hdl.dma.nest` -- loop-nest walkers and DMAs (RUBIK).
 * :mod:`hdl.dma.clients` -- the MCIF client table (client index = AXI ID) and
   :func:`dma_params` (DMA parameters from an NvdlaConfig).
 """

@@ -6,7 +6,9 @@ A *nest* (:func:`nest_layout`) is ``LOOPS`` loops, outermost first, each ``count
 (minus one) ``stride`` bytes apart, around a *line* of ``line + 1`` atoms at consecutive
 addresses. The innermost loop runs ``last_count + 1`` times instead of ``count + 1`` during the
 last iteration of the outermost loop (the last, partial channel group of RUBIK's split writes
-and merge reads). Atom ``i`` of the line at loop indices ``(i0, .., iL-1)`` is at byte
+and merge reads), and a line has ``last_line + 1`` atoms instead of ``line + 1`` during the last
+iteration of the loop just outside the innermost one (the last, partial chunk of a line of
+RUBIK's contract reads). Atom ``i`` of the line at loop indices ``(i0, .., iL-1)`` is at byte
 ``base + sum(ik * stride_k) + i * atom_bytes`` modulo ``2**addr_width``.
 
 :class:`NestWalker` is a :class:`hdl.dma.walker.RunWalker` (``base`` is ``cube.base``; the other
@@ -39,11 +41,14 @@ def nest_layout(addr_width: int) -> data.StructLayout:
     """A loop nest (module docstring): ``loops`` (LOOPS entries, outermost first) of ``count``
     (CUBE_DIM_BITS bits, iterations minus one) and ``stride`` (``addr_width`` bits, bytes,
     modulo the address space), ``last_count`` (the innermost loop's iterations minus one in the
-    outermost loop's last iteration) and ``line`` (LINE_BITS bits, atoms minus one)."""
+    outermost loop's last iteration), ``line`` (LINE_BITS bits, atoms minus one) and
+    ``last_line`` (the same in the last iteration of loop ``LOOPS - 2``; equal to ``line`` when
+    every line has the same length)."""
     loop = data.StructLayout({"count": unsigned(CUBE_DIM_BITS), "stride": unsigned(addr_width)})
     return data.StructLayout({"loops": data.ArrayLayout(loop, LOOPS),
                               "last_count": unsigned(CUBE_DIM_BITS),
-                              "line": unsigned(LINE_BITS)})
+                              "line": unsigned(LINE_BITS),
+                              "last_line": unsigned(LINE_BITS)})
 
 
 class NestWalker(RunWalker):
@@ -97,10 +102,15 @@ class NestWalker(RunWalker):
                 return Mux(outer_last, nest.last_count, nest.loops[k].count)
             return nest.loops[k].count
 
+        def line_atoms(src, chunk_last):
+            """Atoms of a line (``src`` a nest) walked while loop L-2 is (``chunk_last``) or
+            is not on its last iteration."""
+            return Mux(chunk_last, src.last_line, src.line) + 1
+
         with m.If(self.start & ~self.busy):
             src = self.nest
             m.d.sync += [nest.eq(src), walking.eq(1), cur.eq(self.cube.base),
-                         lleft.eq(src.line + 1)]
+                         lleft.eq(line_atoms(src, src.loops[L - 2].count == 0))]
             for k in range(L):
                 cnt = src.loops[k].count
                 if k == L - 1:
@@ -112,14 +122,17 @@ class NestWalker(RunWalker):
             with m.Elif(all_end):
                 m.d.sync += walking.eq(0)
             with m.Else():
-                m.d.sync += lleft.eq(nest.line + 1)
                 # the deepest loop not at its end advances; the loops inside it restart there
                 for k in range(L):
                     deeper_done = reduce(lambda a, b: a & b, end[k + 1:], 1)
                     with m.If(~end[k] & deeper_done):
                         nxt = (pos[k] + nest.loops[k].stride)[:aw]
                         outer_last = (left[0] == 1) if k == 0 else end[0]
-                        m.d.sync += [left[k].eq(left[k] - 1), pos[k].eq(nxt), cur.eq(nxt)]
+                        # is loop L-2 on its last iteration after this step?
+                        chunk_last = (end[L - 2] if k == L - 1 else left[L - 2] == 1 if k == L - 2
+                                      else nest.loops[L - 2].count == 0)
+                        m.d.sync += [left[k].eq(left[k] - 1), pos[k].eq(nxt), cur.eq(nxt),
+                                     lleft.eq(line_atoms(nest, chunk_last))]
                         for j in range(k + 1, L):
                             m.d.sync += [left[j].eq(reload(j, outer_last)), pos[j].eq(nxt)]
         return m

@@ -12,9 +12,12 @@ How this design moves them: a :class:`hdl.dma.nest.NestReadDma` and a
 :class:`hdl.dma.nest.NestWriteDma` each walk a loop nest of the mode (:func:`nests`, addresses
 from the consumer group's registers), joined by the atom stream:
 
-* contract: the read nest visits the source atoms in the order of the destination's lines
-  (group, line h, phase row dy, pixel w, phase column dx: one atom per run); the write nest
-  writes G x H*sy lines of W*sx atoms. The atoms pass unchanged.
+* contract: the write nest writes G x H*sy lines of W*sx atoms. With one atom per AXI beat the
+  read nest visits the source atoms in the order of the destination's lines (group, line h,
+  phase row dy, pixel w, phase column dx: one atom per run) and the atoms pass unchanged. With
+  two atoms per beat (nv_full) it reads chunks of ``CONTRACT_CHUNK`` pixels of each phase's
+  line (group, h, dy, chunk, dx: one run per chunk and phase) and
+  :class:`hdl.rubik.contract.ContractBuffer` puts them in the destination's order.
 * split: reads G x H lines of W pixel atoms; :class:`_Reshape` cuts every line into J blocks of
   A atoms (the last padded with zero atoms), transposes each (:class:`Transposer`) and keeps
   the A plane atoms of channels below C; the write nest puts atom (g, h, j, c) at
@@ -23,8 +26,9 @@ from the consumer group's registers), joined by the atom stream:
   stand for them, so channels past C are written 0); the transposed blocks give pixel atoms,
   kept for w < W; written as G x H lines of W atoms.
 
-Throughput: one atom per cycle each way when memory keeps up; contract reads are one atom per
-request. A layer starts two cycles after its group is armed (strides times the deconvolution
+Throughput when memory keeps up: contract two atoms per cycle each way on 64-byte beats (one
+on 32-byte beats: one atom per request); split and merge one atom per cycle (with 64-byte beats
+the DMAs are ``wide`` and :class:`hdl.dma.group.Ungroup` feeds the transposer). A layer starts two cycles after its group is armed (strides times the deconvolution
 strides are registered) and completes at the last write response. RUBIK_MODE 3 (no mode)
 completes at once without moving data; IN_PRECISION 3 moves 2-byte elements (the model refuses
 both). D_PERF_READ_STALL / D_PERF_WRITE_STALL count the cycles of the running layer whose read
@@ -40,13 +44,19 @@ from amaranth.lib.wiring import In, Out
 from hdl.config import NvdlaConfig
 from hdl.dma import read_dma_params, write_dma_params
 from hdl.dma.cube import CUBE_DIM_BITS
+from hdl.dma.group import Ungroup
 from hdl.dma.nest import LOOPS, NestReadDma, NestWriteDma, nest_layout
+from hdl.rubik.contract import ContractBuffer
 from hdl.rubik.transpose import Transposer
 from hdl.unit import DatapathUnit, connect_dma
 
 __all__ = ["Rubik", "ATOM_BYTES", "CONTRACT", "SPLIT", "MERGE"]
 
 ATOM_BYTES = 32                      # RUBIK moves 32-byte atoms (programming guide)
+#: contract's read runs on 64-byte beats (atoms per phase line chunk: hdl/rubik/contract.py)
+CONTRACT_CHUNK = 8
+#: DECONV_X_STRIDE + 1 at most (a 5-bit field)
+MAX_DECONV_STRIDE = 32
 CONTRACT, SPLIT, MERGE = 0, 1, 2     # D_MISC_CFG.RUBIK_MODE
 
 
@@ -55,8 +65,9 @@ class _Reshape(wiring.Component):
     A atoms in (zero atoms where the read nest has none), transposed, the atoms the write nest
     has no place for dropped.
 
-    Ports: ``go`` In(1) pulse: start a layer with the geometry on the inputs (stable while
-    ``busy``), also while the previous layer's last steps (drops only) run: ``split`` In(1) (0: merge), ``wide`` In(1) (2-byte elements, A = 16),
+    Ports: ``go`` In(1) pulse: start a layer with the geometry on the inputs (latched at
+    ``go``), also while the previous layer's last steps (drops only) run: ``split`` In(1) (0:
+    merge), ``wide`` In(1) (2-byte elements, A = 16),
     ``w1``/``h1``/``c1`` In(13) (W, H, C minus one); ``i`` In(stream of 256 bits) from the read
     DMA, ``o`` Out(stream) to the write DMA; ``busy`` Out(1) until the last block has left.
     """
@@ -71,7 +82,15 @@ class _Reshape(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         m.submodules.tr = tr = Transposer(ATOM_BYTES)
-        wide, split = self.wide, self.split
+        # the geometry, latched at go: the unit's registers switch to the other group when the
+        # layer completes (its last write response), while this layer's last block may still
+        # be stepping through its dropped atoms (with live registers, those steps kept atoms
+        # of the next layer's geometry: found behind a wide write DMA, which took them)
+        wide, split = Signal(), Signal()
+        w1, h1, c1 = (Signal(CUBE_DIM_BITS, name=n) for n in ("w1_l", "h1_l", "c1_l"))
+        with m.If(self.go):
+            m.d.sync += [wide.eq(self.wide), split.eq(self.split), w1.eq(self.w1),
+                         h1.eq(self.h1), c1.eq(self.c1)]
         a1 = Mux(wide, ATOM_BYTES // 2 - 1, ATOM_BYTES - 1)      # A - 1
         a = a1 + 1
         j, h, g = (Signal(CUBE_DIM_BITS, name=n) for n in ("j", "h", "g"))
@@ -79,14 +98,14 @@ class _Reshape(wiring.Component):
         pwbase, pcbase = Signal(CUBE_DIM_BITS + 1), Signal(CUBE_DIM_BITS + 1)  # the block leaving
         k = Signal(range(ATOM_BYTES))
         active, first, flush = Signal(), Signal(), Signal()
-        j1 = Mux(wide, self.w1 >> 4, self.w1 >> 5)      # J - 1
-        g1 = Mux(wide, self.c1 >> 4, self.c1 >> 5)      # G - 1
+        j1 = Mux(wide, w1 >> 4, w1 >> 5)      # J - 1
+        g1 = Mux(wide, c1 >> 4, c1 >> 5)      # G - 1
 
         real = Signal()   # this step's input atom comes from memory (else a zero atom)
         keep = Signal()   # this step's output atom goes to memory (else it is dropped)
         m.d.comb += [
-            real.eq(~flush & (Mux(split, wbase, cbase) + k <= Mux(split, self.w1, self.c1))),
-            keep.eq(~first & (Mux(split, pcbase, pwbase) + k <= Mux(split, self.c1, self.w1))),
+            real.eq(~flush & (Mux(split, wbase, cbase) + k <= Mux(split, w1, c1))),
+            keep.eq(~first & (Mux(split, pcbase, pwbase) + k <= Mux(split, c1, w1))),
         ]
         in_ok = ~real | self.i.valid
         out_ok = ~keep | self.o.ready
@@ -109,7 +128,7 @@ class _Reshape(wiring.Component):
                     m.d.sync += active.eq(0)
                 with m.Elif(j != j1):
                     m.d.sync += [j.eq(j + 1), wbase.eq(wbase + a)]
-                with m.Elif(h != self.h1):
+                with m.Elif(h != h1):
                     m.d.sync += [j.eq(0), wbase.eq(0), h.eq(h + 1)]
                 with m.Elif(g != g1):
                     m.d.sync += [j.eq(0), wbase.eq(0), h.eq(0), g.eq(g + 1), cbase.eq(cbase + a)]
@@ -124,11 +143,13 @@ class _Reshape(wiring.Component):
         return m
 
 
-def nests(m: Module, r, addr_width: int):
+def nests(m: Module, r, addr_width: int, chunk: int = 0):
     """The read and write loop nests of the layer in the register-file view ``r`` (consumer
     group): returns ``(mode, wide, ia, oa, rd_nest, wr_nest)``, ``ia``/``oa`` the byte
     addresses (``addr_width`` bits) and the nests :func:`hdl.dma.nest.nest_layout` signals,
-    registered (valid two cycles after the registers are)."""
+    registered (valid two cycles after the registers are). ``chunk`` (a power of two, or 0):
+    contract reads each phase's line in runs of ``chunk`` atoms for
+    :class:`hdl.rubik.contract.ContractBuffer` instead of one atom per run."""
     aw = addr_width
 
     def field(reg, name):
@@ -172,9 +193,10 @@ def nests(m: Module, r, addr_width: int):
     lay = nest_layout(aw)
     rd_n, wr_n = Signal(lay, name="rd_nest"), Signal(lay, name="wr_nest")
 
-    def nest(sig, loops, last_count=0, line=0):
+    def nest(sig, loops, last_count=0, line=0, last_line=None):
         loops = list(loops) + [(0, 0)] * (LOOPS - len(loops))
-        stmts = [sig.last_count.eq(last_count), sig.line.eq(line)]
+        stmts = [sig.last_count.eq(last_count), sig.line.eq(line),
+                 sig.last_line.eq(line if last_line is None else last_line)]
         for i, (cnt, stride) in enumerate(loops):
             stmts += [sig.loops[i].count.eq(cnt), sig.loops[i].stride.eq(stride)]
         return stmts
@@ -187,8 +209,15 @@ def nests(m: Module, r, addr_width: int):
     mode_now = field("d_misc_cfg", "rubik_mode")
     with m.Switch(mode_now):
         with m.Case(CONTRACT):
-            m.d.sync += nest(rd_n, [(gc1, iss), (h1, ils), (sy1, p_cs0), (w1, ATOM_BYTES), (sx1, cs0)],
-                             last_count=sx1)
+            if chunk:
+                # each phase's line in chunks of `chunk` atoms (the last: W mod chunk or chunk)
+                cb = chunk.bit_length() - 1
+                m.d.sync += nest(rd_n, [(gc1, iss), (h1, ils), (sy1, p_cs0),
+                                        (w1 >> cb, chunk * ATOM_BYTES), (sx1, cs0)],
+                                 last_count=sx1, line=chunk - 1, last_line=w1[:cb])
+            else:
+                m.d.sync += nest(rd_n, [(gc1, iss), (h1, ils), (sy1, p_cs0), (w1, ATOM_BYTES),
+                                        (sx1, cs0)], last_count=sx1)
             m.d.sync += nest(wr_n, [(gc1, oss), (h1, p_ols), (sy1, ols)], line=p_line - 1)
         with m.Case(SPLIT):
             m.d.sync += nest(rd_n, [(gi1, iss), (h1, ils)], line=w1)
@@ -230,11 +259,14 @@ class Rubik(DatapathUnit):
         cfg = self.cfg
         rf = self.add_register_file(m, "RBK")
         r = rf.cfg
-        atoms = {"atom_bytes": ATOM_BYTES, "atom_elems": 1}
+        # two atoms per AXI beat (nv_full): wide atom streams, contract through the reorder buffer
+        two = cfg.axi_data_bytes == 2 * ATOM_BYTES
+        atoms = {"atom_bytes": ATOM_BYTES, "atom_elems": 1, "wide": two}
         m.submodules.rd = rd = NestReadDma(**{**read_dma_params(cfg), **atoms})
         m.submodules.wr = wr = NestWriteDma(**{**write_dma_params(cfg), **atoms})
         m.submodules.reshape = rs = _Reshape()
-        mode, wide, ia, oa, rd_n, wr_n = nests(m, r, cfg.mem_address_width)
+        mode, wide, ia, oa, rd_n, wr_n = nests(m, r, cfg.mem_address_width,
+                                               CONTRACT_CHUNK if two else 0)
 
         done = Signal()
         start = self.add_layer_control(m, [rf], done)
@@ -250,15 +282,33 @@ class Rubik(DatapathUnit):
             rs.c1.eq(r.d_datain_size_1.datain_channel),
             done.eq(wr.done | (go & ~moves)),
         ]
-        # contract: the atoms pass unchanged; split / merge: through the reshape datapath
+        # contract: the atoms pass unchanged (one per beat) or through the reorder buffer (two
+        # per beat); split / merge: one atom per cycle through the reshape datapath
         contract = mode == CONTRACT
-        m.d.comb += [
-            rs.i.valid.eq(rd.atoms.valid & ~contract), rs.i.payload.eq(rd.atoms.payload),
-            rd.atoms.ready.eq(Mux(contract, wr.atoms.ready, rs.i.ready)),
-            wr.atoms.valid.eq(Mux(contract, rd.atoms.valid, rs.o.valid)),
-            wr.atoms.payload.eq(Mux(contract, rd.atoms.payload, rs.o.payload)),
-            rs.o.ready.eq(wr.atoms.ready & ~contract),
-        ]
+        if two:
+            m.submodules.ungroup = ug = Ungroup(ATOM_BYTES, 2)
+            m.submodules.contract = cb = ContractBuffer(ATOM_BYTES, CONTRACT_CHUNK, MAX_DECONV_STRIDE)
+            m.d.comb += [
+                cb.go.eq(go), cb.sx1.eq(r.d_deconv_stride.deconv_x_stride),
+                cb.w1.eq(r.d_datain_size_0.datain_width),
+                cb.i.valid.eq(rd.atoms.valid & contract), cb.i.payload.eq(rd.atoms.payload),
+                ug.i.valid.eq(rd.atoms.valid & ~contract), ug.i.payload.eq(rd.atoms.payload),
+                rd.atoms.ready.eq(Mux(contract, cb.i.ready, ug.i.ready)),
+                rs.i.valid.eq(ug.o.valid), rs.i.payload.eq(ug.o.payload), ug.o.ready.eq(rs.i.ready),
+                wr.atoms.valid.eq(Mux(contract, cb.o.valid, rs.o.valid)),
+                wr.atoms.payload.data.eq(Mux(contract, cb.o.payload.data, rs.o.payload)),
+                wr.atoms.payload.count.eq(Mux(contract, cb.o.payload.count, 1)),
+                cb.o.ready.eq(wr.atoms.ready & contract),
+                rs.o.ready.eq(wr.atoms.ready & ~contract),
+            ]
+        else:
+            m.d.comb += [
+                rs.i.valid.eq(rd.atoms.valid & ~contract), rs.i.payload.eq(rd.atoms.payload),
+                rd.atoms.ready.eq(Mux(contract, wr.atoms.ready, rs.i.ready)),
+                wr.atoms.valid.eq(Mux(contract, rd.atoms.valid, rs.o.valid)),
+                wr.atoms.payload.eq(Mux(contract, rd.atoms.payload, rs.o.payload)),
+                rs.o.ready.eq(wr.atoms.ready & ~contract),
+            ]
         connect_dma(m, rd.dma, self.rbk_rd, r.d_dain_ram_type.datain_ram_type)
         connect_dma(m, wr.dma, self.rbk_wr, r.d_daout_ram_type.dataout_ram_type)
 

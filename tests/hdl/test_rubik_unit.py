@@ -171,39 +171,44 @@ def test_transposer_blocks(atom_bytes, wide):
 @pytest.mark.parametrize("beat_bytes,max_burst", [(32, 1), (64, 4)])
 def test_nest_walker_atoms(beat_bytes, max_burst):
     """Every atom address of random nests (plain formula: base + sum(i_k * stride_k) + i*32, the
-    innermost loop's count changed in the outermost loop's last iteration), in order, as runs
-    that never cross a burst window."""
+    innermost loop's count changed in the outermost loop's last iteration, the line's length in
+    the last iteration of the loop outside the innermost), in order, as runs that never cross a
+    burst window."""
     rng = random.Random(beat_bytes)
     aw = 40
     dut = NestWalker(addr_width=aw, atom_bytes=32, atom_elems=1, beat_bytes=beat_bytes,
                      max_burst=max_burst)
     win = beat_bytes * max_burst
     cases = []
-    for _ in range(6):
+    for n_case in range(8):
         counts = [rng.randint(0, 2) for _ in range(LOOPS)]
         strides = [32 * rng.randint(0, 300) for _ in range(LOOPS)]
         last, line = rng.randint(0, 3), rng.choice((0, 0, 3, 17))
+        last_line = line if n_case % 2 else rng.choice((0, 2, 7, 20))
         base = 32 * rng.randint(0, 1 << 20)
         want = []
 
-        def walk(k, addr, outer_last):
+        def walk(k, addr, outer_last, chunk_last):
             if k == LOOPS:
-                want.extend((addr + 32 * i) % (1 << aw) for i in range(line + 1))
+                n_line = last_line if chunk_last else line
+                want.extend((addr + 32 * i) % (1 << aw) for i in range(n_line + 1))
                 return
             n = (last if outer_last else counts[k]) if k == LOOPS - 1 else counts[k]
             for i in range(n + 1):
-                walk(k + 1, addr + i * strides[k], outer_last or (k == 0 and i == counts[0]))
-        walk(0, base, False)
-        cases.append((base, counts, strides, last, line, want))
+                walk(k + 1, addr + i * strides[k], outer_last or (k == 0 and i == counts[0]),
+                     chunk_last or (k == LOOPS - 2 and i == n))
+        walk(0, base, False, False)
+        cases.append((base, counts, strides, last, line, last_line, want))
 
     async def bench(ctx):
-        for base, counts, strides, last, line, want in cases:
+        for base, counts, strides, last, line, last_line, want in cases:
             ctx.set(dut.cube.base, base)
             for k in range(LOOPS):
                 ctx.set(dut.nest.loops[k].count, counts[k])
                 ctx.set(dut.nest.loops[k].stride, strides[k])
             ctx.set(dut.nest.last_count, last)
             ctx.set(dut.nest.line, line)
+            ctx.set(dut.nest.last_line, last_line)
             ctx.set(dut.start, 1)
             await ctx.tick()
             ctx.set(dut.start, 0)
