@@ -28,12 +28,13 @@ from the consumer group's registers), joined by the atom stream:
 
 Throughput when memory keeps up: contract two atoms per cycle each way on 64-byte beats (one
 on 32-byte beats: one atom per request); split and merge one atom per cycle (with 64-byte beats
-the DMAs are ``wide`` and :class:`hdl.dma.group.Ungroup` feeds the transposer). A layer starts two cycles after its group is armed (strides times the deconvolution
-strides are registered) and completes at the last write response. RUBIK_MODE 3 (no mode)
-completes at once without moving data; IN_PRECISION 3 moves 2-byte elements (the model refuses
-both). D_PERF_READ_STALL / D_PERF_WRITE_STALL count the cycles of the running layer whose read
-request (write request or data) waits, while its D_PERF_ENABLE.PERF_EN is set, restarting at each
-layer: cycles of this design, so they differ from NVIDIA's (the untimed model reads 0).
+the DMAs are ``wide`` and :class:`hdl.dma.group.Ungroup` feeds the transposer). A layer starts
+two cycles after its group is armed (strides times the deconvolution strides are registered) and
+completes at the last write response. RUBIK_MODE 3 (no mode) completes at once without moving
+data; IN_PRECISION 3 moves 2-byte elements (the model refuses both). D_PERF_READ_STALL /
+D_PERF_WRITE_STALL count the cycles of the running layer whose read request (write request or
+data) waits, while its D_PERF_ENABLE.PERF_EN is set, restarting at each layer: cycles of this
+design, so they differ from NVIDIA's (the untimed model reads 0).
 """
 from __future__ import annotations
 
@@ -287,7 +288,8 @@ class Rubik(DatapathUnit):
         contract = mode == CONTRACT
         if two:
             m.submodules.ungroup = ug = Ungroup(ATOM_BYTES, 2)
-            m.submodules.contract = cb = ContractBuffer(ATOM_BYTES, CONTRACT_CHUNK, MAX_DECONV_STRIDE)
+            m.submodules.contract = cb = ContractBuffer(ATOM_BYTES, CONTRACT_CHUNK,
+                                                        MAX_DECONV_STRIDE)
             m.d.comb += [
                 cb.go.eq(go), cb.sx1.eq(r.d_deconv_stride.deconv_x_stride),
                 cb.w1.eq(r.d_datain_size_0.datain_width),

@@ -105,7 +105,8 @@ class ContractBuffer(wiring.Component):
         atom1 = self.i.payload.data[bits:2 * bits]
         for b, (wp, _) in enumerate(banks):
             first_here = bank0 == b
-            m.d.comb += [wp.addr.eq(Mux(first_here, entry(h_in, dx_i, w_i), entry(h_in, dx_i, w_b))),
+            m.d.comb += [wp.addr.eq(Mux(first_here, entry(h_in, dx_i, w_i),
+                                        entry(h_in, dx_i, w_b))),
                          wp.data.eq(Mux(first_here, atom0, atom1)),
                          wp.en.eq(take & (first_here | (n == 2)))]
         line_end = (w_i + n - 1) == len1_i
@@ -138,7 +139,8 @@ class ContractBuffer(wiring.Component):
         issue = load & full[h_out]
         for b, (_, rp) in enumerate(banks):
             m.d.comb += [rp.en.eq(issue),
-                         rp.addr.eq(Mux(bank_a == b, entry(h_out, dx_o, w_o), entry(h_out, bd, bw)))]
+                         rp.addr.eq(Mux(bank_a == b, entry(h_out, dx_o, w_o),
+                                        entry(h_out, bd, bw)))]
         with m.If(load):
             m.d.sync += [o_valid.eq(issue), swap.eq(bank_a), cnt2.eq(has_b)]
         d0, d1 = banks[0][1].data, banks[1][1].data

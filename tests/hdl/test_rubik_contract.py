@@ -72,7 +72,8 @@ def run_buffer(chunk, max_stride, layers, p_in, p_out, seed, p_odd=0.5):
                     piece = src[0]
                     ctx.set(dut.i.valid, 1)
                     ctx.set(dut.i.payload.count, len(piece))
-                    data = piece[0] | ((piece[1] if len(piece) > 1 else rng.getrandbits(BITS)) << BITS)
+                    hi = piece[1] if len(piece) > 1 else rng.getrandbits(BITS)   # garbage lane
+                    data = piece[0] | (hi << BITS)
                     ctx.set(dut.i.payload.data, data)
                 else:
                     ctx.set(dut.i.valid, 0)
@@ -113,7 +114,8 @@ def test_contract_buffer_random(chunk, max_stride, seed):
     layers; random stalls both sides: the output atoms are the output lines' in order, every
     transfer 2 atoms but a chunk's odd last one."""
     rng = random.Random(seed * 100 + chunk)
-    layers = [(rng.choice((1, 2, chunk - 1 or 1, chunk, chunk + 1, 3 * chunk + 1, rng.randint(1, 40))),
+    layers = [(rng.choice((1, 2, chunk - 1 or 1, chunk, chunk + 1, 3 * chunk + 1,
+                           rng.randint(1, 40))),
                rng.choice((1, 2, 3, max_stride - 1 or 1, max_stride, rng.randint(1, max_stride))),
                rng.randint(1, 3)) for _ in range(6)]
     _, got = run_buffer(chunk, max_stride, layers, 0.7, 0.6, seed)
