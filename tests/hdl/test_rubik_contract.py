@@ -39,6 +39,29 @@ def read_order(layer, lines, W, sx, chunk, rng, p_odd=0.5):
     return out
 
 
+async def cycle(ctx, dut, rng, src, lanes, p_in, p_out):
+    """One clock cycle of a random-stall producer of wide transfers on ``dut.i`` (``src`` a
+    list of atom lists: the head offered with garbage in its unused lanes, popped when taken)
+    and a random-stall consumer on ``dut.o``: returns the payload taken, or None."""
+    offer = bool(src) and rng.random() < p_in
+    ctx.set(dut.i.valid, offer)
+    if offer:
+        g = src[0]
+        data = 0
+        for k in range(lanes):
+            data |= (g[k] if k < len(g) else rng.getrandbits(BITS)) << (BITS * k)
+        ctx.set(dut.i.payload.data, data)
+        ctx.set(dut.i.payload.count, len(g))
+    take = rng.random() < p_out
+    ctx.set(dut.o.ready, take)
+    await ctx.delay(1e-9)
+    if offer and ctx.get(dut.i.ready):
+        src.pop(0)
+    out = ctx.get(dut.o.payload) if take and ctx.get(dut.o.valid) else None
+    await ctx.tick()
+    return out
+
+
 def write_order(layer, lines, W, sx):
     return [atom(layer, line, w, dx) for line in range(lines) for w in range(W) for dx in range(sx)]
 
@@ -67,27 +90,11 @@ def run_buffer(chunk, max_stride, layers, p_in, p_out, seed, p_odd=0.5):
             while len(atoms) < want_n:
                 t += 1
                 assert t < 50 * want_n + 100, f"layer {li}: stuck after {len(atoms)} atoms"
-                offer = bool(src) and rng.random() < p_in
-                if offer:
-                    piece = src[0]
-                    ctx.set(dut.i.valid, 1)
-                    ctx.set(dut.i.payload.count, len(piece))
-                    hi = piece[1] if len(piece) > 1 else rng.getrandbits(BITS)   # garbage lane
-                    data = piece[0] | (hi << BITS)
-                    ctx.set(dut.i.payload.data, data)
-                else:
-                    ctx.set(dut.i.valid, 0)
-                take = rng.random() < p_out
-                ctx.set(dut.o.ready, take)
-                await ctx.delay(1e-9)
-                if offer and ctx.get(dut.i.ready):
-                    src.pop(0)
-                if take and ctx.get(dut.o.valid):
-                    n = ctx.get(dut.o.payload.count)
-                    d = ctx.get(dut.o.payload.data)
-                    counts.append(n)
-                    atoms += [(d >> (BITS * k)) & ((1 << BITS) - 1) for k in range(n)]
-                await ctx.tick()
+                out = await cycle(ctx, dut, rng, src, 2, p_in, p_out)
+                if out is not None:
+                    counts.append(out.count)
+                    atoms += [(out.data >> (BITS * k)) & ((1 << BITS) - 1)
+                              for k in range(out.count)]
             ctx.set(dut.i.valid, 0)
             ctx.set(dut.o.ready, 0)
             assert not src, f"layer {li}: {len(src)} transfers not taken"
@@ -164,23 +171,9 @@ def test_ungroup_random(lanes):
             while len(got) < len(want):
                 t += 1
                 assert t < 10 * len(want), "stuck"
-                offer = bool(src) and rng.random() < p_in
-                ctx.set(dut.i.valid, offer)
-                if offer:
-                    g = src[0]
-                    data = 0
-                    for k in range(lanes):
-                        data |= (g[k] if k < len(g) else rng.getrandbits(BITS)) << (BITS * k)
-                    ctx.set(dut.i.payload.data, data)
-                    ctx.set(dut.i.payload.count, len(g))
-                take = rng.random() < p_out
-                ctx.set(dut.o.ready, take)
-                await ctx.delay(1e-9)
-                if offer and ctx.get(dut.i.ready):
-                    src.pop(0)
-                if take and ctx.get(dut.o.valid):
-                    got.append(ctx.get(dut.o.payload))
-                await ctx.tick()
+                out = await cycle(ctx, dut, rng, src, lanes, p_in, p_out)
+                if out is not None:
+                    got.append(out)
             ctx.set(dut.i.valid, 0)
             assert got == want and not src
             if p_in == 1.0:
