@@ -4,7 +4,7 @@ split and merge on 64-byte beats: hdl/rubik).
 """
 from __future__ import annotations
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -42,7 +42,5 @@ class Ungroup(wiring.Component):
                      self.o.payload.eq(self.i.payload.data.word_select(k, bits)),
                      self.i.ready.eq(self.o.ready & last)]
         with m.If(fire):
-            m.d.sync += k.eq(0)
-            with m.If(~last):
-                m.d.sync += k.eq(k + 1)
+            m.d.sync += k.eq(Mux(last, 0, k + 1))
         return m

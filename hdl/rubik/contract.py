@@ -63,7 +63,7 @@ class ContractBuffer(wiring.Component):
         bits = 8 * self.atom_bytes
         C, cb = self.chunk, log2(self.chunk)
         sb = max(1, log2(self.max_stride))
-        depth = 2 * self.max_stride * C // 2           # halves x phases x pixel pairs
+        depth = 2 * self.max_stride * (C // 2)         # halves x phases x pixel pairs
         # the geometry, latched at go (the registers switch group when the layer completes)
         sx1 = Signal.like(self.sx1)
         w1 = Signal.like(self.w1)
