@@ -30,7 +30,11 @@ class NvdlaConfig:
     """
     name: str
     # data types (v2_scalability "Data type": int8 only or int16/fp16 too)
-    feature_data_type: str = "int8"        # "int8" | "int16_fp16"
+    # "int8"; "int16_fp16" (v2_scalability: NVDLA_BPE 16, every size in 16-bit elements); or
+    # "int8_int16_fp16": NVDLA v1's nv_full, which computes all three with its sizes counted in
+    # int8 elements (a 32-byte atom holds 32 int8 or 16 int16/fp16 channels; unit description
+    # "Convolution MAC": 2048 int8 or 1024 int16/fp16 MACs), see ``precisions``
+    feature_data_type: str = "int8"
     weight_data_type: str = "int8"
     # optional features
     weight_compression: bool = False
@@ -79,9 +83,9 @@ class NvdlaConfig:
             v = getattr(self, param)
             if v not in allowed:
                 raise ConfigError(f"{self.name}: {param}={v!r} is not one of {sorted(allowed, key=str)}")
-        one_of("feature_data_type", {"int8", "int16_fp16"})
+        one_of("feature_data_type", {"int8", "int16_fp16", "int8_int16_fp16"})
         one_of("register_map", {"v1", "v2"})
-        one_of("weight_data_type", {"int8", "int16_fp16"})
+        one_of("weight_data_type", {"int8", "int16_fp16", "int8_int16_fp16"})
         # the values projects.spec (v1, nv_full) and projects.master.spec (v2) allow
         one_of("mac_atomic_c", {8, 32, 64})
         one_of("mac_atomic_k", {8, 16, 32})
@@ -134,8 +138,15 @@ class NvdlaConfig:
     # ---- derived values (projects.spec) ----
     @property
     def bpe(self) -> int:
-        """Bits per element: NVDLA_BPE."""
-        return 8 if self.feature_data_type == "int8" else 16
+        """Bits per element: NVDLA_BPE (8 for "int8_int16_fp16", whose sizes count int8
+        elements)."""
+        return 16 if self.feature_data_type == "int16_fp16" else 8
+
+    @property
+    def precisions(self) -> tuple[str, ...]:
+        """Feature data precisions the configuration computes, of "int8", "int16", "fp16"."""
+        return {"int8": ("int8",), "int16_fp16": ("int16", "fp16"),
+                "int8_int16_fp16": ("int8", "int16", "fp16")}[self.feature_data_type]
 
     @property
     def memif_width(self) -> int:

@@ -11,7 +11,8 @@ build from the ``NV_nvdla`` ports of the file list: every port re-exported under
 ``tb_mem_internal`` selecting the in-simulation AXI memory ``sim/tb/axi_mem.cpp``, compiled in
 and linked with ``--export-dynamic`` so Python reaches it through ``ctypes``: ``sim/tb/simmem.py``).
 
-Cache: ``build/sim/<config>-<key>[-fst]/`` where ``key`` hashes the configuration name, the file
+Cache: ``build/sim/<config>-<key>[-fst]/`` (a ``rtl_filelist`` build: its preset's name only, its
+``--set`` overrides not, since nothing compiled depends on them) where ``key`` hashes that name, the file
 list (normalised), the content of every source it names (files, ``-v`` libraries and every
 Verilog file under ``-I``/``+incdir+``/``-y`` directories; the content hash is kept in
 ``build/sim/.stamps`` under a stamp of paths, sizes and mtimes, so an unchanged file list is
@@ -569,8 +570,12 @@ def build_sim(config: str = "nv_small", *, rtl_filelist: str | Path | None = Non
         pgo = build_pgo() and not rtl_filelist and SPEC_SEP not in config and training is not None
     pgo = bool(pgo) and not (waves or xrand or public or threads > 1)
     opt = opt_fast()
+    # a file list's simulator does not depend on the configuration (the testbench reads it at
+    # run time): its preset names the build, so --set overrides reuse it (NVIDIA's nv_full
+    # takes 33 minutes to build)
+    label = config.split(SPEC_SEP)[0] if rtl_filelist else config
     h = hashlib.sha256()
-    h.update(json.dumps({"config": config, "verilator": inst.version, "cocotb": cocotb.__version__,
+    h.update(json.dumps({"config": label, "verilator": inst.version, "cocotb": cocotb.__version__,
                          "flags": flags, "waves": bool(waves), "public": bool(public),
                          "opt_fast": opt,
                          "cpu": _cpu_id() if "native" in opt else "", "recipe": RECIPE,
@@ -581,7 +586,7 @@ def build_sim(config: str = "nv_small", *, rtl_filelist: str | Path | None = Non
     for f in (tbtop.CPP, Path(tbtop.__file__)):      # the testbench top and its memory
         h.update(f.read_bytes())
     key = h.hexdigest()[:16]
-    name = f"{config}-{key}" + _variant_suffix(threads, xrand, waves)
+    name = f"{label}-{key}" + _variant_suffix(threads, xrand, waves)
     bdir = BUILD_ROOT / "sim" / name
     ok = bdir / "build.ok"
     with _locked(BUILD_ROOT / "sim" / f"{name}.lock"):

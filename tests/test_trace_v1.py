@@ -115,6 +115,27 @@ def test_nvidia_sanity0_on_the_model():
     assert res[0].status == NOT_RUNNABLE
 
 
+#: nv_full computing int16 and fp16 as NVIDIA's nvdlav1 RTL does (issue 33; the model only)
+NV_FULL_ALL = "nv_full+feature_data_type=int8_int16_fp16"
+
+
+@needs_v1
+def test_nvidia_int16_pooling_on_the_model():
+    """NVIDIA's pdp_max_pooling_int16 (8x8x64 int16, MAX 2x2 stride 1) writes NVIDIA's bytes
+    on the model of nv_full with its three precisions; its read-back of PDP's D_OP_ENABLE
+    right after arming the layer (1 on the hardware, the layer still running) is not a check
+    on the untimed model, which has finished the layer: the trace's checks are the others."""
+    from hdl.config import get_config
+    res = list(run(find_traces([V1 / "pdp_max_pooling_int16"]), "model", get_config(NV_FULL_ALL)))
+    assert [r.status for r in res] == [PASS], res[0].message
+    t = load_v1_trace(V1 / "pdp_max_pooling_int16")
+    cmds = t.commands
+    i = next(i for i, c in enumerate(cmds) if c.kind == "dump_mem")
+    cmds[i].args["file"] = "input_feature_map.dat"   # other bytes as the golden: caught
+    r = asyncio.run(play_v1(t, ModelEngine(get_config(NV_FULL_ALL))))
+    assert r.status == FAIL and "dump_mem" in r.message
+
+
 def test_int16_program_refused_on_an_int8_design_before_it_runs(tmp_path):
     """A v1 trace that sets a computing unit's precision to INT16 fails at once, naming the
     write, on an int8 configuration (it would wait out its interrupt budget); RUBIK's precision

@@ -5,6 +5,7 @@ ping-pong register groups back to back (v1_hwarch.rst "Ping-pong synchronization
 """
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass, field
 
@@ -98,6 +99,67 @@ def cube_extent(w: int, h: int, c: int, line: int, surf: int, atom: int, atom_by
 
 def rand_bytes(rng: random.Random, n: int) -> bytes:
     return rng.randbytes(n)
+
+
+#: INPUT_DATA / *_PRECISION encodings of the v1 register map
+PRECISIONS = ("int8", "int16", "fp16")
+
+
+def draw_precision(rng: random.Random, cfg, among=PRECISIONS) -> int:
+    """A precision the configuration computes (0 INT8, 1 INT16, 2 FP16: ``cfg.precisions``)
+    and ``among`` lists, evenly drawn; no draw when only one is left (an int8-only
+    configuration's random stream is unchanged)."""
+    ps = [PRECISIONS.index(p) for p in cfg.precisions if p in among]
+    return ps[0] if len(ps) == 1 else rng.choice(ps)
+
+
+def fp16_values(rng: random.Random, n: int) -> list[int]:
+    """``n`` fp16 bit patterns: normal values of one drawn magnitude (about 2**-12 .. 2**12),
+    some of any magnitude, and specials (signed zeros, denormals, the largest values,
+    infinities, NaNs with random payloads) in about 3% each."""
+    scale = rng.choice((-12, -4, 0, 4, 10))
+    out = []
+    for _ in range(n):
+        r = rng.random()
+        if r < 0.03:
+            v = rng.choice((0x0000, 0x8000, 0x7BFF, 0xFBFF, 0x7C00, 0xFC00))
+        elif r < 0.05:
+            v = (rng.getrandbits(1) << 15) | 0x7C00 | rng.randint(1, 0x3FF)       # NaN
+        elif r < 0.08:
+            v = (rng.getrandbits(1) << 15) | rng.randint(1, 0x3FF)                 # denormal
+        elif r < 0.2:
+            v = rng.getrandbits(16) & 0xFFFF
+            if (v >> 10) & 31 == 31:
+                v ^= 0x4000
+        else:
+            e = min(max(15 + scale + rng.randint(-3, 3), 1), 30)
+            v = (rng.getrandbits(1) << 15) | (e << 10) | rng.getrandbits(10)
+        out.append(v)
+    return out
+
+
+def fp16_bytes(rng: random.Random, n: int) -> bytes:
+    """``n`` bytes (n even) of little-endian :func:`fp16_values`."""
+    return b"".join(v.to_bytes(2, "little") for v in fp16_values(rng, n // 2))
+
+
+def fp17_bits(x: float) -> int:
+    """The fp17 bit pattern (sign, 6-bit exponent biased by 31, 10-bit mantissa; nv_full's PDP
+    and CDP registers in FP16 mode) nearest to ``x``, ties to even; 0 for 0, the largest
+    finite value (0xFBFF) beyond it."""
+    if x == 0:
+        return 0
+    s = 1 if x < 0 else 0
+    m, e = math.frexp(abs(x))                  # abs(x) = m * 2**e, 0.5 <= m < 1
+    q = round(m * 2048)                        # 11 significant bits, ties to even
+    if q == 2048:
+        q, e = 1024, e + 1
+    E = e - 1 + 31
+    if E <= 0:
+        return s << 16
+    if E >= 63:
+        return (s << 16) | 0xFBFF
+    return (s << 16) | (E << 10) | (q & 0x3FF)
 
 
 def small_biased(rng: random.Random, hi: int, small: int = 8) -> int:

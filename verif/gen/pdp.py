@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import random
 
-from verif.gen.common import Alloc, Layer, Program, cube_extent, cube_strides, emit, rand_bytes, regs
+from verif.gen.common import (PRECISIONS, Alloc, Layer, Program, cube_extent, cube_strides,
+                               draw_precision, emit, fp16_bytes, fp17_bits, rand_bytes, regs)
 from verif.gen.writer import TraceWriter
 from verif.model.pdp import line_buffer_width
 
@@ -95,10 +96,14 @@ def draw_geometry(rng: random.Random) -> dict:
 
 
 def pdp_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, geom: dict | None = None,
-              C: int | None = None) -> Layer:
+              C: int | None = None, prec: int | None = None) -> Layer:
     """One random offline PDP layer (module docstring); ``geom`` (as :func:`draw_geometry`
-    returns) and ``C`` fix the geometry and channels instead of drawing them."""
-    atom, ab = cfg.memory_atomic, cfg.atom_bytes
+    returns) and ``C`` fix the geometry and channels instead of drawing them; ``prec`` the
+    INPUT_DATA (drawn from the configuration's precisions when None)."""
+    prec = draw_precision(rng, cfg) if prec is None else prec
+    eb = 1 if prec == 0 else 2                          # bytes per element
+    ab = cfg.atom_bytes
+    atom = ab // eb                                     # channels per atom
     g = geom or draw_geometry(rng)
     method, kw, kh, sx, sy = g["method"], g["kw"], g["kh"], g["sx"], g["sy"]
     pl, pr, pt, pb, ow, oh, W, H = (g[k] for k in ("pl", "pr", "pt", "pb", "ow", "oh", "W", "H"))
@@ -110,14 +115,25 @@ def pdp_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, geom: dict 
     # random bytes in the columns left of the cube that narrow bands read (see _bands)
     margin = -(-left_margin(kw, sx, bands) * ab // 32) * 32
     src = alloc.take(n + margin) + margin
-    w.mem_load(src - margin, rand_bytes(rng, n + margin))
+    w.mem_load(src - margin, fp16_bytes(rng, n + margin) if prec == 2 else rand_bytes(rng, n + margin))
     dline, dsurf = cube_strides(rng, ow, oh, ab)
     dn = cube_extent(ow, oh, C, dline, dsurf, atom, ab)
     dst = alloc.take(dn)
-    pad = rng.randint(-128, 127)
-    pads = [(k * pad) if rng.random() < 0.8 else rng.randint(-(1 << 18), (1 << 18) - 1) for k in range(1, 8)]
-    rw = round(65536 / kw) if rng.random() < 0.85 else rng.getrandbits(17)
-    rh = round(65536 / kh) if rng.random() < 0.85 else rng.getrandbits(17)
+    if prec == 2:
+        # FP16: PAD_VALUE_nX and RECIP_KERNEL_* are fp17 bit patterns (NVIDIA's nvdlav1 RTL,
+        # NV_NVDLA_PDP_CORE_cal1d.v / _cal2d.v; verif/model/pdp.py pool_plane_fp16), the
+        # pad values sign-extended from bit 16 as its assertion wants (NV_NVDLA_PDP_core.v)
+        pad = rng.choice((0.0, 0.0, rng.uniform(-4, 4), rng.uniform(-1000, 1000)))
+        pads = [fp17_bits(k * pad) if rng.random() < 0.85 else rng.getrandbits(17) for k in range(1, 8)]
+        pads = [v - (1 << 17) if v >> 16 else v for v in pads]
+        rw = fp17_bits(1 / kw) if rng.random() < 0.85 else fp17_bits(rng.uniform(-2, 2))
+        rh = fp17_bits(1 / kh) if rng.random() < 0.85 else fp17_bits(rng.uniform(-2, 2))
+    else:
+        pbits = 8 if prec == 0 else 16
+        pad = rng.randint(-(1 << (pbits - 1)), (1 << (pbits - 1)) - 1)
+        pads = [(k * pad) if rng.random() < 0.8 else rng.randint(-(1 << 18), (1 << 18) - 1) for k in range(1, 8)]
+        rw = round(65536 / kw) if rng.random() < 0.85 else rng.getrandbits(17)
+        rh = round(65536 / kh) if rng.random() < 0.85 else rng.getrandbits(17)
     split_num, ins, outs = bands if bands else (0, [W, 0, 0], [ow, 0, 0])
     wr = [regs("PDP", "D_DATA_CUBE_IN_WIDTH", CUBE_IN_WIDTH=W - 1),
           regs("PDP", "D_DATA_CUBE_IN_HEIGHT", CUBE_IN_HEIGHT=H - 1),
@@ -143,7 +159,7 @@ def pdp_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, geom: dict 
           regs("PDP", "D_DST_LINE_STRIDE", DST_LINE_STRIDE=dline),
           regs("PDP", "D_DST_SURFACE_STRIDE", DST_SURFACE_STRIDE=dsurf),
           regs("PDP", "D_DST_RAM_CFG", DST_RAM_TYPE=1),
-          regs("PDP", "D_DATA_FORMAT", INPUT_DATA=0),
+          regs("PDP", "D_DATA_FORMAT", INPUT_DATA=prec),
           ("PDP", "D_CYA", rng.getrandbits(32))]
     wr += [regs("PDP", f"D_POOLING_PADDING_VALUE_{k}_CFG", **{f"PAD_VALUE_{k}X": v & 0x7FFFF})
            for k, v in enumerate(pads, 1)]
@@ -156,7 +172,7 @@ def pdp_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, geom: dict 
            regs("PDP_RDMA", "D_SRC_LINE_STRIDE", SRC_LINE_STRIDE=line),
            regs("PDP_RDMA", "D_SRC_SURFACE_STRIDE", SRC_SURFACE_STRIDE=surf),
            regs("PDP_RDMA", "D_SRC_RAM_CFG", SRC_RAM_TYPE=1),
-           regs("PDP_RDMA", "D_DATA_FORMAT", INPUT_DATA=0),
+           regs("PDP_RDMA", "D_DATA_FORMAT", INPUT_DATA=prec),
            regs("PDP_RDMA", "D_OPERATION_MODE_CFG", SPLIT_NUM=split_num),
            regs("PDP_RDMA", "D_POOLING_KERNEL_CFG", KERNEL_WIDTH=kw - 1, KERNEL_STRIDE_WIDTH=sx - 1),
            regs("PDP_RDMA", "D_POOLING_PADDING_CFG", PAD_WIDTH=pl),
@@ -164,7 +180,9 @@ def pdp_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, geom: dict 
                 PARTIAL_WIDTH_IN_MID=max(ins[1] - 1, 0), PARTIAL_WIDTH_IN_LAST=max(ins[2] - 1, 0)),
            ("PDP_RDMA", "D_CYA", rng.getrandbits(32))]
     rng.shuffle(wr)
-    desc = (f"{W}x{H}x{C} {METHODS[method]} k{kw}x{kh} s{sx}x{sy} pad(l{pl},t{pt},r{pr},b{pb})={pad}"
+    if prec == 2 and rng.random() < 0.5:
+        wr.append(regs("PDP", "D_NAN_FLUSH_TO_ZERO", NAN_TO_ZERO=1))
+    desc = (f"{PRECISIONS[prec]} {W}x{H}x{C} {METHODS[method]} k{kw}x{kh} s{sx}x{sy} pad(l{pl},t{pt},r{pr},b{pb})={pad}"
             f" out {ow}x{oh}" + (f" split {split_num + 1} in{ins} out{outs}" if split_num else ""))
     return Layer(("PDP", "PDP_RDMA"), wr, [(dst, dn)], desc)
 

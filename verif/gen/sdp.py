@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import random
 
-from verif.gen.common import (Alloc, Layer, Program, ceil_div, cube_extent, cube_strides, emit,
-                              rand_bytes, regs, signed, small_biased)
+from verif.gen.common import (PRECISIONS, Alloc, Layer, Program, ceil_div, cube_extent, cube_strides,
+                              draw_precision, emit, rand_bytes, regs, signed, small_biased)
 from verif.gen.writer import TraceWriter
 
 USE_MUL, USE_ALU, USE_BOTH = 0, 1, 2
@@ -86,13 +86,14 @@ def _mismatch_use(rng: random.Random, alu_mem: bool, mul_mem: bool) -> tuple[int
 
 def operand_image(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, sub: str,
                   cube: tuple[int, int, int], use: int, size: int, mode: int,
-                  disable: int) -> tuple[list, list]:
+                  disable: int, atom: int | None = None) -> tuple[list, list]:
     """Sub-unit ``sub``'s (BS or BN) operands in memory for a ``cube`` = (W, H, C) layer:
     DATA_USE ``use`` (one operand, or both interleaved), DATA_SIZE ``size`` (1 or 2 bytes),
     DATA_MODE ``mode`` (PER_KERNEL: one element per channel, contiguous; PER_ELEMENT: a cube of
-    such elements with its own strides). Loads random operand bytes into ``w`` unless
-    ``disable``; returns (SDP_RDMA base address / stride writes, description)."""
-    atom, ab = cfg.memory_atomic, cfg.atom_bytes
+    such elements with its own strides; ``atom`` channels per group, default
+    ``cfg.memory_atomic``). Loads random operand bytes into ``w`` unless ``disable``; returns
+    (SDP_RDMA base address / stride writes, description)."""
+    atom, ab = atom or cfg.memory_atomic, cfg.atom_bytes
     W, H, C = cube
     bpe = (2 if size else 1) * (2 if use == USE_BOTH else 1)
     if mode:        # PER_ELEMENT: a feature cube of bpe-byte elements
@@ -126,7 +127,11 @@ def sdp_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, *,
     operand from memory, or bypassed), ``disable``, ``use``, ``size``, ``mode`` (the DMA's
     DISABLE, DATA_USE, DATA_SIZE, DATA_MODE)."""
     force = force or {}
-    atom, ab = cfg.memory_atomic, cfg.atom_bytes
+    # INT16 end to end on nv_full (two-byte elements, 16 channels per atom and operand group);
+    # the other precisions and conversions are not modelled yet (verif/model/sdp.py)
+    prec = force.get("prec", draw_precision(rng, cfg, among=("int8", "int16")))
+    ab = cfg.atom_bytes
+    atom = cfg.memory_atomic if prec == 0 else ab // 2
     W, H, C = _size(rng)
     if mismatch and rng.random() < 0.4:
         # small cubes too: whether an untaken operand fits NVIDIA's FIFOs depends on its size
@@ -151,15 +156,15 @@ def sdp_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, *,
                regs("SDP_RDMA", "D_SRC_LINE_STRIDE", SRC_LINE_STRIDE=line),
                regs("SDP_RDMA", "D_SRC_SURFACE_STRIDE", SRC_SURFACE_STRIDE=surf),
                regs("SDP_RDMA", "D_SRC_DMA_CFG", SRC_RAM_TYPE=1),
-               regs("SDP_RDMA", "D_FEATURE_MODE_CFG", FLYING_MODE=0, WINOGRAD=0, IN_PRECISION=0,
-                    PROC_PRECISION=0, OUT_PRECISION=0, BATCH_NUMBER=0),
+               regs("SDP_RDMA", "D_FEATURE_MODE_CFG", FLYING_MODE=0, WINOGRAD=0, IN_PRECISION=prec,
+                    PROC_PRECISION=prec, OUT_PRECISION=prec, BATCH_NUMBER=0),
                regs("SDP_RDMA", "D_ERDMA_CFG", ERDMA_DISABLE=1, ERDMA_DATA_USE=rng.randint(0, 2),
                     ERDMA_DATA_SIZE=rng.randint(0, 1), ERDMA_DATA_MODE=rng.randint(0, 1),
                     ERDMA_RAM_TYPE=1)]
     for r in ("D_BS_BATCH_STRIDE", "D_BN_BATCH_STRIDE", "D_EW_BATCH_STRIDE", "D_EW_BASE_ADDR_LOW",
               "D_EW_LINE_STRIDE", "D_EW_SURFACE_STRIDE"):
         writes.append(("SDP_RDMA", r, rng.getrandbits(32) & ~31))
-    desc = [f"{W}x{H}x{C}"]
+    desc = [f"{PRECISIONS[prec]} {W}x{H}x{C}" if len(cfg.precisions) > 1 else f"{W}x{H}x{C}"]
     for sub, dma in SUBS:
         fields, alu_mem, mul_mem = _subunit(rng, sub, need_mem=mismatch and rng.random() < 0.5)
         fs = force.get(sub, {})
@@ -190,7 +195,7 @@ def sdp_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, *,
         writes.append(regs("SDP_RDMA", f"D_{dma}_CFG", **{f"{dma}_DISABLE": disable,
                       f"{dma}_DATA_USE": use, f"{dma}_DATA_SIZE": size, f"{dma}_DATA_MODE": mode,
                       f"{dma}_RAM_TYPE": 1}))
-        ow, od = operand_image(rng, cfg, alloc, w, sub, (W, H, C), use, size, mode, disable)
+        ow, od = operand_image(rng, cfg, alloc, w, sub, (W, H, C), use, size, mode, disable, atom)
         writes += ow
         desc += od
     # EW: not on nv_small (bypassed; its fields are don't-cares there)
@@ -210,7 +215,7 @@ def sdp_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, *,
                regs("SDP", "D_DST_DMA_CFG", DST_RAM_TYPE=1),
                regs("SDP", "D_FEATURE_MODE_CFG", FLYING_MODE=0, OUTPUT_DST=0, WINOGRAD=0,
                     NAN_TO_ZERO=rng.randint(0, 1), BATCH_NUMBER=0),
-               regs("SDP", "D_DATA_FORMAT", PROC_PRECISION=0, OUT_PRECISION=0),
+               regs("SDP", "D_DATA_FORMAT", PROC_PRECISION=prec, OUT_PRECISION=prec),
                regs("SDP", "D_CVT_OFFSET", CVT_OFFSET=off),
                regs("SDP", "D_CVT_SCALE", CVT_SCALE=scale),
                regs("SDP", "D_CVT_SHIFT", CVT_SHIFT=shift),

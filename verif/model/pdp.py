@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from verif.model.fp import fp16_isnan, fp16_to_fp17, fp17_add, fp17_mul, fp17_of_int, fp17_to_fp16
 from verif.model.memory import ram
 from verif.model.formats import (ModelConfigError, cube_addresses, flying_cube, read_cube,
                                  warn_limitation)
@@ -42,11 +43,23 @@ def _recip_round(v: np.ndarray, recip: int, out_bits: int) -> np.ndarray:
     return _sext(np.where(neg, neg_val, pos_val), out_bits)
 
 
+#: Widths of the integer AVE pipeline (width-pass sum, height-pass total, after the width
+#: division, output) per (configuration family, INPUT_DATA); see :func:`pool_plane`.
+#: nv_small (v2, int8 only): settled on NVIDIA's nv_small RTL. nv_full (v1): NVIDIA's nvdlav1 RTL
+#: (NV_NVDLA_PDP_CORE_unit1d.v: 11-bit int8 / 22-bit int16 width sums; _cal2d.v: the height
+#: total kept in 14 bits for int8, 22 for int16; the divisions rounded to 11 then 8 bits for
+#: int8, 19 then 16 for int16), checked on it through random PDP programs.
+INT_WIDTHS = {("v2", 0): (11, 15, 11, 8), ("v1", 0): (11, 14, 11, 8), ("v1", 1): (22, 22, 19, 16)}
+
+
 def pool_plane(x: np.ndarray, method: int, kw: int, kh: int, sx: int, sy: int,
                pl: int, pt: int, pr: int, pb: int, ow: int, oh: int,
-               pad_values=(0,) * 7, recip_w: int = 0, recip_h: int = 0) -> np.ndarray:
-    """Pool a (C, H, W) int8-valued int64 cube into (C, oh, ow) int8-valued int64 (unit
-    description "Planar Data Processor"; vectorised over C, H, W; loops over kernel taps).
+               pad_values=(0,) * 7, recip_w: int = 0, recip_h: int = 0,
+               widths=INT_WIDTHS[("v2", 0)]) -> np.ndarray:
+    """Pool a (C, H, W) int8- or int16-valued int64 cube into (C, oh, ow) (unit description
+    "Planar Data Processor"; vectorised over C, H, W; loops over kernel taps). ``widths``:
+    (width-pass sum, height-pass total, width-divided, output) bits, :data:`INT_WIDTHS`; the
+    text below gives nv_small's int8 values (11, 15, 11, 8).
 
     Output element (oy, ox) covers input rows ``oy*sy - pt .. + kh`` and columns
     ``ox*sx - pl .. + kw``; positions outside the input are padding.
@@ -82,9 +95,11 @@ def pool_plane(x: np.ndarray, method: int, kw: int, kh: int, sx: int, sy: int,
     if method == POOL_AVE:
         rows = sum(xp[:, :, s] for s in sl_w)
         n = sum(realw[s] for s in sl_w)                       # (ow,) real columns per window
-        pads = np.array([0] + [int(v) & 0x7FF for v in pad_values] + [0] * 8, np.int64)
-        add = _sext(pads[kw - n], 11) * (n != kw)
-        rows = _sext(rows + add[None, None, :], 11)
+        wb, hb, wa, wo = widths
+        pb_ = min(wb, 19)                                     # PAD_VALUE bits the width pass adds
+        pads = np.array([0] + [int(v) & ((1 << pb_) - 1) for v in pad_values] + [0] * 8, np.int64)
+        add = _sext(pads[kw - n], pb_) * (n != kw)
+        rows = _sext(rows + add[None, None, :], wb)
     else:
         f = np.maximum if method == POOL_MAX else np.minimum
         rows = xp[:, :, sl_w[0]]
@@ -97,18 +112,94 @@ def pool_plane(x: np.ndarray, method: int, kw: int, kh: int, sx: int, sy: int,
     realh[pt:pt + h] = 1
     sl_h = [slice(k, k + (oh - 1) * sy + 1, sy) for k in range(kh)]
     if method == POOL_AVE:
-        tot = _sext(sum(rp[:, s, :] for s in sl_h), 14)
+        tot = _sext(sum(rp[:, s, :] for s in sl_h), min(hb, 14) if wb == 11 else hb)
         m = sum(realh[s] for s in sl_h)                       # (oh,) real rows per window
         padv = np.array([0] + [_sext(int(v), 19) * kw for v in pad_values] + [0] * 8, np.int64)
-        add = _sext(padv[kh - m], 14) * (m != kh)
-        tot = _sext(tot + add[None, :, None], 15)
-        avg_w = _recip_round(tot, recip_w, 11)
-        return _recip_round(avg_w, recip_h, 8)
+        add = _sext(padv[kh - m], min(hb, 14) if wb == 11 else hb) * (m != kh)
+        tot = _sext(tot + add[None, :, None], hb)
+        avg_w = _recip_round(tot, recip_w, wa)
+        return _recip_round(avg_w, recip_h, wo)
     f = np.maximum if method == POOL_MAX else np.minimum
     out = rp[:, sl_h[0], :]
     for s in sl_h[1:]:
         out = f(out, rp[:, s, :])
     return out
+
+
+def _fp16_pick(d0: np.ndarray, d1: np.ndarray, method: int) -> np.ndarray:
+    """MAX / MIN of two fp16 bit patterns as nv_full's PDP compares them (NVIDIA's nvdlav1 RTL,
+    NV_NVDLA_PDP_CORE_unit1d.v / _cal2d.v): sign and magnitude of the raw bits (infinities and
+    denormals order as numbers, +0 above -0), one input passed unchanged; a NaN wins, ``d0``'s
+    first."""
+    s0, s1 = (d0 >> 15) & 1, (d1 >> 15) & 1
+    gt = (d0 & 0x7FFF) > (d1 & 0x7FFF)
+    if method == POOL_MAX:
+        take0 = np.where(s0 == s1, np.where(s0 == 0, gt, ~gt), s0 == 0)
+    else:
+        take0 = np.where(s0 == s1, np.where(s0 == 0, ~gt, gt), s0 == 1)
+    out = np.where(take0, d0, d1)
+    out = np.where(fp16_isnan(d1), d1, out)
+    return np.where(fp16_isnan(d0), d0, out)
+
+
+def pool_plane_fp16(x: np.ndarray, method: int, kw: int, kh: int, sx: int, sy: int,
+                    pl: int, pt: int, pr: int, pb: int, ow: int, oh: int,
+                    pad_values=(0,) * 7, recip_w: int = 0, recip_h: int = 0) -> np.ndarray:
+    """Pool a (C, H, W) cube of fp16 bit patterns (int64) into (C, oh, ow) fp16 bit patterns,
+    as nv_full's PDP computes INPUT_DATA=FP16 (windows as :func:`pool_plane`). Facts from
+    NVIDIA's nvdlav1 RTL (NV_NVDLA_PDP_CORE_cal1d.v, _unit1d.v, _cal2d.v), checked on it:
+
+    * MAX / MIN: :func:`_fp16_pick` over the window's real elements, along each row with the
+      running value first, then down the rows with the new row first; padding is ignored.
+    * AVE, every step an fp17 operator of :mod:`verif.model.fp`, strictly in this order (fp
+      addition is not associative): each row's real elements added left to right; then the
+      width padding PAD_VALUE_{kw-n}X[16:0] (fp17 bits; +0 when all kw columns are real) added;
+      the rows added top to bottom (the new row as first operand); then PAD_VALUE_{kh-m}X[16:0]
+      times the kernel width (+0 when all kh rows are real); times RECIP_KERNEL_WIDTH[16:0],
+      times RECIP_KERNEL_HEIGHT[16:0] (both fp17 bits in this mode); converted to fp16.
+    """
+    x = np.asarray(x, dtype=np.int64)
+    c, h, w = x.shape
+    wp = max((ow - 1) * sx + kw, pl + w)
+    hp = max((oh - 1) * sy + kh, pt + h)
+    ave = method == POOL_AVE
+    xs = fp16_to_fp17(x) if ave else x
+    xp = np.zeros((c, h, wp), np.int64)
+    xp[:, :, pl:pl + w] = xs
+    realw = np.zeros(wp, bool)
+    realw[pl:pl + w] = True
+    sl_w = [slice(k, k + (ow - 1) * sx + 1, sx) for k in range(kw)]
+    rows = np.zeros((c, h, ow), np.int64)
+    started = np.zeros(ow, bool)
+    for s in sl_w:                                            # left to right, running value first
+        col, real = xp[:, :, s], realw[s]
+        comb = fp17_add(rows, col) if ave else _fp16_pick(rows, col, method)
+        rows = np.where(real & started, comb, np.where(real, col, rows))
+        started |= real
+    if ave:
+        n = sum(realw[s].astype(np.int64) for s in sl_w)
+        padw = np.array([0] + [int(v) & 0x1FFFF for v in pad_values] + [0] * 8, np.int64)
+        rows = fp17_add(rows, np.where(n != kw, padw[kw - n], 0)[None, None, :])
+    rp = np.zeros((c, hp, ow), np.int64)
+    rp[:, pt:pt + h, :] = rows
+    realh = np.zeros(hp, bool)
+    realh[pt:pt + h] = True
+    sl_h = [slice(k, k + (oh - 1) * sy + 1, sy) for k in range(kh)]
+    out = np.zeros((c, oh, ow), np.int64)
+    started = np.zeros(oh, bool)
+    for s in sl_h:                                            # top to bottom, new row first
+        row, real = rp[:, s, :], realh[s][None, :, None]
+        comb = fp17_add(row, out) if ave else _fp16_pick(row, out, method)
+        out = np.where(real & started[None, :, None], comb, np.where(real, row, out))
+        started |= realh[s]
+    if not ave:
+        return out
+    m = sum(realh[s].astype(np.int64) for s in sl_h)
+    padh = np.array([0] + [int(v) & 0x1FFFF for v in pad_values] + [0] * 8, np.int64)
+    padk = fp17_mul(np.where(m != kh, padh[kh - m], 0), fp17_of_int(kw))
+    out = fp17_add(out, padk[None, :, None])
+    out = fp17_mul(fp17_mul(out, recip_w & 0x1FFFF), recip_h & 0x1FFFF)
+    return fp17_to_fp16(out)
 
 
 def line_buffer_width(kh: int, sy: int) -> int:
@@ -202,10 +293,12 @@ class PdpCore:
         if g["kw"] > 8 or g["kh"] > 8:
             raise ModelConfigError(f"{R}.D_POOLING_KERNEL_CFG: kernel {g['kw']}x{g['kh']} exceeds the "
                                    "maximum supported pooling kernel size 8")
-        if pdp.f("INPUT_DATA") != 0:
-            if self.cfg.feature_data_type != "int8":
-                raise ModelConfigError(f"{R}.D_DATA_FORMAT.INPUT_DATA={pdp.f('INPUT_DATA')}: "
-                                       "only INT8 is modelled")
+        if self.cfg.feature_data_type != "int8":
+            prec = pdp.f("INPUT_DATA")
+            if prec == 3 or ("int8", "int16", "fp16")[prec] not in self.cfg.precisions:
+                raise ModelConfigError(f"{R}.D_DATA_FORMAT.INPUT_DATA={prec} is not one of "
+                                       f"{self.cfg.name}'s precisions {self.cfg.precisions}")
+        elif pdp.f("INPUT_DATA") != 0:
             # nv_small's RTL ignores the field: NV_NVDLA_pdp.v leaves PDP's reg2dp_input_data
             # unconnected (its uses in NV_NVDLA_PDP_CORE_cal1d.v / _cal2d.v / _WDMA_cmd.v are
             # commented out) and PDP_RDMA's is used by neither NV_NVDLA_PDP_RDMA_ig.v nor _eg.v:
@@ -334,13 +427,45 @@ class PdpCore:
                 "D_SRC_BASE_ADDR as data where the unsplit pooling pads", stacklevel=5)
 
     # ---- main -----------------------------------------------------------------------------
+    def precision(self, pdp) -> int:
+        """The layer's INPUT_DATA (0 INT8, 1 INT16, 2 FP16); always 0 on an int8-only
+        configuration, whose RTL ignores the field (see ``_check``)."""
+        return 0 if self.cfg.feature_data_type == "int8" else pdp.f("INPUT_DATA")
+
     def run(self, rdma, pdp, flying_input):
-        """Execute one PDP hardware layer (see class docstring)."""
+        """Execute one PDP hardware layer (see class docstring). INT16 and FP16 (nv_full) use
+        two-byte elements, ``atom_bytes // 2`` channels per atom (format.rst), INT16 through
+        :func:`pool_plane` with :data:`INT_WIDTHS`, FP16 through :func:`pool_plane_fp16`."""
         cfg = self.cfg
-        atom = cfg.memory_atomic
         g = self._geometry(pdp)
         flying = pdp.f("FLYING_MODE") == 0
         self._check(pdp, g, flying)
+        prec = self.precision(pdp)
+        eb = 1 if prec == 0 else 2                    # bytes per element
+        atom_b = cfg.atom_bytes
+        atom = atom_b // eb                           # channels per atom
+        if prec and g["method"] == 3:
+            raise ModelConfigError("PDP.D_OPERATION_MODE_CFG.POOLING_METHOD=3 is not AVE/MAX/MIN "
+                                   "(what nv_full's RTL writes for it in INT16/FP16 is not settled)")
+        if prec and not flying and rdma is not None and rdma.f("INPUT_DATA") != prec:
+            # PDP_RDMA's format sets the atoms read per element column, PDP's the core and the
+            # write side (NVIDIA's nvdlav1 RTL, NV_NVDLA_PDP_RDMA_ig.v / NV_NVDLA_pdp.v): a
+            # mismatch feeds the core atoms it does not expect (not settled)
+            raise ModelConfigError(f"PDP_RDMA.D_DATA_FORMAT.INPUT_DATA={rdma.f('INPUT_DATA')} "
+                                   f"differs from PDP's INPUT_DATA={prec}")
+
+        def load(mem, base, n):
+            raw = read_cube(mem, base, n, h, cp, ls, ss, atom_b, eb)
+            if prec == 0:
+                return raw.view(np.int8).astype(np.int64)
+            if prec == 1:
+                return raw.view(np.int16).astype(np.int64)
+            raw = raw.astype(np.int64)
+            if pdp.f("NAN_TO_ZERO"):
+                # NV_NVDLA_PDP_nan.v: FP16 NaN inputs read by PDP_RDMA become +0 (not on the fly)
+                raw = np.where(fp16_isnan(raw), 0, raw)
+            return raw
+
         w, h, c = g["w"], g["h"], g["c"]
         cp = -(-c // atom) * atom
         if flying:
@@ -370,14 +495,17 @@ class PdpCore:
             base = rdma.addr("D_SRC_BASE_ADDR_HIGH", "D_SRC_BASE_ADDR_LOW")
             ls, ss = rdma.reg("D_SRC_LINE_STRIDE"), rdma.reg("D_SRC_SURFACE_STRIDE")
             src_mem = ram(self.mem, self.cv_mem, rdma.f("SRC_RAM_TYPE"))
-            x = read_cube(src_mem, base, w, h, cp, ls, ss, atom).view(np.int8).astype(np.int64)
+            x = load(src_mem, base, w)
         pads = [pdp.reg(f"D_POOLING_PADDING_VALUE_{i}_CFG") & 0x7FFFF for i in range(1, 8)]
         method = g["method"]
+        widths = INT_WIDTHS[("v1" if cfg.register_map == "v1" else "v2", prec)] if prec < 2 else None
 
         def pool(xx, pl, pr, ow):
-            return pool_plane(xx, POOL_MAX if method == 3 else method, g["kw"], g["kh"], g["sx"],
-                              g["sy"], pl, g["pt"], pr, g["pb"], ow, g["oh"], pads,
-                              pdp.f("RECIP_KERNEL_WIDTH"), pdp.f("RECIP_KERNEL_HEIGHT"))
+            args = (g["kw"], g["kh"], g["sx"], g["sy"], pl, g["pt"], pr, g["pb"], ow, g["oh"],
+                    pads, pdp.f("RECIP_KERNEL_WIDTH"), pdp.f("RECIP_KERNEL_HEIGHT"))
+            if prec == 2:
+                return pool_plane_fp16(xx, method, *args)
+            return pool_plane(xx, POOL_MAX if method == 3 else method, *args, widths=widths)
 
         if method == 3 and g["kw"] * g["kh"] > 1:      # see _check: NVIDIA's RTL writes 0
             out = np.zeros((cp, g["oh"], g["ow"]), np.int64)
@@ -391,13 +519,14 @@ class PdpCore:
             # first|mid_in_width): then a later band's first windows start left of column 0
             # and NVIDIA's RDMA reads the memory there (base + column * atom, column < 0) as
             # data where the unsplit pooling has padding (checked by _check_split).
-            out = np.concatenate([pool(read_cube(src_mem, (base + c0 * atom) % (1 << 64), n, h,
-                                                 cp, ls, ss, atom).view(np.int8).astype(np.int64),
-                                       pl, pr, ow)
+            out = np.concatenate([pool(load(src_mem, (base + c0 * atom_b) % (1 << 64), n), pl, pr, ow)
                                   for c0, n, pl, pr, ow in self._band_reads(pdp, g)], axis=2)
         else:                                           # method 3 with a 1x1 kernel: the sample
             out = pool(x, g["pl"], g["pr"], g["ow"])
         dst = pdp.addr("D_DST_BASE_ADDR_HIGH", "D_DST_BASE_ADDR_LOW")
         addrs = cube_addresses(dst, g["ow"], g["oh"], cp, pdp.reg("D_DST_LINE_STRIDE"),
-                               pdp.reg("D_DST_SURFACE_STRIDE"), atom)
-        ram(self.mem, self.cv_mem, pdp.f("DST_RAM_TYPE")).scatter(addrs, out & 0xFF)
+                               pdp.reg("D_DST_SURFACE_STRIDE"), atom_b, eb)
+        dmem = ram(self.mem, self.cv_mem, pdp.f("DST_RAM_TYPE"))
+        dmem.scatter(addrs, out & 0xFF)
+        if eb == 2:
+            dmem.scatter(addrs + 1, (out >> 8) & 0xFF)

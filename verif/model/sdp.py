@@ -546,7 +546,7 @@ class SdpCore:
         bpe = bpc * ncomp
         per_element = rdma.f(f"{dma}_DATA_MODE") == 1
         base = rdma.addr(f"D_{sub}_BASE_ADDR_HIGH", f"D_{sub}_BASE_ADDR_LOW")
-        atom = self.cfg.memory_atomic
+        atom = self._epa(sdp)               # channels per operand group
         if per_element:
             line = rdma.reg(f"D_{sub}_LINE_STRIDE")
             surf = rdma.reg(f"D_{sub}_SURFACE_STRIDE")
@@ -597,13 +597,24 @@ class SdpCore:
         if sdp.f("WINOGRAD") or sdp.f("BATCH_NUMBER"):
             raise ModelConfigError("SDP Winograd/multi-batch output ordering is not modelled")
         proc, out = sdp.field("D_DATA_FORMAT", "PROC_PRECISION"), sdp.field("D_DATA_FORMAT", "OUT_PRECISION")
-        if proc != 0 or out != 0:
+        # nv_full (int8_int16_fp16): INT16 end to end is modelled; its arithmetic is INT8's
+        # (NVIDIA's nvdlav1 SDP, generated from cmod/hls/sdp, tests only "precision == FP16"),
+        # with two-byte elements, 16 channels per atom and the output saturated to int16
+        ok = (0, 1) if "int16" in cfg.precisions else (0,)
+        if proc != out or proc not in ok:
             raise ModelConfigError(
-                f"SDP.D_DATA_FORMAT PROC_PRECISION={proc} OUT_PRECISION={out}: only INT8 is modelled "
+                f"SDP.D_DATA_FORMAT PROC_PRECISION={proc} OUT_PRECISION={out}: the model computes "
+                f"{' or '.join(('INT8', 'INT16')[p] + ' end to end' for p in ok)} "
                 f"(configuration feature_data_type={cfg.feature_data_type})")
         if rdma is not None and sdp.f("FLYING_MODE") == 0:
-            if rdma.field("D_FEATURE_MODE_CFG", "IN_PRECISION") != 0:
-                raise ModelConfigError("SDP_RDMA.D_FEATURE_MODE_CFG.IN_PRECISION: only INT8 is modelled")
+            rin = rdma.field("D_FEATURE_MODE_CFG", "IN_PRECISION")
+            rproc = rdma.field("D_FEATURE_MODE_CFG", "PROC_PRECISION")
+            rout = rdma.field("D_FEATURE_MODE_CFG", "OUT_PRECISION")
+            if (rin, rproc, rout) != (proc, proc, proc):
+                raise ModelConfigError(
+                    f"SDP_RDMA.D_FEATURE_MODE_CFG IN/PROC/OUT_PRECISION={rin}/{rproc}/{rout} must "
+                    f"equal SDP's PROC_PRECISION {proc} (the conversions between precisions are "
+                    "not modelled)")
             if rdma.field("D_FEATURE_MODE_CFG", "FLYING_MODE") != 0:
                 # a hang on NVIDIA's RTL: NV_NVDLA_SDP_rdma.v disables MRDMA when SDP_RDMA's
                 # FLYING_MODE is ON (mrdma_disable), while NV_NVDLA_SDP_cmux.v takes the input
@@ -651,7 +662,7 @@ class SdpCore:
         self.rdma_wedge = None
         stale = set(self.stale_ops)
         w, h = sdp.f("WIDTH") + 1, sdp.f("HEIGHT") + 1
-        catoms = -(-(sdp.f("CHANNEL") + 1) // self.cfg.memory_atomic)
+        catoms = -(-(sdp.f("CHANNEL") + 1) // self._epa(sdp))
         outputs = w * h * catoms            # of an untaken stream, either DATA_MODE
         for sub, dma in self._subunits():
             if rdma is None:
@@ -691,12 +702,24 @@ class SdpCore:
         if sdp.f("OUTPUT_DST") == 1 and not cfg.pdp:
             raise ModelConfigError("SDP.D_FEATURE_MODE_CFG.OUTPUT_DST=PDP but the configuration has no PDP")
 
+    def _epa(self, sdp) -> int:
+        """Channels per atom (and per operand group) of the layer's PROC_PRECISION: 16 for
+        INT16 on nv_full's 32-byte atoms (NVIDIA's cmod/sdp: 32 channels per group for INT8,
+        16 otherwise), ``memory_atomic`` for INT8."""
+        if sdp.field("D_DATA_FORMAT", "PROC_PRECISION") and "int16" in self.cfg.precisions:
+            return self.cfg.atom_bytes // 2
+        return self.cfg.memory_atomic
+
     # ---- main ------------------------------------------------------------------------------
     def run(self, rdma, sdp, flying_input):
-        """Execute one SDP hardware layer (see class docstring)."""
+        """Execute one SDP hardware layer (see class docstring). INT16 (nv_full): two-byte
+        elements (``atom_bytes // 2`` channels per atom and operand group), INT8's arithmetic,
+        the output saturated to int16."""
         self._check(rdma, sdp)
         cfg = self.cfg
-        atom = cfg.memory_atomic
+        atom = self._epa(sdp)
+        eb = cfg.atom_bytes // atom if "int16" in cfg.precisions else 1   # bytes per element
+        atom_b = atom * eb
         w = sdp.f("WIDTH") + 1
         h = sdp.f("HEIGHT") + 1
         c = sdp.f("CHANNEL") + 1
@@ -718,10 +741,10 @@ class SdpCore:
                 raise ModelConfigError(
                     f"SDP_RDMA.D_DATA_CUBE_* {rw}x{rh}x{rc} differ from SDP.D_DATA_CUBE_* {w}x{h}x{c}")
             base = rdma.addr("D_SRC_BASE_ADDR_HIGH", "D_SRC_BASE_ADDR_LOW")
-            src_surf = atom if one_by_one(w, h) else rdma.reg("D_SRC_SURFACE_STRIDE")
+            src_surf = atom_b if one_by_one(w, h) else rdma.reg("D_SRC_SURFACE_STRIDE")
             x = read_cube(ram(self.mem, self.cv_mem, rdma.f("SRC_RAM_TYPE")), base, w, h, cp,
-                          rdma.reg("D_SRC_LINE_STRIDE"),
-                          src_surf, atom).view(np.int8).astype(np.int64)
+                          rdma.reg("D_SRC_LINE_STRIDE"), src_surf, atom_b, eb)
+            x = x.view(np.int8 if eb == 1 else np.int16).astype(np.int64)
 
         self.lut_stats = dict.fromkeys(SDP_LUT_PERF_FIELDS, 0)
         for sub, dma in self._subunits():
@@ -746,9 +769,9 @@ class SdpCore:
             # compare mode (nv_small NV_NVDLA_SDP_HLS_C_int.v with cfg_mode_eql): the output
             # converter passes its input's low 16 bits, of which an int8 output keeps the low
             # 8 (NV_NVDLA_SDP_HLS_c.v), and flags no saturation
-            out = sign_extend(x & 0xFF, 8)
+            out = sign_extend(x & 0xFF, 8) if eb == 1 else sign_extend(x & 0xFFFF, 16)
         else:
-            out = output_convert(x, sdp.fs("CVT_OFFSET"), sdp.fs("CVT_SCALE"), sdp.f("CVT_SHIFT"), 8)
+            out = output_convert(x, sdp.fs("CVT_OFFSET"), sdp.fs("CVT_SCALE"), sdp.f("CVT_SHIFT"), 8 * eb)
 
         if sdp.f("OUTPUT_DST") == 1:
             # all lanes of the last atom go to PDP (it writes whole atoms too); WDMA gets
@@ -766,9 +789,12 @@ class SdpCore:
         dst = sdp.addr("D_DST_BASE_ADDR_HIGH", "D_DST_BASE_ADDR_LOW")
         # WDMA writes whole atoms (channels c..cp-1 of the last surface carry the pipeline's
         # values for the atom's padding lanes)
-        dst_surf = atom if one_by_one(w, h) else sdp.reg("D_DST_SURFACE_STRIDE")
-        addrs = cube_addresses(dst, w, h, cp, sdp.reg("D_DST_LINE_STRIDE"), dst_surf, atom)
-        ram(self.mem, self.cv_mem, sdp.f("DST_RAM_TYPE")).scatter(addrs, out & 0xFF)
+        dst_surf = atom_b if one_by_one(w, h) else sdp.reg("D_DST_SURFACE_STRIDE")
+        addrs = cube_addresses(dst, w, h, cp, sdp.reg("D_DST_LINE_STRIDE"), dst_surf, atom_b, eb)
+        dmem = ram(self.mem, self.cv_mem, sdp.f("DST_RAM_TYPE"))
+        dmem.scatter(addrs, out & 0xFF)
+        if eb == 2:
+            dmem.scatter(addrs + 1, (out >> 8) & 0xFF)
         return None
 
     @staticmethod

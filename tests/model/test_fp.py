@@ -1,0 +1,123 @@
+"""fp17 operators of the model (verif/model/fp.py) against exact rational arithmetic.
+
+Reference: every fp17 / fp16 value as a Fraction; a result is the exact sum or product rounded
+to 11 significant bits, ties to even, with fp17's exponent range (no denormals: a signed zero
+below, the largest finite value above). For the addition, the smaller operand is first cut to
+the 12 guard bits below the larger one's mantissa (the hardware's alignment drops the bits
+beyond, verif/model/fp.py), which only differs from exact rounding in rare ties.
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from verif.model.fp import MAX17, fp16_isnan, fp16_to_fp17, fp17_add, fp17_mul, fp17_of_int, fp17_to_fp16
+
+
+def value17(x: int) -> Fraction:
+    s, e, m = (x >> 16) & 1, (x >> 10) & 63, x & 0x3FF
+    if e == 0 and m == 0:
+        return Fraction(0)
+    v = Fraction(m | 0x400, 1 << 10) * Fraction(2) ** (e - 31)
+    return -v if s else v
+
+
+def value16(x: int) -> Fraction:
+    s, e, m = (x >> 15) & 1, (x >> 10) & 31, x & 0x3FF
+    v = Fraction(m, 1 << 24) if e == 0 else Fraction(m | 0x400, 1 << 10) * Fraction(2) ** (e - 15)
+    return -v if s else v
+
+
+def round17(v: Fraction, sign_of_zero: int = 0) -> int:
+    if v == 0:
+        return sign_of_zero << 16
+    s = 1 if v < 0 else 0
+    a, e = abs(v), 0
+    while a >= 2:
+        a, e = a / 2, e + 1
+    while a < 1:
+        a, e = a * 2, e - 1
+    q = a * 1024
+    fl = int(q)
+    r = q - fl
+    if r > Fraction(1, 2) or (r == Fraction(1, 2) and fl & 1):
+        fl += 1
+    if fl == 2048:
+        fl, e = 1024, e + 1
+    E = e + 31
+    if E >= 63:
+        return (s << 16) | MAX17
+    if E <= 0:
+        return s << 16
+    return (s << 16) | (E << 10) | (fl & 0x3FF)
+
+
+def finite17(rng, n, spread=8):
+    """Random finite non-zero fp17 patterns around exponent 31 (+-spread)."""
+    e = np.clip(rng.integers(31 - spread, 31 + spread + 1, n), 1, 62)
+    return (rng.integers(0, 2, n) << 16) | (e << 10) | rng.integers(0, 1024, n)
+
+
+def test_fp16_to_fp17_exact_and_back():
+    """Every fp16 pattern: exact conversion (denormals normalised), infinity to the largest
+    finite fp17, NaN keeping sign and payload; and fp17_to_fp16 gives the pattern back."""
+    x = np.arange(1 << 16, dtype=np.int64)
+    y = fp16_to_fp17(x)
+    nan = fp16_isnan(x)
+    inf = ((x >> 10) & 31 == 31) & ~nan
+    for xi, yi in zip(x[~nan & ~inf].tolist(), y[~nan & ~inf].tolist()):
+        assert value17(yi) == value16(xi) and (yi >> 16) == (xi >> 15), hex(xi)
+    assert np.all(y[inf] & 0xFFFF == MAX17) and np.all((y[inf] >> 16) == (x[inf] >> 15))
+    assert np.all(y[nan] == (((x[nan] >> 15) << 16) | (63 << 10) | (x[nan] & 0x3FF)))
+    back = fp17_to_fp16(y)
+    assert np.array_equal(back[~inf], x[~inf])
+    assert np.all(back[inf] & 0x7FFF == 0x7BFF)
+
+
+def test_fp17_to_fp16_rounding():
+    """Random fp17 values over the whole exponent range: numpy's nearest fp16 (ties to even,
+    fp16 denormals included; the fp17 value is exact in a float64), +-65504 from 2**16 up
+    (never infinity), the sign kept on zeros."""
+    rng = np.random.default_rng(1)
+    n = 20000
+    x = (rng.integers(0, 2, n) << 16) | (rng.integers(0, 63, n) << 10) | rng.integers(0, 1024, n)
+    got = fp17_to_fp16(x)
+    for xi, gi in zip(x.tolist(), got.tolist()):
+        v, s = value17(xi), (xi >> 16) & 1
+        if abs(v) >= 65536:
+            want = (s << 15) | 0x7BFF
+        else:
+            want = int(np.float16(abs(float(v))).view(np.uint16)) | (s << 15)
+        assert gi == want, (hex(xi), hex(gi), hex(want))
+
+
+@pytest.mark.parametrize("spread", [2, 12, 40])
+def test_fp17_add_and_mul(spread):
+    rng = np.random.default_rng(spread)
+    a = finite17(rng, 4000, spread)
+    b = finite17(rng, 4000, spread)
+    b[:200] = a[:200] ^ (1 << 16)                  # exact cancellations
+    b[200:300] = 0
+    s, p = fp17_add(a, b), fp17_mul(a, b)
+    for ai, bi, si, pi in zip(a.tolist(), b.tolist(), s.tolist(), p.tolist()):
+        va, vb = value17(ai), value17(bi)
+        ea, eb = (ai >> 10) & 63, (bi >> 10) & 63
+        big, small = (va, vb) if (ea, ai & 0x3FF) >= (eb, bi & 0x3FF) else (vb, va)
+        big_bits = ai if abs(big) == abs(va) and big == va else bi
+        q = Fraction(2) ** (max(ea, eb) - 31 - 22)     # the guard window of the larger operand
+        cut = (abs(small) // q) * q * (1 if small >= 0 else -1)
+        assert si == round17(big + cut, (big_bits >> 16) & 1), (hex(ai), hex(bi), hex(si))
+        assert pi == round17(va * vb, ((ai ^ bi) >> 16) & 1), (hex(ai), hex(bi), hex(pi))
+
+
+def test_fp17_nan_and_saturation():
+    nan_a, nan_b, one = (63 << 10) | 5, (1 << 16) | (63 << 10) | 9, fp17_of_int(1)
+    assert fp17_add(nan_a, nan_b) == nan_a and fp17_add(one, nan_b) == nan_b
+    assert fp17_mul(nan_b, nan_a) == nan_b and fp17_mul(one, nan_a) == nan_a
+    assert fp17_add(MAX17, MAX17) == MAX17 and fp17_mul(MAX17, fp17_of_int(2)) == MAX17
+    tiny = 1 << 10                                   # exponent 1
+    assert fp17_mul(tiny, tiny) == 0 and fp17_mul(tiny | (1 << 16), tiny) == 1 << 16
+    assert [fp17_of_int(k) for k in range(1, 9)] == [0x7C00, 0x8000, 0x8200, 0x8400, 0x8500,
+                                                      0x8600, 0x8700, 0x8800]
