@@ -1,0 +1,178 @@
+"""NVIDIA's floating-point operators (nv_full's int16/fp16 datapaths) as Amaranth logic.
+
+nv_full computes fp16 data in fp17 (PDP, CDP, SDP's LUT) and fp32 (SDP, CACC); its operators
+(v1_ias_precision.rst names them; their arithmetic, read from NVIDIA's nvdlav1 HLS sources and
+checked on NVIDIA's nv_full RTL through PDP programs, is not IEEE-754) behave as follows, for a
+format of ``ebits`` exponent bits (bias ``2**(ebits-1) - 1``) and ``mbits`` mantissa bits with a
+hidden one:
+
+* no denormal results: anything below the smallest normal value becomes a zero signed as the
+  result; no infinite results: overflow gives the largest finite value (exponent all ones but
+  one, mantissa all ones); an exponent-all-ones pattern with a zero mantissa, if one comes in,
+  is read as the number it encodes;
+* a NaN operand comes out unchanged (``a``'s before ``b``'s);
+* addition aligns the smaller operand on ``mbits + 2`` guard bits below the larger one's
+  mantissa and drops the bits shifted out beyond them, then rounds to nearest even; an exact
+  cancellation is signed as the larger operand (``a`` on a tie), not +0;
+* multiplication rounds the exact product to nearest even;
+* :func:`fp_widen` (e.g. fp16 to fp17) is exact, fp16 denormals normalised, infinity becoming
+  the largest finite value; :func:`fp_narrow` (e.g. fp17 to fp16) rounds to nearest even into
+  the narrow format's denormals where needed and saturates to its largest finite value.
+
+Every function adds combinational logic to module ``m`` and returns an unsigned Value of the
+result's bit pattern (``1 + ebits + mbits`` bits); callers register it (PDP pipelines them).
+The model's fp17 (verif/model/fp.py) is a separate implementation; tests compare both with
+exact rational arithmetic.
+"""
+from __future__ import annotations
+
+from amaranth.hdl import Cat, Const, Mux, Signal, Value, ValueLike
+
+__all__ = ["fp_add", "fp_mul", "fp_widen", "fp_narrow", "fp_is_nan", "fp_max_finite"]
+
+
+def _fields(x: Value, ebits: int, mbits: int):
+    return x[mbits + ebits], x[mbits:mbits + ebits], x[:mbits]
+
+
+def fp_is_nan(x: ValueLike, ebits: int, mbits: int) -> Value:
+    """Whether ``x`` is a NaN (exponent all ones, mantissa non-zero)."""
+    x = Value.cast(x)
+    _, e, mant = _fields(x, ebits, mbits)
+    return e.all() & mant.any()
+
+
+def fp_max_finite(sign: ValueLike, ebits: int, mbits: int) -> Value:
+    """The largest finite value of the format, signed ``sign``."""
+    return Cat(Const((1 << mbits) - 1, mbits), Const((1 << ebits) - 2, ebits), sign)
+
+
+def _leading_zeros(m, value: Value, name: str) -> Signal:
+    """Leading zeros of unsigned ``value`` in its width (the width for 0): a priority encoder."""
+    n = len(value)
+    z = Signal(range(n + 1), name=name)
+    m.d.comb += z.eq(n)
+    for b in range(n):                  # the highest set bit wins (last assignment)
+        with m.If(value[b]):
+            m.d.comb += z.eq(n - 1 - b)
+    return z
+
+
+def _round_even(q: Value, guard: Value, sticky: Value) -> Value:
+    """``q`` plus one when the dropped part is above a half, or exactly a half and ``q`` odd;
+    one bit wider than ``q``."""
+    return q + (guard & (sticky | q[0]))
+
+
+def fp_add(m, a: ValueLike, b: ValueLike, ebits: int, mbits: int, name: str = "fpadd") -> Value:
+    """``a + b`` (module docstring): compare, swap, align on ``mbits + 2`` guard bits, add or
+    subtract, normalise, round to nearest even, saturate or flush, NaN override."""
+    a, b = Value.cast(a), Value.cast(b)
+    k, w = mbits + 2, 2 * mbits + 3
+    top = (1 << ebits) - 2                       # largest finite exponent
+    sa, ea, ma = _fields(a, ebits, mbits)
+    sb, eb, mb = _fields(b, ebits, mbits)
+    a_big = Cat(ma, ea) >= Cat(mb, eb)
+    big, small = Mux(a_big, a, b), Mux(a_big, b, a)
+    sg, eg, mg = _fields(big, ebits, mbits)
+    _, es, ms = _fields(small, ebits, mbits)
+    pg = Cat(mg, eg.any() | mg.any())            # hidden one unless exactly zero
+    ps = Cat(ms, es.any() | ms.any())
+    d = Signal(ebits, name=f"{name}_d")
+    m.d.comb += d.eq(eg - es)
+    lg = Cat(Const(0, k), pg)                    # w bits
+    ls = Mux(d > w, 0, Cat(Const(0, k), ps) >> d)
+    r = Signal(w + 1, name=f"{name}_r")
+    m.d.comb += r.eq(Mux(sa == sb, lg + ls, lg - ls))
+    carry = r[w]
+    z = _leading_zeros(m, r[:w], f"{name}_lz")
+    zero = ~carry & ((z == w) | (eg <= z))
+    e1 = Signal(ebits + 1, name=f"{name}_e1")
+    n1 = Signal(w, name=f"{name}_n1")            # hidden one at bit w - 1
+    with m.If(carry):
+        m.d.comb += [e1.eq(eg + 1), n1.eq(r[1:])]
+    with m.Else():
+        m.d.comb += [e1.eq(eg - z), n1.eq(r[:w] << z)]
+    sat = carry & (eg >= top)
+    q = _round_even(n1[w - mbits - 1:], n1[w - mbits - 2], n1[:w - mbits - 2].any())
+    over = q[mbits + 1]
+    sat |= over & (e1 >= top)
+    e2 = e1 + over
+    res = Mux(sat, fp_max_finite(sg, ebits, mbits),
+              Cat(q[:mbits], e2[:ebits], sg))
+    res = Mux(zero, Cat(Const(0, ebits + mbits), sg), res)
+    res = Mux(fp_is_nan(b, ebits, mbits), b, res)
+    return Mux(fp_is_nan(a, ebits, mbits), a, res)
+
+
+def fp_mul(m, a: ValueLike, b: ValueLike, ebits: int, mbits: int, name: str = "fpmul") -> Value:
+    """``a * b`` (module docstring): exact product of the mantissas, normalised by one bit,
+    rounded to nearest even, saturated or flushed, NaN override."""
+    a, b = Value.cast(a), Value.cast(b)
+    bias = (1 << (ebits - 1)) - 1
+    top = (1 << ebits) - 2
+    sa, ea, ma = _fields(a, ebits, mbits)
+    sb, eb, mb = _fields(b, ebits, mbits)
+    sign = sa ^ sb
+    za = ~(ea.any() | ma.any())
+    zb = ~(eb.any() | mb.any())
+    es = Signal(ebits + 1, name=f"{name}_es")
+    m.d.comb += es.eq(ea + eb)
+    p = Signal(2 * mbits + 2, name=f"{name}_p")
+    m.d.comb += p.eq(Cat(ma, Const(1, 1)) * Cat(mb, Const(1, 1)))
+    hi = p[2 * mbits + 1]
+    pe = Signal(range(-bias, 2 * top + 2), name=f"{name}_pe")
+    m.d.comb += pe.eq(es - bias)
+    f = Mux(hi, p[:2 * mbits + 1], Cat(Const(0, 1), p[:2 * mbits]))     # 1.f, f of 2*mbits+1 bits
+    qv = _round_even(Cat(f[mbits + 1:], Const(1, 1)), f[mbits], f[:mbits].any())
+    over = qv[mbits + 1]
+    pe2 = pe + hi + over
+    sat = (hi & (pe >= top)) | (pe2 > top)
+    res = Mux(sat, fp_max_finite(sign, ebits, mbits), Cat(qv[:mbits], pe2[:ebits], sign))
+    flush = za | zb | (es < bias) | (pe2 <= 0)
+    res = Mux(es >= (1 << ebits) - 1 + bias, fp_max_finite(sign, ebits, mbits), res)
+    res = Mux(flush, Cat(Const(0, ebits + mbits), sign), res)
+    res = Mux(fp_is_nan(b, ebits, mbits), b, res)
+    return Mux(fp_is_nan(a, ebits, mbits), a, res)
+
+
+def fp_widen(m, x: ValueLike, ebits_in: int, ebits_out: int, mbits: int,
+             name: str = "fpwiden") -> Value:
+    """``x`` of exponent width ``ebits_in`` in the wider ``ebits_out`` (same mantissa): exact,
+    denormals normalised, infinity to the largest finite value, NaN sign and payload kept."""
+    x = Value.cast(x)
+    s, e, mant = _fields(x, ebits_in, mbits)
+    shift = (1 << (ebits_out - 1)) - (1 << (ebits_in - 1))       # bias difference
+    z = _leading_zeros(m, mant, f"{name}_lz")
+    den = Cat((mant << (z + 1))[:mbits], (shift - z)[:ebits_out], s)
+    norm = Cat(mant, (e + shift)[:ebits_out], s)
+    inf_nan = e.all()
+    special = Mux(mant.any(), Cat(mant, Const((1 << ebits_out) - 1, ebits_out), s),
+                  fp_max_finite(s, ebits_out, mbits))
+    res = Mux(e.any(), norm, Mux(mant.any(), den, Cat(Const(0, ebits_out + mbits), s)))
+    return Mux(inf_nan, special, res)
+
+
+def fp_narrow(m, x: ValueLike, ebits_in: int, ebits_out: int, mbits: int,
+              name: str = "fpnarrow") -> Value:
+    """``x`` of exponent width ``ebits_in`` in the narrower ``ebits_out`` (same mantissa):
+    nearest, ties to even, denormal results where the value is below the smallest normal,
+    a signed zero below half the smallest denormal, the largest finite value above the range,
+    NaN sign and payload kept."""
+    x = Value.cast(x)
+    s, e, mant = _fields(x, ebits_in, mbits)
+    shift = (1 << (ebits_in - 1)) - (1 << (ebits_out - 1))       # bias difference
+    top_out = (1 << ebits_out) - 2
+    # normal output exponents 1..top_out: input exponents shift+1 .. shift+top_out
+    n = Signal(range(mbits + 3), name=f"{name}_sh")              # denormal right shift 1..mbits+1
+    m.d.comb += n.eq(Mux(e >= shift - mbits, shift + 1 - e, mbits + 2))
+    full = Cat(mant, Const(1, 1))                                # mbits + 1 bits
+    wide = Cat(Const(0, mbits + 2), full) >> n                   # value with mbits+2 fraction bits
+    q = _round_even(wide[mbits + 2:], wide[mbits + 1], wide[:mbits + 1].any())
+    den = Cat(q[:mbits + 1], Const(0, ebits_out - 1), s)         # q may carry into exponent 1
+    norm = Cat(mant, (e - shift)[:ebits_out], s)
+    res = Mux(e > shift, norm, den)
+    res = Mux(e > shift + top_out, fp_max_finite(s, ebits_out, mbits), res)
+    res = Mux(e < shift - mbits, Cat(Const(0, ebits_out + mbits), s), res)
+    nan = fp_is_nan(x, ebits_in, mbits)
+    return Mux(nan, Cat(mant, Const((1 << ebits_out) - 1, ebits_out), s), res)

@@ -1,0 +1,122 @@
+"""hdl.lib.fp against exact rational arithmetic (the plain formulas of tests/model/test_fp.py:
+a value rounded to 11 significant bits, ties to even, after each operation; numpy's float16
+for fp17 -> fp16), not against the model's numpy implementation: fp16 -> fp17 on every fp16
+pattern, fp17 -> fp16 on every exponent with random mantissas, add and multiply on random
+operands of near, far and extreme exponents, exact cancellations, zeros and NaNs."""
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+from amaranth.hdl import Module, Signal
+from amaranth.sim import Simulator
+
+from hdl.lib.fp import fp_add, fp_mul, fp_narrow, fp_widen
+from model.test_fp import round17, value16, value17
+
+MAX17 = 0xFBFF
+
+
+def evaluate(build, vectors, width_in=17):
+    """Run combinational ``build(m, a, b) -> Value`` on (a, b) vectors; returns the outputs."""
+    m = Module()
+    a, b = Signal(width_in, name="a"), Signal(width_in, name="b")
+    out = Signal(17, name="out")
+    m.d.comb += out.eq(build(m, a, b))
+    got = []
+
+    async def bench(ctx):
+        for va, vb in vectors:
+            ctx.set(a, va)
+            ctx.set(b, vb)
+            got.append(ctx.get(out))
+
+    sim = Simulator(m)
+    sim.add_testbench(bench)
+    sim.run()
+    return got
+
+
+def nan17(x):
+    return (x >> 10) & 63 == 63 and x & 0x3FF
+
+
+def ref_add(a, b):
+    """Exact sum of a and the smaller operand cut to the larger one's 12 guard bits, rounded."""
+    for x in (a, b):
+        if nan17(x):
+            return x
+    ea, eb = (a >> 10) & 63, (b >> 10) & 63
+    big, small = (a, b) if (ea, a & 0x3FF) >= (eb, b & 0x3FF) else (b, a)
+    from fractions import Fraction
+    q = Fraction(2) ** (max(ea, eb) - 31 - 22)
+    vs = value17(small)
+    cut = (abs(vs) // q) * q * (1 if vs >= 0 else -1)
+    return round17(value17(big) + cut, (big >> 16) & 1)
+
+
+def ref_mul(a, b):
+    for x in (a, b):
+        if nan17(x):
+            return x
+    return round17(value17(a) * value17(b), ((a ^ b) >> 16) & 1)
+
+
+def operands(rng, n):
+    out = []
+    for _ in range(n):
+        def one():
+            r = rng.random()
+            if r < 0.03:
+                return rng.choice((0, 1 << 16, MAX17, MAX17 | 1 << 16, (63 << 10) | rng.randint(1, 1023)))
+            spread = rng.choice((2, 12, 30))
+            e = min(max(31 + rng.randint(-spread, spread), 1), 62)
+            return (rng.getrandbits(1) << 16) | (e << 10) | rng.getrandbits(10)
+        a, b = one(), one()
+        if rng.random() < 0.1:                     # near the smallest exponent: underflow
+            a = (rng.getrandbits(1) << 16) | (rng.randint(1, 3) << 10) | rng.getrandbits(10)
+            b = ((a >> 16 ^ 1) << 16) | (rng.randint(1, 3) << 10) | rng.getrandbits(10)
+        if rng.random() < 0.05:
+            b = a ^ (1 << 16)                      # exact cancellation
+        out.append((a, b))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_fp17_add_mul(seed):
+    rng = random.Random(seed)
+    vec = operands(rng, 3000)
+    got_add = evaluate(lambda m, a, b: fp_add(m, a, b, 6, 10), vec)
+    got_mul = evaluate(lambda m, a, b: fp_mul(m, a, b, 6, 10), vec)
+    for (a, b), s, p in zip(vec, got_add, got_mul):
+        assert s == ref_add(a, b), ("add", hex(a), hex(b), hex(s), hex(ref_add(a, b)))
+        assert p == ref_mul(a, b), ("mul", hex(a), hex(b), hex(p), hex(ref_mul(a, b)))
+
+
+def test_fp16_to_fp17_every_pattern():
+    vec = [(x, 0) for x in range(1 << 16)]
+    got = evaluate(lambda m, a, b: fp_widen(m, a[:16], 5, 6, 10), vec)
+    for (x, _), y in zip(vec, got):
+        s, e, mant = x >> 15, (x >> 10) & 31, x & 0x3FF
+        if e == 31:
+            want = (s << 16) | ((63 << 10) | mant if mant else MAX17)
+        else:
+            want = round17(value16(x), s)
+        assert y == want, (hex(x), hex(y), hex(want))
+
+
+def test_fp17_to_fp16_every_exponent():
+    rng = random.Random(5)
+    vec = [((s << 16) | (e << 10) | m, 0) for e in range(64) for s in (0, 1)
+           for m in [0, 1, 0x200, 0x3FF] + [rng.getrandbits(10) for _ in range(40)]]
+    got = evaluate(lambda m, a, b: fp_narrow(m, a, 6, 5, 10), vec)
+    for (x, _), y in zip(vec, got):
+        s, e, mant = x >> 16, (x >> 10) & 63, x & 0x3FF
+        if e == 63 and mant:
+            want = (s << 15) | 0x7C00 | mant
+        elif abs(value17(x)) >= 65536:
+            want = (s << 15) | 0x7BFF
+        else:
+            want = int(np.float16(float(abs(value17(x)))).view(np.uint16)) | (s << 15)
+        assert y == want, (hex(x), hex(y), hex(want))
