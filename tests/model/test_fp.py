@@ -121,3 +121,51 @@ def test_fp17_nan_and_saturation():
     assert fp17_mul(tiny, tiny) == 0 and fp17_mul(tiny | (1 << 16), tiny) == 1 << 16
     assert [fp17_of_int(k) for k in range(1, 9)] == [0x7C00, 0x8000, 0x8200, 0x8400, 0x8500,
                                                       0x8600, 0x8700, 0x8800]
+
+
+# ---- fp32 (SDP) operators and conversions against numpy's IEEE binary32 / binary16 where the
+# hardware agrees with IEEE (finite normal results), and their documented departures --------
+
+from verif.model.fp import fp16_to_fp32, fp16_to_int16, fp32_to_fp16, fp_add, fp_mul, fp_pick  # noqa: E402
+
+
+def test_fp16_fp32_conversions():
+    x = np.arange(1 << 16, dtype=np.int64)
+    h = x.astype(np.uint16).view(np.float16)
+    fin = np.isfinite(h)
+    f = fp16_to_fp32(x)
+    assert np.array_equal(f[fin].astype(np.uint32).view(np.float32), h[fin].astype(np.float32))
+    assert np.array_equal(f[np.isinf(h)] & 0x7FFFFFFF, np.full(2, 0x7F7FFFFF))
+    nan = np.isnan(h)
+    assert np.all(f[nan] & 0x7FFFFF == x[nan] & 0x3FF)                  # payload not shifted
+    assert np.array_equal(fp32_to_fp16(f)[fin], x[fin])
+    rng = np.random.default_rng(3)
+    v = (rng.standard_normal(100000) * 2.0 ** rng.integers(-30, 18, 100000)).astype(np.float32)
+    got = fp32_to_fp16(v.view(np.uint32).astype(np.int64))
+    small = np.abs(v) < 65520
+    assert np.array_equal(got[small], v[small].astype(np.float16).view(np.uint16))
+    assert np.all(got[~small] & 0x7FFF == 0x7BFF)                       # never infinity
+    r = v[small].astype(np.float16).astype(np.float64)
+    want = np.clip(np.sign(r) * np.floor(np.abs(r) + 0.5), -32768, 32767)  # half away from zero
+    norm = np.abs(r) >= 2.0 ** -14
+    assert np.array_equal(fp16_to_int16(got[small])[norm], want[norm])
+    assert fp16_to_int16(0x7E01) == -32768 and fp16_to_int16(0x7C00) == 32767
+
+
+def test_fp32_add_mul_max_min():
+    rng = np.random.default_rng(4)
+    n = 100000
+    a = (rng.standard_normal(n) * 2.0 ** rng.integers(-60, 60, n)).astype(np.float32)
+    b = (rng.standard_normal(n) * 2.0 ** rng.integers(-60, 60, n)).astype(np.float32)
+    b[:500] = -a[:500]
+    ai, bi = a.view(np.uint32).astype(np.int64), b.view(np.uint32).astype(np.int64)
+    with np.errstate(over="ignore", under="ignore"):
+        s, p = a + b, a * b
+    ok = lambda r: (np.abs(r) >= 2.0 ** -126) & np.isfinite(r)        # noqa: E731
+    assert np.array_equal(fp_add(ai, bi, 8, 23)[ok(s)], s[ok(s)].view(np.uint32))
+    assert np.array_equal(fp_mul(ai, bi, 8, 23)[ok(p)], p[ok(p)].view(np.uint32))
+    zero = fp_add(ai[:500], bi[:500], 8, 23)                           # cancellations: a's sign
+    assert np.array_equal(zero, (ai[:500] >> 31) << 31)
+    assert np.array_equal(fp_pick(ai, bi, 8, 23, True), np.maximum(a, b).view(np.uint32))
+    assert np.array_equal(fp_pick(ai, bi, 8, 23, False), np.minimum(a, b).view(np.uint32))
+    assert fp_pick(0, 1 << 31, 8, 23, True) == 0 and fp_pick(0, 1 << 31, 8, 23, False) == 1 << 31

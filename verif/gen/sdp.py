@@ -25,7 +25,8 @@ from __future__ import annotations
 import random
 
 from verif.gen.common import (PRECISIONS, Alloc, Layer, Program, ceil_div, cube_extent, cube_strides,
-                              draw_precision, emit, rand_bytes, regs, signed, small_biased)
+                              draw_precision, emit, fp16_bytes, fp16_values, rand_bytes, regs,
+                              signed, small_biased)
 from verif.gen.writer import TraceWriter
 
 USE_MUL, USE_ALU, USE_BOTH = 0, 1, 2
@@ -86,12 +87,13 @@ def _mismatch_use(rng: random.Random, alu_mem: bool, mul_mem: bool) -> tuple[int
 
 def operand_image(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, sub: str,
                   cube: tuple[int, int, int], use: int, size: int, mode: int,
-                  disable: int, atom: int | None = None) -> tuple[list, list]:
+                  disable: int, atom: int | None = None, fp16: bool = False) -> tuple[list, list]:
     """Sub-unit ``sub``'s (BS or BN) operands in memory for a ``cube`` = (W, H, C) layer:
     DATA_USE ``use`` (one operand, or both interleaved), DATA_SIZE ``size`` (1 or 2 bytes),
     DATA_MODE ``mode`` (PER_KERNEL: one element per channel, contiguous; PER_ELEMENT: a cube of
     such elements with its own strides; ``atom`` channels per group, default
-    ``cfg.memory_atomic``). Loads random operand bytes into ``w`` unless ``disable``; returns
+    ``cfg.memory_atomic``; ``fp16``: fp16 values, else random bytes). Loads the operands into
+    ``w`` unless ``disable``; returns
     (SDP_RDMA base address / stride writes, description)."""
     atom, ab = atom or cfg.memory_atomic, cfg.atom_bytes
     W, H, C = cube
@@ -105,7 +107,7 @@ def operand_image(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, sub: st
     desc = []
     if not disable:
         ob = alloc.take(on)
-        w.mem_load(ob, rand_bytes(rng, on))
+        w.mem_load(ob, fp16_bytes(rng, on) if fp16 else rand_bytes(rng, on))
         dma = dict(SUBS)[sub]
         desc.append(f"{dma}:{['mul', 'alu', 'both'][use]},{bpe}B,{'elem' if mode else 'chan'}")
     else:
@@ -129,7 +131,9 @@ def sdp_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, *,
     force = force or {}
     # INT16 end to end on nv_full (two-byte elements, 16 channels per atom and operand group);
     # the other precisions and conversions are not modelled yet (verif/model/sdp.py)
-    prec = force.get("prec", draw_precision(rng, cfg, among=("int8", "int16")))
+    prec = force.get("prec", draw_precision(rng, cfg))
+    # FP16 processing writes FP16 or INT16 (verif/model/sdp.py); the EW sub-unit stays bypassed
+    out_prec = (2 if rng.random() < 0.7 else 1) if prec == 2 else prec
     ab = cfg.atom_bytes
     atom = cfg.memory_atomic if prec == 0 else ab // 2
     W, H, C = _size(rng)
@@ -142,7 +146,7 @@ def sdp_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, *,
     line, surf = cube_strides(rng, W, H, ab)
     n = cube_extent(W, H, C, line, surf, atom, ab)
     src = alloc.take(n)
-    w.mem_load(src, rand_bytes(rng, n))
+    w.mem_load(src, fp16_bytes(rng, n) if prec == 2 else rand_bytes(rng, n))
     # output cube
     dline, dsurf = cube_strides(rng, W, H, ab)
     dn = cube_extent(W, H, C, dline, dsurf, atom, ab)
@@ -157,16 +161,21 @@ def sdp_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, *,
                regs("SDP_RDMA", "D_SRC_SURFACE_STRIDE", SRC_SURFACE_STRIDE=surf),
                regs("SDP_RDMA", "D_SRC_DMA_CFG", SRC_RAM_TYPE=1),
                regs("SDP_RDMA", "D_FEATURE_MODE_CFG", FLYING_MODE=0, WINOGRAD=0, IN_PRECISION=prec,
-                    PROC_PRECISION=prec, OUT_PRECISION=prec, BATCH_NUMBER=0),
+                    PROC_PRECISION=prec, OUT_PRECISION=out_prec, BATCH_NUMBER=0),
                regs("SDP_RDMA", "D_ERDMA_CFG", ERDMA_DISABLE=1, ERDMA_DATA_USE=rng.randint(0, 2),
                     ERDMA_DATA_SIZE=rng.randint(0, 1), ERDMA_DATA_MODE=rng.randint(0, 1),
                     ERDMA_RAM_TYPE=1)]
     for r in ("D_BS_BATCH_STRIDE", "D_BN_BATCH_STRIDE", "D_EW_BATCH_STRIDE", "D_EW_BASE_ADDR_LOW",
               "D_EW_LINE_STRIDE", "D_EW_SURFACE_STRIDE"):
         writes.append(("SDP_RDMA", r, rng.getrandbits(32) & ~31))
-    desc = [f"{PRECISIONS[prec]} {W}x{H}x{C}" if len(cfg.precisions) > 1 else f"{W}x{H}x{C}"]
+    desc = [f"{PRECISIONS[prec]}->{PRECISIONS[out_prec]} {W}x{H}x{C}" if len(cfg.precisions) > 1
+            else f"{W}x{H}x{C}"]
     for sub, dma in SUBS:
         fields, alu_mem, mul_mem = _subunit(rng, sub, need_mem=mismatch and rng.random() < 0.5)
+        if prec == 2:            # register operands read as fp16
+            a16, m16 = fp16_values(rng, 2)
+            fields["D_DP_{s}_ALU_SRC_VALUE"]["ALU_OPERAND"] = a16 - (a16 >> 15 << 16)
+            fields["D_DP_{s}_MUL_SRC_VALUE"]["MUL_OPERAND"] = m16 - (m16 >> 15 << 16)
         fs = force.get(sub, {})
         if "take" in fs:
             alu_mem, mul_mem = fs["take"]
@@ -182,6 +191,8 @@ def sdp_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, *,
                     f"{'(mem)' if alu_mem else ''},mul={'-' if cfgf['MUL_BYPASS'] else 'prelu' if cfgf['MUL_PRELU'] else 'mul'}"
                     f"{'(mem)' if mul_mem else ''},relu={0 if cfgf['RELU_BYPASS'] else 1}"))
         size, mode = rng.randint(0, 1), rng.randint(0, 1)
+        if prec == 2 and rng.random() < 0.8:
+            size = 1             # fp16 operands (one-byte ones are sign-extended bit patterns)
         if mismatch:
             disable, use, why = _mismatch_use(rng, alu_mem, mul_mem)
             desc.append(f"{dma}: {why}")
@@ -195,7 +206,8 @@ def sdp_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, *,
         writes.append(regs("SDP_RDMA", f"D_{dma}_CFG", **{f"{dma}_DISABLE": disable,
                       f"{dma}_DATA_USE": use, f"{dma}_DATA_SIZE": size, f"{dma}_DATA_MODE": mode,
                       f"{dma}_RAM_TYPE": 1}))
-        ow, od = operand_image(rng, cfg, alloc, w, sub, (W, H, C), use, size, mode, disable, atom)
+        ow, od = operand_image(rng, cfg, alloc, w, sub, (W, H, C), use, size, mode, disable, atom,
+                               fp16=prec == 2 and size == 1)
         writes += ow
         desc += od
     # EW: not on nv_small (bypassed; its fields are don't-cares there)
@@ -215,7 +227,7 @@ def sdp_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, *,
                regs("SDP", "D_DST_DMA_CFG", DST_RAM_TYPE=1),
                regs("SDP", "D_FEATURE_MODE_CFG", FLYING_MODE=0, OUTPUT_DST=0, WINOGRAD=0,
                     NAN_TO_ZERO=rng.randint(0, 1), BATCH_NUMBER=0),
-               regs("SDP", "D_DATA_FORMAT", PROC_PRECISION=prec, OUT_PRECISION=prec),
+               regs("SDP", "D_DATA_FORMAT", PROC_PRECISION=prec, OUT_PRECISION=out_prec),
                regs("SDP", "D_CVT_OFFSET", CVT_OFFSET=off),
                regs("SDP", "D_CVT_SCALE", CVT_SCALE=scale),
                regs("SDP", "D_CVT_SHIFT", CVT_SHIFT=shift),

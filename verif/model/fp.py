@@ -26,7 +26,8 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["MAX17", "fp16_to_fp17", "fp17_to_fp16", "fp17_add", "fp17_mul", "fp17_of_int",
-           "fp16_isnan"]
+           "fp16_isnan", "fp_add", "fp_mul", "fp16_to_fp32", "fp32_to_fp16", "fp16_to_int16",
+           "fp_pick", "fp_isnan", "FLT_MAX"]
 
 MAX17 = 0xFBFF          # largest finite fp17 magnitude: exponent 62, mantissa 0x3FF
 
@@ -90,84 +91,106 @@ def fp17_to_fp16(x) -> np.ndarray:
     return np.where((e == 63) & (m != 0), sign | 0x7C00 | m, out)
 
 
+def _nan(x: np.ndarray, e: int, m: int) -> np.ndarray:
+    return ((x >> m) & ((1 << e) - 1) == (1 << e) - 1) & (x & ((1 << m) - 1) != 0)
+
+
 def _nan17(x: np.ndarray) -> np.ndarray:
-    return ((x >> 10) & 63 == 63) & (x & 0x3FF != 0)
+    return _nan(x, 6, 10)
+
+
+def _max_finite(e: int, m: int) -> int:
+    return (((1 << e) - 2) << m) | ((1 << m) - 1)
+
+
+def fp_add(a, b, e: int, m: int) -> np.ndarray:
+    """``a + b`` in a format of ``e`` exponent and ``m`` mantissa bits (module docstring's
+    rules, the smaller operand aligned on ``m + 2`` guard bits): fp17 is (6, 10), fp32 (8, 23)."""
+    a, b = np.broadcast_arrays(_i64(a), _i64(b))
+    k, w = m + 2, 2 * m + 3
+    top = (1 << e) - 2
+    sa, ea, ma = _fields(a, e, m)
+    sb, eb, mb = _fields(b, e, m)
+    hid = 1 << m
+    Ma = np.where((ea == 0) & (ma == 0), 0, ma | hid)
+    Mb = np.where((eb == 0) & (mb == 0), 0, mb | hid)
+    a_large = (ea > eb) | ((ea == eb) & (ma >= mb))
+    eL, eS = np.where(a_large, ea, eb), np.where(a_large, eb, ea)
+    ML, MS = np.where(a_large, Ma, Mb), np.where(a_large, Mb, Ma)
+    so = np.where(a_large, sa, sb)
+    d = eL - eS
+    XL = ML << k
+    XS = np.where(d > w, 0, (MS << k) >> np.minimum(d, w))
+    T = np.where(sa == sb, XL + XS, XL - XS)
+    eo = eL.copy()
+    carry = T >= (1 << w)
+    sat = carry & (eo >= top)
+    eo = np.where(carry, eo + 1, eo)
+    T = np.where(carry, T >> 1, T)
+    z = w - _bit_length(T)                                    # leading zeros in w bits
+    zero = ~carry & ((T == 0) | (eo <= z))
+    eo = np.where(~carry & ~zero, eo - z, eo)
+    T = np.where(~carry & ~zero, T << np.clip(z, 0, w), T)
+    q = T >> (w - m - 1)
+    g = (T >> (w - m - 2)) & 1
+    st = (T & ((1 << (w - m - 2)) - 1)) != 0
+    q = q + (g & (st | (q & 1)))
+    over = q == (2 << m)
+    sat |= over & (eo >= top)
+    eo = np.where(over, eo + 1, eo)
+    q = np.where(over, hid, q)
+    sign = so << (e + m)
+    out = np.where(sat, sign | _max_finite(e, m), sign | (eo << m) | (q & (hid - 1)))
+    out = np.where(zero, sign, out)
+    out = np.where(_nan(b, e, m), b, out)
+    return np.where(_nan(a, e, m), a, out)
+
+
+def fp_mul(a, b, e: int, m: int) -> np.ndarray:
+    """``a * b`` in a format of ``e`` exponent and ``m`` mantissa bits (module docstring's
+    rules): fp17 is (6, 10), fp32 (8, 23)."""
+    a, b = np.broadcast_arrays(_i64(a), _i64(b))
+    bias, top = (1 << (e - 1)) - 1, (1 << e) - 2
+    sa, ea, ma = _fields(a, e, m)
+    sb, eb, mb = _fields(b, e, m)
+    za = (ea == 0) & (ma == 0)
+    zb = (eb == 0) & (mb == 0)
+    sign = (sa ^ sb) << (e + m)
+    es = ea + eb
+    P = (ma | (1 << m)) * (mb | (1 << m))
+    pe = es - bias
+    hi = P >= (1 << (2 * m + 1))
+    sat = hi & (pe >= top)
+    pe = np.where(hi, pe + 1, pe)
+    f = np.where(hi, P, P << 1) & ((1 << (2 * m + 1)) - 1)
+    Q = (1 << m) | (f >> (m + 1))
+    g = (f >> m) & 1
+    st = (f & ((1 << m) - 1)) != 0
+    Q = Q + (g & (st | (Q & 1)))
+    over = Q == (2 << m)
+    pe = np.where(over, pe + 1, pe)
+    Q = np.where(over, 1 << m, Q)
+    sat |= pe > top
+    out = np.where(sat, sign | _max_finite(e, m),
+                   sign | (np.clip(pe, 0, (1 << e) - 1) << m) | (Q & ((1 << m) - 1)))
+    out = np.where(pe <= 0, sign, out)
+    out = np.where(es >= (1 << e) - 1 + bias, sign | _max_finite(e, m), out)
+    out = np.where(za | zb | (es < bias), sign, out)
+    out = np.where(_nan(b, e, m), b, out)
+    return np.where(_nan(a, e, m), a, out)
 
 
 def fp17_add(a, b) -> np.ndarray:
     """fp17 ``a + b`` (module docstring: round to nearest even after dropping the bits below 12
     guard bits of the aligned smaller operand, overflow to +-MAX17, underflow to a signed zero,
     cancellation signed as the larger operand, NaN operand returned, ``a`` first)."""
-    a, b = np.broadcast_arrays(_i64(a), _i64(b))
-    sa, ea, ma = _fields(a, 6, 10)
-    sb, eb, mb = _fields(b, 6, 10)
-    Ma = np.where((ea == 0) & (ma == 0), 0, ma | 0x400)
-    Mb = np.where((eb == 0) & (mb == 0), 0, mb | 0x400)
-    a_large = (ea > eb) | ((ea == eb) & (ma >= mb))
-    eL, eS = np.where(a_large, ea, eb), np.where(a_large, eb, ea)
-    ML, MS = np.where(a_large, Ma, Mb), np.where(a_large, Mb, Ma)
-    so = np.where(a_large, sa, sb)
-    d = eL - eS
-    XL = ML << 12
-    XS = np.where(d > 23, 0, (MS << 12) >> np.minimum(d, 23))
-    T = np.where(sa == sb, XL + XS, XL - XS)
-    eo = eL.copy()
-    sat = np.zeros(T.shape, bool)
-    zero = np.zeros(T.shape, bool)
-    carry = T >= (1 << 23)
-    sat |= carry & (eo >= 62)
-    eo = np.where(carry, eo + 1, eo)
-    T = np.where(carry, T >> 1, T)
-    z = 23 - _bit_length(T)                                   # leading zeros in 23 bits
-    norm = ~carry
-    zero |= norm & ((T == 0) | (eo <= z))
-    eo = np.where(norm & ~zero, eo - z, eo)
-    T = np.where(norm & ~zero, T << np.clip(z, 0, 23), T)
-    q = T >> 12
-    g = (T >> 11) & 1
-    st = (T & 0x7FF) != 0
-    q = q + (g & (st | (q & 1)))
-    over = q == 0x800
-    sat |= over & (eo >= 62)
-    eo = np.where(over, eo + 1, eo)
-    q = np.where(over, 0x400, q)
-    sign = so << 16
-    out = np.where(sat, sign | MAX17, sign | (eo << 10) | (q & 0x3FF))
-    out = np.where(zero, sign, out)
-    out = np.where(_nan17(b), b, out)
-    return np.where(_nan17(a), a, out)
+    return fp_add(a, b, 6, 10)
 
 
 def fp17_mul(a, b) -> np.ndarray:
     """fp17 ``a * b`` (module docstring: round to nearest even, overflow to +-MAX17, underflow
     to a signed zero, NaN operand returned, ``a`` first)."""
-    a, b = np.broadcast_arrays(_i64(a), _i64(b))
-    sa, ea, ma = _fields(a, 6, 10)
-    sb, eb, mb = _fields(b, 6, 10)
-    za = (ea == 0) & (ma == 0)
-    zb = (eb == 0) & (mb == 0)
-    sign = (sa ^ sb) << 16
-    es = ea + eb
-    P = (ma | 0x400) * (mb | 0x400)
-    pe = es - 31
-    hi = P >= (1 << 21)
-    sat = hi & (pe >= 62)
-    pe = np.where(hi, pe + 1, pe)
-    f = np.where(hi, P, P << 1) & ((1 << 21) - 1)
-    Q = 0x400 | (f >> 11)
-    g = (f >> 10) & 1
-    st = (f & 0x3FF) != 0
-    Q = Q + (g & (st | (Q & 1)))
-    over = Q == 0x800
-    pe = np.where(over, pe + 1, pe)
-    Q = np.where(over, 0x400, Q)
-    sat |= pe >= 63
-    out = np.where(sat, sign | MAX17, sign | (np.clip(pe, 0, 63) << 10) | (Q & 0x3FF))
-    out = np.where(pe <= 0, sign, out)
-    out = np.where(es >= 94, sign | MAX17, out)
-    out = np.where(za | zb | (es < 31), sign, out)
-    out = np.where(_nan17(b), b, out)
-    return np.where(_nan17(a), a, out)
+    return fp_mul(a, b, 6, 10)
 
 
 def fp17_of_int(n: int) -> int:
@@ -175,3 +198,85 @@ def fp17_of_int(n: int) -> int:
     e = n.bit_length() - 1
     return ((e + 31) << 10) | ((n << (10 - e)) & 0x3FF) if e <= 10 else \
         ((e + 31) << 10) | ((n >> (e - 10)) & 0x3FF)
+
+
+# ---- fp16 <-> fp32 and fp16 -> int16 (nv_full's SDP: NVIDIA's cmod/hls Fp16ToFp32,
+# Fp32ToFp16, Fp16ToInt16 and MRDMA's fp16 input conversion) -------------------------------
+
+FLT_MAX = 0x7F7FFFFF
+
+
+def fp16_to_fp32(x) -> np.ndarray:
+    """fp16 bit patterns to fp32: exact (denormals included), infinity to +-FLT_MAX, a NaN's
+    sign and 10-bit payload kept in the low mantissa bits (not shifted up)."""
+    s, e, m = _fields(_i64(x), 5, 10)
+    sign = s << 31
+    normal = sign | ((e + 112) << 23) | (m << 13)
+    z = 10 - _bit_length(m)
+    den = sign | ((113 - z - 1) << 23) | (((m << (z + 1)) & 0x3FF) << 13)
+    out = np.where(e == 0, np.where(m == 0, sign, den), normal)
+    out = np.where((e == 31) & (m == 0), sign | FLT_MAX, out)
+    return np.where((e == 31) & (m != 0), sign | (0xFF << 23) | m, out)
+
+
+def fp32_to_fp16(x) -> np.ndarray:
+    """fp32 bit patterns to fp16, nearest with ties to even (fp16 denormals included), +-65504
+    (0x7BFF) from 65520 up and for infinity, a NaN as (sign, 31, low 10 mantissa bits): with
+    zero low bits that is the infinity pattern."""
+    s, e, m = _fields(_i64(x), 8, 23)
+    sign = s << 15
+    M = m | (1 << 23)
+    # normal: 10 of 23 mantissa bits kept
+    q = M >> 13
+    g = (M >> 12) & 1
+    st = (M & 0xFFF) != 0
+    q = q + (g & (st | (q & 1)))
+    en = e - 112 + (q >> 11)
+    normal = np.where(en >= 31, sign | 0x7BFF, sign | (en << 10) | (q & 0x3FF))
+    # denormal: value / 2**-24 = M * 2**(e - 126 - 23 + 23) -> shift right by 126 - e
+    sh = np.clip(126 - e, 1, 62)
+    qd = M >> sh
+    gd = (M >> (sh - 1)) & 1
+    std = (M & ((np.int64(1) << (sh - 1)) - 1)) != 0
+    qd = qd + (gd & (std | (qd & 1)))
+    out = np.where(e >= 113, normal, sign | qd)
+    out = np.where(e < 102, sign, out)
+    out = np.where(e >= 143, sign | 0x7BFF, out)
+    return np.where(_nan(_i64(x), 8, 23), sign | 0x7C00 | (m & 0x3FF), out)
+
+
+def fp16_to_int16(x) -> np.ndarray:
+    """fp16 bit patterns to int16: ``(1024 + m) * 2**(e - 25)`` (a hidden one even for e = 0),
+    rounded half away from zero, saturated; NaN gives -32768."""
+    s, e, m = _fields(_i64(x), 5, 10)
+    M = m | 0x400
+    big = e >= 25
+    v = np.where(big, M << np.clip(e - 25, 0, 20), 0)
+    sh = np.clip(25 - e, 1, 40)
+    r = (M + (np.int64(1) << (sh - 1))) >> sh                  # half away from zero (magnitude)
+    v = np.where(big, v, r)
+    v = np.where(s == 1, -v, v)
+    v = np.clip(v, -32768, 32767)
+    return np.where((e == 31) & (m != 0), -32768, v)
+
+
+def fp_pick(a, b, e: int, m: int, take_max: bool) -> np.ndarray:
+    """MAX / MIN of two bit patterns as NVIDIA's FpCmp compares them: sign and magnitude of the
+    raw bits (+0 above -0), one input passed unchanged; a NaN wins, ``a``'s first."""
+    a, b = np.broadcast_arrays(_i64(a), _i64(b))
+    sh = e + m
+    mask = (1 << sh) - 1
+    sa, sb = (a >> sh) & 1, (b >> sh) & 1
+    gt = (a & mask) > (b & mask)
+    if take_max:
+        take_a = np.where(sa == sb, np.where(sa == 0, gt, ~gt), sa == 0)
+    else:
+        take_a = np.where(sa == sb, np.where(sa == 0, ~gt, gt), sa == 1)
+    out = np.where(take_a, a, b)
+    out = np.where(_nan(b, e, m), b, out)
+    return np.where(_nan(a, e, m), a, out)
+
+
+def fp_isnan(x, e: int, m: int) -> np.ndarray:
+    """Whether bit patterns of a format of ``e`` exponent and ``m`` mantissa bits are NaN."""
+    return _nan(_i64(x), e, m)

@@ -16,6 +16,8 @@ from __future__ import annotations
 import numpy as np
 
 from verif.model.memory import ram
+from verif.model.fp import (fp16_isnan, fp16_to_fp32, fp16_to_int16, fp32_to_fp16, fp_add,
+                            fp_isnan, fp_mul, fp_pick)
 from verif.model.formats import (ModelConfigError, cube_addresses, flying_cube, read_cube, saturate,
                                  warn_limitation)
 from verif.model.lut import EXPONENT, LINEAR, LutParams, sext, slope_and_priority_fields
@@ -114,6 +116,44 @@ def x_subunit(x: np.ndarray, *, alu_bypass: bool, alu_algo: int, alu_op, alu_shi
     if not relu_bypass:
         y = np.maximum(y, 0)
     return y
+
+
+
+def x_subunit_fp(x: np.ndarray, *, alu_bypass: bool, alu_algo: int, alu_op, mul_bypass: bool,
+                 mul_prelu: bool, mul_op, relu_bypass: bool, nan_to_zero: bool) -> np.ndarray:
+    """One BS (X1) or BN (X2) sub-unit of nv_full's FP16 pipeline on fp32 bit patterns ``x``
+    (int64 array, any shape). Facts from NVIDIA's nvdlav1 SDP (generated from its
+    cmod/hls/sdp/sdp_x.cpp; operators of :mod:`verif.model.fp`, not IEEE-754):
+
+    * ``alu_op`` / ``mul_op``: 16-bit operands (register or memory), read as fp16 (a NaN one
+      becomes 0 with NAN_TO_ZERO), widened to fp32; ALU_SHIFT_VALUE, MUL_SHIFT_VALUE ignored;
+    * ALU: MAX / MIN (sign-magnitude compare, a NaN wins), SUM (fp32 add, ``x`` first); the
+      other algorithm (EQL) is not modelled here (ModelConfigError by the caller);
+    * MUL: fp32 ``x * op``; PReLU passes ``x`` whose sign bit is 0 (a positive NaN too);
+    * ReLU: a NaN or a value with sign 0 passes, anything else becomes +0.
+    """
+    x = np.asarray(x, dtype=np.int64)
+
+    def op32(op):
+        op = np.asarray(op, dtype=np.int64) & 0xFFFF
+        if nan_to_zero:
+            op = np.where(fp16_isnan(op), 0, op)
+        return fp16_to_fp32(op)
+
+    if not alu_bypass:
+        o = op32(alu_op)
+        if alu_algo == ALU_MAX:
+            x = fp_pick(x, o, 8, 23, True)
+        elif alu_algo == ALU_MIN:
+            x = fp_pick(x, o, 8, 23, False)
+        else:
+            x = fp_add(x, o, 8, 23)
+    if not mul_bypass:
+        prod = fp_mul(x, op32(mul_op), 8, 23)
+        x = np.where(mul_prelu & ((x >> 31) & 1 == 0), x, prod) if mul_prelu else prod
+    if not relu_bypass:
+        x = np.where(fp_isnan(x, 8, 23) | ((x >> 31) & 1 == 0), x, 0)
+    return x
 
 
 def output_convert(x: np.ndarray, offset: int, scale: int, shift: int, out_bits: int = 8,
@@ -600,17 +640,30 @@ class SdpCore:
         # nv_full (int8_int16_fp16): INT16 end to end is modelled; its arithmetic is INT8's
         # (NVIDIA's nvdlav1 SDP, generated from cmod/hls/sdp, tests only "precision == FP16"),
         # with two-byte elements, 16 channels per atom and the output saturated to int16
-        ok = (0, 1) if "int16" in cfg.precisions else (0,)
-        if proc != out or proc not in ok:
+        # FP16 processing to FP16 or INT16 output (NVIDIA's cmod/hls/sdp/sdp_c.cpp: fp32 ->
+        # fp16, then fp16 -> int16); the other conversions are not modelled
+        ok = [(0, 0)] + ([(1, 1)] if "int16" in cfg.precisions else []) + \
+            ([(2, 2), (2, 1)] if "fp16" in cfg.precisions else [])
+        if (proc, out) not in ok:
+            names = ("INT8", "INT16", "FP16", "3")
             raise ModelConfigError(
-                f"SDP.D_DATA_FORMAT PROC_PRECISION={proc} OUT_PRECISION={out}: the model computes "
-                f"{' or '.join(('INT8', 'INT16')[p] + ' end to end' for p in ok)} "
+                f"SDP.D_DATA_FORMAT PROC_PRECISION={names[proc]} OUT_PRECISION={names[out]}: the "
+                f"model computes {', '.join(f'{names[p]} to {names[o]}' for p, o in ok)} "
                 f"(configuration feature_data_type={cfg.feature_data_type})")
+        if proc == 2:
+            if not sdp.f("EW_BYPASS"):
+                raise ModelConfigError("SDP EW (X3) in FP16 (its converters and LUT in fp) is not "
+                                       "modelled: EW_BYPASS must be YES")
+            for sub in ("BS", "BN"):
+                if not sdp.f(f"{sub}_BYPASS") and not sdp.f(f"{sub}_ALU_BYPASS") \
+                        and sdp.f(f"{sub}_ALU_ALGO") == ALU_EQL:
+                    raise ModelConfigError(f"SDP.D_DP_{sub}_ALU_CFG.{sub}_ALU_ALGO=EQL in FP16 is "
+                                           "not modelled")
         if rdma is not None and sdp.f("FLYING_MODE") == 0:
             rin = rdma.field("D_FEATURE_MODE_CFG", "IN_PRECISION")
             rproc = rdma.field("D_FEATURE_MODE_CFG", "PROC_PRECISION")
             rout = rdma.field("D_FEATURE_MODE_CFG", "OUT_PRECISION")
-            if (rin, rproc, rout) != (proc, proc, proc):
+            if (rin, rproc, rout) != (proc, proc, out):
                 raise ModelConfigError(
                     f"SDP_RDMA.D_FEATURE_MODE_CFG IN/PROC/OUT_PRECISION={rin}/{rproc}/{rout} must "
                     f"equal SDP's PROC_PRECISION {proc} (the conversions between precisions are "
@@ -706,7 +759,7 @@ class SdpCore:
         """Channels per atom (and per operand group) of the layer's PROC_PRECISION: 16 for
         INT16 on nv_full's 32-byte atoms (NVIDIA's cmod/sdp: 32 channels per group for INT8,
         16 otherwise), ``memory_atomic`` for INT8."""
-        if sdp.field("D_DATA_FORMAT", "PROC_PRECISION") and "int16" in self.cfg.precisions:
+        if sdp.field("D_DATA_FORMAT", "PROC_PRECISION") and len(self.cfg.precisions) > 1:
             return self.cfg.atom_bytes // 2
         return self.cfg.memory_atomic
 
@@ -718,7 +771,9 @@ class SdpCore:
         self._check(rdma, sdp)
         cfg = self.cfg
         atom = self._epa(sdp)
-        eb = cfg.atom_bytes // atom if "int16" in cfg.precisions else 1   # bytes per element
+        eb = cfg.atom_bytes // atom if len(cfg.precisions) > 1 else 1   # bytes per element
+        fp = sdp.field("D_DATA_FORMAT", "PROC_PRECISION") == 2
+        out_prec = sdp.field("D_DATA_FORMAT", "OUT_PRECISION")
         atom_b = atom * eb
         w = sdp.f("WIDTH") + 1
         h = sdp.f("HEIGHT") + 1
@@ -744,7 +799,13 @@ class SdpCore:
             src_surf = atom_b if one_by_one(w, h) else rdma.reg("D_SRC_SURFACE_STRIDE")
             x = read_cube(ram(self.mem, self.cv_mem, rdma.f("SRC_RAM_TYPE")), base, w, h, cp,
                           rdma.reg("D_SRC_LINE_STRIDE"), src_surf, atom_b, eb)
-            x = x.view(np.int8 if eb == 1 else np.int16).astype(np.int64)
+            if fp:
+                x = fp16_to_fp32(x.astype(np.int64))
+            else:
+                x = x.view(np.int8 if eb == 1 else np.int16).astype(np.int64)
+        if fp and sdp.f("NAN_TO_ZERO"):
+            # NV_NVDLA_SDP_cmux.v: NaN inputs (from memory or CACC) become +0
+            x = np.where(fp_isnan(x, 8, 23), 0, x)
 
         self.lut_stats = dict.fromkeys(SDP_LUT_PERF_FIELDS, 0)
         for sub, dma in self._subunits():
@@ -756,6 +817,14 @@ class SdpCore:
                 continue
             alu_op = alu_m if alu_m is not None else sdp.fs(f"{sub}_ALU_OPERAND")
             mul_op = mul_m if mul_m is not None else sdp.fs(f"{sub}_MUL_OPERAND")
+            if fp:
+                x = x_subunit_fp(
+                    x, alu_bypass=bool(sdp.f(f"{sub}_ALU_BYPASS")), alu_algo=sdp.f(f"{sub}_ALU_ALGO"),
+                    alu_op=alu_op, mul_bypass=bool(sdp.f(f"{sub}_MUL_BYPASS")),
+                    mul_prelu=bool(sdp.f(f"{sub}_MUL_PRELU")), mul_op=mul_op,
+                    relu_bypass=bool(sdp.f(f"{sub}_RELU_BYPASS")),
+                    nan_to_zero=bool(sdp.f("NAN_TO_ZERO")))
+                continue
             x = x_subunit(
                 x, alu_bypass=bool(sdp.f(f"{sub}_ALU_BYPASS")), alu_algo=sdp.f(f"{sub}_ALU_ALGO"),
                 alu_op=alu_op, alu_shift=sdp.f(f"{sub}_ALU_SHIFT_VALUE"),
@@ -765,7 +834,12 @@ class SdpCore:
 
         self._latch_lut_stats(sdp)
         eql = self._eql_mode(sdp)
-        if eql:
+        if fp:
+            # cmod/hls/sdp/sdp_c.cpp: CVT_* ignored; fp32 -> fp16, then -> int16 for INT16
+            out = fp32_to_fp16(x)
+            if out_prec == 1:
+                out = fp16_to_int16(out)
+        elif eql:
             # compare mode (nv_small NV_NVDLA_SDP_HLS_C_int.v with cfg_mode_eql): the output
             # converter passes its input's low 16 bits, of which an int8 output keeps the low
             # 8 (NV_NVDLA_SDP_HLS_c.v), and flags no saturation
@@ -779,7 +853,7 @@ class SdpCore:
             self._latch_status(sdp, False)
             return out
         # WDMA sees every byte of the whole atoms (padding lanes included)
-        self._latch_status(sdp, bool(np.any(out & 0xFF)))
+        self._latch_status(sdp, bool(np.any(out & (0xFF if eb == 1 else 0xFFFF))))
         if eql:
             # compare mode: WDMA takes the data without any memory request, and the layer's
             # done interrupt does not wait for write responses (NV_NVDLA_SDP_WDMA_DAT_out.v
