@@ -40,14 +40,15 @@ def clamp(v, bits):
     return max(-(2 ** (bits - 1)), min(2 ** (bits - 1) - 1, v))
 
 
-def naive_table(x, T, p, which):
-    """(state, value) of one table for sample x: state in {'hit', 'uf', 'of'}."""
+def naive_table(x, T, p, which, index_bits=22):
+    """(state, value) of one table for sample x: state in {'hit', 'uf', 'of'}; START seen in
+    ``index_bits`` bits (22 for INT8, 38 for INT16)."""
     n = len(T) - 1
     exp = which == "le" and p.le_function == 0
     start = p.le_start if which == "le" else p.lo_start
     end = p.le_end if which == "le" else p.lo_end
     sel = p.le_index_select if which == "le" else p.lo_index_select
-    start22 = s_ext(start, 22)
+    start22 = s_ext(start, index_bits)
     state, idx, frac = None, 0, 0
     if x <= start22:
         state = "uf"
@@ -79,10 +80,10 @@ def naive_table(x, T, p, which):
     return state, clamp(y, 16)
 
 
-def naive_lut(x, le, lo, p):
+def naive_lut(x, le, lo, p, index_bits=22):
     """(value, statistic name) for one sample (lut-programming.rst Hit/Miss + statistics)."""
-    xs, xv = naive_table(x, le, p, "le")
-    ys, yv = naive_table(x, lo, p, "lo")
+    xs, xv = naive_table(x, le, p, "le", index_bits)
+    ys, yv = naive_table(x, lo, p, "lo", index_bits)
     if xs == "hit" and ys != "hit":
         return xv, "LE_HIT"
     if ys == "hit" and xs != "hit":
@@ -100,16 +101,23 @@ def naive_cvt(v, offset, scale, shifter, in_bits, out_bits):
     return clamp(rnd_half_away((v - offset) * scale, shifter), out_bits)
 
 
-def naive_cdp(d, valid_c, le, lo, p, normalz_len, sqsum_bypass, mul_bypass, datin, datout):
-    """LRN one element at a time: d is a nested list [c][h][w] of int8."""
+#: INT8 / INT16 (nv_full): data bits, input converter output bits, DATOUT_OFFSET bits, output
+#: converter product bits, START bits of the LUT index (v1_ias_precision.rst "CDP convertors";
+#: nv_full's widths as NVIDIA's nvdlav1 sources give them)
+NAIVE_WIDTHS = {0: (8, 9, 25, 42, 22), 1: (16, 17, 32, 50, 38)}
+
+
+def naive_cdp(d, valid_c, le, lo, p, normalz_len, sqsum_bypass, mul_bypass, datin, datout, prec=0):
+    """LRN one element at a time: d is a nested list [c][h][w] of int8 (int16 with prec 1)."""
+    db, ob, offb, pb, ib = NAIVE_WIDTHS[prec]
     C, H, W = len(d), len(d[0]), len(d[0][0])
     x = [[[0] * W for _ in range(H)] for _ in range(C)]
     for c in range(C):
         for h in range(H):
             for w in range(W):
                 if c < valid_c:
-                    x[c][h][w] = naive_cvt(d[c][h][w], s_ext(datin[0], 8), s_ext(datin[1], 16),
-                                           datin[2], 25, 9)
+                    x[c][h][w] = naive_cvt(d[c][h][w], s_ext(datin[0], db), s_ext(datin[1], 16),
+                                           datin[2], ob + 16, ob)
     half = normalz_len + 1
     out = [[[0] * W for _ in range(H)] for _ in range(C)]
     stats = {"UFLOW": 0, "OFLOW": 0, "HYBRID": 0, "LE_HIT": 0, "LO_HIT": 0}
@@ -120,11 +128,11 @@ def naive_cdp(d, valid_c, le, lo, p, normalz_len, sqsum_bypass, mul_bypass, dati
                     s = x[c][h][w]
                 else:
                     s = sum(x[i][h][w] ** 2 for i in range(max(0, c - half), min(C, c + half + 1)))
-                f, kind = naive_lut(s, le, lo, p)
+                f, kind = naive_lut(s, le, lo, p, ib)
                 stats[kind] += 1
                 v = f if mul_bypass else f * x[c][h][w]
-                out[c][h][w] = naive_cvt(v, s_ext(datout[0], 25), s_ext(datout[1], 16),
-                                         datout[2], 42, 8)
+                out[c][h][w] = naive_cvt(v, s_ext(datout[0], offb), s_ext(datout[1], 16),
+                                         datout[2], pb, db)
     return out, stats
 
 
@@ -271,6 +279,32 @@ def test_cdp_datapath_random(seed):
     got, stats = cdp_compute(np.array(d, np.int64), C, np.array(le, np.int64),
                              np.array(lo, np.int64), p, normalz, sq_bp, mul_bp, datin, datout)
     want, want_stats = naive_cdp(d, C, le, lo, p, normalz, sq_bp, mul_bp, datin, datout)
+    assert got.tolist() == want
+    assert stats == want_stats
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_cdp_datapath_int16(seed):
+    """nv_full's INT16 pipeline: int16 data, 17-bit converted values, square sums to 2**36 (the
+    LUT's START and ranges scaled up), int16 output."""
+    rng = random.Random(200 + seed)
+    C, H, W = rng.randint(1, 20), rng.randint(1, 3), rng.randint(1, 3)
+    Cp = -(-C // 16) * 16
+    d = [[[rng.randint(-32768, 32767) for _ in range(W)] for _ in range(H)] for _ in range(Cp)]
+    sc = rng.randint(0, 20)
+    p = make_params(rng)
+    p = LutParams(**{**p.__dict__, "le_start": p.le_start << sc, "le_end": p.le_end << sc,
+                     "lo_start": p.lo_start << sc, "lo_end": p.lo_end << sc,
+                     "le_index_select": p.le_index_select + sc,
+                     "lo_index_select": p.lo_index_select + sc})
+    le, lo = make_tables(rng)
+    normalz, sq_bp, mul_bp = rng.randint(0, 3), rng.random() < 0.25, rng.random() < 0.3
+    datin = (rng.randint(0, 0xFFFF), rng.choice([1, 2, 3, rng.randint(0, 0xFFFF)]),
+             rng.choice([0, 1, 4, rng.randint(0, 31)]))
+    datout = (rng.randint(0, 0xFFFFFFFF), rng.randint(0, 0xFFFF), rng.randint(0, 55))
+    got, stats = cdp_compute(np.array(d, np.int64), C, np.array(le, np.int64),
+                             np.array(lo, np.int64), p, normalz, sq_bp, mul_bp, datin, datout, 1)
+    want, want_stats = naive_cdp(d, C, le, lo, p, normalz, sq_bp, mul_bp, datin, datout, 1)
     assert got.tolist() == want
     assert stats == want_stats
 

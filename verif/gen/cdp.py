@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import random
 
-from verif.gen.common import (Alloc, Layer, Program, cube_extent, cube_strides, emit, rand_bytes,
+from verif.gen.common import (Alloc, Layer, Program, cube_extent, cube_strides, draw_precision, emit, rand_bytes,
                               signed, small_biased)
 from verif.gen.writer import TraceWriter, reg_value
 
@@ -31,7 +31,7 @@ def _table(rng: random.Random, n: int) -> list[int]:
     return [rng.randint(-32768, 32767)] * n
 
 
-def _lut_prologue(rng: random.Random) -> tuple[list, str]:
+def _lut_prologue(rng: random.Random, prec: int = 0) -> tuple[list, str]:
     w = []
     for tid, n in ((0, LE_ENTRIES), (1, LO_ENTRIES)):
         w.append(("CDP", "S_LUT_ACCESS_CFG", reg_value("CDP", "S_LUT_ACCESS_CFG", LUT_ADDR=0,
@@ -42,7 +42,13 @@ def _lut_prologue(rng: random.Random) -> tuple[list, str]:
     le_off = rng.randint(-64, 20) if rng.random() < 0.2 else rng.randint(-2, 12)
     le_start = rng.randint(-300, 3000) if rng.random() < 0.8 else signed(rng, 22)
     lo_start = rng.randint(-300, 3000) if rng.random() < 0.8 else signed(rng, 22)
-    le_end = le_start + (1 << (le_sel + 6)) if linear else le_start + rng.randint(1, 1 << 22)
+    if prec == 1:
+        # INT16: square sums up to 2**36, INDEX_SELECT 7-bit signed (verif/model/cdp.py WIDTHS)
+        sc = rng.randint(0, 18)
+        le_sel, lo_sel = le_sel + sc, lo_sel + sc
+        le_off = rng.randint(-64, 40) if rng.random() < 0.2 else rng.randint(-2, 30)
+        le_start, lo_start = le_start << sc, lo_start << sc
+    le_end = le_start + (1 << (le_sel + 6)) if linear else le_start + rng.randint(1, 1 << (22 + 14 * prec))
     lo_end = lo_start + (1 << (lo_sel + 8))
     w.append(("CDP", "S_LUT_CFG", reg_value("CDP", "S_LUT_CFG", LUT_LE_FUNCTION=int(linear),
               LUT_UFLOW_PRIORITY=rng.randint(0, 1), LUT_OFLOW_PRIORITY=rng.randint(0, 1),
@@ -60,9 +66,11 @@ def _lut_prologue(rng: random.Random) -> tuple[list, str]:
     return w, desc
 
 
-def cdp_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter) -> Layer:
-    """One random CDP layer (module docstring)."""
-    atom, ab = cfg.memory_atomic, cfg.atom_bytes
+def cdp_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prec: int = 0) -> Layer:
+    """One random CDP layer (module docstring) of INPUT_DATA ``prec`` (0 INT8, 1 INT16: two-byte
+    elements, ``atom_bytes // 2`` channels per atom)."""
+    ab = cfg.atom_bytes
+    atom = cfg.memory_atomic if prec == 0 else ab // 2
     W, H, C = rng.randint(1, 12), rng.randint(1, 6), rng.randint(1, 48)
     line, surf = cube_strides(rng, W, H, ab)
     n = cube_extent(W, H, C, line, surf, atom, ab)
@@ -73,20 +81,22 @@ def cdp_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter) -> Layer:
     dst = alloc.take(dn)
     lrn = rng.randrange(4)
     sq_bypass, mul_bypass = int(rng.random() < 0.2), int(rng.random() < 0.2)
-    din = (rng.randint(-128, 127) & 0xFFFF, signed(rng, 16) & 0xFFFF, small_biased(rng, 31, 4))
-    dout = (signed(rng, 25) & 0xFFFF_FFFF, signed(rng, 16) & 0xFFFF, small_biased(rng, 63, 20))
+    din = ((rng.randint(-128, 127) if prec == 0 else signed(rng, 16)) & 0xFFFF,
+           signed(rng, 16) & 0xFFFF, small_biased(rng, 31, 4))
+    dout = (signed(rng, 25 if prec == 0 else 32) & 0xFFFF_FFFF, signed(rng, 16) & 0xFFFF,
+            small_biased(rng, 63, 20))
     wr = [("CDP_RDMA", "D_DATA_CUBE_WIDTH", W - 1), ("CDP_RDMA", "D_DATA_CUBE_HEIGHT", H - 1),
           ("CDP_RDMA", "D_DATA_CUBE_CHANNEL", C - 1),
           ("CDP_RDMA", "D_SRC_BASE_ADDR_LOW", src), ("CDP_RDMA", "D_SRC_BASE_ADDR_HIGH", 0),
           ("CDP_RDMA", "D_SRC_LINE_STRIDE", line), ("CDP_RDMA", "D_SRC_SURFACE_STRIDE", surf),
           ("CDP_RDMA", "D_SRC_DMA_CFG", 1), ("CDP_RDMA", "D_SRC_COMPRESSION_EN", 0),
-          ("CDP_RDMA", "D_OPERATION_MODE", 0), ("CDP_RDMA", "D_DATA_FORMAT", 0),
+          ("CDP_RDMA", "D_OPERATION_MODE", 0), ("CDP_RDMA", "D_DATA_FORMAT", prec),
           ("CDP_RDMA", "D_CYA", rng.getrandbits(32)),
           ("CDP", "D_FUNC_BYPASS", sq_bypass | (mul_bypass << 1)),
           ("CDP", "D_DST_BASE_ADDR_LOW", dst), ("CDP", "D_DST_BASE_ADDR_HIGH", 0),
           ("CDP", "D_DST_LINE_STRIDE", dline), ("CDP", "D_DST_SURFACE_STRIDE", dsurf),
           ("CDP", "D_DST_DMA_CFG", 1), ("CDP", "D_DST_COMPRESSION_EN", 0),
-          ("CDP", "D_DATA_FORMAT", 0), ("CDP", "D_LRN_CFG", lrn),
+          ("CDP", "D_DATA_FORMAT", prec), ("CDP", "D_LRN_CFG", lrn),
           ("CDP", "D_DATIN_OFFSET", din[0]), ("CDP", "D_DATIN_SCALE", din[1]),
           ("CDP", "D_DATIN_SHIFTER", din[2]),
           ("CDP", "D_DATOUT_OFFSET", dout[0]), ("CDP", "D_DATOUT_SCALE", dout[1]),
@@ -94,7 +104,7 @@ def cdp_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter) -> Layer:
           ("CDP", "D_NAN_FLUSH_TO_ZERO", rng.randint(0, 1)),
           ("CDP", "D_PERF_ENABLE", rng.randint(0, 3)), ("CDP", "D_CYA", rng.getrandbits(32))]
     rng.shuffle(wr)
-    desc = (f"{W}x{H}x{C} lrn{3 + 2 * lrn} sqsum_bypass={sq_bypass} mul_bypass={mul_bypass} "
+    desc = (("int16 " if prec else "") + f"{W}x{H}x{C} lrn{3 + 2 * lrn} sqsum_bypass={sq_bypass} mul_bypass={mul_bypass} "
             f"in_cvt{din} out_cvt{dout}")
     return Layer(("CDP", "CDP_RDMA"), wr, [(dst, dn)], desc)
 
@@ -104,9 +114,11 @@ def generate(seed: int, cfg, *, layers: int | None = None) -> Program:
     rng = random.Random(f"cdp-{seed}")
     prog = Program("cdp", seed, TraceWriter(f"cdp_{seed}"))
     alloc = Alloc(rng)
-    prologue, lut = _lut_prologue(rng)
+    # INT8 or INT16 for the whole program (its LUT is sized for one); FP16 is not modelled yet
+    prec = draw_precision(rng, cfg, among=("int8", "int16"))
+    prologue, lut = _lut_prologue(rng, prec)
     n = layers or rng.choice((1, 1, 2, 2, 3))
-    prog.layers = [cdp_layer(rng, cfg, alloc, prog.writer) for _ in range(n)]
+    prog.layers = [cdp_layer(rng, cfg, alloc, prog.writer, prec) for _ in range(n)]
     prog.layers[0].desc = f"{lut}; {prog.layers[0].desc}"
     emit(prog, prologue)
     return prog

@@ -71,24 +71,34 @@ def shift_round_sat(v: np.ndarray, shift: int, in_bits: int, out_bits: int) -> n
     return np.clip(round_shift(v, shift), -lim, lim - 1)
 
 
-def input_convert(d: np.ndarray, offset: int, scale: int, shifter: int) -> np.ndarray:
-    """cdp_in_cvt for INT8: int8 data (int64 array) -> 9-bit values (int64).
+#: per INPUT_DATA (0 INT8, 1 INT16): (data bits, input-converter output bits, DATOUT_OFFSET
+#: bits used, output-converter product bits, LUT index subtractor bits, square-sum bits,
+#: INDEX_SELECT bits). INT8: settled on NVIDIA's nv_small RTL; INT16: nv_full's RTL
+#: (NVIDIA's nvdlav1 cmod/hls cdp_icvt.cpp / cdp_ocvt.cpp widths, NV_NVDLA_CDP_DP_LUT_ctrl_unit
+#: START at 38 bits and INDEX_SELECT[6:0]), checked on it through random CDP programs
+WIDTHS = {0: (8, 9, 25, 42, 22, 21, 6), 1: (16, 17, 32, 50, 38, 37, 7)}
 
-    ``offset`` DATIN_OFFSET (16-bit field; its low 8 bits are used), ``scale`` DATIN_SCALE
-    (16-bit field, signed), ``shifter`` DATIN_SHIFTER (5 bits).
+
+def input_convert(d: np.ndarray, offset: int, scale: int, shifter: int, prec: int = 0) -> np.ndarray:
+    """cdp_in_cvt: int8 (int16) data (int64 array) -> 9-bit (17-bit) values (int64).
+
+    ``offset`` DATIN_OFFSET (16-bit field; its low 8 bits are used for INT8), ``scale``
+    DATIN_SCALE (16-bit field, signed), ``shifter`` DATIN_SHIFTER (5 bits).
     """
-    v = (d - sext(offset, 8)) * sext(scale, 16)
-    return shift_round_sat(v, shifter, 9 + 16, ICVT_OUT_BITS)
+    db, ob = WIDTHS[prec][:2]
+    v = (d - sext(offset, db)) * sext(scale, 16)
+    return shift_round_sat(v, shifter, ob + 16, ob)
 
 
-def output_convert(v: np.ndarray, offset: int, scale: int, shifter: int) -> np.ndarray:
-    """cdp_out_cvt for INT8: 25-bit values (int64 array) -> int8 values (int64).
+def output_convert(v: np.ndarray, offset: int, scale: int, shifter: int, prec: int = 0) -> np.ndarray:
+    """cdp_out_cvt: 25-bit (33-bit) values (int64 array) -> int8 (int16) values (int64).
 
-    ``offset`` DATOUT_OFFSET (32-bit field; its low 25 bits are used, signed), ``scale``
-    DATOUT_SCALE (int16), ``shifter`` DATOUT_SHIFTER (6 bits).
+    ``offset`` DATOUT_OFFSET (32-bit field; its low 25 bits are used for INT8, signed),
+    ``scale`` DATOUT_SCALE (int16), ``shifter`` DATOUT_SHIFTER (6 bits).
     """
-    w = (v - sext(offset, 25)) * sext(scale, 16)
-    return shift_round_sat(w, shifter, 26 + 16, 8)
+    db, _, offb, pb = WIDTHS[prec][:4]
+    w = (v - sext(offset, offb)) * sext(scale, 16)
+    return shift_round_sat(w, shifter, pb, db)
 
 
 def square_sum(x: np.ndarray, half: int) -> np.ndarray:
@@ -150,7 +160,7 @@ def _lut_breach(p: LutParams) -> str | None:
 
 def cdp_compute(d: np.ndarray, valid_c: int, le_table: np.ndarray, lo_table: np.ndarray,
                 p: LutParams, normalz_len: int, sqsum_bypass: bool, mul_bypass: bool,
-                datin: tuple[int, int, int], datout: tuple[int, int, int]
+                datin: tuple[int, int, int], datout: tuple[int, int, int], prec: int = 0
                 ) -> tuple[np.ndarray, dict[str, int]]:
     """CDP datapath on a whole cube (v1_ias_unit_description.rst "Cross Channel Data Processor").
 
@@ -158,12 +168,13 @@ def cdp_compute(d: np.ndarray, valid_c: int, le_table: np.ndarray, lo_table: np.
     invalid lanes of the last atom); ``datin``/``datout``: (offset, scale, shifter) register
     values. Returns the int8 output (Cp, H, W) int64 and the LUT statistics.
     """
-    x = input_convert(d, *datin)
+    x = input_convert(d, *datin, prec)
     x[valid_c:] = 0
     lut_in = x if sqsum_bypass else square_sum(x, normalz_len + 1)
-    f, stats = lut_lookup(lut_in, le_table, lo_table, p, INDEX_BITS, SQSUM_BITS)
+    index_bits, sqsum_bits = WIDTHS[prec][4:6]
+    f, stats = lut_lookup(lut_in, le_table, lo_table, p, index_bits, sqsum_bits)
     v = f if mul_bypass else f * x
-    return output_convert(v, *datout), stats
+    return output_convert(v, *datout, prec), stats
 
 
 class CdpCore:
@@ -221,28 +232,35 @@ class CdpCore:
             raise ModelConfigError(
                 f"CDP_RDMA.D_DATA_FORMAT.INPUT_DATA={ri} differs from "
                 f"CDP.D_DATA_FORMAT.INPUT_DATA_TYPE={ci}")
-        if ci != 0:
-            raise NotImplementedError("CDP model: only the INT8 pipeline is modelled")
+        if ci not in (0, 1):
+            raise ModelConfigError(f"CDP.D_DATA_FORMAT.INPUT_DATA_TYPE={ci}: the model computes "
+                                   "INT8 and INT16 (FP16 is not modelled yet)")
 
     def run(self, rdma, cdp) -> None:
         """Run the layer of CDP_RDMA group view ``rdma`` and CDP group view ``cdp``: read the
         source cube, compute, write the destination cube (whole atoms) and the statistics."""
         self._check(rdma, cdp)
-        p = LutParams.from_view(cdp)
-        check_lut_limits(p)
-        atom = self.cfg.memory_atomic
+        prec = 0 if self.cfg.feature_data_type == "int8" else cdp.f("INPUT_DATA_TYPE")
+        p = LutParams.from_view(cdp, WIDTHS[prec][6])
+        if prec == 0:
+            check_lut_limits(p)
+        eb = 1 if prec == 0 else 2                       # bytes per element
+        atom_b = self.cfg.atom_bytes
+        atom = atom_b // eb                              # channels per atom
         w, h, c = rdma.f("WIDTH") + 1, rdma.f("HEIGHT") + 1, rdma.f("CHANNEL") + 1
         cp = -(-c // atom) * atom
         src = rdma.addr("D_SRC_BASE_ADDR_HIGH", "D_SRC_BASE_ADDR_LOW")
         d = read_cube(ram(self.mem, self.cv_mem, rdma.f("SRC_RAM_TYPE")), src, w, h, cp, rdma.bytes("SRC_LINE_STRIDE"),
-                      rdma.bytes("SRC_SURFACE_STRIDE"), atom).view(np.int8).astype(np.int64)
+                      rdma.bytes("SRC_SURFACE_STRIDE"), atom_b, eb)
+        d = d.view(np.int8 if eb == 1 else np.int16).astype(np.int64)
         out, stats = cdp_compute(
             d, c, self.lut.tables[0], self.lut.tables[1], p, cdp.f("NORMALZ_LEN"),
             bool(cdp.f("SQSUM_BYPASS")), bool(cdp.f("MUL_BYPASS")),
             (cdp.f("DATIN_OFFSET"), cdp.f("DATIN_SCALE"), cdp.f("DATIN_SHIFTER")),
-            (cdp.f("DATOUT_OFFSET"), cdp.f("DATOUT_SCALE"), cdp.f("DATOUT_SHIFTER")))
+            (cdp.f("DATOUT_OFFSET"), cdp.f("DATOUT_SCALE"), cdp.f("DATOUT_SHIFTER")), prec)
         dst = cdp.addr("D_DST_BASE_ADDR_HIGH", "D_DST_BASE_ADDR_LOW")
-        write_cube(ram(self.mem, self.cv_mem, cdp.f("DST_RAM_TYPE")), out, dst, cdp.bytes("DST_LINE_STRIDE"), cdp.bytes("DST_SURFACE_STRIDE"), atom)
+        write_cube(ram(self.mem, self.cv_mem, cdp.f("DST_RAM_TYPE")), out, dst, cdp.bytes("DST_LINE_STRIDE"),
+                   cdp.bytes("DST_SURFACE_STRIDE"), atom_b, eb)
         self.last_stats = stats
         cdp.regs.group_hw_fields[cdp.group].update(
             {PERF_FIELDS[k]: min(v, 0xFFFFFFFF) for k, v in stats.items()})

@@ -141,15 +141,16 @@ class LutParams:
     hybrid_priority: int
 
     @classmethod
-    def from_view(cls, v) -> "LutParams":
-        """From a GroupView of a unit with CDP/SDP-style ``S_LUT_*`` / ``D_LUT_*`` fields."""
+    def from_view(cls, v, select_bits: int = 6) -> "LutParams":
+        """From a GroupView of a unit with CDP/SDP-style ``S_LUT_*`` / ``D_LUT_*`` fields;
+        INDEX_SELECT read as ``select_bits``-bit signed (CDP: 6 in INT8, 7 in INT16)."""
         def wide(lo: str, hi: str) -> int:
             return sext((v.f(hi) << 32) | v.f(lo), 38)
         return cls(
             le_function=v.f("LUT_LE_FUNCTION"),
             le_index_offset=sext(v.f("LUT_LE_INDEX_OFFSET"), 8),
-            le_index_select=sext(v.f("LUT_LE_INDEX_SELECT"), 6),
-            lo_index_select=sext(v.f("LUT_LO_INDEX_SELECT"), 6),
+            le_index_select=sext(v.f("LUT_LE_INDEX_SELECT"), select_bits),
+            lo_index_select=sext(v.f("LUT_LO_INDEX_SELECT"), select_bits),
             le_start=wide("LUT_LE_START_LOW", "LUT_LE_START_HIGH"),
             le_end=wide("LUT_LE_END_LOW", "LUT_LE_END_HIGH"),
             lo_start=wide("LUT_LO_START_LOW", "LUT_LO_START_HIGH"),
@@ -197,7 +198,7 @@ def _table_index(x, start_idx, n_entries, exponential, index_offset, select, fra
         idx = d >> select
         frac = ((d & ((np.int64(1) << select) - 1)) << 16) >> select
     else:
-        idx = d << (-select)
+        idx = d << min(-select, 9)     # any d >= 1 shifted by 9 or more overflows (int64-safe)
         frac = np.zeros_like(d)
     of = ~uf & (idx >= n_entries - 1)
     hit = ~uf & ~of
