@@ -264,49 +264,42 @@ def test_round_half_away_and_saturation_of_slopes():
 
 
 # ------------------------------------------------------------------ whole datapath
-@pytest.mark.parametrize("seed", range(10))
-def test_cdp_datapath_random(seed):
-    rng = random.Random(100 + seed)
+def _datapath_case(rng, prec):
+    """A random cube, LUT and converters (INT8, or nv_full's INT16 with the LUT's START, ranges
+    and INDEX_SELECT scaled up to its square sums of up to 2**36): cdp_compute against
+    naive_cdp, outputs and statistics."""
+    epa, lim = (8, 128) if prec == 0 else (16, 32768)
     C, H, W = rng.randint(1, 20), rng.randint(1, 3), rng.randint(1, 3)
-    Cp = -(-C // 8) * 8
-    d = [[[rng.randint(-128, 127) for _ in range(W)] for _ in range(H)] for _ in range(Cp)]
+    Cp = -(-C // epa) * epa
+    d = [[[rng.randint(-lim, lim - 1) for _ in range(W)] for _ in range(H)] for _ in range(Cp)]
     p = make_params(rng)
+    if prec:
+        sc = rng.randint(0, 20)
+        p = LutParams(**{**p.__dict__, "le_start": p.le_start << sc, "le_end": p.le_end << sc,
+                         "lo_start": p.lo_start << sc, "lo_end": p.lo_end << sc,
+                         "le_index_select": p.le_index_select + sc,
+                         "lo_index_select": p.lo_index_select + sc})
     le, lo = make_tables(rng)
     normalz, sq_bp, mul_bp = rng.randint(0, 3), rng.random() < 0.25, rng.random() < 0.3
     datin = (rng.randint(0, 0xFFFF), rng.choice([1, 2, 3, rng.randint(0, 0xFFFF)]),
              rng.choice([0, 1, 4, rng.randint(0, 31)]))
-    datout = (rng.randint(0, 0xFFFFFFFF), rng.randint(0, 0xFFFF), rng.randint(0, 45))
+    datout = (rng.randint(0, 0xFFFFFFFF), rng.randint(0, 0xFFFF), rng.randint(0, 45 + 10 * prec))
     got, stats = cdp_compute(np.array(d, np.int64), C, np.array(le, np.int64),
-                             np.array(lo, np.int64), p, normalz, sq_bp, mul_bp, datin, datout)
-    want, want_stats = naive_cdp(d, C, le, lo, p, normalz, sq_bp, mul_bp, datin, datout)
+                             np.array(lo, np.int64), p, normalz, sq_bp, mul_bp, datin, datout, prec)
+    want, want_stats = naive_cdp(d, C, le, lo, p, normalz, sq_bp, mul_bp, datin, datout, prec)
     assert got.tolist() == want
     assert stats == want_stats
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_cdp_datapath_random(seed):
+    _datapath_case(random.Random(100 + seed), 0)
 
 
 @pytest.mark.parametrize("seed", range(10))
 def test_cdp_datapath_int16(seed):
-    """nv_full's INT16 pipeline: int16 data, 17-bit converted values, square sums to 2**36 (the
-    LUT's START and ranges scaled up), int16 output."""
-    rng = random.Random(200 + seed)
-    C, H, W = rng.randint(1, 20), rng.randint(1, 3), rng.randint(1, 3)
-    Cp = -(-C // 16) * 16
-    d = [[[rng.randint(-32768, 32767) for _ in range(W)] for _ in range(H)] for _ in range(Cp)]
-    sc = rng.randint(0, 20)
-    p = make_params(rng)
-    p = LutParams(**{**p.__dict__, "le_start": p.le_start << sc, "le_end": p.le_end << sc,
-                     "lo_start": p.lo_start << sc, "lo_end": p.lo_end << sc,
-                     "le_index_select": p.le_index_select + sc,
-                     "lo_index_select": p.lo_index_select + sc})
-    le, lo = make_tables(rng)
-    normalz, sq_bp, mul_bp = rng.randint(0, 3), rng.random() < 0.25, rng.random() < 0.3
-    datin = (rng.randint(0, 0xFFFF), rng.choice([1, 2, 3, rng.randint(0, 0xFFFF)]),
-             rng.choice([0, 1, 4, rng.randint(0, 31)]))
-    datout = (rng.randint(0, 0xFFFFFFFF), rng.randint(0, 0xFFFF), rng.randint(0, 55))
-    got, stats = cdp_compute(np.array(d, np.int64), C, np.array(le, np.int64),
-                             np.array(lo, np.int64), p, normalz, sq_bp, mul_bp, datin, datout, 1)
-    want, want_stats = naive_cdp(d, C, le, lo, p, normalz, sq_bp, mul_bp, datin, datout, 1)
-    assert got.tolist() == want
-    assert stats == want_stats
+    """nv_full's INT16 pipeline: int16 data, 17-bit converted values, int16 output."""
+    _datapath_case(random.Random(200 + seed), 1)
 
 
 def test_window_uses_cube_channel_edges():

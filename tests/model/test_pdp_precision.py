@@ -23,7 +23,7 @@ import pytest
 from verif.gen.common import fp17_bits
 from verif.model.pdp import INT_WIDTHS, POOL_AVE, POOL_MAX, pool_plane, pool_plane_fp16
 
-from model.test_fp import round17, value16, value17
+from model.test_fp import ref_add17, ref_mul17, round17, value16, value17
 
 
 def rnd(num, den):
@@ -77,26 +77,6 @@ def test_int16(seed):
             else:
                 want = max(real) if method == 1 else min(real)
             assert got[ci, oy, ox] == want, (method, ci, oy, ox)
-
-
-def add17(a: int, b: int) -> int:
-    """Reference fp17 addition (rationals; operand order: a's NaN first, a's sign on a tie)."""
-    for x in (a, b):
-        if (x >> 10) & 63 == 63 and x & 0x3FF:
-            return x
-    ea, eb = (a >> 10) & 63, (b >> 10) & 63
-    big, small = (a, b) if (ea, a & 0x3FF) >= (eb, b & 0x3FF) else (b, a)
-    q = Fraction(2) ** (max(ea, eb) - 31 - 22)
-    vs = value17(small)
-    cut = (abs(vs) // q) * q * (1 if vs >= 0 else -1)
-    return round17(value17(big) + cut, (big >> 16) & 1)
-
-
-def mul17(a: int, b: int) -> int:
-    for x in (a, b):
-        if (x >> 10) & 63 == 63 and x & 0x3FF:
-            return x
-    return round17(value17(a) * value17(b), ((a ^ b) >> 16) & 1)
 
 
 def to17(x16: int) -> int:
@@ -164,10 +144,10 @@ def test_fp16(seed):
                 for r in real_rows:
                     s = to17(r[0])
                     for x in r[1:]:
-                        s = add17(s, to17(x))
-                    s = add17(s, pads[kw - len(r) - 1] if len(r) < kw else 0)
-                    acc = s if acc is None else add17(s, acc)
+                        s = ref_add17(s, to17(x))
+                    s = ref_add17(s, pads[kw - len(r) - 1] if len(r) < kw else 0)
+                    acc = s if acc is None else ref_add17(s, acc)
                 m = len(real_rows)
-                acc = add17(acc, mul17(pads[kh - m - 1] if m < kh else 0, fp17_bits(kw)))
-                want = to16(mul17(mul17(acc, rw), rh))
+                acc = ref_add17(acc, ref_mul17(pads[kh - m - 1] if m < kh else 0, fp17_bits(kw)))
+                want = to16(ref_mul17(ref_mul17(acc, rw), rh))
             assert got[ci, oy, ox] == want, (method, ci, oy, ox, hex(int(got[ci, oy, ox])), hex(want))
