@@ -95,3 +95,38 @@ def test_fp17_to_fp16_every_exponent():
         else:
             want = int(np.float16(float(abs(value17(x)))).view(np.uint16)) | (s << 15)
         assert y == want, (hex(x), hex(y), hex(want))
+
+
+def test_fp32_add_mul_match_ieee_on_normal_results():
+    """At fp32's widths (SDP): numpy's binary32 sum and product wherever the exact result is
+    a normal finite number (there the hardware's rounding is IEEE's), a's sign on a cancellation."""
+    rng = np.random.default_rng(7)
+    n = 1500
+    a = (rng.standard_normal(n) * 2.0 ** rng.integers(-40, 40, n)).astype(np.float32)
+    b = (rng.standard_normal(n) * 2.0 ** rng.integers(-40, 40, n)).astype(np.float32)
+    b[:50] = -a[:50]
+    vec = list(zip(a.view(np.uint32).tolist(), b.view(np.uint32).tolist()))
+
+    def run(op):
+        m = Module()
+        x, y, out = Signal(32), Signal(32), Signal(32)
+        m.d.comb += out.eq(op(m, x, y, 8, 23))
+        got = []
+
+        async def bench(ctx):
+            for va, vb in vec:
+                ctx.set(x, va)
+                ctx.set(y, vb)
+                got.append(ctx.get(out))
+        sim = Simulator(m)
+        sim.add_testbench(bench)
+        sim.run()
+        return np.array(got, np.uint64).astype(np.uint32)
+
+    s, p = a + b, a * b
+    ok_s = (np.abs(s) >= 2.0 ** -126) & np.isfinite(s)
+    ok_p = (np.abs(p) >= 2.0 ** -126) & np.isfinite(p)
+    got_s, got_p = run(fp_add), run(fp_mul)
+    assert np.array_equal(got_s[ok_s], s[ok_s].view(np.uint32))
+    assert np.array_equal(got_p[ok_p], p[ok_p].view(np.uint32))
+    assert np.array_equal(got_s[:50], a[:50].view(np.uint32) & 0x80000000)
