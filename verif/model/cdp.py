@@ -235,6 +235,13 @@ class CdpCore:
         if ci not in (0, 1):
             raise ModelConfigError(f"CDP.D_DATA_FORMAT.INPUT_DATA_TYPE={ci}: the model computes "
                                    "INT8 and INT16 (FP16 is not modelled yet)")
+        if ci == 1 and cdp.f("NAN_TO_ZERO"):
+            # observed on NVIDIA's nv_full RTL through our player: an INT16 layer with
+            # D_NAN_FLUSH_TO_ZERO.NAN_TO_ZERO=1 never finishes (CDP and CDP_RDMA stay busy), the
+            # same program with it 0 gives the model's bytes (why not settled: the flush is an
+            # FP16 feature)
+            raise ModelConfigError("CDP.D_NAN_FLUSH_TO_ZERO.NAN_TO_ZERO=1 with INT16 data: NVIDIA's "
+                                   "nv_full RTL never finishes such a layer")
 
     def run(self, rdma, cdp) -> None:
         """Run the layer of CDP_RDMA group view ``rdma`` and CDP group view ``cdp``: read the
