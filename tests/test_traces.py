@@ -8,8 +8,8 @@ Skipped with a reason when ../shared is absent.
 
 The rtl manifest's traces also run under every memory timing profile (``RTL_PROFILES``: nvidia,
 fast, random with 5 seeds, nvidia and random with ``primary_memif_max_burst=4``, and the wide
-variant: SDP/PDP/CDP throughput 8, alone and with 4-beat bursts under random memory: that one
-``slow``, as nv_small_ew's 4-beat-burst variant); the
+variant: SDP/PDP/CDP throughput 8 on nv_small_ew, alone and with 4-beat bursts under random
+memory; the 4-beat-burst ones ``slow``, as nv_small_ew's 4-beat-burst variant: SLOW_PROFILES); the
 convolution traces under CONV_PROFILES, the image-input ones under IMAGE_PROFILES and the
 manifest's heavy ones under HEAVY_PROFILES only (``rtl_profile_traces``). To keep CI cheap, one simulator process per profile plays all of them
 (``_rtl_batch``, cached for the session).
