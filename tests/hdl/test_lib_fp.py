@@ -18,11 +18,11 @@ from model.test_fp import ref_add17 as ref_add, ref_mul17 as ref_mul, round17, v
 MAX17 = 0xFBFF
 
 
-def evaluate(build, vectors, width_in=17):
+def evaluate(build, vectors, width_in=17, width_out=17):
     """Run combinational ``build(m, a, b) -> Value`` on (a, b) vectors; returns the outputs."""
     m = Module()
     a, b = Signal(width_in, name="a"), Signal(width_in, name="b")
-    out = Signal(17, name="out")
+    out = Signal(width_out, name="out")
     m.d.comb += out.eq(build(m, a, b))
     got = []
 
@@ -108,19 +108,7 @@ def test_fp32_add_mul_match_ieee_on_normal_results():
     vec = list(zip(a.view(np.uint32).tolist(), b.view(np.uint32).tolist()))
 
     def run(op):
-        m = Module()
-        x, y, out = Signal(32), Signal(32), Signal(32)
-        m.d.comb += out.eq(op(m, x, y, 8, 23))
-        got = []
-
-        async def bench(ctx):
-            for va, vb in vec:
-                ctx.set(x, va)
-                ctx.set(y, vb)
-                got.append(ctx.get(out))
-        sim = Simulator(m)
-        sim.add_testbench(bench)
-        sim.run()
+        got = evaluate(lambda m, x, y: op(m, x, y, 8, 23), vec, 32, 32)
         return np.array(got, np.uint64).astype(np.uint32)
 
     s, p = a + b, a * b
