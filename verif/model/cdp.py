@@ -73,9 +73,10 @@ def shift_round_sat(v: np.ndarray, shift: int, in_bits: int, out_bits: int) -> n
 
 #: per INPUT_DATA (0 INT8, 1 INT16): (data bits, input-converter output bits, DATOUT_OFFSET
 #: bits used, output-converter product bits, LUT index subtractor bits, square-sum bits,
-#: INDEX_SELECT bits). INT8: settled on NVIDIA's nv_small RTL; INT16: nv_full's RTL
+#: INDEX_SELECT bits). INT8: settled on NVIDIA's nv_small RTL; INT16: read from nv_full's
 #: (NVIDIA's nvdlav1 cmod/hls cdp_icvt.cpp / cdp_ocvt.cpp widths, NV_NVDLA_CDP_DP_LUT_ctrl_unit
-#: START at 38 bits and INDEX_SELECT[6:0]), checked on it through random CDP programs
+#: START at 38 bits and INDEX_SELECT[6:0]); NVIDIA's CDP_L0_0 loadable and one random two-layer
+#: program give NVIDIA's bytes
 WIDTHS = {0: (8, 9, 25, 42, 22, 21, 6), 1: (16, 17, 32, 50, 38, 37, 7)}
 
 

@@ -45,10 +45,12 @@ def _recip_round(v: np.ndarray, recip: int, out_bits: int) -> np.ndarray:
 
 #: Widths of the integer AVE pipeline (width-pass sum, height-pass total, after the width
 #: division, output) per (configuration family, INPUT_DATA); see :func:`pool_plane`.
-#: nv_small (v2, int8 only): settled on NVIDIA's nv_small RTL. nv_full (v1): NVIDIA's nvdlav1 RTL
-#: (NV_NVDLA_PDP_CORE_unit1d.v: 11-bit int8 / 22-bit int16 width sums; _cal2d.v: the height
-#: total kept in 14 bits for int8, 22 for int16; the divisions rounded to 11 then 8 bits for
-#: int8, 19 then 16 for int16), checked on it through random PDP programs.
+#: nv_small (v2, int8 only): settled on NVIDIA's nv_small RTL. nv_full (v1): read from NVIDIA's
+#: nvdlav1 RTL (NV_NVDLA_PDP_CORE_unit1d.v: 11-bit int8 / 22-bit int16 width sums; _cal2d.v: the
+#: height total kept in 14 bits for int8, 22 for int16; the divisions rounded to 11 then 8 bits
+#: for int8, 19 then 16 for int16); INT16 checked on it (NVIDIA's pdp_max_pooling_int16 and
+#: random AVE/MIN programs), nv_full's 14-bit INT8 total not yet (it differs from nv_small's
+#: only when a window's total reaches 2**13).
 INT_WIDTHS = {("v2", 0): (11, 15, 11, 8), ("v1", 0): (11, 14, 11, 8), ("v1", 1): (22, 22, 19, 16)}
 
 
