@@ -43,15 +43,17 @@ def _recip_round(v: np.ndarray, recip: int, out_bits: int) -> np.ndarray:
     return _sext(np.where(neg, neg_val, pos_val), out_bits)
 
 
-#: Widths of the integer AVE pipeline (width-pass sum, height-pass total, after the width
-#: division, output) per (configuration family, INPUT_DATA); see :func:`pool_plane`.
+#: Widths of the integer AVE pipeline (width-pass sum, height-pass sum of the rows and of the
+#: padding term, height-pass total, after the width division, output) per (configuration
+#: family, INPUT_DATA); see :func:`pool_plane`.
 #: nv_small (v2, int8 only): settled on NVIDIA's nv_small RTL. nv_full (v1): read from NVIDIA's
 #: nvdlav1 RTL (NV_NVDLA_PDP_CORE_unit1d.v: 11-bit int8 / 22-bit int16 width sums; _cal2d.v: the
 #: height total kept in 14 bits for int8, 22 for int16; the divisions rounded to 11 then 8 bits
 #: for int8, 19 then 16 for int16); INT16 checked on it (NVIDIA's pdp_max_pooling_int16 and
 #: random AVE/MIN programs), nv_full's 14-bit INT8 total not yet (it differs from nv_small's
 #: only when a window's total reaches 2**13).
-INT_WIDTHS = {("v2", 0): (11, 15, 11, 8), ("v1", 0): (11, 14, 11, 8), ("v1", 1): (22, 22, 19, 16)}
+INT_WIDTHS = {("v2", 0): (11, 14, 15, 11, 8), ("v1", 0): (11, 14, 14, 11, 8),
+              ("v1", 1): (22, 22, 22, 19, 16)}
 
 
 def pool_plane(x: np.ndarray, method: int, kw: int, kh: int, sx: int, sy: int,
@@ -60,8 +62,8 @@ def pool_plane(x: np.ndarray, method: int, kw: int, kh: int, sx: int, sy: int,
                widths=INT_WIDTHS[("v2", 0)]) -> np.ndarray:
     """Pool a (C, H, W) int8- or int16-valued int64 cube into (C, oh, ow) (unit description
     "Planar Data Processor"; vectorised over C, H, W; loops over kernel taps). ``widths``:
-    (width-pass sum, height-pass total, width-divided, output) bits, :data:`INT_WIDTHS`; the
-    text below gives nv_small's int8 values (11, 15, 11, 8).
+    (width-pass sum, height-pass sums, height-pass total, width-divided, output) bits,
+    :data:`INT_WIDTHS`; the text below gives nv_small's int8 values (11, 14, 15, 11, 8).
 
     Output element (oy, ox) covers input rows ``oy*sy - pt .. + kh`` and columns
     ``ox*sx - pl .. + kw``; positions outside the input are padding.
@@ -97,7 +99,7 @@ def pool_plane(x: np.ndarray, method: int, kw: int, kh: int, sx: int, sy: int,
     if method == POOL_AVE:
         rows = sum(xp[:, :, s] for s in sl_w)
         n = sum(realw[s] for s in sl_w)                       # (ow,) real columns per window
-        wb, hb, wa, wo = widths
+        wb, hs, hb, wa, wo = widths
         pb_ = min(wb, 19)                                     # PAD_VALUE bits the width pass adds
         pads = np.array([0] + [int(v) & ((1 << pb_) - 1) for v in pad_values] + [0] * 8, np.int64)
         add = _sext(pads[kw - n], pb_) * (n != kw)
@@ -114,10 +116,10 @@ def pool_plane(x: np.ndarray, method: int, kw: int, kh: int, sx: int, sy: int,
     realh[pt:pt + h] = 1
     sl_h = [slice(k, k + (oh - 1) * sy + 1, sy) for k in range(kh)]
     if method == POOL_AVE:
-        tot = _sext(sum(rp[:, s, :] for s in sl_h), min(hb, 14) if wb == 11 else hb)
+        tot = _sext(sum(rp[:, s, :] for s in sl_h), hs)
         m = sum(realh[s] for s in sl_h)                       # (oh,) real rows per window
         padv = np.array([0] + [_sext(int(v), 19) * kw for v in pad_values] + [0] * 8, np.int64)
-        add = _sext(padv[kh - m], min(hb, 14) if wb == 11 else hb) * (m != kh)
+        add = _sext(padv[kh - m], hs) * (m != kh)
         tot = _sext(tot + add[None, :, None], hb)
         avg_w = _recip_round(tot, recip_w, wa)
         return _recip_round(avg_w, recip_h, wo)
@@ -171,13 +173,20 @@ def pool_plane_fp16(x: np.ndarray, method: int, kw: int, kh: int, sx: int, sy: i
     realw = np.zeros(wp, bool)
     realw[pl:pl + w] = True
     sl_w = [slice(k, k + (ow - 1) * sx + 1, sx) for k in range(kw)]
-    rows = np.zeros((c, h, ow), np.int64)
-    started = np.zeros(ow, bool)
-    for s in sl_w:                                            # left to right, running value first
-        col, real = xp[:, :, s], realw[s]
-        comb = fp17_add(rows, col) if ave else _fp16_pick(rows, col, method)
-        rows = np.where(real & started, comb, np.where(real, col, rows))
-        started |= real
+
+    def fold(taps, new_first):
+        """Combine the real taps (``(values, real)`` in window order) one after another, the
+        running value as the first operand, or the new tap with ``new_first``."""
+        acc = started = None
+        for val, real in taps:
+            a, b = (val, acc) if new_first else (acc, val)
+            comb = val if acc is None else fp17_add(a, b) if ave else _fp16_pick(a, b, method)
+            acc = val if acc is None else np.where(real & started, comb, np.where(real, val, acc))
+            started = real if started is None else started | real
+        return acc
+
+    # along each row left to right, the running value first
+    rows = fold([(xp[:, :, s], realw[s]) for s in sl_w], new_first=False)
     if ave:
         n = sum(realw[s].astype(np.int64) for s in sl_w)
         padw = np.array([0] + [int(v) & 0x1FFFF for v in pad_values] + [0] * 8, np.int64)
@@ -187,13 +196,8 @@ def pool_plane_fp16(x: np.ndarray, method: int, kw: int, kh: int, sx: int, sy: i
     realh = np.zeros(hp, bool)
     realh[pt:pt + h] = True
     sl_h = [slice(k, k + (oh - 1) * sy + 1, sy) for k in range(kh)]
-    out = np.zeros((c, oh, ow), np.int64)
-    started = np.zeros(oh, bool)
-    for s in sl_h:                                            # top to bottom, new row first
-        row, real = rp[:, s, :], realh[s][None, :, None]
-        comb = fp17_add(row, out) if ave else _fp16_pick(row, out, method)
-        out = np.where(real & started[None, :, None], comb, np.where(real, row, out))
-        started |= realh[s]
+    # down the rows top to bottom, the new row first
+    out = fold([(rp[:, s, :], realh[s][None, :, None]) for s in sl_h], new_first=True)
     if not ave:
         return out
     m = sum(realh[s].astype(np.int64) for s in sl_h)

@@ -771,7 +771,7 @@ class SdpCore:
         self._check(rdma, sdp)
         cfg = self.cfg
         atom = self._epa(sdp)
-        eb = cfg.atom_bytes // atom if len(cfg.precisions) > 1 else 1   # bytes per element
+        eb = cfg.atom_bytes // atom                  # bytes per element
         fp = sdp.field("D_DATA_FORMAT", "PROC_PRECISION") == 2
         out_prec = sdp.field("D_DATA_FORMAT", "OUT_PRECISION")
         atom_b = atom * eb
