@@ -3,6 +3,24 @@ from __future__ import annotations
 
 UNLISTED_PASSES: list[str] = []
 
+#: One test per distinct Verilator simulator the default run builds (build seconds measured on a
+#: clean clone of stop 49, two busy cores: nv_medium_512 921, nv_small_256 543, nv_small 453 and
+#: needed by most RTL tests, the wide nv_small_ew 584, nv_small_256_full 581, nv_small_ew 543,
+#: nv_small's xrand 226). They run first, so that the two xdist workers build different
+#: simulators side by side; in collection order a worker reaches a test whose simulator the other
+#: worker is still building and waits on its file lock (``sim.build``), idle: stop 49 lost ~500 s
+#: so on nv_small_ew's build and ~200 s on nv_small's. xdist starts each worker with two tests
+#: (the first worker the first two, ...), so the longest builds are paired across the workers.
+BUILD_FIRST = (
+    "tests/test_traces.py::test_rtl_other_configs[nv_medium_512-nvidia]",
+    "tests/test_gen_programs.py::test_rtl_fixed_seeds[nv_small_256-dc-]",
+    "tests/test_traces.py::test_rtl_mem_profile[random1]",
+    "tests/test_traces.py::test_rtl_ew[wide]",
+    "tests/test_gen_programs.py::test_rtl_fixed_seeds[nv_small_256_full-dc-]",
+    "tests/test_traces.py::test_rtl_ew[nvidia]",
+    "tests/test_rtl_reliability.py::test_xrand_one_seed_over_manifest",
+)
+
 
 def pytest_addoption(parser):
     parser.addoption("--rtl-all", action="store_true", default=False,
@@ -13,6 +31,17 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     config.addinivalue_line("markers", "rtl: runs Verilator simulations")
     config.addinivalue_line("markers", "slow: long benchmarks/sweeps, not run in CI")
+    # xdist's load scheduling hands each worker a quarter of the suite at once by default, so
+    # the BUILD_FIRST tests would all queue on the first worker; one test at a time (two kept
+    # pending per worker) gives the next one to whichever worker is free.
+    if getattr(config.option, "maxschedchunk", False) is None:
+        config.option.maxschedchunk = 1
+
+
+def pytest_collection_modifyitems(config, items):
+    """Run the BUILD_FIRST tests first, in that order; every other test keeps its place."""
+    first = {nodeid: i for i, nodeid in enumerate(BUILD_FIRST)}
+    items.sort(key=lambda item: first.get(item.nodeid, len(first)))
 
 
 def pytest_terminal_summary(terminalreporter):
