@@ -136,6 +136,70 @@ def test_nvidia_int16_pooling_on_the_model():
     assert r.status == FAIL and "dump_mem" in r.message
 
 
+#: NVIDIA's v1 traces with an int16 convolution layer (direct convolution, SDP on the fly)
+INT16_CONV = ("conv_8x8_fc_int16", "googlenet_conv2_3x3_int16", "sanity3", "sanity3_cvsram")
+
+
+@needs_v1
+def test_nvidia_int16_convolutions_on_the_model():
+    """NVIDIA's int16 convolution traces write NVIDIA's bytes on the model of nv_full with its
+    three precisions (128-byte CBUF entries, 16-kernel weight groups, CACC's 48-bit sums): an
+    8x8x32 fully connected layer of 16 kernels, GoogLeNet's conv2 3x3 (192 kernels, 187 KB out,
+    into the secondary memory), sanity3 in either memory. The model finishes the layer as it is
+    enabled; the player lets its four done bits come one per wait as the traces expect."""
+    from hdl.config import get_config
+    res = list(run(find_traces([V1 / t for t in INT16_CONV]), "model", get_config(NV_FULL_ALL)))
+    assert [r.status for r in res] == [PASS] * len(INT16_CONV), [r.message for r in res]
+    t = load_v1_trace(V1 / "conv_8x8_fc_int16")
+    i = next(i for i, c in enumerate(t.commands) if c.kind == "dump_mem")
+    t.commands[i].args["file"] = "input_feature_map.dat"   # other bytes as the golden: caught
+    r = asyncio.run(play_v1(t, ModelEngine(get_config(NV_FULL_ALL))))
+    assert r.status == FAIL and "dump_mem" in r.message
+
+
+class _AllAtOnce:
+    """An untimed engine whose write to CDMA.D_OP_ENABLE (v1 word 0x1404) raises CDMA's data
+    and weight, CACC's and SDP's done bits at once (GLB status 0x150001), as the model does."""
+    cycle = None
+
+    def __init__(self):
+        self.status, self.mask = 0, 0
+
+    async def reg_write(self, addr, value):
+        if addr == 0x1404 * 4:
+            self.status |= 0x150001
+        elif addr == 0xC:
+            self.status &= ~value
+
+    async def reg_read(self, addr):
+        return {0xC: self.status, 0x4: self.mask}.get(addr, 0)
+
+    async def wait_intr(self, budget):
+        return bool(self.status & ~self.mask)
+
+    async def busy_units(self):
+        return []
+
+
+def test_untimed_engine_done_bits_come_one_per_wait(tmp_path):
+    """On an untimed engine a layer's done bits are raised together; the player holds them
+    back and shows them one per ``wait`` in the pipeline's order (CDMA data, CDMA weight, CACC,
+    SDP), a clear-all write clearing only those shown, as NVIDIA's traces expect of the
+    hardware; a wait with none left fails."""
+    lines = ["write_reg 0xffff1404 0x1", "read_reg 0xffff0003 0xffffffff 0x0"]
+    for bit in (16, 18, 20, 0):
+        lines += ["wait", f"read_reg 0xffff0003 0xffffffff {1 << bit:#x}",
+                  "write_reg 0xffff0003 0xffffffff", "read_reg 0xffff0003 0xffffffff 0x0"]
+    d = tmp_path / "t"
+    d.mkdir()
+    (d / "input.txn").write_text("\n".join(lines + ["wait"]) + "\n")
+    r = asyncio.run(play_v1(load_v1_trace(d), _AllAtOnce(), precision_check=False))
+    assert r.status == FAIL and f"input.txn:{len(lines) + 1}: no interrupt" in r.message, r.message
+    (d / "input.txn").write_text("\n".join(lines) + "\n")
+    r = asyncio.run(play_v1(load_v1_trace(d), _AllAtOnce(), precision_check=False))
+    assert r.status == PASS, r.message
+
+
 def test_int16_program_refused_on_an_int8_design_before_it_runs(tmp_path):
     """A v1 trace that sets a computing unit's precision to INT16 fails at once, naming the
     write, on an int8 configuration (it would wait out its interrupt budget); RUBIK's precision

@@ -95,18 +95,23 @@ def cdma_convert(raw: np.ndarray, signed: bool, offset: np.ndarray | int, scale:
     return np.clip(v, -128, 127)
 
 
-def cacc_truncate(acc: np.ndarray, truncate: int) -> np.ndarray:
+def cacc_truncate(acc: np.ndarray, truncate: int, acc_bits: int = 34) -> np.ndarray:
     """CACC output stage (v1_ias_precision.rst "Truncate"; cc_out_trunc): accumulator ``acc``
     (int64, any shape) shifted right by CLIP_TRUNCATE with rounding, saturated to int32.
+    ``acc_bits``: the saturating accumulator's width, 34 for int8 and 48 for int16 (observed in
+    NVIDIA's nvdlav1 RTL, NV_NVDLA_CACC_CALC_int16: a 38-bit CMAC sum added to a 48-bit
+    accumulator saturated to 48 bits, then the same shift, guide bit, 15 sticky bits, rounding
+    and int32 saturation as int8's).
 
     Observed in NVIDIA nv_small RTL (NV_NVDLA_CACC_CALC_int8): the accumulator is 34-bit
     saturating; the shift keeps one guide bit and only 15 sticky bits below it, and rounds half
     away from zero (a positive value adds the guide bit; a negative one only when a sticky bit is
     set too); the result saturates to int32. Partial sums saturate at every accumulation step in
     hardware; here the full sum is saturated once (identical unless a partial sum leaves the
-    34-bit range, which needs more than 2**19 full-scale int8 products).
+    accumulator's range, which needs more than 2**19 full-scale int8 or 2**17 int16 products).
     """
-    a = np.clip(np.asarray(acc, dtype=np.int64), -(1 << 33), (1 << 33) - 1)
+    top = 1 << (acc_bits - 1)
+    a = np.clip(np.asarray(acc, dtype=np.int64), -top, top - 1)
     t = int(truncate)
     if t == 0:
         r = a
@@ -123,11 +128,13 @@ def cacc_truncate(acc: np.ndarray, truncate: int) -> np.ndarray:
 
 
 def read_weights(mem, base: int, k: int, r: int, s: int, c: int, atom_c: int,
-                 atom_k: int) -> np.ndarray:
+                 atom_k: int, elem_bytes: int = 1) -> np.ndarray:
     """Uncompressed direct-convolution weights (format.rst "Basic Weight for Direct
-    Convolution"): kernels in groups of ``atom_k`` (mac_atomic_k); each kernel cut into 1x1x
-    ``atom_c`` small cubes (last one shorter, no zero fill); a group is scanned C'->K->W->H->C;
-    groups packed back to back. Returns (K, R, S, C) int64 signed weights."""
+    Convolution"): kernels in groups of ``atom_k`` (mac_atomic_k; int16/fp16 groups hold half
+    as many: pass ``atom_k // 2``); each kernel cut into 1x1x``atom_c``-element small cubes
+    (last one shorter, no zero fill); a group is scanned C'->K->W->H->C; groups packed back to
+    back. ``elem_bytes`` 1 (int8) or 2 (int16, little-endian). Returns (K, R, S, C) int64
+    signed weights."""
     kk = np.arange(k, dtype=np.int64)[:, None, None, None]
     rr = np.arange(r, dtype=np.int64)[None, :, None, None]
     ss = np.arange(s, dtype=np.int64)[None, None, :, None]
@@ -138,6 +145,10 @@ def read_weights(mem, base: int, k: int, r: int, s: int, c: int, atom_c: int,
     cw = np.minimum(atom_c, c - cb * atom_c)            # width of this channel block
     off = (g * atom_k * r * s * c + cb * atom_c * r * s * kg + (rr * s + ss) * kg * cw
            + kin * cw + ci)
+    if elem_bytes == 2:
+        a = base + 2 * off
+        words = mem.gather(a).astype(np.uint16) | (mem.gather(a + 1).astype(np.uint16) << 8)
+        return words.view(np.int16).astype(np.int64)
     return mem.gather(base + off).view(np.int8).astype(np.int64)
 
 
@@ -167,7 +178,7 @@ def read_weights_post_ext(mem, base: int, k: int, r: int, cw: int, ext: int, ato
 
 
 
-def feature_entries_per_slice(cfg, width: int, channels: int) -> int:
+def feature_entries_per_slice(cfg, width: int, channels: int, elem_bytes: int = 1) -> int:
     """CBUF entries one input slice (one line of ``width`` pixels x ``channels``) of feature data
     takes in direct convolution.
 
@@ -178,12 +189,28 @@ def feature_entries_per_slice(cfg, width: int, channels: int) -> int:
     (umd ConvCoreNode::calculateEPS, ``sw/`` in ../shared) and NVIDIA's nv_small_256 traces,
     which program it, pass on NVIDIA's nv_small_256 RTL (e.g. dc_24x44x14_5x3x14x41: W 24, C 14,
     2 atoms of 8 bytes in 32-byte entries: 12 entries). On nv_small (R = 1): W x ceil(C / 8).
+
+    ``elem_bytes`` 2: int16/fp16 on a configuration whose sizes count int8 elements (nv_full,
+    int8_int16_fp16): its entries are :func:`entry_bytes` wide, two CBUF half-entries.
     """
-    r = cfg.cbuf_bank_width // cfg.atom_bytes
-    atoms = -(-channels * cfg.bpe // (8 * cfg.atom_bytes))
+    r = entry_bytes(cfg, elem_bytes) // cfg.atom_bytes
+    atoms = -(-channels * cfg.bpe * elem_bytes // (8 * cfg.atom_bytes))
     last = atoms % r
     frac = width if last == 3 else -(-last * width // r)
     return atoms // r * width + frac
+
+def entry_bytes(cfg, elem_bytes: int = 1) -> int:
+    """Bytes of one CBUF entry as D_ENTRY_PER_SLICE, D_BANK and the weight ring count them.
+
+    ``cfg.cbuf_bank_width`` for int8; int16/fp16 on nv_full (``elem_bytes`` 2) take both
+    halves of its 128-byte RAM word: NVIDIA's nvdlav1 RTL stores 256 x 128 bytes per bank
+    (NV_NVDLA_cbuf: 12-bit entry addresses, 1024-bit reads, CDMA writes one 64-byte half or
+    both, ``cdma2buf_dat_wr_hsel``); NVIDIA's int16 traces program 128-byte entries
+    (conv_8x8_fc_int16: 8 pixels x 32 int16 channels in 4 entries) and NVIDIA's compiler counts
+    nv_full's entries at 128 bytes (umd TargetConfig), while int8 layers count 64-byte halves
+    (the spec file's 64 x 512; random int8 programs pass on that RTL so)."""
+    return cfg.cbuf_bank_width * elem_bytes
+
 
 class ConvCore:
     """Direct/image convolution of one hardware layer; keeps CBUF contents across layers.
@@ -207,6 +234,13 @@ class ConvCore:
         self.layers = 0
 
     # ---------------------------------------------------------------- checks
+    def _elem_bytes(self, cdma) -> int:
+        """Bytes per element of the layer: 2 for INT16 on nv_full (int8_int16_fp16), else 1
+        (every other configuration counts its sizes in its own elements)."""
+        if self.cfg.feature_data_type == "int8_int16_fp16" and cdma.f("PROC_PRECISION") == 1:
+            return 2
+        return 1
+
     def _check_common(self, cdma, csc, cmac, cacc):
         cfg = self.cfg
         for unit, v in (("CDMA", cdma), ("CSC", csc), ("CMAC_A", cmac), ("CACC", cacc)):
@@ -228,6 +262,27 @@ class ConvCore:
             if v.f("BATCHES") != 0:
                 raise ModelConfigError(f"{unit}.D_BATCH_NUMBER.BATCHES={v.f('BATCHES')}: multi-batch "
                                        + ("is not in " + cfg.name if not cfg.batch else "is not modelled"))
+        if cfg.feature_data_type == "int8_int16_fp16":
+            names = ("INT8", "INT16", "FP16", "3")
+            proc = cdma.f("PROC_PRECISION")
+            for unit, v in (("CSC", csc), ("CMAC_A", cmac), ("CACC", cacc)):
+                if v.f("PROC_PRECISION") != proc:
+                    raise ModelConfigError(f"{unit}.D_MISC_CFG.PROC_PRECISION={names[v.f('PROC_PRECISION')]} "
+                                           f"differs from CDMA's {names[proc]}")
+            if proc == 3:
+                raise ModelConfigError("CDMA.D_MISC_CFG.PROC_PRECISION=3 is reserved")
+            if proc == 2:
+                raise ModelConfigError("CDMA.D_MISC_CFG.PROC_PRECISION=FP16: the convolution pipeline "
+                                       "in fp16 (CMAC's fp16 products, CACC's fp32 sums) is not modelled")
+            if cdma.f("DATAIN_FORMAT") == 0 and cdma.f("IN_PRECISION") != proc:
+                # format.rst tab_precision_conversion_conv: feature data is never converted
+                raise ModelConfigError(f"CDMA.D_MISC_CFG IN_PRECISION={names[cdma.f('IN_PRECISION')]} "
+                                       f"PROC_PRECISION={names[proc]}: direct convolution converts no "
+                                       "precision (format.rst, Precision conversion for convolutional layer)")
+            if proc == 1 and cdma.f("DATAIN_FORMAT") == 1:
+                raise ModelConfigError("image input converted to INT16 is not modelled")
+            if proc == 1 and cdma.f("CVT_EN"):
+                raise ModelConfigError("CDMA.D_CVT_CFG.CVT_EN on INT16 feature data is not modelled")
         # "For any register, if it has the same name across pipeline stage, it means they have
         # the same value" (programming guide, Register definition)
         # (CDMA/CSC D_DATAIN_SIZE_EXT_0 legally differ with partial data reuse: not compared)
@@ -268,9 +323,12 @@ class ConvCore:
         The padding CSC inserts is not converted."""
         w, h, c = cdma.f("DATAIN_WIDTH") + 1, cdma.f("DATAIN_HEIGHT") + 1, cdma.f("DATAIN_CHANNEL") + 1
         base = cdma.addr("D_DAIN_ADDR_HIGH_0", "D_DAIN_ADDR_LOW_0")
+        eb = self._elem_bytes(cdma)
         raw = read_cube(ram(self.mem, self.cv_mem, cdma.f("DATAIN_RAM_TYPE")), base, w, h, c,
                         cdma.bytes("LINE_STRIDE"), cdma.bytes("SURF_STRIDE"),
-                        self.cfg.atom_bytes)
+                        self.cfg.atom_bytes, eb)
+        if eb == 2:
+            return raw.view(np.int16).astype(np.int64)
         if cdma.f("CVT_EN"):
             return cdma_convert(raw, True, _s(cdma.f("CVT_OFFSET"), 16), _s(cdma.f("CVT_SCALE"), 16),
                                 cdma.f("CVT_TRUNCATE"))
@@ -450,13 +508,16 @@ class ConvCore:
         mem = ram(self.mem, self.cv_mem, cdma.f("WEIGHT_RAM_TYPE"))
         if ext > 1:
             return read_weights_post_ext(mem, base, k, r, c, ext, self.cfg.mac_atomic_k)
-        return read_weights(mem, base, k, r, s, c, self.cfg.mac_atomic_c, self.cfg.mac_atomic_k)
+        eb = self._elem_bytes(cdma)
+        return read_weights(mem, base, k, r, s, c, self.cfg.mac_atomic_c, self.cfg.mac_atomic_k // eb, eb)
 
     # ---------------------------------------------------------------- run
     def run(self, cdma, csc, cmac, cacc) -> np.ndarray:
         """Execute one convolution hardware layer; see the class docstring."""
         cfg = self.cfg
         self._check_common(cdma, csc, cmac, cacc)
+        eb = self._elem_bytes(cdma)
+        ent_b = entry_bytes(cfg, eb)
         img = cdma.f("DATAIN_FORMAT") == 1
         k = csc.f("WEIGHT_KERNEL") + 1
         wo, ho = csc.f("DATAOUT_WIDTH") + 1, csc.f("DATAOUT_HEIGHT") + 1
@@ -494,10 +555,10 @@ class ConvCore:
             if (cdma.f("DATAIN_CHANNEL") + 1, cdma.f("DATAIN_WIDTH") + 1) != (c_in, w_in):
                 raise ModelConfigError("CDMA.D_DATAIN_SIZE width/channel differ from CSC.D_DATAIN_SIZE_EXT "
                                        "(direct convolution: equal, programming guide DATAIN_SIZE_EXT table)")
-            bpk = r * s * cw
+            bpk = r * s * cw * eb
             sd, rd = (s - 1) * dx + 1, (r - 1) * dy + 1
             pl, pr, pb = csc.f("PAD_LEFT"), cdma.f("PAD_RIGHT"), cdma.f("PAD_BOTTOM")
-            need_entries = feature_entries_per_slice(cfg, w_in, c_in)
+            need_entries = feature_entries_per_slice(cfg, w_in, c_in, eb)
         else:
             if (dx, dy) != (1, 1):
                 raise ModelConfigError("CSC.D_DILATION_EXT: dilation is not supported for image input "
@@ -553,7 +614,7 @@ class ConvCore:
         cube, mode = self._data(cdma, csc)
         h_in = cube.shape[1]
         data_entries = (csc.f("ENTRIES") + 1) * h_in
-        cap = (csc.f("DATA_BANK") + 1) * cfg.cbuf_bank_depth
+        cap = (csc.f("DATA_BANK") + 1) * (cfg.cbuf_bank_depth * cfg.cbuf_bank_width // ent_b)
         if data_entries > cap:
             raise ModelConfigError(f"CSC.D_BANK.DATA_BANK: {h_in} slices of {csc.f('ENTRIES') + 1} entries "
                                    f"exceed {csc.f('DATA_BANK') + 1} banks ({cap} entries); only full-input "
@@ -567,13 +628,14 @@ class ConvCore:
 
         wshape = (k, r, s if not img else 1, cw)
         wts = self._weights(cdma, csc, mode, wshape)
-        pad_csc = _s(csc.f("PAD_VALUE"), 8)   # observed in NVIDIA RTL (CSC_dl): pad_value[7:0]
+        # observed in NVIDIA RTL (CSC_dl): pad_value[7:0] for int8, all 16 bits for int16
+        pad_csc = _s(csc.f("PAD_VALUE"), 8 * eb)
 
         if not img:
             acc = self._conv_dc(cube, wts, ho, wo, sx, sy, dx, dy, pl, pt, pad_csc)
         else:
             acc = self._conv_img(cube, wts, ho, wo, sx, sy, pt, pad_csc)
-        out = cacc_truncate(acc, cacc.f("CLIP_TRUNCATE"))
+        out = cacc_truncate(acc, cacc.f("CLIP_TRUNCATE"), 48 if eb == 2 else 34)
 
         self._release_data(csc, cube, mode)
         key = (mode, csc.f("DATA_BANK"), csc.f("WEIGHT_BANK"))
@@ -583,7 +645,7 @@ class ConvCore:
             # a normal release frees the entries CSC read; CDMA wrote WEIGHT_BYTES (see _weights;
             # reused weights have this layer's shape, so the same WEIGHT_BYTES)
             self.weights = None
-            drift = wbytes // cfg.cbuf_bank_width - -(-bpk * k // cfg.cbuf_bank_width)
+            drift = wbytes // ent_b - -(-bpk * k // ent_b)
             if drift:
                 self.wt_drift = {"banks": key[1:], "entries": drift}
         return out
