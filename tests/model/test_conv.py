@@ -14,7 +14,7 @@ import random
 import numpy as np
 import pytest
 
-from hdl.config import NV_SMALL
+from hdl.config import NV_SMALL, get_config
 from hdl.regmap import REGMAP
 from verif.model.conv import ConvCore, PIXEL_FORMATS_INT8, cacc_truncate
 from verif.model.formats import ModelConfigError, write_cube
@@ -27,15 +27,24 @@ ATOM_C, ATOM_K = CFG.mac_atomic_c, CFG.mac_atomic_k
 
 # ----------------------------------------------------------------------------- helpers
 class Layer:
-    """Register groups of CDMA, CSC, CMAC_A, CACC for one layer (group 0), set field by field."""
+    """Register groups of CDMA, CSC, CMAC_A, CACC for one layer (group 0), set field by field
+    (``regmap``: v2's, or v1's for nv_full, whose address, stride and byte-count fields keep
+    their upper bits only: :meth:`set` takes them in bytes)."""
 
-    def __init__(self):
-        self.u = {n: UnitRegs(REGMAP.unit(n)) for n in ("CDMA", "CSC", "CMAC_A", "CACC")}
+    #: fields given in bytes (v1 keeps bits 31:5, or 31:7 for WEIGHT_BYTES)
+    BYTE_FIELDS = {"LINE_STRIDE", "SURF_STRIDE", "DATAIN_ADDR_LOW_0", "WEIGHT_ADDR_LOW",
+                   "WEIGHT_BYTES", "DATAOUT_ADDR"}
+
+    def __init__(self, regmap=REGMAP):
+        self.v1 = regmap is not REGMAP
+        self.u = {n: UnitRegs(regmap.unit(n)) for n in ("CDMA", "CSC", "CMAC_A", "CACC")}
 
     def set(self, unit, **fields):
         ur = self.u[unit]
         for name, val in fields.items():
             r, f = ur._field_index[name]
+            if self.v1 and name in self.BYTE_FIELDS:
+                val >>= f.lsb
             regs = ur.groups[0] if r.double_buffered else ur.single
             regs[r.name] = (regs[r.name] & ~(((1 << f.width) - 1) << f.lsb)) | ((val & ((1 << f.width) - 1)) << f.lsb)
 
@@ -44,9 +53,9 @@ class Layer:
             ur = self.u[unit]
             self.set(unit, **{k: v for k, v in fields.items() if k in ur._field_index})
 
-    def views(self):
+    def views(self, precision=0):
         for n in ("CMAC_A", "CACC"):
-            self.set(n, PROC_PRECISION=0)
+            self.set(n, PROC_PRECISION=precision)
         return tuple(GroupView(self.u[n], 0) for n in ("CDMA", "CSC", "CMAC_A", "CACC"))
 
 
@@ -185,6 +194,84 @@ def test_direct_conv_dilation_padding_stride(case):
     exp = [[[round_away(v, case["trunc"]) for v in row] for row in ch] for ch in acc]
     assert out.shape == (case["k"], ho, wo)
     assert out.tolist() == exp
+
+
+# ----------------------------------------------------------------------------- int16 (nv_full)
+#: nv_full computing int8, int16 and fp16 (v1 register map)
+NV_FULL_ALL = get_config("nv_full+feature_data_type=int8_int16_fp16")
+
+
+def naive_weights16(w, atom_c=64, atom_k=16) -> bytes:
+    """format.rst "Basic Weight for Direct Convolution" for int16: groups of 16 kernels,
+    1x1x64-element (128-byte) small cubes, the same scan as int8; two bytes little-endian."""
+    k, r, s, c = len(w), len(w[0]), len(w[0][0]), len(w[0][0][0])
+    out = bytearray()
+    for g0 in range(0, k, atom_k):
+        for c0 in range(0, c, atom_c):
+            for ri in range(r):
+                for si in range(s):
+                    for ki in range(g0, min(k, g0 + atom_k)):
+                        for ci in range(c0, min(c, c0 + atom_c)):
+                            out += (w[ki][ri][si][ci] & 0xFFFF).to_bytes(2, "little")
+    return bytes(out)
+
+
+def rtl_cacc16(a: int, t: int) -> int:
+    """NV_NVDLA_CACC_CALC_int16 (nvdlav1): the sum saturated to 48 bits, then
+    {pd, 16'b0} >>> t, guide bit, 15 sticky bits, round, saturate to int32."""
+    a = max(-(1 << 47), min((1 << 47) - 1, a))
+    y = (a << 16) >> t
+    r = (y >> 16) + (1 if (y >> 15) & 1 and (a >= 0 or y & 0x7FFF) else 0)
+    return max(-(1 << 31), min((1 << 31) - 1, r))
+
+
+@pytest.mark.parametrize("case", [
+    dict(w=5, h=4, c=70, k=20, r=2, s=3, sx=1, sy=2, dx=2, dy=1, pl=2, pr=3, pt=1, pb=1, trunc=9),
+    dict(w=9, h=3, c=16, k=3, r=3, s=1, sx=2, sy=1, dx=1, dy=1, pl=0, pr=0, pt=2, pb=2, trunc=0),
+    dict(w=3, h=5, c=33, k=17, r=1, s=2, sx=1, sy=1, dx=3, dy=1, pl=1, pr=1, pt=0, pb=0, trunc=31),
+])
+def test_int16_direct_conv_nv_full(case):
+    """An int16 layer on nv_full (PROC_PRECISION INT16): two-byte elements (16 per 32-byte
+    atom), weights in 16-kernel groups, 128-byte CBUF entries, CSC's 16-bit pad value, the
+    48-bit accumulator; against direct summation and the bit-level rounding."""
+    from hdl.regmap import REGMAP_V1
+    rng = random.Random(str(case))
+    pad = rng.randint(-32768, 32767)
+    c, h, wd = case["c"], case["h"], case["w"]
+    x = [[[rng.randint(-32768, 32767) for _ in range(wd)] for _ in range(h)] for _ in range(c)]
+    w = [[[[rng.randint(-32768, 32767) for _ in range(c)] for _ in range(case["s"])]
+          for _ in range(case["r"])] for _ in range(case["k"])]
+    mem, L = Memory(), Layer(REGMAP_V1)
+    ls = wd * 32
+    write_cube(mem, np.array(x, np.int64), 0x8000_0000, ls, ls * h, 32, 2)
+    mem.write(0x9000_0000, naive_weights16(w))
+    ho, wo = program_dc(L, pad=pad & 0xFFFF, misc=dict(IN_PRECISION=1, PROC_PRECISION=1),
+                        data_bank=3, weight_bank=3, **case)
+    nbytes = case["r"] * case["s"] * c * 2
+    L.both(ENTRIES=wd * -(-c // 64) - 1, WEIGHT_BYTES=-(-nbytes * case["k"] // 128) * 128)
+    L.set("CDMA", LINE_STRIDE=ls, SURF_STRIDE=ls * h, BYTE_PER_KERNEL=nbytes - 1)
+    out = ConvCore(NV_FULL_ALL, mem).run(*L.views(precision=1))
+    acc = naive_dc(x, w, ho, wo, case["sx"], case["sy"], case["dx"], case["dy"], case["pl"],
+                   case["pt"], pad)
+    assert out.tolist() == [[[rtl_cacc16(v, case["trunc"]) for v in row] for row in ch] for ch in acc]
+
+
+def test_int16_entries_count_128_byte_entries():
+    """NVIDIA's conv_8x8_fc_int16 programs D_ENTRY_PER_SLICE 3 for 8 pixels of 32 int16
+    channels (512 bytes: four 128-byte entries): accepted; 2 (three entries) refused."""
+    from hdl.regmap import REGMAP_V1
+    from verif.model.conv import feature_entries_per_slice
+    assert feature_entries_per_slice(NV_FULL_ALL, 8, 32, 2) == 4
+    assert feature_entries_per_slice(NV_FULL_ALL, 8, 64, 1) == 8      # int8: 64-byte entries
+    mem, L = Memory(), Layer(REGMAP_V1)
+    case = dict(w=8, h=8, c=32, k=16, r=8, s=8)
+    ho, wo = program_dc(L, misc=dict(IN_PRECISION=1, PROC_PRECISION=1), **case)
+    L.both(ENTRIES=2, WEIGHT_BYTES=8 * 8 * 32 * 2 * 16)
+    L.set("CDMA", LINE_STRIDE=8 * 32, SURF_STRIDE=8 * 32 * 8, BYTE_PER_KERNEL=8 * 8 * 32 * 2 - 1)
+    with pytest.raises(ModelConfigError, match="ENTRIES"):
+        ConvCore(NV_FULL_ALL, mem).run(*L.views(precision=1))
+    L.both(ENTRIES=3)
+    assert ConvCore(NV_FULL_ALL, mem).run(*L.views(precision=1)).shape == (16, 1, 1)
 
 
 def test_output_window_smaller_than_padded_input():

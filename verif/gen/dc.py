@@ -47,6 +47,12 @@ Drawn per layer, within nv_small's limits (``cfg``: atomic C/K, CBUF banks x dep
   RTL converts feature data with it too (observed through --rtl-filelist; model
   ``ConvCore._fetch_feature``).
 
+On a configuration computing int8, int16 and fp16 (nv_full, ``int8_int16_fp16``) a program is
+int8 or int16 (drawn; fp16 convolution is not modelled yet): int16 layers have two-byte
+elements (16 per memory atom), kernel groups of half the atomic K, 128-byte CBUF entries (model
+``verif.model.conv.entry_bytes``), no input converter and no SDP operands from memory, and SDP
+in INT16 with its converter aiming at the int16 range.
+
 The first layer of a program never sets a reuse flag. CDMA's S_CBUF_FLUSH_STATUS is polled
 first. A register group is programmed again only after every done interrupt of the layer that
 used it (SDP, CDMA_DAT, CDMA_WT, CACC, unmasked in GLB): SDP's alone is not enough, CDMA may still
@@ -63,9 +69,9 @@ import math
 import random
 from dataclasses import dataclass
 
-from verif.gen.common import (Alloc, Layer, Program, ceil_div, cube_extent, cube_strides, emit,
-                              field_writes, padded_past_entries, rand_bytes, signed, small_biased,
-                              weight_bytes_reg)
+from verif.gen.common import (Alloc, Layer, Program, ceil_div, cube_extent, cube_strides,
+                              draw_precision, emit, field_writes, padded_past_entries, rand_bytes,
+                              signed, small_biased, weight_bytes_reg)
 from verif.gen.sdp import SUBS, USE_ALU, USE_BOTH, USE_MUL, operand_image
 from verif.gen.writer import TraceWriter
 
@@ -177,7 +183,7 @@ def _bits(v: int) -> float:
 
 
 def _sdp_fields(rng: random.Random, bits: float, mem: random.Random | None = None,
-                wild: bool = True) -> tuple[dict, str, list]:
+                wild: bool = True, out_bits: int = 5) -> tuple[dict, str, list]:
     """SDP BS/BN sub-units and output converter; (fields, description, memory operands).
     ``bits``: rough log2 magnitude of CACC's output; the converter's shift usually brings the
     result near the int8 range (tracking the sub-units' rough effect). Only in a ``wild`` layer
@@ -187,7 +193,8 @@ def _sdp_fields(rng: random.Random, bits: float, mem: random.Random | None = Non
     Operands are the registers' unless ``mem`` (a generator of its own, so that the other
     draws stay those of the same seed without memory operands) is given: then at least one
     sub-unit takes its ALU operand, its multiplier operand or both from memory, and the third
-    item lists them as (sub-unit, SDP_RDMA DATA_USE)."""
+    item lists them as (sub-unit, SDP_RDMA DATA_USE). ``out_bits``: the converter's usual
+    target magnitude (log2; 5 for int8 output, 13 for int16)."""
     f, desc, mem_ops = {}, [], []
     any_rate = 0.2 if wild else 0.0
     plain = rng.random() < 0.3             # BS/BN bypassed
@@ -258,7 +265,7 @@ def _sdp_fields(rng: random.Random, bits: float, mem: random.Random | None = Non
         bits = _bits((1 << int(bits)) + abs(off))
         scale = signed(rng, 16) if rng.random() < 0.6 else rng.choice((-4, -3, -2, -1, 1, 2, 3, 4))
         shift = small_biased(rng, 63, 16) if rng.random() < any_rate else \
-            max(0, min(63, int(bits + _bits(scale)) - 5 + rng.randint(-2, 2)))
+            max(0, min(63, int(bits + _bits(scale)) - out_bits + rng.randint(-2, 2)))
     f.update(CVT_OFFSET=off, CVT_SCALE=scale, CVT_SHIFT=shift)
     desc.append(f"cvt({off},{scale},>>{shift})")
     return f, " ".join(desc), mem_ops
@@ -312,18 +319,22 @@ def _sdp_rdma_on_the_fly(mem: random.Random, cfg, alloc: Alloc, w: TraceWriter,
 def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept | None,
              allow_reuse: bool = True, max_ops: int | None = None,
              big_rate: float = 0.08, mem: random.Random | None = None,
-             last: bool = True) -> tuple[Layer, DcKept]:
+             last: bool = True, prec: int = 0) -> tuple[Layer, DcKept]:
     """One random DC layer (module docstring) after ``prev`` (what the previous layer of the
     program leaves in CBUF; None for the first layer). Its memory images are loaded into ``w``.
     ``big_rate``: probability of a larger layer (up to BIG_OPS atomic operations, C up to 130,
     K up to 80); ``max_ops``: the cap on atomic operations instead. ``mem``: SDP takes operands
     from memory on the fly, drawn from this generator (SDP_RDMA joins the layer).
+    ``prec``: 0 INT8 or 1 INT16 (two-byte elements; module docstring).
     Returns the Layer (register writes of the six units, or seven with SDP_RDMA, output
     region) and what it leaves."""
-    ac, ak = cfg.mac_atomic_c, cfg.mac_atomic_k
-    ab, atom = cfg.atom_bytes, cfg.memory_atomic
-    depth, nbanks, ebytes = cfg.cbuf_bank_depth, cfg.cbuf_bank_number, cfg.cbuf_bank_width
-    bank_bytes = depth * ebytes
+    eb = 2 if prec == 1 else 1                   # bytes per element
+    ac, ak = cfg.mac_atomic_c, cfg.mac_atomic_k // eb
+    ab, atom = cfg.atom_bytes, cfg.memory_atomic // eb
+    nbanks = cfg.cbuf_bank_number
+    bank_bytes = cfg.cbuf_bank_depth * cfg.cbuf_bank_width
+    ebytes = cfg.cbuf_bank_width * eb            # an int16 entry: both 64-byte halves
+    depth = bank_bytes // ebytes
     big = rng.random() < big_rate
     budget = max_ops or (BIG_OPS if big else SMALL_OPS)
 
@@ -356,7 +367,7 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
                 cdma_h = rng.randint(1, 10) if rng.random() < 0.8 else rng.randint(1, 30)
                 H = kept + cdma_h
         cb = ceil_div(C, ac)
-        eps = nvidia_entries_per_slice(W, C, cfg)
+        eps = nvidia_entries_per_slice(W, C, cfg, eb)
         # ---- kernel
         if wt_reuse:
             K, R, S, _ = prev.wshape
@@ -380,14 +391,14 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
         if ops > budget or wo * ho * ceil_div(K, ak) * atom > 4 * budget:
             continue
         # ---- CBUF banks
-        wbytes = R * S * C * K
+        wbytes = R * S * C * K * eb
         # (observed through --rtl-filelist: dc seed 30002, 246 bytes, hangs with CDMA and CSC
         # busy; 256 passes. The old exact-or-rounded draw is kept: the bank and reuse draws
         # that follow stay those of the same seed)
         rng.random()
         wreg = weight_bytes_reg(wbytes)
         db_need = ceil_div(eps * H, depth)
-        wb_need = ceil_div(R * S * C * min(K, ak) + 128, bank_bytes)
+        wb_need = ceil_div(R * S * C * min(K, ak) * eb + 128, bank_bytes)
         skip_wt = rng.random() < 0.35 and ceil_div(wreg + 128, bank_bytes) <= nbanks - db_need
         if skip_wt:
             wb_need = max(wb_need, ceil_div(wreg + 128, bank_bytes))
@@ -447,12 +458,13 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
 
     # ---- registers
     n_all = R * S * C
-    acc_bits = math.log2(5500 * math.sqrt(n_all) + 1)
+    # rough magnitude of a product of two random elements: ~74**2 in int8, ~18900**2 in int16
+    acc_bits = math.log2((5500 if eb == 1 else 3.6e8) * math.sqrt(n_all) + 1)
     wild = rng.random() < 0.25       # extreme clip / SDP values allowed (_sdp_fields)
     clip = (rng.randint(0, 31) if rng.random() < (0.2 if wild else 0.0)
             else max(0, min(31, int(acc_bits) - rng.randint(0, 9))))
     pad_value = signed(rng, 16)
-    misc = dict(CONV_MODE=0, IN_PRECISION=0, PROC_PRECISION=0,
+    misc = dict(CONV_MODE=0, IN_PRECISION=prec, PROC_PRECISION=prec,
                 DATA_REUSE=int(data_mode != "fetch"), WEIGHT_REUSE=int(wt_reuse),
                 SKIP_DATA_RLS=int(skip_data), SKIP_WEIGHT_RLS=int(skip_wt))
     common = dict(misc, DATAIN_FORMAT=0, ENTRIES=eps - 1, WEIGHT_BYTES=wreg, DATA_BANK=db - 1,
@@ -468,13 +480,13 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
                 LINE_STRIDE=line, UV_LINE_STRIDE=rng.getrandbits(32) & ~31, SURF_STRIDE=surf,
                 LINE_PACKED=int(line == W * ab), SURF_PACKED=int(surf == line * cdma_h),
                 GRAINS=_biased(rng, 0, grain_max), WEIGHT_RAM_TYPE=1,
-                BYTE_PER_KERNEL=R * S * C - 1, WEIGHT_KERNEL=K - 1, WEIGHT_ADDR_HIGH=0,
+                BYTE_PER_KERNEL=R * S * C * eb - 1, WEIGHT_KERNEL=K - 1, WEIGHT_ADDR_HIGH=0,
                 WEIGHT_ADDR_LOW=wsrc, WGS_ADDR_HIGH=rng.getrandbits(8),
                 WGS_ADDR_LOW=rng.getrandbits(32) & ~31, WMB_ADDR_HIGH=rng.getrandbits(8),
                 WMB_ADDR_LOW=rng.getrandbits(32) & ~31, BATCH_STRIDE=rng.getrandbits(32) & ~31,
                 MEAN_FORMAT=rng.randint(0, 1), MEAN_RY=signed(rng, 16), MEAN_GU=signed(rng, 16),
                 MEAN_BV=signed(rng, 16), MEAN_AX=signed(rng, 16),
-                **_input_converter(rng),
+                **dict(_input_converter(rng), **({"CVT_EN": 0} if eb == 2 else {})),
                 CONV_X_STRIDE=sx - 1, CONV_Y_STRIDE=sy - 1,
                 PAD_LEFT=pl, PAD_RIGHT=pr, PAD_TOP=pt, PAD_BOTTOM=pb, PAD_VALUE=pad_value,
                 NAN_TO_ZERO=rng.randint(0, 1), DMA_EN=rng.randint(0, 1),
@@ -486,16 +498,17 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
                RLS_SLICES=rls, CONV_X_STRIDE_EXT=sx - 1, CONV_Y_STRIDE_EXT=sy - 1,
                X_DILATION_EXT=dx - 1, Y_DILATION_EXT=dy - 1, PAD_LEFT=pl, PAD_TOP=pt,
                PAD_VALUE=pad_value, PRA_TRUNCATE=rng.randint(0, 3), CYA=rng.getrandbits(32))
-    cmac = dict(CONV_MODE=0, PROC_PRECISION=0)
+    cmac = dict(CONV_MODE=0, PROC_PRECISION=prec)
     one = int(wo == 1 and ho == 1)
-    cacc = dict(CONV_MODE=0, PROC_PRECISION=0, DATAOUT_WIDTH=wo - 1, DATAOUT_HEIGHT=ho - 1,
+    cacc = dict(CONV_MODE=0, PROC_PRECISION=prec, DATAOUT_WIDTH=wo - 1, DATAOUT_HEIGHT=ho - 1,
                 DATAOUT_CHANNEL=K - 1, DATAOUT_ADDR=dst, BATCHES=0,
                 LINE_STRIDE=dline & 0xFFFFFF, SURF_STRIDE=dsurf & 0xFFFFFF,
                 LINE_PACKED=one, SURF_PACKED=one, CLIP_TRUNCATE=clip, CYA=rng.getrandbits(32))
-    sdp_f, sdp_desc, mem_ops = _sdp_fields(rng, max(0.0, acc_bits - clip), mem, wild)
+    sdp_f, sdp_desc, mem_ops = _sdp_fields(rng, max(0.0, acc_bits - clip), mem, wild,
+                                           5 if eb == 1 else 13)
     sdp = dict(sdp_f, WIDTH=wo - 1, HEIGHT=ho - 1, CHANNEL=K - 1, DST_BASE_ADDR_HIGH=0,
                DST_BASE_ADDR_LOW=dst, DST_LINE_STRIDE=dline, DST_SURFACE_STRIDE=dsurf,
-               PROC_PRECISION=0, OUT_PRECISION=0, FLYING_MODE=1, OUTPUT_DST=0, WINOGRAD=0,
+               PROC_PRECISION=prec, OUT_PRECISION=prec, FLYING_MODE=1, OUTPUT_DST=0, WINOGRAD=0,
                NAN_TO_ZERO=rng.randint(0, 1), BATCH_NUMBER=0, DST_RAM_TYPE=1,
                DST_BATCH_STRIDE=rng.getrandbits(32) & ~31,
                EW_BYPASS=1, EW_ALU_BYPASS=rng.randint(0, 1), EW_ALU_ALGO=rng.randint(0, 3),
@@ -516,26 +529,26 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
 
     reuse = {"fetch": "", "full": " DATA_REUSE(all)",
              "partial": f" DATA_REUSE({kept} kept+{cdma_h} new)"}[data_mode]
-    desc = (f"{W}x{H}x{C} k{R}x{S}x{K} s{sx},{sy} d{dx},{dy} pad(l{pl},r{pr},t{pt},b{pb})"
-            f"={pad_value & 0xFF:#04x} out {wo}x{ho} banks {db}+{wb} eps {eps} wbytes {wreg}"
+    desc = (f"{'int16 ' if eb == 2 else ''}{W}x{H}x{C} k{R}x{S}x{K} s{sx},{sy} d{dx},{dy} pad(l{pl},r{pr},t{pt},b{pb})"
+            f"={pad_value & (0xFF if eb == 1 else 0xFFFF):#x} out {wo}x{ho} banks {db}+{wb} eps {eps} wbytes {wreg}"
             f" clip {clip}{reuse}{' WEIGHT_REUSE' if wt_reuse else ''}"
             f"{' SKIP_DATA_RLS' if skip_data else f' rls {rls + 1}'}"
             f"{' SKIP_WEIGHT_RLS' if skip_wt else ''} ops {ops}; {sdp_desc}")
     info = dict(W=W, H=H, C=C, K=K, R=R, S=S, sx=sx, sy=sy, dx=dx, dy=dy, pl=pl, pr=pr, pt=pt,
                 pb=pb, wo=wo, ho=ho, db=db, wb=wb, eps=eps, wbytes=wreg, data=data_mode,
                 kept=kept, cdma_h=cdma_h, wt_reuse=wt_reuse, skip_data=skip_data,
-                skip_wt=skip_wt, rls=rls, clip=clip, ops=ops, sdp_mem=dict(mem_ops))
+                skip_wt=skip_wt, rls=rls, clip=clip, ops=ops, sdp_mem=dict(mem_ops), prec=prec)
     return Layer(units, writes, [(dst, dn)], desc, info), leaves
 
 
-def nvidia_entries_per_slice(w: int, c: int, cfg) -> int:
+def nvidia_entries_per_slice(w: int, c: int, cfg, eb: int = 1) -> int:
     """D_ENTRY_PER_SLICE+1 as NVIDIA's compiler programs it (umd ConvCoreNode::calculateEPS,
-    ../shared/nvdla/sw): R = cbuf_bank_width / memory atom atoms per entry; whole groups of R
+    ../shared/nvdla/sw): R = entry bytes / memory atom atoms per entry; whole groups of R
     atoms take ``w`` entries, the last group's L atoms ceil(L*w/R), or ``w`` when L = 3. On
     nv_small (R = 1) that is w * ceil(c / 8); with R > 1 the packed minimum the hardware must
-    fit (issue 30)."""
-    r = cfg.cbuf_bank_width // cfg.atom_bytes
-    atoms = ceil_div(c, cfg.memory_atomic)
+    fit (issue 30). ``eb`` 2: int16 elements in nv_full's 128-byte entries."""
+    r = cfg.cbuf_bank_width * eb // cfg.atom_bytes
+    atoms = ceil_div(c * eb, cfg.memory_atomic)
     last = atoms % r
     return atoms // r * w + (w if last == 3 else ceil_div(last * w, r))
 
@@ -551,6 +564,9 @@ def generate(seed: int, cfg, *, layers: int | None = None, max_ops: int | None =
     mem = random.Random(f"dc-sdp-mem-{seed}")
     if mem.random() >= sdp_mem_rate:
         mem = None
+    prec = draw_precision(rng, cfg, among=("int8", "int16"))
+    if prec:
+        mem = None          # SDP operands from memory in INT16: not drawn yet
     prog = Program("dc", seed, TraceWriter(f"dc_{seed}"))
     alloc = Alloc(rng)
     n = layers or rng.choice((1, 1, 2, 2, 3))
@@ -558,7 +574,7 @@ def generate(seed: int, cfg, *, layers: int | None = None, max_ops: int | None =
     w = prog.writer
     for i in range(n):
         lay, prev = dc_layer(rng, cfg, alloc, w, prev, max_ops=max_ops, big_rate=big_rate,
-                             mem=mem, last=i == n - 1)
+                             mem=mem, last=i == n - 1, prec=prec)
         prog.layers.append(lay)
     w.poll(("CDMA", "S_CBUF_FLUSH_STATUS"), 1)
     emit(prog, prologue=[("GLB", "S_INTR_MASK", INTR_MASK_CONV)], intrs=INTRS)
