@@ -146,8 +146,8 @@ def test_dc_programs_int16_on_nv_full(tmp_path):
     programs, every one legal on the model: int16 layers program INT16 in every unit, kernels
     of two-byte weights (BYTE_PER_KERNEL = R*S*C*2), 128-byte CBUF entries (D_ENTRY_PER_SLICE
     of 8+ pixels of 32 channels: 2 atoms per pixel, four atoms to an entry), more than 16
-    kernels (two weight groups) and more than 64 channels (two weight cubes) in some, and
-    outputs that vary (8+ distinct int16 values in most)."""
+    kernels (two weight groups), more than 64 channels (two weight cubes) and SDP operands from
+    memory in some, and outputs that vary (8+ distinct int16 values in most)."""
     from hdl.config import get_config
     cfg = get_config("nv_full+feature_data_type=int8_int16_fp16")
     precs, varied, infos = set(), 0, []
@@ -171,6 +171,7 @@ def test_dc_programs_int16_on_nv_full(tmp_path):
             varied += len(set(zip(c.data[::2], c.data[1::2]))) >= 8
     assert precs == {0, 1}
     assert any(i["K"] > 16 for i in infos) and any(i["C"] > 64 for i in infos)
+    assert any(i["sdp_mem"] for i in infos)            # BS/BN operands from memory in INT16
     assert varied >= len(infos) // 2, f"only {varied} of {len(infos)} int16 outputs vary"
 
 

@@ -50,7 +50,8 @@ Drawn per layer, within nv_small's limits (``cfg``: atomic C/K, CBUF banks x dep
 On a configuration computing int8, int16 and fp16 (nv_full, ``int8_int16_fp16``) a program is
 int8 or int16 (drawn; fp16 convolution is not modelled yet): int16 layers have two-byte
 elements (16 per memory atom), kernel groups of half the atomic K, 128-byte CBUF entries (model
-``verif.model.conv.entry_bytes``), no input converter and no SDP operands from memory, and SDP
+``verif.model.conv.entry_bytes``), no input converter, SDP operands from memory in groups of 16
+channels, and SDP
 in INT16 with its converter aiming at the int16 range.
 
 The first layer of a program never sets a reuse flag. CDMA's S_CBUF_FLUSH_STATUS is polled
@@ -289,15 +290,16 @@ def _input_converter(rng: random.Random) -> dict:
 
 
 def _sdp_rdma_on_the_fly(mem: random.Random, cfg, alloc: Alloc, w: TraceWriter,
-                         cube: tuple[int, int, int], uses: dict) -> tuple[list, str]:
+                         cube: tuple[int, int, int], uses: dict, prec: int = 0) -> tuple[list, str]:
     """SDP_RDMA's registers for SDP on the fly with operands from memory (programming guide
     "SDP programming": FLYING_MODE on, BRDMA/NRDMA fetch exactly what BS/BN take, ``uses``:
     sub-unit -> DATA_USE; ERDMA disabled), the operand images loaded into ``w`` (per kernel or
     per element, 1 or 2 bytes, ``verif.gen.sdp.operand_image``); (writes, description).
-    The MRDMA source registers are unused on the fly: random values."""
+    The MRDMA source registers are unused on the fly: random values. ``prec`` 1: INT16
+    (operand groups of 16 channels, model ``Sdp._epa``)."""
     W, H, C = cube
     f = dict(WIDTH=W - 1, HEIGHT=H - 1, CHANNEL=C - 1, FLYING_MODE=1, WINOGRAD=0,
-             IN_PRECISION=0, PROC_PRECISION=0, OUT_PRECISION=0, BATCH_NUMBER=0,
+             IN_PRECISION=prec, PROC_PRECISION=prec, OUT_PRECISION=prec, BATCH_NUMBER=0,
              SRC_BASE_ADDR_LOW=mem.getrandbits(27), SRC_BASE_ADDR_HIGH=0,
              SRC_LINE_STRIDE=mem.getrandbits(27), SRC_SURFACE_STRIDE=mem.getrandbits(27),
              SRC_RAM_TYPE=1, ERDMA_DISABLE=1, ERDMA_DATA_USE=mem.randint(0, 2),
@@ -310,7 +312,7 @@ def _sdp_rdma_on_the_fly(mem: random.Random, cfg, alloc: Alloc, w: TraceWriter,
         f.update({f"{dma}_DISABLE": int(use is None), f"{dma}_DATA_USE": use or 0,
                   f"{dma}_DATA_SIZE": size, f"{dma}_DATA_MODE": mode, f"{dma}_RAM_TYPE": 1})
         ow, od = operand_image(mem, cfg, alloc, w, sub, cube, use or 0, size, mode,
-                               int(use is None))
+                               int(use is None), atom=cfg.memory_atomic // (2 if prec else 1))
         writes += ow
         desc += od
     return field_writes("SDP_RDMA", f) + writes, " ".join(desc)
@@ -521,7 +523,8 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
         writes += field_writes(unit, fields)
     units = UNITS
     if mem_ops:
-        rdma_w, rdma_desc = _sdp_rdma_on_the_fly(mem, cfg, alloc, w, (wo, ho, K), dict(mem_ops))
+        rdma_w, rdma_desc = _sdp_rdma_on_the_fly(mem, cfg, alloc, w, (wo, ho, K), dict(mem_ops),
+                                                 prec)
         writes += rdma_w
         sdp_desc += " " + rdma_desc
         units = ("SDP", "SDP_RDMA") + UNITS[1:]
@@ -565,8 +568,6 @@ def generate(seed: int, cfg, *, layers: int | None = None, max_ops: int | None =
     if mem.random() >= sdp_mem_rate:
         mem = None
     prec = draw_precision(rng, cfg, among=("int8", "int16"))
-    if prec:
-        mem = None          # SDP operands from memory in INT16: not drawn yet
     prog = Program("dc", seed, TraceWriter(f"dc_{seed}"))
     alloc = Alloc(rng)
     n = layers or rng.choice((1, 1, 2, 2, 3))
