@@ -141,35 +141,42 @@ def test_dc_programs_cover_the_pipeline(tmp_path):
     assert varied >= len(infos) // 2, f"only {varied} of {len(infos)} outputs have 8+ distinct bytes"
 
 
-def test_dc_programs_int16_on_nv_full(tmp_path):
-    """On nv_full computing int8, int16 and fp16 the DC generator draws int8 and int16
-    programs, every one legal on the model: int16 layers program INT16 in every unit, kernels
-    of two-byte weights (BYTE_PER_KERNEL = R*S*C*2), 128-byte CBUF entries (D_ENTRY_PER_SLICE
-    of 8+ pixels of 32 channels: 2 atoms per pixel, four atoms to an entry), more than 16
-    kernels (two weight groups), more than 64 channels (two weight cubes) and SDP operands from
-    memory in some, and outputs that vary (8+ distinct int16 values in most)."""
+def test_dc_programs_16_bit_on_nv_full(tmp_path):
+    """On nv_full computing int8, int16 and fp16 the DC generator draws all three precisions,
+    every program legal on the model: 16-bit layers program their precision in every unit,
+    kernels of two-byte weights (BYTE_PER_KERNEL = R*S*C*2), 128-byte CBUF entries
+    (D_ENTRY_PER_SLICE of 8+ pixels of 17..32 channels: 2 atoms per pixel, four atoms to an
+    entry); int16 layers have SDP in INT16, with more than 16 kernels (two weight groups), more
+    than 64 channels (two weight cubes) and SDP operands from memory in some, and outputs that
+    vary (8+ distinct int16 values in most); fp16 layers have SDP in FP16 writing FP16 or
+    INT16."""
     from hdl.config import get_config
     cfg = get_config("nv_full+feature_data_type=int8_int16_fp16")
-    precs, varied, infos = set(), 0, []
-    for seed in range(30):
+    precs, varied, infos, outs = set(), 0, [], set()
+    for seed in range(40):
         prog = dc_generate(seed, cfg)
         p = prepare(prog, tmp_path, cfg)
         assert p.prog.legal and len(p.model.checks) == len(prog.layers)
         for lay, c in zip(prog.layers, p.model.checks):
             i = lay.info
             precs.add(i["prec"])
-            if i["prec"] != 1:
+            if i["prec"] == 0:
                 continue
-            infos.append(i)
             regs = {(u, r): v for u, r, v in lay.writes}
             for u in ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC"):
-                assert regs[(u, "D_MISC_CFG")] >> 12 & 3 == 1        # PROC_PRECISION INT16
-            assert regs[("SDP", "D_DATA_FORMAT")] & 0xF == 0b0101      # INT16 in and out
+                assert regs[(u, "D_MISC_CFG")] >> 12 & 3 == i["prec"]       # PROC_PRECISION
             assert regs[("CDMA", "D_WEIGHT_SIZE_0")] + 1 == i["R"] * i["S"] * i["C"] * 2
             if 17 <= i["C"] <= 32 and i["W"] >= 8:
                 assert i["eps"] == -(-i["W"] // 2)
+            fmt = regs[("SDP", "D_DATA_FORMAT")]
+            if i["prec"] == 2:
+                assert fmt & 3 == 2 and fmt >> 2 & 3 in (1, 2)
+                outs.add(fmt >> 2 & 3)
+                continue
+            assert fmt & 0xF == 0b0101                                   # INT16 in and out
+            infos.append(i)
             varied += len(set(zip(c.data[::2], c.data[1::2]))) >= 8
-    assert precs == {0, 1}
+    assert precs == {0, 1, 2} and outs == {1, 2}
     assert any(i["K"] > 16 for i in infos) and any(i["C"] > 64 for i in infos)
     assert any(i["sdp_mem"] for i in infos)            # BS/BN operands from memory in INT16
     assert varied >= len(infos) // 2, f"only {varied} of {len(infos)} int16 outputs vary"

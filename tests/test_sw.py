@@ -81,7 +81,10 @@ def test_model_golden_large(name):
 #: nv_full loadables whose layers are int8 (or BDMA copies): golden md5 on the model of nv_full
 #: through the nv_full build of NVIDIA's firmware (its os_initial map is v1's, hdl/regmap/v1.py)
 FULL_INT8 = ("BDMA_L0_0", "PDP_L0_0")
-#: nv_full loadables with fp16 convolutions (issue 33): listed, not run
+#: nv_full loadables whose golden the model does not give yet (issue 33): NN_L0_0 (MNIST in
+#: fp16) runs its DLA task on the model, but the output image, which the runtime's emulator
+#: fills with its softmax of the DLA's output, comes back all zero (the emulator's softmax never
+#: computes: no expf call; not settled)
 FULL_WIDE = ("NN_L0_0",)
 #: nv_full computing int8, int16 and fp16 (issue 33: the model so far)
 NV_FULL_ALL = "nv_full+feature_data_type=int8_int16_fp16"
@@ -165,7 +168,7 @@ def test_rtl_golden_full(name, profile):
 # Listed, not run, until the model computes their precision (shown as xfailed with the reason)
 @pytest.mark.parametrize("config,name", [
     *[pytest.param("nv_full", n, marks=pytest.mark.xfail(
-        run=False, reason="fp16 convolutions: not modelled yet (issue 33)"))
+        run=False, reason="the runtime's emulator softmax of NN_L0_0 writes zeros (issue 33)"))
       for n in FULL_WIDE],
 ])
 def test_expected_to_fail(config, name):

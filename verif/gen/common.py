@@ -138,6 +138,34 @@ def fp16_values(rng: random.Random, n: int) -> list[int]:
     return out
 
 
+def fp16_conv_bytes(rng: random.Random, n: int, specials: float = 0.0) -> bytes:
+    """``n`` bytes (n even) of fp16 data for a convolution: values of one drawn magnitude
+    (about 2**-6 .. 2**4, both signs), some zeros and denormals, and with probability
+    ``specials`` per value an infinity or a NaN (each makes whole outputs NaN or extreme, so
+    programs keep it rare)."""
+    scale = rng.choice((-6, -3, -1, 0, 2, 4))
+    out = bytearray()
+    for _ in range(n // 2):
+        r = rng.random()
+        if r < specials:
+            v = rng.choice((0x7C00, 0xFC00, 0x7E00 | rng.getrandbits(9), 0xFE00 | rng.getrandbits(9)))
+        elif r < specials + 0.05:
+            v = rng.choice((0x0000, 0x8000))
+        elif r < specials + 0.08:
+            v = (rng.getrandbits(1) << 15) | rng.randint(1, 0x3FF)                 # denormal
+        else:
+            x = rng.uniform(0.5, 2.0) * 2.0 ** (scale + rng.randint(-3, 3))
+            v = _fp16_of(-x if rng.random() < 0.5 else x)
+        out += v.to_bytes(2, "little")
+    return bytes(out)
+
+
+def _fp16_of(x: float) -> int:
+    """The fp16 pattern of ``x`` (a normal or denormal value within fp16's range), to nearest."""
+    import struct
+    return struct.unpack("<H", struct.pack("<e", x))[0]
+
+
 def fp16_bytes(rng: random.Random, n: int) -> bytes:
     """``n`` bytes (n even) of little-endian :func:`fp16_values`."""
     return b"".join(v.to_bytes(2, "little") for v in fp16_values(rng, n // 2))

@@ -48,11 +48,12 @@ Drawn per layer, within nv_small's limits (``cfg``: atomic C/K, CBUF banks x dep
   ``ConvCore._fetch_feature``).
 
 On a configuration computing int8, int16 and fp16 (nv_full, ``int8_int16_fp16``) a program is
-int8 or int16 (drawn; fp16 convolution is not modelled yet): int16 layers have two-byte
-elements (16 per memory atom), kernel groups of half the atomic K, 128-byte CBUF entries (model
-``verif.model.conv.entry_bytes``), no input converter, SDP operands from memory in groups of 16
-channels, and SDP
-in INT16 with its converter aiming at the int16 range.
+int8, int16 or fp16 (drawn): 16-bit layers have two-byte elements (16 per memory atom), kernel
+groups of half the atomic K, 128-byte CBUF entries (model ``verif.model.conv.entry_bytes``), no
+input converter, SDP operands from memory in groups of 16 channels; int16 layers have SDP in
+INT16 with its converter aiming at the int16 range; fp16 layers have fp16 data and weights of
+one magnitude (zeros and denormals among them; an infinity or NaN in one program of ten), an
+fp16 pad value, and SDP in FP16 (fp16 register and memory operands) writing FP16 or INT16.
 
 The first layer of a program never sets a reuse flag. CDMA's S_CBUF_FLUSH_STATUS is polled
 first. A register group is programmed again only after every done interrupt of the layer that
@@ -71,8 +72,9 @@ import random
 from dataclasses import dataclass
 
 from verif.gen.common import (Alloc, Layer, Program, ceil_div, cube_extent, cube_strides,
-                              draw_precision, emit, field_writes, padded_past_entries, rand_bytes,
-                              signed, small_biased, weight_bytes_reg)
+                              draw_precision, emit, field_writes, fp16_conv_bytes, fp16_values,
+                              padded_past_entries, rand_bytes, signed, small_biased,
+                              weight_bytes_reg)
 from verif.gen.sdp import SUBS, USE_ALU, USE_BOTH, USE_MUL, operand_image
 from verif.gen.writer import TraceWriter
 
@@ -290,16 +292,19 @@ def _input_converter(rng: random.Random) -> dict:
 
 
 def _sdp_rdma_on_the_fly(mem: random.Random, cfg, alloc: Alloc, w: TraceWriter,
-                         cube: tuple[int, int, int], uses: dict, prec: int = 0) -> tuple[list, str]:
+                         cube: tuple[int, int, int], uses: dict, prec: int = 0,
+                         out_prec: int | None = None) -> tuple[list, str]:
     """SDP_RDMA's registers for SDP on the fly with operands from memory (programming guide
     "SDP programming": FLYING_MODE on, BRDMA/NRDMA fetch exactly what BS/BN take, ``uses``:
     sub-unit -> DATA_USE; ERDMA disabled), the operand images loaded into ``w`` (per kernel or
     per element, 1 or 2 bytes, ``verif.gen.sdp.operand_image``); (writes, description).
-    The MRDMA source registers are unused on the fly: random values. ``prec`` 1: INT16
-    (operand groups of 16 channels, model ``Sdp._epa``)."""
+    The MRDMA source registers are unused on the fly: random values. ``prec`` 1 INT16, 2 FP16
+    (operand groups of 16 channels, model ``Sdp._epa``; FP16 operands mostly two-byte fp16
+    values); ``out_prec`` SDP's OUT_PRECISION (default ``prec``)."""
     W, H, C = cube
+    out_prec = prec if out_prec is None else out_prec
     f = dict(WIDTH=W - 1, HEIGHT=H - 1, CHANNEL=C - 1, FLYING_MODE=1, WINOGRAD=0,
-             IN_PRECISION=prec, PROC_PRECISION=prec, OUT_PRECISION=prec, BATCH_NUMBER=0,
+             IN_PRECISION=prec, PROC_PRECISION=prec, OUT_PRECISION=out_prec, BATCH_NUMBER=0,
              SRC_BASE_ADDR_LOW=mem.getrandbits(27), SRC_BASE_ADDR_HIGH=0,
              SRC_LINE_STRIDE=mem.getrandbits(27), SRC_SURFACE_STRIDE=mem.getrandbits(27),
              SRC_RAM_TYPE=1, ERDMA_DISABLE=1, ERDMA_DATA_USE=mem.randint(0, 2),
@@ -309,10 +314,13 @@ def _sdp_rdma_on_the_fly(mem: random.Random, cfg, alloc: Alloc, w: TraceWriter,
     for sub, dma in SUBS:
         use = uses.get(sub)
         size, mode = mem.randint(0, 1), mem.randint(0, 1)
+        if prec == 2 and mem.random() < 0.8:
+            size = 1                 # fp16 operands (one-byte ones: sign-extended patterns)
         f.update({f"{dma}_DISABLE": int(use is None), f"{dma}_DATA_USE": use or 0,
                   f"{dma}_DATA_SIZE": size, f"{dma}_DATA_MODE": mode, f"{dma}_RAM_TYPE": 1})
         ow, od = operand_image(mem, cfg, alloc, w, sub, cube, use or 0, size, mode,
-                               int(use is None), atom=cfg.memory_atomic // (2 if prec else 1))
+                               int(use is None), atom=cfg.memory_atomic // (2 if prec else 1),
+                               fp16=prec == 2 and size == 1)
         writes += ow
         desc += od
     return field_writes("SDP_RDMA", f) + writes, " ".join(desc)
@@ -327,10 +335,10 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
     ``big_rate``: probability of a larger layer (up to BIG_OPS atomic operations, C up to 130,
     K up to 80); ``max_ops``: the cap on atomic operations instead. ``mem``: SDP takes operands
     from memory on the fly, drawn from this generator (SDP_RDMA joins the layer).
-    ``prec``: 0 INT8 or 1 INT16 (two-byte elements; module docstring).
+    ``prec``: 0 INT8, 1 INT16 or 2 FP16 (two-byte elements; module docstring).
     Returns the Layer (register writes of the six units, or seven with SDP_RDMA, output
     region) and what it leaves."""
-    eb = 2 if prec == 1 else 1                   # bytes per element
+    eb = 2 if prec else 1                        # bytes per element
     ac, ak = cfg.mac_atomic_c, cfg.mac_atomic_k // eb
     ab, atom = cfg.atom_bytes, cfg.memory_atomic // eb
     nbanks = cfg.cbuf_bank_number
@@ -449,9 +457,12 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
         line, surf = W * ab, W * ab * cdma_h     # Limitation / Data Format: 1x1xC is packed
     n = cube_extent(W, cdma_h, C, line, surf, atom, ab)
     src = alloc.take(n)
-    w.mem_load(src, rand_bytes(rng, n))         # other bytes when everything is reused
+    specials = 0.002 if prec == 2 and rng.random() < 0.1 else 0.0
+    data_bytes = (lambda k: fp16_conv_bytes(rng, k, specials)) if prec == 2 else \
+        (lambda k: rand_bytes(rng, k))
+    w.mem_load(src, data_bytes(n))              # other bytes when everything is reused
     wsrc = alloc.take(wreg, 128)
-    w.mem_load(wsrc, rand_bytes(rng, wreg))     # other bytes when the weights are reused
+    w.mem_load(wsrc, data_bytes(wreg))          # other bytes when the weights are reused
     dline, dsurf = cube_strides(rng, wo, ho, ab)
     if wo == 1 and ho == 1:
         dline, dsurf = ab, ab
@@ -466,6 +477,8 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
     clip = (rng.randint(0, 31) if rng.random() < (0.2 if wild else 0.0)
             else max(0, min(31, int(acc_bits) - rng.randint(0, 9))))
     pad_value = signed(rng, 16)
+    if prec == 2:           # an fp16 pattern (CSC's pad value enters CMAC as data)
+        pad_value = 0 if rng.random() < 0.5 else fp16_values(rng, 1)[0]
     misc = dict(CONV_MODE=0, IN_PRECISION=prec, PROC_PRECISION=prec,
                 DATA_REUSE=int(data_mode != "fetch"), WEIGHT_REUSE=int(wt_reuse),
                 SKIP_DATA_RLS=int(skip_data), SKIP_WEIGHT_RLS=int(skip_wt))
@@ -508,9 +521,17 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
                 LINE_PACKED=one, SURF_PACKED=one, CLIP_TRUNCATE=clip, CYA=rng.getrandbits(32))
     sdp_f, sdp_desc, mem_ops = _sdp_fields(rng, max(0.0, acc_bits - clip), mem, wild,
                                            5 if eb == 1 else 13)
+    out_prec = prec
+    if prec == 2:
+        # FP16: register operands are fp16 patterns; FP16 or INT16 output (verif/model/sdp.py)
+        for sub in ("BS", "BN"):
+            a16, m16 = fp16_values(rng, 2)
+            sdp_f[f"{sub}_ALU_OPERAND"] = a16 - (a16 >> 15 << 16)
+            sdp_f[f"{sub}_MUL_OPERAND"] = m16 - (m16 >> 15 << 16)
+        out_prec = 2 if rng.random() < 0.7 else 1
     sdp = dict(sdp_f, WIDTH=wo - 1, HEIGHT=ho - 1, CHANNEL=K - 1, DST_BASE_ADDR_HIGH=0,
                DST_BASE_ADDR_LOW=dst, DST_LINE_STRIDE=dline, DST_SURFACE_STRIDE=dsurf,
-               PROC_PRECISION=prec, OUT_PRECISION=prec, FLYING_MODE=1, OUTPUT_DST=0, WINOGRAD=0,
+               PROC_PRECISION=prec, OUT_PRECISION=out_prec, FLYING_MODE=1, OUTPUT_DST=0, WINOGRAD=0,
                NAN_TO_ZERO=rng.randint(0, 1), BATCH_NUMBER=0, DST_RAM_TYPE=1,
                DST_BATCH_STRIDE=rng.getrandbits(32) & ~31,
                EW_BYPASS=1, EW_ALU_BYPASS=rng.randint(0, 1), EW_ALU_ALGO=rng.randint(0, 3),
@@ -524,7 +545,7 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
     units = UNITS
     if mem_ops:
         rdma_w, rdma_desc = _sdp_rdma_on_the_fly(mem, cfg, alloc, w, (wo, ho, K), dict(mem_ops),
-                                                 prec)
+                                                 prec, out_prec)
         writes += rdma_w
         sdp_desc += " " + rdma_desc
         units = ("SDP", "SDP_RDMA") + UNITS[1:]
@@ -532,7 +553,7 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
 
     reuse = {"fetch": "", "full": " DATA_REUSE(all)",
              "partial": f" DATA_REUSE({kept} kept+{cdma_h} new)"}[data_mode]
-    desc = (f"{'int16 ' if eb == 2 else ''}{W}x{H}x{C} k{R}x{S}x{K} s{sx},{sy} d{dx},{dy} pad(l{pl},r{pr},t{pt},b{pb})"
+    desc = (f"{('', 'int16 ', 'fp16 ')[prec]}{W}x{H}x{C} k{R}x{S}x{K} s{sx},{sy} d{dx},{dy} pad(l{pl},r{pr},t{pt},b{pb})"
             f"={pad_value & (0xFF if eb == 1 else 0xFFFF):#x} out {wo}x{ho} banks {db}+{wb} eps {eps} wbytes {wreg}"
             f" clip {clip}{reuse}{' WEIGHT_REUSE' if wt_reuse else ''}"
             f"{' SKIP_DATA_RLS' if skip_data else f' rls {rls + 1}'}"
@@ -567,7 +588,7 @@ def generate(seed: int, cfg, *, layers: int | None = None, max_ops: int | None =
     mem = random.Random(f"dc-sdp-mem-{seed}")
     if mem.random() >= sdp_mem_rate:
         mem = None
-    prec = draw_precision(rng, cfg, among=("int8", "int16"))
+    prec = draw_precision(rng, cfg)
     prog = Program("dc", seed, TraceWriter(f"dc_{seed}"))
     alloc = Alloc(rng)
     n = layers or rng.choice((1, 1, 2, 2, 3))

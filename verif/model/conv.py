@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from verif.model.conv_fp16 import conv_dc_fp16
 from verif.model.memory import ram
 from verif.model.formats import ModelConfigError, read_cube
 
@@ -216,7 +217,8 @@ class ConvCore:
     """Direct/image convolution of one hardware layer; keeps CBUF contents across layers.
 
     ``run(cdma, csc, cmac_a, cacc)`` takes the GroupViews of the layer (verif/model/regs.py) and
-    returns the cube CACC delivers to SDP: shape (K, H_out, W_out) int64, int32-ranged, with
+    returns the cube CACC delivers to SDP: shape (K, H_out, W_out) int64, int32-ranged (an
+    FP16 layer on nv_full: fp32 bit patterns, verif/model/conv_fp16.py), with
     K = CSC DATAOUT_CHANNEL+1, H_out/W_out = CSC DATAOUT_HEIGHT/WIDTH+1.
 
     CBUF state kept between layers: ``self.data`` (slices left in CBUF, see :meth:`_data`) and
@@ -235,11 +237,14 @@ class ConvCore:
 
     # ---------------------------------------------------------------- checks
     def _elem_bytes(self, cdma) -> int:
-        """Bytes per element of the layer: 2 for INT16 on nv_full (int8_int16_fp16), else 1
-        (every other configuration counts its sizes in its own elements)."""
-        if self.cfg.feature_data_type == "int8_int16_fp16" and cdma.f("PROC_PRECISION") == 1:
+        """Bytes per element of the layer: 2 for INT16 and FP16 on nv_full (int8_int16_fp16),
+        else 1 (every other configuration counts its sizes in its own elements)."""
+        if self.cfg.feature_data_type == "int8_int16_fp16" and cdma.f("PROC_PRECISION") in (1, 2):
             return 2
         return 1
+
+    def _fp16(self, cdma) -> bool:
+        return self.cfg.feature_data_type == "int8_int16_fp16" and cdma.f("PROC_PRECISION") == 2
 
     def _check_common(self, cdma, csc, cmac, cacc):
         cfg = self.cfg
@@ -271,9 +276,8 @@ class ConvCore:
                                            f"differs from CDMA's {names[proc]}")
             if proc == 3:
                 raise ModelConfigError("CDMA.D_MISC_CFG.PROC_PRECISION=3 is reserved")
-            if proc == 2:
-                raise ModelConfigError("CDMA.D_MISC_CFG.PROC_PRECISION=FP16: the convolution pipeline "
-                                       "in fp16 (CMAC's fp16 products, CACC's fp32 sums) is not modelled")
+            if proc == 2 and cdma.f("DATAIN_FORMAT") == 1:
+                raise ModelConfigError("image input converted to FP16 is not modelled")
             if cdma.f("DATAIN_FORMAT") == 0 and cdma.f("IN_PRECISION") != proc:
                 # format.rst tab_precision_conversion_conv: feature data is never converted
                 raise ModelConfigError(f"CDMA.D_MISC_CFG IN_PRECISION={names[cdma.f('IN_PRECISION')]} "
@@ -281,8 +285,9 @@ class ConvCore:
                                        "precision (format.rst, Precision conversion for convolutional layer)")
             if proc == 1 and cdma.f("DATAIN_FORMAT") == 1:
                 raise ModelConfigError("image input converted to INT16 is not modelled")
-            if proc == 1 and cdma.f("CVT_EN"):
-                raise ModelConfigError("CDMA.D_CVT_CFG.CVT_EN on INT16 feature data is not modelled")
+            if proc and cdma.f("CVT_EN"):
+                raise ModelConfigError(f"CDMA.D_CVT_CFG.CVT_EN on {names[proc]} feature data is not "
+                                       "modelled")
         # "For any register, if it has the same name across pipeline stage, it means they have
         # the same value" (programming guide, Register definition)
         # (CDMA/CSC D_DATAIN_SIZE_EXT_0 legally differ with partial data reuse: not compared)
@@ -327,6 +332,8 @@ class ConvCore:
         raw = read_cube(ram(self.mem, self.cv_mem, cdma.f("DATAIN_RAM_TYPE")), base, w, h, c,
                         cdma.bytes("LINE_STRIDE"), cdma.bytes("SURF_STRIDE"),
                         self.cfg.atom_bytes, eb)
+        if self._fp16(cdma):
+            return raw.astype(np.int64)                     # fp16 bit patterns
         if eb == 2:
             return raw.view(np.int16).astype(np.int64)
         if cdma.f("CVT_EN"):
@@ -509,7 +516,8 @@ class ConvCore:
         if ext > 1:
             return read_weights_post_ext(mem, base, k, r, c, ext, self.cfg.mac_atomic_k)
         eb = self._elem_bytes(cdma)
-        return read_weights(mem, base, k, r, s, c, self.cfg.mac_atomic_c, self.cfg.mac_atomic_k // eb, eb)
+        wts = read_weights(mem, base, k, r, s, c, self.cfg.mac_atomic_c, self.cfg.mac_atomic_k // eb, eb)
+        return wts & 0xFFFF if self._fp16(cdma) else wts          # fp16: bit patterns
 
     # ---------------------------------------------------------------- run
     def run(self, cdma, csc, cmac, cacc) -> np.ndarray:
@@ -631,11 +639,16 @@ class ConvCore:
         # observed in NVIDIA RTL (CSC_dl): pad_value[7:0] for int8, all 16 bits for int16
         pad_csc = _s(csc.f("PAD_VALUE"), 8 * eb)
 
-        if not img:
-            acc = self._conv_dc(cube, wts, ho, wo, sx, sy, dx, dy, pl, pt, pad_csc)
+        if self._fp16(cdma):
+            # fp32 patterns; CLIP_TRUNCATE does not apply (verif/model/conv_fp16.py)
+            out = conv_dc_fp16(cube, wts, ho, wo, sx, sy, dx, dy, pl, pt, csc.f("PAD_VALUE") & 0xFFFF,
+                               cfg.mac_atomic_c)
         else:
-            acc = self._conv_img(cube, wts, ho, wo, sx, sy, pt, pad_csc)
-        out = cacc_truncate(acc, cacc.f("CLIP_TRUNCATE"), 48 if eb == 2 else 34)
+            if not img:
+                acc = self._conv_dc(cube, wts, ho, wo, sx, sy, dx, dy, pl, pt, pad_csc)
+            else:
+                acc = self._conv_img(cube, wts, ho, wo, sx, sy, pt, pad_csc)
+            out = cacc_truncate(acc, cacc.f("CLIP_TRUNCATE"), 48 if eb == 2 else 34)
 
         self._release_data(csc, cube, mode)
         key = (mode, csc.f("DATA_BANK"), csc.f("WEIGHT_BANK"))
