@@ -256,6 +256,40 @@ def test_int16_direct_conv_nv_full(case):
     assert out.tolist() == [[[rtl_cacc16(v, case["trunc"]) for v in row] for row in ch] for ch in acc]
 
 
+def test_int16_and_fp16_input_converter():
+    """CDMA's converter on nv_full's 16-bit feature data (nvdlav1 RTL, NV_NVDLA_CDMA_CVT_cell):
+    int16 elements, signed, minus CVT_OFFSET, times CVT_SCALE, shifted by CVT_TRUNCATE with
+    rounding half away from zero, saturated to int16; fp16 bits pass unchanged (NaNs become +0
+    with NAN_TO_ZERO). A 1x1 kernel of weight 1 shows the converted data."""
+    from hdl.regmap import REGMAP_V1
+    rng = random.Random(7)
+    vals = [rng.randint(-32768, 32767) for _ in range(40)] + [32767, -32768, 0, 1, -1]
+    for off, scale, trunc in ((-1234, 3, 1), (5, -20000, 2), (0, 1, 0), (100, 7, 40)):
+        mem, L = Memory(), Layer(REGMAP_V1)
+        write_cube(mem, np.array([[vals]], np.int64), 0x8000_0000, len(vals) * 32, len(vals) * 32, 32, 2)
+        mem.write(0x9000_0000, naive_weights16([[[[1]]]]))
+        program_dc(L, w=len(vals), h=1, c=1, k=1, r=1, s=1, misc=dict(IN_PRECISION=1, PROC_PRECISION=1))
+        L.both(ENTRIES=len(vals) - 1, WEIGHT_BYTES=128)
+        L.set("CDMA", LINE_STRIDE=len(vals) * 32, SURF_STRIDE=len(vals) * 32, BYTE_PER_KERNEL=1,
+              CVT_EN=1, CVT_OFFSET=off & 0xFFFF, CVT_SCALE=scale & 0xFFFF, CVT_TRUNCATE=trunc)
+        out = ConvCore(NV_FULL_ALL, mem).run(*L.views(precision=1))
+        want = [max(-32768, min(32767, round_away((v - off) * scale, trunc))) for v in vals]
+        assert out[0, 0].tolist() == want, (off, scale, trunc)
+    # fp16: CVT_EN has no effect; NAN_TO_ZERO flushes NaN data to +0 (the NaN word would win)
+    f16 = [0x3C00, 0x7E01, 0xC000]
+    for flush in (0, 1):
+        mem, L = Memory(), Layer(REGMAP_V1)
+        write_cube(mem, np.array([[f16]], np.int64), 0x8000_0000, 3 * 32, 3 * 32, 32, 2)
+        mem.write(0x9000_0000, naive_weights16([[[[0x3C00]]]]))
+        program_dc(L, w=3, h=1, c=1, k=1, r=1, s=1, misc=dict(IN_PRECISION=2, PROC_PRECISION=2))
+        L.both(ENTRIES=2, WEIGHT_BYTES=128)
+        L.set("CDMA", LINE_STRIDE=96, SURF_STRIDE=96, BYTE_PER_KERNEL=1, CVT_EN=1,
+              CVT_OFFSET=77, CVT_SCALE=3, CVT_TRUNCATE=1, NAN_TO_ZERO=flush)
+        out = ConvCore(NV_FULL_ALL, mem).run(*L.views(precision=2))[0, 0].tolist()
+        assert out[0] == 0x3F800000 and out[2] == 0xC0000000           # 1.0 and -2.0, unconverted
+        assert out[1] == (0 if flush else 0x7F800201)                   # +0, or the NaN's payload
+
+
 def test_int16_entries_count_128_byte_entries():
     """NVIDIA's conv_8x8_fc_int16 programs D_ENTRY_PER_SLICE 3 for 8 pixels of 32 int16
     channels (512 bytes: four 128-byte entries): accepted; 2 (three entries) refused."""

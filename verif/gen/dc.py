@@ -49,8 +49,9 @@ Drawn per layer, within nv_small's limits (``cfg``: atomic C/K, CBUF banks x dep
 
 On a configuration computing int8, int16 and fp16 (nv_full, ``int8_int16_fp16``) a program is
 int8, int16 or fp16 (drawn): 16-bit layers have two-byte elements (16 per memory atom), kernel
-groups of half the atomic K, 128-byte CBUF entries (model ``verif.model.conv.entry_bytes``), no
-input converter, SDP operands from memory in groups of 16 channels; int16 layers have SDP in
+groups of half the atomic K, 128-byte CBUF entries (model ``verif.model.conv.entry_bytes``), the
+input converter on int16 data (saturating to int16) and on fp16 data (which it passes unchanged),
+SDP operands from memory in groups of 16 channels; int16 layers have SDP in
 INT16 with its converter aiming at the int16 range; fp16 layers have fp16 data and weights of
 one magnitude (zeros and denormals among them; an infinity or NaN in one program of ten), an
 fp16 pad value, and SDP in FP16 (fp16 register and memory operands) writing FP16 or INT16.
@@ -501,7 +502,7 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
                 WMB_ADDR_LOW=rng.getrandbits(32) & ~31, BATCH_STRIDE=rng.getrandbits(32) & ~31,
                 MEAN_FORMAT=rng.randint(0, 1), MEAN_RY=signed(rng, 16), MEAN_GU=signed(rng, 16),
                 MEAN_BV=signed(rng, 16), MEAN_AX=signed(rng, 16),
-                **dict(_input_converter(rng), **({"CVT_EN": 0} if eb == 2 else {})),
+                **_input_converter(rng),
                 CONV_X_STRIDE=sx - 1, CONV_Y_STRIDE=sy - 1,
                 PAD_LEFT=pl, PAD_RIGHT=pr, PAD_TOP=pt, PAD_BOTTOM=pb, PAD_VALUE=pad_value,
                 NAN_TO_ZERO=rng.randint(0, 1), DMA_EN=rng.randint(0, 1),

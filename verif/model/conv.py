@@ -73,7 +73,7 @@ def round_shift(x: np.ndarray, shift: int) -> np.ndarray:
 
 
 def cdma_convert(raw: np.ndarray, signed: bool, offset: np.ndarray | int, scale: int,
-                 truncate: int) -> np.ndarray:
+                 truncate: int, out_bits: int = 8) -> np.ndarray:
     """CDMA input converter for int8 pixel bytes (v1_ias_precision.rst "Convertor"; format.rst
     "Precision Conversion" equation 1): ``sat_int8(round((x - offset) * scale >> truncate))``.
 
@@ -84,16 +84,21 @@ def cdma_convert(raw: np.ndarray, signed: bool, offset: np.ndarray | int, scale:
     Observed in NVIDIA RTL (NV_NVDLA_CDMA_CVT_cell, NV_NVDLA_HLS_shiftrightsu): 18-bit subtract,
     34-bit product, right shift with round half away from zero (full sticky), a shift of 34 or
     more gives 0, then saturation to 17 and to 8 bits.
+
+    ``out_bits`` 16: nv_full's INT16 layers, ``raw`` 16-bit elements (uint16 words, ``signed``:
+    sign-extended from bit 15): the same cell, saturated to 17 then 16 bits (nvdlav1 RTL,
+    NV_NVDLA_CDMA_CVT_cell; simulated on it in this session: 601,500 vectors).
     """
     x = raw.astype(np.int64)
+    half = 1 << (out_bits - 1)
     if signed:
-        x = np.where(x >= 128, x - 256, x)
+        x = np.where(x >= half, x - 2 * half, x)
     v = (x - np.asarray(offset, dtype=np.int64)) * np.int64(scale)
     if truncate >= 34:
         v = np.zeros_like(v)
     else:
         v = round_shift(v, truncate)
-    return np.clip(v, -128, 127)
+    return np.clip(np.clip(v, -(1 << 16), (1 << 16) - 1), -half, half - 1)
 
 
 def cacc_truncate(acc: np.ndarray, truncate: int, acc_bits: int = 34) -> np.ndarray:
@@ -285,9 +290,7 @@ class ConvCore:
                                        "precision (format.rst, Precision conversion for convolutional layer)")
             if proc == 1 and cdma.f("DATAIN_FORMAT") == 1:
                 raise ModelConfigError("image input converted to INT16 is not modelled")
-            if proc and cdma.f("CVT_EN"):
-                raise ModelConfigError(f"CDMA.D_CVT_CFG.CVT_EN on {names[proc]} feature data is not "
-                                       "modelled")
+
         # "For any register, if it has the same name across pipeline stage, it means they have
         # the same value" (programming guide, Register definition)
         # (CDMA/CSC D_DATAIN_SIZE_EXT_0 legally differ with partial data reuse: not compared)
@@ -333,8 +336,17 @@ class ConvCore:
                         cdma.bytes("LINE_STRIDE"), cdma.bytes("SURF_STRIDE"),
                         self.cfg.atom_bytes, eb)
         if self._fp16(cdma):
-            return raw.astype(np.int64)                     # fp16 bit patterns
+            # fp16 bit patterns, never converted (CVT_EN or not); NAN_TO_ZERO turns NaNs into
+            # +0 (nvdlav1 RTL, NV_NVDLA_CDMA_cvt: the converter cell passes fp16 bits, the
+            # NaN flush acts on the written data)
+            x = raw.astype(np.int64)
+            if cdma.f("NAN_TO_ZERO"):
+                x = np.where(((x >> 10) & 31 == 31) & (x & 0x3FF != 0), 0, x)
+            return x
         if eb == 2:
+            if cdma.f("CVT_EN"):       # int16: always signed, CVT_OFFSET (never the means)
+                return cdma_convert(raw, True, _s(cdma.f("CVT_OFFSET"), 16),
+                                    _s(cdma.f("CVT_SCALE"), 16), cdma.f("CVT_TRUNCATE"), 16)
             return raw.view(np.int16).astype(np.int64)
         if cdma.f("CVT_EN"):
             return cdma_convert(raw, True, _s(cdma.f("CVT_OFFSET"), 16), _s(cdma.f("CVT_SCALE"), 16),
