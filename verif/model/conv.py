@@ -529,7 +529,15 @@ class ConvCore:
             return read_weights_post_ext(mem, base, k, r, c, ext, self.cfg.mac_atomic_k)
         eb = self._elem_bytes(cdma)
         wts = read_weights(mem, base, k, r, s, c, self.cfg.mac_atomic_c, self.cfg.mac_atomic_k // eb, eb)
-        return wts & 0xFFFF if self._fp16(cdma) else wts          # fp16: bit patterns
+        if not self._fp16(cdma):
+            return wts
+        wts = wts & 0xFFFF                                         # fp16 bit patterns
+        if cdma.f("NAN_TO_ZERO"):
+            # NaN weights are written to CBUF as +0 (nvdlav1 RTL, NV_NVDLA_CDMA_wt.v: nan_pass =
+            # ~NAN_TO_ZERO | ~fp16 selects the weight bytes masked by their NaN flags; seen on
+            # NVIDIA's RTL: a random fp16 program's NaN weights did not make NaN outputs)
+            wts = np.where(((wts >> 10) & 31 == 31) & (wts & 0x3FF != 0), 0, wts)
+        return wts
 
     # ---------------------------------------------------------------- run
     def run(self, cdma, csc, cmac, cacc) -> np.ndarray:
