@@ -260,7 +260,8 @@ def test_int16_and_fp16_input_converter():
     """CDMA's converter on nv_full's 16-bit feature data (nvdlav1 RTL, NV_NVDLA_CDMA_CVT_cell):
     int16 elements, signed, minus CVT_OFFSET, times CVT_SCALE, shifted by CVT_TRUNCATE with
     rounding half away from zero, saturated to int16; fp16 bits pass unchanged (NaNs become +0
-    with NAN_TO_ZERO). A 1x1 kernel of weight 1 shows the converted data."""
+    with NAN_TO_ZERO, in the data and in the weights). A 1x1 kernel of weight 1 shows the
+    converted data."""
     from hdl.regmap import REGMAP_V1
     rng = random.Random(7)
     vals = [rng.randint(-32768, 32767) for _ in range(40)] + [32767, -32768, 0, 1, -1]
@@ -288,6 +289,17 @@ def test_int16_and_fp16_input_converter():
         out = ConvCore(NV_FULL_ALL, mem).run(*L.views(precision=2))[0, 0].tolist()
         assert out[0] == 0x3F800000 and out[2] == 0xC0000000           # 1.0 and -2.0, unconverted
         assert out[1] == (0 if flush else 0x7F800201)                   # +0, or the NaN's payload
+    # fp16 NaN weights: written to CBUF as +0 with NAN_TO_ZERO (NV_NVDLA_CDMA_wt.v), else the
+    # cell's word is that NaN
+    for flush in (0, 1):
+        mem, L = Memory(), Layer(REGMAP_V1)
+        write_cube(mem, np.array([[[0x3C00]], [[0x4000]]], np.int64), 0x8000_0000, 32, 32, 32, 2)
+        mem.write(0x9000_0000, naive_weights16([[[[0xFD23, 0x3C00]]]]))
+        program_dc(L, w=1, h=1, c=2, k=1, r=1, s=1, misc=dict(IN_PRECISION=2, PROC_PRECISION=2))
+        L.both(ENTRIES=0, WEIGHT_BYTES=128)
+        L.set("CDMA", LINE_STRIDE=32, SURF_STRIDE=32, BYTE_PER_KERNEL=3, NAN_TO_ZERO=flush)
+        out = int(ConvCore(NV_FULL_ALL, mem).run(*L.views(precision=2))[0, 0, 0])
+        assert out == (0x40000000 if flush else 0xFF800123)             # 2.0, or the NaN
 
 
 def test_int16_entries_count_128_byte_entries():
