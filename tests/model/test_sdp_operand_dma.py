@@ -185,3 +185,20 @@ def test_taking_an_operand_left_in_the_packer_hangs():
     setf(sdp, "D_DP_BS_ALU_CFG", BS_ALU_SRC=1)
     with pytest.raises(ModelConfigError, match="BS ALU operand packer still holds"):
         core.run(rdma.view(), sdp.view(), None)
+
+
+def test_one_byte_operands_refused_in_int16(tmp_path):
+    """nv_full's SDP_RDMA in INT16 with an enabled operand DMA reading one-byte components:
+    NVIDIA's RTL asserts it never happens (NV_NVDLA_SDP_BRDMA_ig.v: "NO SIZE of 1Byte supported
+    if proc precision is INT16") and, run anyway, feeds later layers the surplus it fetched;
+    the model refuses the layer. Two-byte operands and INT8's one-byte ones run."""
+    from hdl.config import get_config
+    from verif.gen.run import GenError
+    cfg = get_config("nv_full+feature_data_type=int8_int16_fp16")
+    take = {"take": (True, False), "disable": 0, "use": 1, "mode": 0}
+    with pytest.raises(GenError, match="ONE_BYTE with PROC_PRECISION=INT16"):
+        prepare(generate(1, cfg, layers=1, force={"prec": 1, "BS": dict(take, size=0)}), tmp_path, cfg)
+    for prec, size in ((1, 1), (0, 0)):
+        p = prepare(generate(1, cfg, layers=1, force={"prec": prec, "BS": dict(take, size=size)}),
+                    tmp_path, cfg)
+        assert p.prog.legal and len(p.model.checks) == 1

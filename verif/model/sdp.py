@@ -674,6 +674,19 @@ class SdpCore:
                 # from MRDMA when SDP's FLYING_MODE is OFF: the core waits for data forever
                 raise ModelConfigError("SDP_RDMA.D_FEATURE_MODE_CFG.FLYING_MODE=ON while SDP's is OFF "
                                        "(MRDMA disabled, SDP waits for its input: the layer hangs)")
+        if rdma is not None and rdma.field("D_FEATURE_MODE_CFG", "PROC_PRECISION") == 1 \
+                and len(cfg.precisions) > 1:
+            for dma in ("BRDMA", "NRDMA", "ERDMA"):
+                if not rdma.f(f"{dma}_DISABLE") and rdma.f(f"{dma}_DATA_SIZE") == 0:
+                    # NVIDIA's nvdlav1 RTL: NV_NVDLA_SDP_{B,N,E}RDMA_ig.v assert never "NO SIZE of
+                    # 1Byte supported if proc precision is INT16" (op_en & proc_int16 &
+                    # size_1byte); run anyway, its one-byte reads fetch twice what the core
+                    # takes, the surplus reaches the next layers' operands (or hangs them):
+                    # seen on random programs, settled by simulating NVIDIA's BRDMA
+                    raise ModelConfigError(
+                        f"SDP_RDMA.D_{dma}_CFG.{dma}_DATA_SIZE=ONE_BYTE with PROC_PRECISION=INT16: "
+                        "NVIDIA's RTL does not support it (its assertion 'NO SIZE of 1Byte supported "
+                        "if proc precision is INT16'; format.rst: two bytes per element with INT16)")
         for sub, _ in self._subunits():
             if sdp.f(f"{sub}_BYPASS"):
                 continue
