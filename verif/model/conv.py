@@ -87,7 +87,7 @@ def cdma_convert(raw: np.ndarray, signed: bool, offset: np.ndarray | int, scale:
 
     ``out_bits`` 16: nv_full's INT16 layers, ``raw`` 16-bit elements (uint16 words, ``signed``:
     sign-extended from bit 15): the same cell, saturated to 17 then 16 bits (nvdlav1 RTL,
-    NV_NVDLA_CDMA_CVT_cell; simulated on it in this session: 601,500 vectors).
+    NV_NVDLA_CDMA_CVT_cell, checked by simulating that cell on 601,500 vectors).
     """
     x = raw.astype(np.int64)
     half = 1 << (out_bits - 1)
@@ -204,6 +204,7 @@ def feature_entries_per_slice(cfg, width: int, channels: int, elem_bytes: int = 
     last = atoms % r
     frac = width if last == 3 else -(-last * width // r)
     return atoms // r * width + frac
+
 
 def entry_bytes(cfg, elem_bytes: int = 1) -> int:
     """Bytes of one CBUF entry as D_ENTRY_PER_SLICE, D_BANK and the weight ring count them.
