@@ -233,8 +233,8 @@ class V1Player:
         return self.engine.cycle is None and name.endswith("GLB.S_INTR_STATUS_0")
 
     def _reveal(self) -> None:
-        nxt = next(b for b in _STAGE_ORDER if self.later >> b & 1)
-        self.later &= ~(1 << nxt)
+        nxt = next((b for b in _STAGE_ORDER if self.later >> b & 1), None)
+        self.later = 0 if nxt is None else self.later & ~(1 << nxt)
 
     async def _write(self, ref, value: int) -> None:
         eng = self.engine
@@ -253,7 +253,9 @@ class V1Player:
             return await eng.wait_intr(self.intr_budget)
         status = await eng.reg_read(_INTR_STATUS.addr)
         mask = await eng.reg_read(_INTR_MASK.addr)
-        if not status & ~self.later & ~mask:
+        while not status & ~self.later & ~mask:       # masked bits raise no interrupt
+            if not self.later:
+                return False
             self._reveal()
         return True
 
