@@ -101,8 +101,7 @@ def cdp_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prec: int =
           ("CDP", "D_DATIN_SHIFTER", din[2]),
           ("CDP", "D_DATOUT_OFFSET", dout[0]), ("CDP", "D_DATOUT_SCALE", dout[1]),
           ("CDP", "D_DATOUT_SHIFTER", dout[2]),
-          # INT16 with the flush never finishes on NVIDIA's nv_full RTL (verif/model/cdp.py)
-          ("CDP", "D_NAN_FLUSH_TO_ZERO", rng.randint(0, 1) if prec == 0 else 0),
+          ("CDP", "D_NAN_FLUSH_TO_ZERO", rng.randint(0, 1)),
           ("CDP", "D_PERF_ENABLE", rng.randint(0, 3)), ("CDP", "D_CYA", rng.getrandbits(32))]
     rng.shuffle(wr)
     desc = (("int16 " if prec else "") + f"{W}x{H}x{C} lrn{3 + 2 * lrn} sqsum_bypass={sq_bypass} mul_bypass={mul_bypass} "
