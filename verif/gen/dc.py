@@ -531,6 +531,7 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
             a16, m16 = fp16_values(rng, 2)
             sdp_f[f"{sub}_ALU_OPERAND"] = a16 - (a16 >> 15 << 16)
             sdp_f[f"{sub}_MUL_OPERAND"] = m16 - (m16 >> 15 << 16)
+            sdp_desc = sdp_desc.replace(f"{sub}:", f"{sub}(fp16 operands {a16:#06x},{m16:#06x}):", 1)
         out_prec = 2 if rng.random() < 0.7 else 1
     sdp = dict(sdp_f, WIDTH=wo - 1, HEIGHT=ho - 1, CHANNEL=K - 1, DST_BASE_ADDR_HIGH=0,
                DST_BASE_ADDR_LOW=dst, DST_LINE_STRIDE=dline, DST_SURFACE_STRIDE=dsurf,
