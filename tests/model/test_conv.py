@@ -59,10 +59,11 @@ class Layer:
         return tuple(GroupView(self.u[n], 0) for n in ("CDMA", "CSC", "CMAC_A", "CACC"))
 
 
-def rtl_cacc(a: int, t: int) -> int:
-    """Bit-level CACC output rounding (NV_NVDLA_CACC_CALC_int8): {pd, 16'b0} >>> t, guide bit,
-    15 sticky bits, round, saturate to int32."""
-    a = max(-(1 << 33), min((1 << 33) - 1, a))
+def rtl_cacc(a: int, t: int, acc_bits: int = 34) -> int:
+    """Bit-level CACC output rounding (NV_NVDLA_CACC_CALC_int8; _int16 with ``acc_bits`` 48 in
+    nvdlav1): the sum saturated to ``acc_bits``, then {pd, 16'b0} >>> t, guide bit, 15 sticky
+    bits, round, saturate to int32."""
+    a = max(-(1 << (acc_bits - 1)), min((1 << (acc_bits - 1)) - 1, a))
     y = (a << 16) >> t
     sticky = y & 0x7FFF
     guide = (y >> 15) & 1
@@ -81,9 +82,10 @@ def round_away(num: int, t: int) -> int:
     return q if num >= 0 else -q
 
 
-def naive_weights_to_memory(w, atom_c=ATOM_C, atom_k=ATOM_K) -> bytes:
+def naive_weights_to_memory(w, atom_c=ATOM_C, atom_k=ATOM_K, elem_bytes=1) -> bytes:
     """format.rst DC weight mapping by explicit scan: groups of atom_k kernels; in a group scan
-    C-blocks (slowest), then H, then W, then K, then C within the block (fastest)."""
+    C-blocks (slowest), then H, then W, then K, then C within the block (fastest); elements of
+    ``elem_bytes`` bytes, little-endian."""
     k, r, s, c = len(w), len(w[0]), len(w[0][0]), len(w[0][0][0])
     out = bytearray()
     for g0 in range(0, k, atom_k):
@@ -93,7 +95,7 @@ def naive_weights_to_memory(w, atom_c=ATOM_C, atom_k=ATOM_K) -> bytes:
                 for si in range(s):
                     for ki in ks:
                         for ci in range(c0, min(c, c0 + atom_c)):
-                            out.append(w[ki][ri][si][ci] & 0xFF)
+                            out += (w[ki][ri][si][ci] & ((1 << 8 * elem_bytes) - 1)).to_bytes(elem_bytes, "little")
     return bytes(out)
 
 
@@ -201,30 +203,6 @@ def test_direct_conv_dilation_padding_stride(case):
 NV_FULL_ALL = get_config("nv_full+feature_data_type=int8_int16_fp16")
 
 
-def naive_weights16(w, atom_c=64, atom_k=16) -> bytes:
-    """format.rst "Basic Weight for Direct Convolution" for int16: groups of 16 kernels,
-    1x1x64-element (128-byte) small cubes, the same scan as int8; two bytes little-endian."""
-    k, r, s, c = len(w), len(w[0]), len(w[0][0]), len(w[0][0][0])
-    out = bytearray()
-    for g0 in range(0, k, atom_k):
-        for c0 in range(0, c, atom_c):
-            for ri in range(r):
-                for si in range(s):
-                    for ki in range(g0, min(k, g0 + atom_k)):
-                        for ci in range(c0, min(c, c0 + atom_c)):
-                            out += (w[ki][ri][si][ci] & 0xFFFF).to_bytes(2, "little")
-    return bytes(out)
-
-
-def rtl_cacc16(a: int, t: int) -> int:
-    """NV_NVDLA_CACC_CALC_int16 (nvdlav1): the sum saturated to 48 bits, then
-    {pd, 16'b0} >>> t, guide bit, 15 sticky bits, round, saturate to int32."""
-    a = max(-(1 << 47), min((1 << 47) - 1, a))
-    y = (a << 16) >> t
-    r = (y >> 16) + (1 if (y >> 15) & 1 and (a >= 0 or y & 0x7FFF) else 0)
-    return max(-(1 << 31), min((1 << 31) - 1, r))
-
-
 @pytest.mark.parametrize("case", [
     dict(w=5, h=4, c=70, k=20, r=2, s=3, sx=1, sy=2, dx=2, dy=1, pl=2, pr=3, pt=1, pb=1, trunc=9),
     dict(w=9, h=3, c=16, k=3, r=3, s=1, sx=2, sy=1, dx=1, dy=1, pl=0, pr=0, pt=2, pb=2, trunc=0),
@@ -244,7 +222,7 @@ def test_int16_direct_conv_nv_full(case):
     mem, L = Memory(), Layer(REGMAP_V1)
     ls = wd * 32
     write_cube(mem, np.array(x, np.int64), 0x8000_0000, ls, ls * h, 32, 2)
-    mem.write(0x9000_0000, naive_weights16(w))
+    mem.write(0x9000_0000, naive_weights_to_memory(w, 64, 16, 2))
     ho, wo = program_dc(L, pad=pad & 0xFFFF, misc=dict(IN_PRECISION=1, PROC_PRECISION=1),
                         data_bank=3, weight_bank=3, **case)
     nbytes = case["r"] * case["s"] * c * 2
@@ -253,7 +231,7 @@ def test_int16_direct_conv_nv_full(case):
     out = ConvCore(NV_FULL_ALL, mem).run(*L.views(precision=1))
     acc = naive_dc(x, w, ho, wo, case["sx"], case["sy"], case["dx"], case["dy"], case["pl"],
                    case["pt"], pad)
-    assert out.tolist() == [[[rtl_cacc16(v, case["trunc"]) for v in row] for row in ch] for ch in acc]
+    assert out.tolist() == [[[rtl_cacc(v, case["trunc"], 48) for v in row] for row in ch] for ch in acc]
 
 
 def test_int16_and_fp16_input_converter():
@@ -268,7 +246,7 @@ def test_int16_and_fp16_input_converter():
     for off, scale, trunc in ((-1234, 3, 1), (5, -20000, 2), (0, 1, 0), (100, 7, 40)):
         mem, L = Memory(), Layer(REGMAP_V1)
         write_cube(mem, np.array([[vals]], np.int64), 0x8000_0000, len(vals) * 32, len(vals) * 32, 32, 2)
-        mem.write(0x9000_0000, naive_weights16([[[[1]]]]))
+        mem.write(0x9000_0000, naive_weights_to_memory([[[[1]]]], 64, 16, 2))
         program_dc(L, w=len(vals), h=1, c=1, k=1, r=1, s=1, misc=dict(IN_PRECISION=1, PROC_PRECISION=1))
         L.both(ENTRIES=len(vals) - 1, WEIGHT_BYTES=128)
         L.set("CDMA", LINE_STRIDE=len(vals) * 32, SURF_STRIDE=len(vals) * 32, BYTE_PER_KERNEL=1,
@@ -281,7 +259,7 @@ def test_int16_and_fp16_input_converter():
     for flush in (0, 1):
         mem, L = Memory(), Layer(REGMAP_V1)
         write_cube(mem, np.array([[f16]], np.int64), 0x8000_0000, 3 * 32, 3 * 32, 32, 2)
-        mem.write(0x9000_0000, naive_weights16([[[[0x3C00]]]]))
+        mem.write(0x9000_0000, naive_weights_to_memory([[[[0x3C00]]]], 64, 16, 2))
         program_dc(L, w=3, h=1, c=1, k=1, r=1, s=1, misc=dict(IN_PRECISION=2, PROC_PRECISION=2))
         L.both(ENTRIES=2, WEIGHT_BYTES=128)
         L.set("CDMA", LINE_STRIDE=96, SURF_STRIDE=96, BYTE_PER_KERNEL=1, CVT_EN=1,
@@ -294,7 +272,7 @@ def test_int16_and_fp16_input_converter():
     for flush in (0, 1):
         mem, L = Memory(), Layer(REGMAP_V1)
         write_cube(mem, np.array([[[0x3C00]], [[0x4000]]], np.int64), 0x8000_0000, 32, 32, 32, 2)
-        mem.write(0x9000_0000, naive_weights16([[[[0xFD23, 0x3C00]]]]))
+        mem.write(0x9000_0000, naive_weights_to_memory([[[[0xFD23, 0x3C00]]]], 64, 16, 2))
         program_dc(L, w=1, h=1, c=2, k=1, r=1, s=1, misc=dict(IN_PRECISION=2, PROC_PRECISION=2))
         L.both(ENTRIES=0, WEIGHT_BYTES=128)
         L.set("CDMA", LINE_STRIDE=32, SURF_STRIDE=32, BYTE_PER_KERNEL=3, NAN_TO_ZERO=flush)

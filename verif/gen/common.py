@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import random
+import struct
 from dataclasses import dataclass, field
 
 from verif.gen.writer import TraceWriter, reg_value
@@ -162,7 +163,6 @@ def fp16_conv_bytes(rng: random.Random, n: int, specials: float = 0.0) -> bytes:
 
 def _fp16_of(x: float) -> int:
     """The fp16 pattern of ``x`` (a normal or denormal value within fp16's range), to nearest."""
-    import struct
     return struct.unpack("<H", struct.pack("<e", x))[0]
 
 

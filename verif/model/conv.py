@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from verif.model.conv_fp16 import conv_dc_fp16
+from verif.model.fp import fp16_isnan
 from verif.model.memory import ram
 from verif.model.formats import ModelConfigError, read_cube
 
@@ -342,7 +343,7 @@ class ConvCore:
             # NaN flush acts on the written data)
             x = raw.astype(np.int64)
             if cdma.f("NAN_TO_ZERO"):
-                x = np.where(((x >> 10) & 31 == 31) & (x & 0x3FF != 0), 0, x)
+                x = np.where(fp16_isnan(x), 0, x)
             return x
         if eb == 2:
             if cdma.f("CVT_EN"):       # int16: always signed, CVT_OFFSET (never the means)
@@ -537,7 +538,7 @@ class ConvCore:
             # NaN weights are written to CBUF as +0 (nvdlav1 RTL, NV_NVDLA_CDMA_wt.v: nan_pass =
             # ~NAN_TO_ZERO | ~fp16 selects the weight bytes masked by their NaN flags; seen on
             # NVIDIA's RTL: a random fp16 program's NaN weights did not make NaN outputs)
-            wts = np.where(((wts >> 10) & 31 == 31) & (wts & 0x3FF != 0), 0, wts)
+            wts = np.where(fp16_isnan(wts), 0, wts)
         return wts
 
     # ---------------------------------------------------------------- run

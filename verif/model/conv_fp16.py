@@ -31,6 +31,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from verif.model.fp import fp16_isnan
+
 __all__ = ["cmac_words", "cacc_add", "cacc_to_fp32", "conv_dc_fp16", "booth_product"]
 
 #: sum of the Booth rows' 0x10000 sign-extension constants, 2**16 + 2**18 + ... + 2**30
@@ -44,7 +46,7 @@ def _decode(x: np.ndarray):
     x = np.asarray(x, np.int64)
     s, e, f = (x >> 15) & 1, (x >> 10) & 31, x & 1023
     m = np.where(e != 0, (1024 | f) << (e & 3), f << 1)
-    return s, e >> 2, m, (e == 31) & (f != 0)
+    return s, e >> 2, m, fp16_isnan(x)
 
 
 def _csa(vectors: list) -> tuple:
@@ -85,10 +87,10 @@ def cmac_words(w: np.ndarray, d: np.ndarray):
     """CMAC's words for kernels x positions: ``w`` (K, n) and ``d`` (P, n) fp16 patterns of
     the same n <= 64 channels. Returns (nan, nan_bits, T, S), each (K, P): ``nan`` whether the
     word is a NaN and its fp16 pattern ``nan_bits``; else the value S * 2**(4T - 50)."""
+    w, d = np.asarray(w, np.int64), np.asarray(d, np.int64)
     sw, hw, mw, nw = (a[:, None, :] for a in _decode(w))
     sd, hd, md, nd = (a[None, :, :] for a in _decode(d))
-    w3, d3 = np.asarray(w, np.int64)[:, None, :], np.asarray(d, np.int64)[None, :, :]
-    active = ((w3 & 0x7FFF) != 0) & ((d3 & 0x7FFF) != 0)
+    active = ((w[:, None, :] & 0x7FFF) != 0) & ((d[None, :, :] & 0x7FFF) != 0)
     t = np.where(active, hw + hd, 0)
     T = t.max(axis=2)
     sh = 4 * (T[:, :, None] - t)
@@ -99,8 +101,8 @@ def cmac_words(w: np.ndarray, d: np.ndarray):
     S = np.where(ok, c, 0).sum(axis=2)
     # NaN priority: the lowest NaN weight, then the lowest NaN data
     wn, dn = nw[:, 0, :], nd[0, :, :]
-    w_first = np.where(wn.any(axis=1), np.asarray(w, np.int64)[np.arange(len(w)), wn.argmax(axis=1)], -1)
-    d_first = np.where(dn.any(axis=1), np.asarray(d, np.int64)[np.arange(len(d)), dn.argmax(axis=1)], -1)
+    w_first = np.where(wn.any(axis=1), w[np.arange(len(w)), wn.argmax(axis=1)], -1)
+    d_first = np.where(dn.any(axis=1), d[np.arange(len(d)), dn.argmax(axis=1)], -1)
     nan_bits = np.where(w_first[:, None] >= 0, w_first[:, None], d_first[None, :])
     return nan_bits >= 0, nan_bits, T, S
 
@@ -116,14 +118,15 @@ def _round_mag(v: int, bits: int) -> int:
 
 
 _round39 = np.frompyfunc(lambda v: _round_mag(v, ACC_BITS), 1, 1)
+#: a word's value in units of 2**-50: S << 4T (Python integers)
+_word_value = np.frompyfunc(lambda s, t: int(s) << (4 * int(t)), 2, 1)
 
 
 def cacc_add(acc: np.ndarray, acc_nan: np.ndarray, words) -> tuple:
     """One accumulation step: ``acc`` (object array of Python ints, units of 2**-50) and
     ``acc_nan`` (-1, or the fp16 NaN pattern kept) plus CMAC ``words`` (cmac_words' tuple)."""
     nan, nan_bits, T, S = words
-    val = np.frompyfunc(lambda s, t: int(s) << (4 * int(t)), 2, 1)(S, T)
-    acc = np.where(nan | (acc_nan >= 0), acc, _round39(acc + val))
+    acc = np.where(nan | (acc_nan >= 0), acc, _round39(acc + _word_value(S, T)))
     acc_nan = np.where(acc_nan >= 0, acc_nan, np.where(nan, nan_bits, -1))
     return acc, acc_nan
 
@@ -163,8 +166,7 @@ def conv_dc_fp16(cube: np.ndarray, wts: np.ndarray, ho: int, wo: int, sx: int, s
     out = np.empty((k, ho * wo), np.int64)
     for p0 in range(0, ho * wo, chunk):
         py, px = ys[p0:p0 + chunk], xs[p0:p0 + chunk]
-        acc = np.zeros((k, len(py)), object)
-        acc[...] = 0
+        acc = np.zeros((k, len(py)), object)            # Python int 0s
         acc_nan = np.full((k, len(py)), -1, np.int64)
         for c0 in range(0, c, atom_c):
             c1 = min(c, c0 + atom_c)

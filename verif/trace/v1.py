@@ -238,7 +238,7 @@ class V1Player:
 
     async def _write(self, ref, value: int) -> None:
         eng = self.engine
-        if self.engine.cycle is not None:
+        if eng.cycle is not None:
             await eng.reg_write(ref.addr, value)
             return
         before = await eng.reg_read(_INTR_STATUS.addr)
