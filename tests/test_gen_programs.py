@@ -182,6 +182,35 @@ def test_dc_programs_16_bit_on_nv_full(tmp_path):
     assert varied >= len(infos) // 2, f"only {varied} of {len(infos)} int16 outputs vary"
 
 
+def test_sdp_and_cdp_programs_all_precisions_on_nv_full(tmp_path):
+    """On nv_full computing int8, int16 and fp16: SDP programs run the EW (Y) sub-unit in each
+    precision, with its ALU and MUL operands from memory, the LUT (loaded once per program in
+    one precision) and EQL's compare mode among them; CDP programs draw all three precisions;
+    every program legal on the model."""
+    from hdl.config import get_config
+    cfg = get_config("nv_full+feature_data_type=int8_int16_fp16")
+    ew, seen = set(), set()
+    for seed in range(30):
+        prog = generate("sdp", seed, cfg)
+        p = prepare(prog, tmp_path, cfg)
+        assert p.prog.legal and len(p.model.checks) == len(prog.writer.checks) > 0
+        for lay in prog.layers:
+            regs = {(u, r): v for u, r, v in lay.writes}
+            cfg_ew = regs[("SDP", "D_DP_EW_CFG")]
+            if cfg_ew & 1:
+                continue                                         # EW bypassed
+            ew.add(regs[("SDP", "D_DATA_FORMAT")] & 3)
+            seen |= {k for k, on in (("lut", not cfg_ew >> 6 & 1),
+                                     ("eql", not cfg_ew >> 1 & 1 and cfg_ew >> 2 & 3 == 3),
+                                     ("mem", not regs[("SDP_RDMA", "D_ERDMA_CFG")] & 1)) if on}
+        prog = generate("cdp", seed, cfg)
+        p = prepare(prog, tmp_path, cfg)
+        assert p.prog.legal and len(p.model.checks) == len(prog.writer.checks) > 0
+        seen.add(f"cdp{dict(((u, r), v) for u, r, v in prog.layers[0].writes)[('CDP', 'D_DATA_FORMAT')]}")
+    assert ew == {0, 1, 2}
+    assert seen == {"lut", "eql", "mem", "cdp0", "cdp1", "cdp2"}, seen
+
+
 def test_sdp_operand_programs_rejected_name_both_sides(tmp_path):
     """Issue 36 item 1: an ``sdp_operands`` program the model rejects (NVIDIA's RTL never
     finishes it) is rejected with ModelConfigError naming SDP_RDMA's DMA register and SDP's

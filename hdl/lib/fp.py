@@ -17,7 +17,10 @@ hidden one:
 * multiplication rounds the exact product to nearest even;
 * :func:`fp_widen` (e.g. fp16 to fp17) is exact, fp16 denormals normalised, infinity becoming
   the largest finite value; :func:`fp_narrow` (e.g. fp17 to fp16) rounds to nearest even into
-  the narrow format's denormals where needed and saturates to its largest finite value.
+  the narrow format's denormals where needed and saturates to its largest finite value;
+* :func:`fp_extend` (fp17 to fp32) and :func:`fp_shorten` (fp32 to fp17) change exponent and
+  mantissa widths (nv_full's CDP and SDP LUTs in FP16), :func:`fp_of_fraction` turns a LUT
+  fraction into a float.
 
 Every function adds combinational logic to module ``m`` and returns an unsigned Value of the
 result's bit pattern (``1 + ebits + mbits`` bits); callers register it (PDP pipelines them).
@@ -28,7 +31,8 @@ from __future__ import annotations
 
 from amaranth.hdl import Cat, Const, Mux, Signal, Value, ValueLike
 
-__all__ = ["fp_add", "fp_mul", "fp_widen", "fp_narrow", "fp_is_nan", "fp_max_finite"]
+__all__ = ["fp_add", "fp_mul", "fp_widen", "fp_narrow", "fp_extend", "fp_shorten", "fp_of_fraction",
+           "fp_is_nan", "fp_max_finite"]
 
 
 def _fields(x: Value, ebits: int, mbits: int):
@@ -176,3 +180,78 @@ def fp_narrow(m, x: ValueLike, ebits_in: int, ebits_out: int, mbits: int,
     res = Mux(e < shift - mbits, Cat(Const(0, ebits_out + mbits), s), res)
     nan = fp_is_nan(x, ebits_in, mbits)
     return Mux(nan, Cat(mant, Const((1 << ebits_out) - 1, ebits_out), s), res)
+
+
+def fp_extend(m, x: ValueLike, ebits_in: int, mbits_in: int, ebits_out: int, mbits_out: int,
+              name: str = "fpext") -> Value:
+    """``x`` of a format without denormals (fp17) in a wider one (fp32: NVIDIA's
+    fp17_to_fp32): exact; a signed zero stays one; exponent + bias difference, mantissa shifted
+    up; the (unused) infinity pattern gives the largest finite value; a NaN keeps its sign and
+    its payload in the low mantissa bits."""
+    x = Value.cast(x)
+    s, e, mant = _fields(x, ebits_in, mbits_in)
+    shift = (1 << (ebits_out - 1)) - (1 << (ebits_in - 1))
+    zero = ~(e.any() | mant.any())
+    norm = Cat(Const(0, mbits_out - mbits_in), mant, (e + shift)[:ebits_out], s)
+    nan = Cat(mant, Const(0, mbits_out - mbits_in), Const((1 << ebits_out) - 1, ebits_out), s)
+    res = Mux(zero, Cat(Const(0, ebits_out + mbits_out), s), norm)
+    return Mux(e.all(), Mux(mant.any(), nan, fp_max_finite(s, ebits_out, mbits_out)), res)
+
+
+def fp_shorten(m, x: ValueLike, ebits_in: int, mbits_in: int, ebits_out: int, mbits_out: int,
+               name: str = "fpshort") -> Value:
+    """``x`` (fp32) in a format of fewer exponent and mantissa bits and no denormals (fp17:
+    NVIDIA's fp32_to_fp17): nearest with ties to even; overflow (also by rounding) gives the
+    largest finite value; below the smallest normal value a signed zero, except values that
+    round (on the grid of the absent denormals) up to exactly the smallest normal; a NaN keeps
+    its sign and its low ``mbits_out`` mantissa bits."""
+    x = Value.cast(x)
+    s, e, mant = _fields(x, ebits_in, mbits_in)
+    shift = (1 << (ebits_in - 1)) - (1 << (ebits_out - 1))       # exponent bias difference
+    drop = mbits_in - mbits_out
+    top_out = (1 << ebits_out) - 2
+    full = Cat(mant, Const(1, 1))                                 # mbits_in + 1 bits
+    # normal: drop ``drop`` bits, round; a carry out of the mantissa bumps the exponent
+    q = _round_even(full[drop:], full[drop - 1], full[:drop - 1].any())
+    eo = Signal(ebits_in + 1, name=f"{name}_eo")
+    m.d.comb += eo.eq(e - shift + q[mbits_out + 1])
+    mo = Mux(q[mbits_out + 1], q[1:mbits_out + 1], q[:mbits_out])
+    norm = Mux(eo > top_out, fp_max_finite(s, ebits_out, mbits_out),
+               Cat(mo, eo[:ebits_out], s))
+    # below the smallest normal (input exponents shift - mbits_out .. shift): rounding on the
+    # denormal grid, kept only when it reaches the smallest normal value
+    n = Signal(range(mbits_out + 2), name=f"{name}_dsh")          # 1 .. mbits_out + 1
+    m.d.comb += n.eq(Mux(e >= shift - mbits_out, shift + 1 - e, mbits_out + 1))
+    wide = Cat(Const(0, mbits_out + 1), full) >> n               # fraction bits below ``drop``
+    dq = _round_even(wide[drop + mbits_out + 1:], wide[drop + mbits_out],
+                     wide[:drop + mbits_out].any())
+    tiny = Mux(dq[mbits_out], Cat(Const(0, mbits_out), Const(1, ebits_out), s),
+               Cat(Const(0, ebits_out + mbits_out), s))
+    res = Mux(e > shift, norm, Mux(e >= shift - mbits_out, tiny,
+                                   Cat(Const(0, ebits_out + mbits_out), s)))
+    res = Mux(e > shift + top_out, fp_max_finite(s, ebits_out, mbits_out), res)
+    nan = fp_is_nan(x, ebits_in, mbits_in)
+    return Mux(nan, Cat(mant[:mbits_out], Const((1 << ebits_out) - 1, ebits_out), s), res)
+
+
+def fp_of_fraction(m, f: ValueLike, ebits: int, mbits: int, name: str = "fpfrac") -> Value:
+    """An unsigned fraction ``f / 2**len(f)`` as a positive float of ``ebits``/``mbits`` bits
+    (NVIDIA's uint16_to_fp17 for CDP's 16-bit LUT fraction, its 35-bit twin in SDP):
+    normalised, rounded to nearest even; +0 for 0 and for values below the smallest normal
+    (exact there when ``len(f) - 2**(ebits-1) + 2`` bits or fewer are below it)."""
+    f = Value.cast(f)
+    bits = len(f)
+    bias = (1 << (ebits - 1)) - 1
+    z = _leading_zeros(m, f, f"{name}_lz")
+    norm = Signal(bits, name=f"{name}_n")                        # leading one at bits - 1
+    m.d.comb += norm.eq(f << z)
+    if bits - 1 > mbits:
+        q = _round_even(norm[bits - 1 - mbits:], norm[bits - 2 - mbits],
+                        norm[:bits - 2 - mbits].any() if bits - 2 - mbits > 0 else Const(0, 1))
+    else:
+        q = Cat(Const(0, mbits + 1 - bits), norm, Const(0, 1))
+    carry = q[mbits + 1]
+    e = Signal(range(-bits - 1, bias + 2), name=f"{name}_e")
+    m.d.comb += e.eq(bias - 1 - z + carry)
+    res = Cat(Mux(carry, q[1:mbits + 1], q[:mbits]), e[:ebits], Const(0, 1))
+    return Mux((z == bits) | (e < 1), 0, res)

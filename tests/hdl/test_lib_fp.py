@@ -118,3 +118,48 @@ def test_fp32_add_mul_match_ieee_on_normal_results():
     assert np.array_equal(got_s[ok_s], s[ok_s].view(np.uint32))
     assert np.array_equal(got_p[ok_p], p[ok_p].view(np.uint32))
     assert np.array_equal(got_s[:50], a[:50].view(np.uint32) & 0x80000000)
+
+
+# ---- fp17 <-> fp32 and fractions (nv_full's CDP/SDP LUTs in FP16) -------------------------
+
+from hdl.lib.fp import fp_extend, fp_of_fraction, fp_shorten  # noqa: E402
+from model.test_fp import ref_fp32_to_fp17  # noqa: E402
+
+
+def test_fp17_to_fp32_every_pattern():
+    vec = [(x, 0) for x in range(1 << 17)]
+    got = evaluate(lambda m, a, b: fp_extend(m, a, 6, 10, 8, 23), vec, 17, 32)
+    for (x, _), y in zip(vec, got):
+        s, e, mant = x >> 16, (x >> 10) & 63, x & 0x3FF
+        if e == 63:
+            want = (s << 31) | ((0xFF << 23) | mant if mant else 0x7F7FFFFF)
+        elif e == 0 and mant == 0:
+            want = s << 31
+        else:
+            want = int(np.float32(float(value17(x))).view(np.uint32)) | (s << 31)
+        assert y == want, (hex(x), hex(y), hex(want))
+
+
+def test_fp32_to_fp17_rounding():
+    rng = random.Random(8)
+    xs = [rng.getrandbits(32) for _ in range(2000)]
+    for e in list(range(84, 99)) + list(range(155, 162)) + [0, 1, 127, 254, 255]:
+        xs += [(rng.getrandbits(1) << 31) | (e << 23) | rng.getrandbits(23) for _ in range(40)]
+        xs += [(e << 23) | (0x7FE000 + rng.randrange(0x2000)) for _ in range(15)]
+        xs += [(e << 23) | (k << 13) | 0x1000 for k in (0, 1, 2, 3)]
+    got = evaluate(lambda m, a, b: fp_shorten(m, a, 8, 23, 6, 10), [(x, 0) for x in xs], 32, 17)
+    for x, y in zip(xs, got):
+        assert y == ref_fp32_to_fp17(x), (hex(x), hex(y), hex(ref_fp32_to_fp17(x)))
+
+
+@pytest.mark.parametrize("bits", [16, 35])
+def test_fraction_to_fp17(bits):
+    rng = random.Random(bits)
+    fs = list(range(1 << 16)) if bits == 16 else \
+        [rng.getrandbits(rng.randint(1, 35)) for _ in range(6000)] + list(range(100)) + [(1 << 35) - 1]
+    got = evaluate(lambda m, a, b: fp_of_fraction(m, a, 6, 10), [(f, 0) for f in fs], bits, 17)
+    for f, y in zip(fs, got):
+        from fractions import Fraction
+        v = Fraction(f, 1 << bits)
+        want = 0 if v < Fraction(1, 1 << 30) else round17(v)
+        assert y == want, (f, hex(y), hex(want))

@@ -8,6 +8,7 @@ beyond, verif/model/fp.py), which only differs from exact rounding in rare ties.
 """
 from __future__ import annotations
 
+import random
 from fractions import Fraction
 
 import numpy as np
@@ -187,3 +188,67 @@ def test_fp32_add_mul_max_min():
     assert np.array_equal(fp_pick(ai, bi, 8, 23, True), np.maximum(a, b).view(np.uint32))
     assert np.array_equal(fp_pick(ai, bi, 8, 23, False), np.minimum(a, b).view(np.uint32))
     assert fp_pick(0, 1 << 31, 8, 23, True) == 0 and fp_pick(0, 1 << 31, 8, 23, False) == 1 << 31
+
+
+# ---- fp17 <-> fp32 and a 16-bit fraction to fp17 (nv_full's CDP in FP16) -------------------
+
+from verif.model.fp import fp17_to_fp32, fp32_to_fp17, frac_to_fp17  # noqa: E402
+
+
+def value32(x: int) -> Fraction:
+    s, e, m = (x >> 31) & 1, (x >> 23) & 255, x & 0x7FFFFF
+    v = Fraction(m, 1 << 23) * Fraction(2) ** -126 if e == 0 else \
+        Fraction(m | 1 << 23, 1 << 23) * Fraction(2) ** (e - 127)
+    return -v if s else v
+
+
+def ref_fp32_to_fp17(x: int) -> int:
+    """Reference: NaN as (sign, 63, low 10 bits); otherwise the value rounded to fp17 (11
+    significant bits, ties to even, +-MAX17 from 2**32 up); below 2**-30, a signed zero unless
+    the value rounds on the 2**-40 grid of fp17's (absent) denormals to exactly 2**-30."""
+    s, e, m = (x >> 31) & 1, (x >> 23) & 255, x & 0x7FFFFF
+    if e == 255 and m:
+        return (s << 16) | (63 << 10) | (m & 0x3FF)
+    v = abs(value32(x)) if e != 255 else Fraction(2) ** 128
+    if v < Fraction(2) ** -30:
+        q = v * 2 ** 40
+        n = int(q)
+        if q - n > Fraction(1, 2) or (q - n == Fraction(1, 2) and n & 1):
+            n += 1
+        return (s << 16) | (1 << 10) if n == 1024 else s << 16
+    return (s << 16) | round17(v)
+
+
+def test_fp32_to_fp17_rounding():
+    rng = random.Random(5)
+    xs = [rng.getrandbits(32) for _ in range(3000)]
+    for e in list(range(84, 99)) + list(range(155, 162)) + [0, 1, 127, 254, 255]:
+        xs += [(rng.getrandbits(1) << 31) | (e << 23) | rng.getrandbits(23) for _ in range(60)]
+        xs += [(e << 23) | (0x7FE000 + rng.randrange(0x2000)) for _ in range(20)]   # carries
+        xs += [(e << 23) | (k << 13) | 0x1000 for k in (0, 1, 2, 3)]                  # ties
+    got = fp32_to_fp17(np.array(xs, np.int64)).tolist()
+    assert got == [ref_fp32_to_fp17(x) for x in xs]
+
+
+def test_fp17_to_fp32_exact():
+    x = np.arange(1 << 17, dtype=np.int64)
+    got = fp17_to_fp32(x)
+    e, m = (x >> 10) & 63, x & 0x3FF
+    num = (e < 63) & ~((e == 0) & (m == 0))
+    want = np.array([float(value17(int(v))) for v in x[num]], np.float32).view(np.uint32)
+    assert np.array_equal(got[num], want)
+    assert np.array_equal(got[(e == 0) & (m == 0)], [0, 1 << 31])            # signed zeros
+    assert np.array_equal(got[(e == 63) & (m == 0)] & 0x7FFFFFFF, [0x7F7FFFFF] * 2)
+    nan = (e == 63) & (m != 0)
+    assert np.array_equal(got[nan], ((x[nan] >> 16) << 31) | (0xFF << 23) | m[nan])
+
+
+def test_frac_to_fp17():
+    """Every 16-bit fraction (CDP), random 35-bit ones (SDP's LUT) and the values near fp17's
+    smallest normal 2**-30 (below it: +0)."""
+    f = np.arange(1 << 16, dtype=np.int64)
+    assert frac_to_fp17(f, 16).tolist() == [0] + [round17(Fraction(int(v), 1 << 16)) for v in f[1:]]
+    rng = random.Random(6)
+    f = [rng.getrandbits(rng.randint(1, 35)) for _ in range(20000)] + list(range(200)) + [(1 << 35) - 1]
+    assert frac_to_fp17(np.array(f, np.int64), 35).tolist() == \
+        [0 if v < 32 else round17(Fraction(v, 1 << 35)) for v in f]

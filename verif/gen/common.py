@@ -8,6 +8,8 @@ from __future__ import annotations
 import math
 import random
 import struct
+
+import numpy as np
 from dataclasses import dataclass, field
 
 from verif.gen.writer import TraceWriter, reg_value
@@ -114,11 +116,21 @@ def draw_precision(rng: random.Random, cfg, among=PRECISIONS) -> int:
     return ps[0] if len(ps) == 1 else rng.choice(ps)
 
 
-def fp16_values(rng: random.Random, n: int) -> list[int]:
-    """``n`` fp16 bit patterns: normal values of one drawn magnitude (about 2**-12 .. 2**12),
-    some of any magnitude, and specials (signed zeros, denormals, the largest values,
-    infinities, NaNs with random payloads) in about 3% each."""
-    scale = rng.choice((-12, -4, 0, 4, 10))
+#: the magnitudes (powers of two) :func:`fp16_values` draws from
+FP16_SCALES = (-12, -4, 0, 4, 10)
+
+
+class Fp16Bytes(bytes):
+    """Bytes of fp16 data (what :func:`fp16_bytes` and :func:`fp16_conv_bytes` return): the
+    second memory's copy of such an image keeps them fp16-like (:func:`spread_over_memories`)."""
+
+
+def fp16_values(rng: random.Random, n: int, scale: int | None = None) -> list[int]:
+    """``n`` fp16 bit patterns: normal values of one magnitude (about ``2**scale``, drawn from
+    FP16_SCALES when None), some of any magnitude, and specials (signed zeros, denormals, the
+    largest values, infinities, NaNs with random payloads) in about 3% each."""
+    if scale is None:
+        scale = rng.choice(FP16_SCALES)
     out = []
     for _ in range(n):
         r = rng.random()
@@ -139,12 +151,14 @@ def fp16_values(rng: random.Random, n: int) -> list[int]:
     return out
 
 
-def fp16_conv_bytes(rng: random.Random, n: int, specials: float = 0.0) -> bytes:
-    """``n`` bytes (n even) of fp16 data for a convolution: values of one drawn magnitude
-    (about 2**-6 .. 2**4, both signs), some zeros and denormals, and with probability
-    ``specials`` per value an infinity or a NaN (each makes whole outputs NaN or extreme, so
-    programs keep it rare)."""
-    scale = rng.choice((-6, -3, -1, 0, 2, 4))
+def fp16_conv_bytes(rng: random.Random, n: int, specials: float = 0.0,
+                    scale: int | None = None) -> bytes:
+    """``n`` bytes (n even) of fp16 data for a convolution: values of one magnitude (about
+    ``2**scale``, drawn from 2**-6 .. 2**4 when None; both signs), some zeros and denormals,
+    and with probability ``specials`` per value an infinity or a NaN (each makes whole outputs
+    NaN or extreme, so programs keep it rare)."""
+    if scale is None:
+        scale = rng.choice((-6, -3, -1, 0, 2, 4))
     out = bytearray()
     for _ in range(n // 2):
         r = rng.random()
@@ -156,19 +170,24 @@ def fp16_conv_bytes(rng: random.Random, n: int, specials: float = 0.0) -> bytes:
             v = (rng.getrandbits(1) << 15) | rng.randint(1, 0x3FF)                 # denormal
         else:
             x = rng.uniform(0.5, 2.0) * 2.0 ** (scale + rng.randint(-3, 3))
-            v = _fp16_of(-x if rng.random() < 0.5 else x)
+            v = fp16_of(-x if rng.random() < 0.5 else x)
         out += v.to_bytes(2, "little")
-    return bytes(out)
+    return Fp16Bytes(out)
 
 
-def _fp16_of(x: float) -> int:
+def fp16_of(x: float) -> int:
     """The fp16 pattern of ``x`` (a normal or denormal value within fp16's range), to nearest."""
     return struct.unpack("<H", struct.pack("<e", x))[0]
 
 
-def fp16_bytes(rng: random.Random, n: int) -> bytes:
-    """``n`` bytes (n even) of little-endian :func:`fp16_values`."""
-    return b"".join(v.to_bytes(2, "little") for v in fp16_values(rng, n // 2))
+def fp32_of(x: float) -> int:
+    """The fp32 bit pattern of ``x`` (within fp32's range), to nearest."""
+    return struct.unpack("<I", struct.pack("<f", x))[0]
+
+
+def fp16_bytes(rng: random.Random, n: int, scale: int | None = None) -> bytes:
+    """``n`` bytes (n even) of little-endian :func:`fp16_values` (of magnitude ``scale``)."""
+    return Fp16Bytes(b"".join(v.to_bytes(2, "little") for v in fp16_values(rng, n // 2, scale)))
 
 
 def fp17_bits(x: float) -> int:
@@ -324,7 +343,13 @@ def spread_over_memories(prog: Program, rng: random.Random) -> None:
                 out.append(line.replace("mem_load(pri_mem,", "mem_load(sec_mem,", 1))
                 continue
             sec = f"sec_{file}"
-            w.images[sec] = rng.randbytes(len(data))
+            noise = rng.randbytes(len(data))
+            if isinstance(data, Fp16Bytes):
+                # fp16 data: other mantissas, the same exponents (random bytes would be rich in
+                # NaNs and extremes, whose outputs test little)
+                a = np.frombuffer(data, "<u2") ^ (np.frombuffer(noise, "<u2") & 0x3FF)
+                noise = a.astype("<u2").tobytes()
+            w.images[sec] = noise
             out.append(line.replace("mem_load(pri_mem,", "mem_load(sec_mem,", 1)
                        .replace(f'"{file}"', f'"{sec}"'))
     w.lines = out

@@ -10,6 +10,11 @@ bytes per operand; the output converter (offset, scale, shift). Registers with n
 nv_small (EW sub-unit fields behind EW_BYPASS, batch strides, NAN_TO_ZERO, perf enables) get
 random values, as NVIDIA's traces do. The BRDMA/NRDMA configuration is derived from what the
 sub-units take from memory: disabled when nothing, DATA_USE = MUL / ALU / BOTH exactly.
+On a configuration with the EW (Y) sub-unit, half the layers run it (``_ew``: MUL, ALU with
+EQL's compare mode, operand converters, the LUT that ``lut_prologue`` loads once per program
+on a configuration with the SDP LUT), ERDMA derived as BRDMA/NRDMA; the random stream of a
+configuration without EW is unchanged by that. The precision (INT8/INT16/FP16 where the
+configuration has them) is drawn per layer.
 
 ``mismatch=True`` (issue 36 item 1; kind ``sdp_operands``) draws one layer in which the BRDMA /
 NRDMA settings (DISABLE, DATA_USE) are drawn independently of what the BS / BN sub-units take
@@ -24,13 +29,15 @@ from __future__ import annotations
 
 import random
 
-from verif.gen.common import (PRECISIONS, Alloc, Layer, Program, ceil_div, cube_extent, cube_strides,
-                              draw_precision, emit, fp16_bytes, fp16_values, rand_bytes, regs,
-                              signed, small_biased)
+from verif.gen.common import (FP16_SCALES, PRECISIONS, Alloc, Layer, Program, ceil_div, cube_extent,
+                              cube_strides, draw_precision, emit, fp16_bytes, fp16_of, fp16_values,
+                              fp32_of, rand_bytes, regs, signed, small_biased)
 from verif.gen.writer import TraceWriter
 
 USE_MUL, USE_ALU, USE_BOTH = 0, 1, 2
 SUBS = (("BS", "BRDMA"), ("BN", "NRDMA"))
+DMAS = dict(SUBS + (("EW", "ERDMA"),))
+LE_ENTRIES, LO_ENTRIES = 65, 257
 
 
 def _size(rng: random.Random) -> tuple[int, int, int]:
@@ -88,7 +95,7 @@ def _mismatch_use(rng: random.Random, alu_mem: bool, mul_mem: bool) -> tuple[int
 def operand_image(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, sub: str,
                   cube: tuple[int, int, int], use: int, size: int, mode: int,
                   disable: int, atom: int | None = None, fp16: bool = False) -> tuple[list, list]:
-    """Sub-unit ``sub``'s (BS or BN) operands in memory for a ``cube`` = (W, H, C) layer:
+    """Sub-unit ``sub``'s (BS, BN or EW) operands in memory for a ``cube`` = (W, H, C) layer:
     DATA_USE ``use`` (one operand, or both interleaved), DATA_SIZE ``size`` (1 or 2 bytes),
     DATA_MODE ``mode`` (PER_KERNEL: one element per channel, contiguous; PER_ELEMENT: a cube of
     such elements with its own strides; ``atom`` channels per group, default
@@ -108,7 +115,7 @@ def operand_image(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, sub: st
     if not disable:
         ob = alloc.take(on)
         w.mem_load(ob, fp16_bytes(rng, on) if fp16 else rand_bytes(rng, on))
-        dma = dict(SUBS)[sub]
+        dma = DMAS[sub]
         desc.append(f"{dma}:{['mul', 'alu', 'both'][use]},{bpe}B,{'elem' if mode else 'chan'}")
     else:
         ob = rng.getrandbits(32) & ~31
@@ -118,8 +125,98 @@ def operand_image(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, sub: st
             ("SDP_RDMA", f"D_{sub}_SURFACE_STRIDE", osurf)], desc
 
 
+def _ew(rng: random.Random, prec: int, lut: bool) -> tuple[dict, bool, bool, str]:
+    """Random EW (Y) sub-unit fields by register (D_DP_EW_*), whether its ALU / MUL take their
+    operand from memory, and a description. MUL then ALU then (``lut``: when the program loaded
+    one) the LUT; the ALU's EQL (compare mode: nothing written) in one layer of ten; memory
+    operands through their converters (offset, scale, truncate; ignored in FP16) or not;
+    register operands 32 bits (fp32 patterns in FP16); EW_TRUNCATE 0..63 mostly."""
+    alu_bypass, mul_bypass = rng.random() < 0.3, rng.random() < 0.3
+    algo = 3 if rng.random() < 0.1 else rng.randint(0, 2)
+    alu_src, mul_src = int(rng.random() < 0.5), int(rng.random() < 0.5)
+    lut_on = lut and algo != 3 and rng.random() < 0.6
+
+    def operand() -> int:
+        if prec == 2:
+            return fp32_of(rng.choice((-1, 1)) * rng.uniform(0.25, 4) * 2.0 ** rng.randint(-8, 8))
+        return signed(rng, rng.choice((8, 16, 24, 32))) & 0xFFFF_FFFF
+    f = {"D_DP_EW_CFG": dict(EW_BYPASS=0, EW_ALU_BYPASS=int(alu_bypass), EW_ALU_ALGO=algo,
+                             EW_MUL_BYPASS=int(mul_bypass), EW_MUL_PRELU=int(rng.random() < 0.25),
+                             EW_LUT_BYPASS=int(not lut_on)),
+         "D_DP_EW_ALU_CFG": dict(EW_ALU_SRC=alu_src, EW_ALU_CVT_BYPASS=int(rng.random() < 0.4)),
+         "D_DP_EW_ALU_SRC_VALUE": dict(EW_ALU_OPERAND=operand()),
+         "D_DP_EW_ALU_CVT_OFFSET_VALUE": dict(EW_ALU_CVT_OFFSET=signed(rng, 16) & 0xFFFF_FFFF),
+         "D_DP_EW_ALU_CVT_SCALE_VALUE": dict(EW_ALU_CVT_SCALE=signed(rng, 16) & 0xFFFF),
+         "D_DP_EW_ALU_CVT_TRUNCATE_VALUE": dict(EW_ALU_CVT_TRUNCATE=small_biased(rng, 63, 12)),
+         "D_DP_EW_MUL_CFG": dict(EW_MUL_SRC=mul_src, EW_MUL_CVT_BYPASS=int(rng.random() < 0.4)),
+         "D_DP_EW_MUL_SRC_VALUE": dict(EW_MUL_OPERAND=operand()),
+         "D_DP_EW_MUL_CVT_OFFSET_VALUE": dict(EW_MUL_CVT_OFFSET=signed(rng, 16) & 0xFFFF_FFFF),
+         "D_DP_EW_MUL_CVT_SCALE_VALUE": dict(EW_MUL_CVT_SCALE=signed(rng, 16) & 0xFFFF),
+         "D_DP_EW_MUL_CVT_TRUNCATE_VALUE": dict(EW_MUL_CVT_TRUNCATE=small_biased(rng, 63, 12)),
+         "D_DP_EW_TRUNCATE_VALUE": dict(EW_TRUNCATE=small_biased(rng, 63, 20))}
+    desc = (f"EW:mul={'-' if mul_bypass else 'prelu' if f['D_DP_EW_CFG']['EW_MUL_PRELU'] else 'mul'}"
+            f"{'(mem)' if mul_src and not mul_bypass else ''},"
+            f"alu={'-' if alu_bypass else ['max', 'min', 'sum', 'eql'][algo]}"
+            f"{'(mem)' if alu_src and not alu_bypass else ''},lut={int(lut_on)}")
+    return f, not alu_bypass and bool(alu_src), not mul_bypass and bool(mul_src), desc
+
+
+def lut_prologue(rng: random.Random, prec: int, scale: int = 0) -> tuple[list, str]:
+    """SDP's LUT (v1_ias_lut-programming.rst; single registers, written once before the
+    layers): both tables (LE 65, LO 257 entries: random, smooth or constant; fp16 patterns in
+    FP16), S_LUT_CFG, S_LUT_INFO and START/END placed so that most samples hit a table: around
+    ``2**k`` for a drawn k (INT: 32-bit integers; FP16: fp32 patterns, data of magnitude
+    ``2**scale``), slopes (int16 scales and 5-bit shifts; fp16 scales in FP16)."""
+    w = []
+    for tid, n in ((0, LE_ENTRIES), (1, LO_ENTRIES)):
+        w.append(regs("SDP", "S_LUT_ACCESS_CFG", LUT_ADDR=0, LUT_TABLE_ID=tid, LUT_ACCESS_TYPE=1))
+        kind = rng.randrange(3)
+        if prec == 2:
+            vals = (fp16_values(rng, n, rng.choice((-4, 0, 4))) if kind == 0 else
+                    [fp16_of(2.0 ** rng.randint(-4, 4) * (1 + i / rng.randint(1, 64)) ** -0.75)
+                     for i in range(n)] if kind == 1 else fp16_values(rng, 1, 0) * n)
+        else:
+            top = rng.randint(1, 32767)
+            vals = ([rng.randint(-32768, 32767) for _ in range(n)] if kind == 0 else
+                    [int(top / (1 + i / rng.randint(1, 64))) for i in range(n)] if kind == 1 else
+                    [rng.randint(-32768, 32767)] * n)
+        w += [("SDP", "S_LUT_ACCESS_DATA", v & 0xFFFF) for v in vals]
+    linear = rng.random() < 0.5
+    k = (scale + rng.randint(-3, 6)) if prec == 2 else rng.randint(4, 26)
+    s8 = lambda v: max(-128, min(127, v))                     # noqa: E731
+    le_sel, lo_sel = s8(k - 6 + rng.randint(-3, 3)), s8(k - 8 + rng.randint(-3, 3))
+    le_off = s8(k - (30 if prec == 2 else 6) + rng.randint(-8, 4))
+    if prec != 2:
+        le_sel, lo_sel, le_off = max(le_sel, -6), max(lo_sel, -8), max(le_off, -64)
+
+    def point(base: float) -> int:
+        if prec == 2:
+            return fp32_of(max(-3e38, min(3e38, base)))
+        return max(-(1 << 31), min((1 << 31) - 1, int(base))) & 0xFFFF_FFFF
+    le_start = 0.0 if rng.random() < 0.3 else -rng.uniform(0, 1) * 2.0 ** k
+    lo_start = 0.0 if rng.random() < 0.3 else -rng.uniform(0, 1) * 2.0 ** k
+    le_end = le_start + (64 * 2.0 ** le_sel if linear else rng.uniform(0.5, 2) * 2.0 ** k)
+    lo_end = lo_start + 256 * 2.0 ** lo_sel
+    w += [regs("SDP", "S_LUT_CFG", LUT_LE_FUNCTION=int(linear), LUT_UFLOW_PRIORITY=rng.randint(0, 1),
+               LUT_OFLOW_PRIORITY=rng.randint(0, 1), LUT_HYBRID_PRIORITY=rng.randint(0, 1)),
+          regs("SDP", "S_LUT_INFO", LUT_LE_INDEX_OFFSET=le_off & 0xFF,
+               LUT_LE_INDEX_SELECT=le_sel & 0xFF, LUT_LO_INDEX_SELECT=lo_sel & 0xFF),
+          ("SDP", "S_LUT_LE_START", point(le_start)), ("SDP", "S_LUT_LE_END", point(le_end)),
+          ("SDP", "S_LUT_LO_START", point(lo_start)), ("SDP", "S_LUT_LO_END", point(lo_end))]
+    for t in ("LE", "LO"):
+        if prec == 2:
+            u, o = fp16_values(rng, 2, rng.choice((-8, -4, 0)))
+        else:
+            u, o = signed(rng, rng.choice((4, 8, 16))) & 0xFFFF, signed(rng, rng.choice((4, 8, 16))) & 0xFFFF
+        w += [("SDP", f"S_LUT_{t}_SLOPE_SCALE", u | (o << 16)),
+              ("SDP", f"S_LUT_{t}_SLOPE_SHIFT", rng.getrandbits(10))]
+    return w, (f"LUT {'linear' if linear else 'exp'} k={k} le_sel={le_sel} le_off={le_off} "
+               f"lo_sel={lo_sel}")
+
+
 def sdp_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, *,
-              mismatch: bool = False, force: dict | None = None) -> Layer:
+              mismatch: bool = False, force: dict | None = None, lut: bool = False,
+              prec: int | None = None, scale: int | None = None) -> Layer:
     """One random SDP layer (module docstring): its input and operand images are loaded into
     ``w``; returns the Layer (writes of SDP_RDMA and SDP, output region).
 
@@ -131,8 +228,9 @@ def sdp_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, *,
     force = force or {}
     # INT16 end to end on nv_full (two-byte elements, 16 channels per atom and operand group);
     # the other precisions and conversions are not modelled yet (verif/model/sdp.py)
-    prec = force.get("prec", draw_precision(rng, cfg))
-    # FP16 processing writes FP16 or INT16 (verif/model/sdp.py); the EW sub-unit stays bypassed
+    if prec is None:
+        prec = force.get("prec", draw_precision(rng, cfg))
+    # FP16 processing writes FP16 or INT16 (verif/model/sdp.py)
     out_prec = (2 if rng.random() < 0.7 else 1) if prec == 2 else prec
     ab = cfg.atom_bytes
     atom = cfg.memory_atomic if prec == 0 else ab // 2
@@ -146,7 +244,7 @@ def sdp_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, *,
     line, surf = cube_strides(rng, W, H, ab)
     n = cube_extent(W, H, C, line, surf, atom, ab)
     src = alloc.take(n)
-    w.mem_load(src, fp16_bytes(rng, n) if prec == 2 else rand_bytes(rng, n))
+    w.mem_load(src, fp16_bytes(rng, n, scale) if prec == 2 else rand_bytes(rng, n))
     # output cube
     dline, dsurf = cube_strides(rng, W, H, ab)
     dn = cube_extent(W, H, C, dline, dsurf, atom, ab)
@@ -165,6 +263,8 @@ def sdp_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, *,
                regs("SDP_RDMA", "D_ERDMA_CFG", ERDMA_DISABLE=1, ERDMA_DATA_USE=rng.randint(0, 2),
                     ERDMA_DATA_SIZE=rng.randint(0, 1), ERDMA_DATA_MODE=rng.randint(0, 1),
                     ERDMA_RAM_TYPE=1)]
+    erdma_at = len(writes) - 1          # replaced in place when EW runs (the random stream and
+    # the order of the other writes stay those of a configuration without EW)
     for r in ("D_BS_BATCH_STRIDE", "D_BN_BATCH_STRIDE", "D_EW_BATCH_STRIDE", "D_EW_BASE_ADDR_LOW",
               "D_EW_LINE_STRIDE", "D_EW_SURFACE_STRIDE"):
         writes.append(("SDP_RDMA", r, rng.getrandbits(32) & ~31))
@@ -212,13 +312,36 @@ def sdp_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, *,
                                fp16=prec == 2 and size == 1)
         writes += ow
         desc += od
-    # EW: not on nv_small (bypassed; its fields are don't-cares there)
+    # EW: bypassed and its fields don't-cares (nv_small has no EW) unless drawn below
     writes.append(regs("SDP", "D_DP_EW_CFG", EW_BYPASS=1, EW_ALU_BYPASS=rng.randint(0, 1),
                        EW_ALU_ALGO=rng.randint(0, 3), EW_MUL_BYPASS=rng.randint(0, 1),
                        EW_MUL_PRELU=rng.randint(0, 1), EW_LUT_BYPASS=1))
     for r in ("D_DP_EW_ALU_SRC_VALUE", "D_DP_EW_MUL_SRC_VALUE", "D_DP_EW_ALU_CVT_OFFSET_VALUE",
               "D_DP_EW_MUL_CVT_OFFSET_VALUE", "D_DST_BATCH_STRIDE"):
         writes.append(("SDP", r, rng.getrandbits(32)))
+    if cfg.sdp_ew and not mismatch and rng.random() < 0.5:
+        # EW (Y) on a configuration that has it, in half the layers, its operands fetched by
+        # ERDMA as BS/BN's by their DMAs
+        fields, alu_mem, mul_mem, ed = _ew(rng, prec, lut)
+        ew_regs = {reg: regs("SDP", reg, **fl) for reg, fl in fields.items()}
+        writes = [ew_regs.pop(wr[1]) if wr[0] == "SDP" and wr[1] in ew_regs else wr for wr in writes]
+        writes += ew_regs.values()
+        desc.append(ed)
+        disable = int(not (alu_mem or mul_mem))
+        use = USE_BOTH if alu_mem and mul_mem else USE_ALU if alu_mem else USE_MUL
+        size = 1 if prec or rng.random() < 0.5 else 0      # two-byte operands in INT16/FP16
+        mode = rng.randint(0, 1)
+        if disable:
+            use = rng.randint(0, 2)
+        writes[erdma_at] = regs("SDP_RDMA", "D_ERDMA_CFG", ERDMA_DISABLE=disable,
+                                ERDMA_DATA_USE=use, ERDMA_DATA_SIZE=size, ERDMA_DATA_MODE=mode,
+                                ERDMA_RAM_TYPE=1)
+        ow, od = operand_image(rng, cfg, alloc, w, "EW", (W, H, C), use, size, mode, disable, atom,
+                               fp16=prec == 2 and size == 1)
+        addr = {wr[1]: wr for wr in ow}
+        writes = [addr.pop(wr[1]) if wr[0] == "SDP_RDMA" and wr[1] in addr else wr for wr in writes]
+        writes += addr.values()
+        desc += od
     off = signed(rng, 32) if rng.random() < 0.3 else rng.randint(-300, 300)
     scale = signed(rng, 16)
     shift = small_biased(rng, 63, 16)
@@ -250,7 +373,17 @@ def generate(seed: int, cfg, *, mismatch: bool = False, layers: int | None = Non
     prog = Program(kind, seed, TraceWriter(f"{kind}_{seed}"), legal=None if mismatch else True)
     alloc = Alloc(rng)
     n = (layers or 1) if mismatch else (layers or rng.choice((1, 1, 2, 2, 3)))
-    prog.layers = [sdp_layer(rng, cfg, alloc, prog.writer, mismatch=mismatch, force=force)
-                   for _ in range(n)]
-    emit(prog)
+    prologue, lut, scale = [], False, None
+    if cfg.sdp_ew and cfg.sdp_lut and not mismatch:
+        # the LUT of EW layers: programmed once, in one precision (a layer of another one
+        # reads its entries and registers as its own precision does)
+        lut_prec = draw_precision(rng, cfg)
+        scale = rng.choice(FP16_SCALES)
+        prologue, lut_desc = lut_prologue(rng, lut_prec, scale)
+        lut = True
+    prog.layers = [sdp_layer(rng, cfg, alloc, prog.writer, mismatch=mismatch, force=force,
+                             lut=lut, scale=scale) for _ in range(n)]
+    if lut:
+        prog.layers[0].desc = f"{lut_desc}; {prog.layers[0].desc}"
+    emit(prog, prologue)
     return prog

@@ -37,7 +37,10 @@ C model (nvdlav1 cmod/cdp/NV_NVDLA_cdp.cpp ``lookup_lut_int8``), which agree on 
 * LUT statistics (D_PERF_LUT_*) are latched into the group that completed, at layer end, and are
   not gated by D_PERF_ENABLE.LUT_EN (NV_NVDLA_CDP_DP_intp.v).
 
-Only the INT8 pipeline is modelled (nv_small's only data type).
+INT16 (nv_full) widens every stage (``WIDTHS``); FP16 (nv_full) is another datapath,
+:func:`cdp_compute_fp16`. D_NAN_INPUT_NUM and D_INF_INPUT_NUM stay 0, as NVIDIA's nv_full RTL
+read them after FP16 layers with NaN and infinite inputs; D_NAN_OUTPUT_NUM is not modelled
+(NVIDIA's RTL read 0 after one such layer and 9 after two layers of 5 and 14 NaN outputs).
 """
 from __future__ import annotations
 
@@ -46,7 +49,8 @@ import numpy as np
 from hdl.regmap import decode
 from verif.model.memory import ram
 from verif.model.formats import ModelConfigError, read_cube, warn_limitation, write_cube
-from verif.model.lut import LINEAR, LutParams, LutStorage, lut_lookup, round_shift, sext
+from verif.model import fp
+from verif.model.lut import EXPONENT, LINEAR, LutParams, LutStorage, lut_lookup, round_shift, sext
 
 LE_ENTRIES, LO_ENTRIES = 65, 257
 ICVT_OUT_BITS = 9                    # NVDLA_CDP_ICVTO_BWPE for int8 (BPE + 1)
@@ -59,7 +63,8 @@ LO_SELECT_RANGE = (-8, 13)
 LE_OFFSET_RANGE = (-64, 20)
 
 PERF_FIELDS = {"UFLOW": "PERF_LUT_UFLOW", "OFLOW": "PERF_LUT_OFLOW", "HYBRID": "PERF_LUT_HYBRID",
-               "LE_HIT": "PERF_LUT_LE_HIT", "LO_HIT": "PERF_LUT_LO_HIT"}
+               "LE_HIT": "PERF_LUT_LE_HIT", "LO_HIT": "PERF_LUT_LO_HIT",
+               "OUT_SATURATION": "OUT_SATURATION"}
 
 
 def shift_round_sat(v: np.ndarray, shift: int, in_bits: int, out_bits: int) -> np.ndarray:
@@ -178,6 +183,141 @@ def cdp_compute(d: np.ndarray, valid_c: int, le_table: np.ndarray, lo_table: np.
     return output_convert(v, *datout, prec), stats
 
 
+# ---- FP16 (nv_full): facts from NVIDIA's nvdlav1 RTL (vmod/nvdla/cdp, vmod/vlibs HLS_* blocks),
+# each HLS block verilated alone and compared with verif/model/fp.py, and 7 CDP FP16 programs on
+# NVIDIA's whole nv_full RTL bit-exact with a reference of these rules (outputs and counters)
+
+def _fp32_sub(a, b) -> np.ndarray:
+    """fp32 ``a - b`` as NVIDIA's HLS fp32_sub: ``a + (b with its sign flipped)`` (so a NaN ``b``
+    comes back with its sign flipped)."""
+    return fp.fp_add(a, np.asarray(b, np.int64) ^ (1 << 31), 8, 23)
+
+
+def _fp_table_index(d, n_entries, exponential, index_offset, select):
+    """Index, 16-bit fraction, underflow and overflow flags of one table in FP16 mode
+    (NV_NVDLA_CDP_DP_LUT_CTRL_unit "FP16 mode"); ``d`` = fp32 ``s - START`` patterns.
+
+    Underflow: ``d`` NaN, +0, or its sign set. Exponential: index = unbiased exponent of ``d``
+    minus LE_INDEX_OFFSET (below the offset underflows, for either sign of the offset), fraction
+    = mantissa bits 22:7. Linear: ``d * 2**-SELECT`` exactly, index its integer part and the
+    fraction its first 16 fractional bits (truncated), SELECT the 8-bit signed field. An index
+    >= entries-1 overflows."""
+    sign, e, m = (d >> 31) & 1, (d >> 23) & 0xFF, d & 0x7FFFFF
+    uf = fp.fp_isnan(d, 8, 23) | (d == 0) | (sign == 1)
+    if exponential:
+        lg = e - 127
+        uf = uf | (lg < index_offset)
+        idx = lg - index_offset
+        frac = (d >> 7) & 0xFFFF
+    else:
+        M = m | (1 << 23)
+        t = e - 150 - select                       # d * 2**-select = M * 2**t
+        left, right = np.clip(t, 0, 20), np.clip(-t, 0, 62)   # t >= 10 overflows anyway
+        idx = np.where(t >= 0, M << left, M >> right)
+        frac = np.where(t >= 0, 0, ((M << 16) >> right) & 0xFFFF)
+    of = ~uf & (idx >= n_entries - 1)
+    hit = ~uf & ~of
+    return np.where(hit, idx, 0), np.where(hit, frac, 0), uf, of
+
+
+def _fp_interp(table, s, idx, frac, uf, of, vmin, vend, uscale, oscale):
+    """fp17 table output (NV_NVDLA_CDP_DP_INTP_unit fp path): ``fp17_add(fp17_mul(
+    fp32_to_fp17(fp32_sub(A, B)), K), T0)`` with (A, B, K, T0) = (T[i+1], T[i], fraction,
+    T[i]) on a hit, (s, MIN, UFLOW_SCALE, T[0]) on underflow, (s, END, OFLOW_SCALE, T[last])
+    on overflow; entries and scales are fp16 patterns, MIN/END fp32."""
+    t = np.asarray(table, np.int64) & 0xFFFF
+    n = len(t)
+    y0, y1 = t[idx], t[np.minimum(idx + 1, n - 1)]
+
+    def chain(a, b, k, t0):
+        return fp.fp17_add(fp.fp17_mul(fp.fp32_to_fp17(_fp32_sub(a, b)), k), fp.fp16_to_fp17(t0))
+    hit_y = chain(fp.fp16_to_fp32(y1), fp.fp16_to_fp32(y0), fp.frac_to_fp17(frac, 16), y0)
+    uf_y = chain(s, vmin, fp.fp16_to_fp17(uscale), t[0])
+    of_y = chain(s, vend, fp.fp16_to_fp17(oscale), t[n - 1])
+    return np.where(uf, uf_y, np.where(of, of_y, hit_y))
+
+
+def fp16_square_sum(x17: np.ndarray, half: int) -> np.ndarray:
+    """LRN window sum in fp32 of fp17 values ``x17`` ((Cp, H, W) patterns, channels outside
+    counting +0): each value to fp32 and squared (fp32 mul), then added in NVIDIA's fixed order
+    (NV_NVDLA_CDP_DP_sum / fp_sum_block): ``s = (sq[c-1] + sq[c+1]) + sq[c]``, then
+    ``s = s + (sq[c-k] + sq[c+k])`` for k = 2..``half``."""
+    c = x17.shape[0]
+    pad = np.zeros((c + 8,) + x17.shape[1:], np.int64)
+    pad[4:4 + c] = x17
+    x32 = fp.fp17_to_fp32(pad)
+    sq = fp.fp_mul(x32, x32, 8, 23)
+
+    def at(k):
+        return sq[4 + k:4 + k + c]
+    s = fp.fp_add(fp.fp_add(at(-1), at(1), 8, 23), at(0), 8, 23)
+    for k in range(2, half + 1):
+        s = fp.fp_add(s, fp.fp_add(at(-k), at(k), 8, 23), 8, 23)
+    return s
+
+
+def cdp_compute_fp16(d: np.ndarray, valid_c: int, le_table: np.ndarray, lo_table: np.ndarray,
+                     p: LutParams, normalz_len: int, sqsum_bypass: bool, mul_bypass: bool,
+                     nan_to_zero: bool) -> tuple[np.ndarray, dict[str, int]]:
+    """CDP datapath in FP16 (nv_full) on a whole cube.
+
+    ``d``: fp16 bit patterns (int64 array (Cp, H, W)); channels >= ``valid_c`` are the invalid
+    lanes of the last atom (+0 after the converter, still computed and written); ``p`` read
+    with 8-bit INDEX_SELECT (LutParams.from_view(view, 8)). Returns the fp16 output patterns
+    (Cp, H, W) int64 and the statistics (the five LUT counters and ``OUT_SATURATION``).
+
+    NAN_TO_ZERO turns fp16 NaN data into +0 (infinities pass); the input converter is a format
+    change (fp16 to fp17, exact; DATIN_* unused); the square sum or (SQSUM_BYPASS) x itself is
+    fp32; START/END are the fp32 patterns of the registers' low words (the HIGH words unused),
+    LUT entries and slope scales fp16 patterns (SLOPE_SHIFT unused); MIN of the LE table is
+    ``fp32_add(2**LE_INDEX_OFFSET, START)`` in exponential mode (2**OFFSET = +0 for offsets
+    -128 and -127; added for negative offsets too), ``fp32_add(+0, START)`` in linear mode; a
+    NaN sum gives the fp17 NaN of its sign and low 10 bits; the result is ``fp17_mul(x, f)``
+    (MUL_BYPASS: ``f``, or ``x`` when x is NaN), rounded to fp16 (DATOUT_* unused).
+    Counters as NVIDIA's RTL gives them: the table choice and the five counts as in INT
+    (:func:`verif.model.lut.lut_lookup`) over all lanes, plus W*H*Cp phantom hybrids (its
+    counter logic examines 8 lanes per 4-element beat; the empty four read as both-hit: +192
+    on a 3x2x20 layer, +96 on 2x1x33); OUT_SATURATION counts written values of magnitude
+    exactly 65504 (0x7BFF), saturated or not.
+    """
+    d = np.asarray(d, np.int64)
+    if nan_to_zero:
+        d = np.where(fp.fp16_isnan(d), 0, d)
+    x = fp.fp16_to_fp17(d)
+    x[valid_c:] = 0
+    s = fp.fp17_to_fp32(x) if sqsum_bypass else fp16_square_sum(x, normalz_len + 1)
+    exp = p.le_function == EXPONENT
+    le_start, lo_start = p.le_start & 0xFFFFFFFF, p.lo_start & 0xFFFFFFFF
+    off = p.le_index_offset
+    two_o = ((off + 127) << 23) if exp and off > -127 else 0
+    le_min = int(fp.fp_add(two_o, le_start, 8, 23))
+    xi, xf, xu, xo = _fp_table_index(_fp32_sub(s, le_start), len(le_table), exp, off,
+                                     p.le_index_select)
+    yi, yf, yu, yo = _fp_table_index(_fp32_sub(s, lo_start), len(lo_table), False, 0,
+                                     p.lo_index_select)
+    ly = _fp_interp(le_table, s, xi, xf, xu, xo, le_min, p.le_end & 0xFFFFFFFF,
+                    p.le_uflow_scale & 0xFFFF, p.le_oflow_scale & 0xFFFF)
+    oy = _fp_interp(lo_table, s, yi, yf, yu, yo, lo_start, p.lo_end & 0xFFFFFFFF,
+                    p.lo_uflow_scale & 0xFFFF, p.lo_oflow_scale & 0xFFFF)
+    xh, yh = ~xu & ~xo, ~yu & ~yo
+    le_only, lo_only = xh & ~yh, yh & ~xh
+    both_uf, both_of = xu & yu, xo & yo
+    hybrid = ~(le_only | lo_only | both_uf | both_of)
+    use_lo = lo_only | (both_uf & bool(p.uflow_priority)) | (both_of & bool(p.oflow_priority)) \
+        | (hybrid & bool(p.hybrid_priority))
+    f = np.where(use_lo, oy, ly)
+    f = np.where(fp.fp_isnan(s, 8, 23), (((s >> 31) & 1) << 16) | (63 << 10) | (s & 0x3FF), f)
+    if mul_bypass:
+        o17 = np.where(fp.fp_isnan(x, 6, 10), x, f)
+    else:
+        o17 = fp.fp17_mul(x, f)
+    out = fp.fp17_to_fp16(o17)
+    stats = {"UFLOW": int(both_uf.sum()), "OFLOW": int(both_of.sum()),
+             "HYBRID": int(hybrid.sum()) + d.size, "LE_HIT": int(le_only.sum()),
+             "LO_HIT": int(lo_only.sum()), "OUT_SATURATION": int(((out & 0x7FFF) == 0x7BFF).sum())}
+    return out, stats
+
+
 class CdpCore:
     """The CDP unit of the model (CDP_RDMA + CDP + its WDMA), with its LUT RAM.
 
@@ -233,9 +373,9 @@ class CdpCore:
             raise ModelConfigError(
                 f"CDP_RDMA.D_DATA_FORMAT.INPUT_DATA={ri} differs from "
                 f"CDP.D_DATA_FORMAT.INPUT_DATA_TYPE={ci}")
-        if ci not in (0, 1):
-            raise ModelConfigError(f"CDP.D_DATA_FORMAT.INPUT_DATA_TYPE={ci}: the model computes "
-                                   "INT8 and INT16 (FP16 is not modelled yet)")
+        if ci == 3 or ("int8", "int16", "fp16")[ci] not in self.cfg.precisions:
+            raise ModelConfigError(f"CDP.D_DATA_FORMAT.INPUT_DATA_TYPE={ci} is not one of "
+                                   f"{self.cfg.name}'s precisions {self.cfg.precisions}")
         # D_NAN_FLUSH_TO_ZERO.NAN_TO_ZERO changes nothing in INT16 (the NaN unit is FP16's):
         # four INT16 layers with it set give the model's bytes on NVIDIA's nv_full RTL once a
         # warm-up trace ran first (stop 50 saw them hang as the first layer after power-up)
@@ -245,7 +385,7 @@ class CdpCore:
         source cube, compute, write the destination cube (whole atoms) and the statistics."""
         self._check(rdma, cdp)
         prec = 0 if self.cfg.feature_data_type == "int8" else cdp.f("INPUT_DATA_TYPE")
-        p = LutParams.from_view(cdp, WIDTHS[prec][6])
+        p = LutParams.from_view(cdp, 8 if prec == 2 else WIDTHS[prec][6])
         if prec == 0:
             check_lut_limits(p)
         eb = 1 if prec == 0 else 2                       # bytes per element
@@ -256,15 +396,25 @@ class CdpCore:
         src = rdma.addr("D_SRC_BASE_ADDR_HIGH", "D_SRC_BASE_ADDR_LOW")
         d = read_cube(ram(self.mem, self.cv_mem, rdma.f("SRC_RAM_TYPE")), src, w, h, cp, rdma.bytes("SRC_LINE_STRIDE"),
                       rdma.bytes("SRC_SURFACE_STRIDE"), atom_b, eb)
-        d = d.view(np.int8 if eb == 1 else np.int16).astype(np.int64)
-        out, stats = cdp_compute(
-            d, c, self.lut.tables[0], self.lut.tables[1], p, cdp.f("NORMALZ_LEN"),
-            bool(cdp.f("SQSUM_BYPASS")), bool(cdp.f("MUL_BYPASS")),
-            (cdp.f("DATIN_OFFSET"), cdp.f("DATIN_SCALE"), cdp.f("DATIN_SHIFTER")),
-            (cdp.f("DATOUT_OFFSET"), cdp.f("DATOUT_SCALE"), cdp.f("DATOUT_SHIFTER")), prec)
+        if prec == 2:
+            out, stats = cdp_compute_fp16(
+                d.astype(np.int64), c, self.lut.tables[0], self.lut.tables[1], p,
+                cdp.f("NORMALZ_LEN"), bool(cdp.f("SQSUM_BYPASS")), bool(cdp.f("MUL_BYPASS")),
+                bool(cdp.f("NAN_TO_ZERO")))
+        else:
+            out, stats = self._compute_int(d, c, p, cdp, prec)
         dst = cdp.addr("D_DST_BASE_ADDR_HIGH", "D_DST_BASE_ADDR_LOW")
         write_cube(ram(self.mem, self.cv_mem, cdp.f("DST_RAM_TYPE")), out, dst, cdp.bytes("DST_LINE_STRIDE"),
                    cdp.bytes("DST_SURFACE_STRIDE"), atom_b, eb)
         self.last_stats = stats
         cdp.regs.group_hw_fields[cdp.group].update(
             {PERF_FIELDS[k]: min(v, 0xFFFFFFFF) for k, v in stats.items()})
+
+    def _compute_int(self, d, c, p, cdp, prec):
+        """The INT8/INT16 datapath on raw cube bytes ``d`` (:func:`cdp_compute`)."""
+        d = d.view(np.int8 if prec == 0 else np.int16).astype(np.int64)
+        return cdp_compute(
+            d, c, self.lut.tables[0], self.lut.tables[1], p, cdp.f("NORMALZ_LEN"),
+            bool(cdp.f("SQSUM_BYPASS")), bool(cdp.f("MUL_BYPASS")),
+            (cdp.f("DATIN_OFFSET"), cdp.f("DATIN_SCALE"), cdp.f("DATIN_SHIFTER")),
+            (cdp.f("DATOUT_OFFSET"), cdp.f("DATOUT_SCALE"), cdp.f("DATOUT_SHIFTER")), prec)

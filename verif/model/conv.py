@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from verif.model.conv_fp16 import conv_dc_fp16
+from verif.model.conv_fp16 import conv_dc_fp16, conv_img_fp16
 from verif.model.fp import fp16_isnan
 from verif.model.memory import ram
 from verif.model.formats import ModelConfigError, read_cube
@@ -57,6 +57,48 @@ PIXEL_FORMATS_INT8 = {
 }
 
 
+# nv_full's 16-bit pixel formats (format.rst tab_pixel_formats; nvdlav1 RTL
+# NV_NVDLA_CDMA_IMG_ctrl/_IMG_sg reorders, agreeing with NVIDIA's C model): code -> (name,
+# bytes per pixel of each plane, container precision (1 INT16, 2 FP16), channel order).
+# ``order[i]`` is the 16-bit element of the pixel (plane 0's, then plane 1's) that becomes CBUF
+# channel i; the whole little-endian word is the component (no shift for 10/12-bit formats).
+PIXEL_FORMATS_16 = {
+    1: ("T_R10", (2,), 1, (0,)), 2: ("T_R12", (2,), 1, (0,)), 3: ("T_R16", (2,), 1, (0,)),
+    4: ("T_R16_I", (2,), 1, (0,)), 5: ("T_R16_F", (2,), 2, (0,)),
+    6: ("T_A16B16G16R16", (8,), 1, (0, 1, 2, 3)), 7: ("T_X16B16G16R16", (8,), 1, (0, 1, 2, 3)),
+    8: ("T_A16B16G16R16_F", (8,), 2, (0, 1, 2, 3)),
+    9: ("T_A16Y16U16V16", (8,), 1, (2, 1, 0, 3)), 10: ("T_V16U16Y16A16", (8,), 1, (1, 2, 3, 0)),
+    11: ("T_A16Y16U16V16_F", (8,), 2, (2, 1, 0, 3)),
+    30: ("T_Y10___U10V10_N444", (2, 4), 1, (0, 2, 1)), 31: ("T_Y10___V10U10_N444", (2, 4), 1, (0, 1, 2)),
+    32: ("T_Y12___U12V12_N444", (2, 4), 1, (0, 2, 1)), 33: ("T_Y12___V12U12_N444", (2, 4), 1, (0, 1, 2)),
+    34: ("T_Y16___U16V16_N444", (2, 4), 1, (0, 2, 1)), 35: ("T_Y16___V16U16_N444", (2, 4), 1, (0, 1, 2)),
+}
+# packed 10-bit formats (one 32-bit little-endian word per pixel, INT16 container): code ->
+# (name, (lsb, width) of the word's field for CBUF channels 0..3); a 10-bit field becomes
+# ``f << 6``, the 2-bit alpha ``a << 14`` (nvdlav1 NV_NVDLA_CDMA_IMG_pack, C model the same)
+PIXEL_FORMATS_10 = {
+    20: ("T_A2B10G10R10", ((0, 10), (10, 10), (20, 10), (30, 2))),
+    21: ("T_A2R10G10B10", ((20, 10), (10, 10), (0, 10), (30, 2))),
+    24: ("T_A2Y10U10V10", ((20, 10), (10, 10), (0, 10), (30, 2))),
+    22: ("T_B10G10R10A2", ((2, 10), (12, 10), (22, 10), (0, 2))),
+    25: ("T_V10U10Y10A2", ((2, 10), (12, 10), (22, 10), (0, 2))),
+    23: ("T_R10G10B10A2", ((22, 10), (12, 10), (2, 10), (0, 2))),
+}
+
+
+def pixel_format(fmt: int) -> tuple[str, tuple, int, int]:
+    """(name, bytes per pixel of each plane, container precision 0 INT8 / 1 INT16 / 2 FP16,
+    CBUF channels) of PIXEL_FORMAT ``fmt``; KeyError for an undefined code."""
+    if fmt in PIXEL_FORMATS_INT8:
+        name, bpp, order = PIXEL_FORMATS_INT8[fmt]
+        return name, bpp, 0, len(order)
+    if fmt in PIXEL_FORMATS_16:
+        name, bpp, cont, order = PIXEL_FORMATS_16[fmt]
+        return name, bpp, cont, len(order)
+    name, fields = PIXEL_FORMATS_10[fmt]
+    return name, (4,), 1, len(fields)
+
+
 def _s(v: int, bits: int) -> int:
     """Two's complement value of the low ``bits`` bits of ``v``."""
     v &= (1 << bits) - 1
@@ -74,7 +116,7 @@ def round_shift(x: np.ndarray, shift: int) -> np.ndarray:
 
 
 def cdma_convert(raw: np.ndarray, signed: bool, offset: np.ndarray | int, scale: int,
-                 truncate: int, out_bits: int = 8) -> np.ndarray:
+                 truncate: int, out_bits: int = 8, in_bits: int | None = None) -> np.ndarray:
     """CDMA input converter for int8 pixel bytes (v1_ias_precision.rst "Convertor"; format.rst
     "Precision Conversion" equation 1): ``sat_int8(round((x - offset) * scale >> truncate))``.
 
@@ -89,11 +131,14 @@ def cdma_convert(raw: np.ndarray, signed: bool, offset: np.ndarray | int, scale:
     ``out_bits`` 16: nv_full's INT16 layers, ``raw`` 16-bit elements (uint16 words, ``signed``:
     sign-extended from bit 15): the same cell, saturated to 17 then 16 bits (nvdlav1 RTL,
     NV_NVDLA_CDMA_CVT_cell, checked by simulating that cell on 601,500 vectors).
+    ``in_bits`` (default ``out_bits``): the width of ``raw`` (an 8-bit pixel converted to 16
+    bits: 8); ``out_bits`` 17: the cell's int17 value, before the last saturation (FP16 output).
     """
     x = raw.astype(np.int64)
     half = 1 << (out_bits - 1)
     if signed:
-        x = np.where(x >= half, x - 2 * half, x)
+        top = 1 << ((in_bits or out_bits) - 1)
+        x = np.where(x >= top, x - 2 * top, x)
     v = (x - np.asarray(offset, dtype=np.int64)) * np.int64(scale)
     if truncate >= 34:
         v = np.zeros_like(v)
@@ -159,15 +204,17 @@ def read_weights(mem, base: int, k: int, r: int, s: int, c: int, atom_c: int,
     return mem.gather(base + off).view(np.int8).astype(np.int64)
 
 
-def read_weights_post_ext(mem, base: int, k: int, r: int, cw: int, ext: int, atom_k: int
-                          ) -> np.ndarray:
+def read_weights_post_ext(mem, base: int, k: int, r: int, cw: int, ext: int, atom_k: int,
+                          elem_bytes: int = 1) -> np.ndarray:
     """Image weights with channel post-extension ``ext`` (2 or 4 lines; format.rst "Weight
     Channel Post-extension for image input"): ``ext`` neighbour kernel lines of ``cw`` bytes are
     combined into one channel vector (the last vector has ``r % ext`` lines when R is not
     divisible, no zero fill), then mapped like direct-convolution weights. Observed in NVIDIA
     cmod (csc weight sequencer): the vector of lines [g*ext, g*ext+ext) of each kernel of a
-    group is ``cw * lines`` bytes, kernel after kernel, vector after vector.
-    Returns (K, R, 1, cw) int64."""
+    group is ``cw * lines`` bytes, kernel after kernel, vector after vector. ``elem_bytes`` 2:
+    int16/fp16 elements (little-endian) in groups of ``atom_k`` = mac_atomic_k // 2 kernels
+    (nvdlav1 C model and RTL: the same vectors of two-byte elements).
+    Returns (K, R, 1, cw) int64 (signed; fp16 patterns as int16 values)."""
     out = np.zeros((k, r, 1, cw), np.int64)
     groups = -(-r // ext)
     gbase = 0
@@ -177,10 +224,11 @@ def read_weights_post_ext(mem, base: int, k: int, r: int, cw: int, ext: int, ato
         for g in range(groups):
             lines = min(ext, r - g * ext)
             n = lines * cw
-            blk = mem.read(off + base, kg * n).view(np.int8).astype(np.int64).reshape(kg, lines, cw)
+            raw = mem.read(off + base, kg * n * elem_bytes)
+            blk = raw.view(np.int8 if elem_bytes == 1 else "<i2").astype(np.int64).reshape(kg, lines, cw)
             out[g0:g0 + kg, g * ext:g * ext + lines, 0, :] = blk
-            off += kg * n
-        gbase += kg * r * cw
+            off += kg * n * elem_bytes
+        gbase += kg * r * cw * elem_bytes
     return out
 
 
@@ -253,6 +301,32 @@ class ConvCore:
     def _fp16(self, cdma) -> bool:
         return self.cfg.feature_data_type == "int8_int16_fp16" and cdma.f("PROC_PRECISION") == 2
 
+    @staticmethod
+    def _check_image_precision(cdma, proc: int) -> None:
+        """Image precisions on nv_full (format.rst tab_precision_conversion_conv and
+        tab_pixel_formats; nvdlav1 RTL NV_NVDLA_CDMA_cvt splits writes into lanes by
+        IN_PRECISION alone): IN_PRECISION is the pixel format's container; converting (IN !=
+        PROC) needs CVT_EN; fp16 pixels give FP16 only; a 16-bit container to INT8 (the
+        converter's "shrink" path) is not modelled."""
+        names = ("INT8", "INT16", "FP16", "3")
+        fmt, inp = cdma.f("PIXEL_FORMAT"), cdma.f("IN_PRECISION")
+        try:
+            name, _, cont, _ = pixel_format(fmt)
+        except KeyError:
+            raise ModelConfigError(f"CDMA.D_DATAIN_FORMAT.PIXEL_FORMAT={fmt} is undefined") from None
+        if inp != cont:
+            raise ModelConfigError(f"CDMA.D_MISC_CFG.IN_PRECISION={names[inp]}: pixel format {name} "
+                                   f"holds {names[cont]} components (format.rst tab_pixel_formats)")
+        if inp != proc and not cdma.f("CVT_EN"):
+            raise ModelConfigError(f"CDMA.D_MISC_CFG IN_PRECISION={names[inp]} PROC_PRECISION="
+                                   f"{names[proc]} needs CDMA.D_CVT_CFG.CVT_EN (format.rst precision "
+                                   "conversion table)")
+        if cont == 2 and proc != 2 or cont == 1 and proc == 0:
+            raise ModelConfigError(f"pixel format {name} ({names[cont]}) to PROC_PRECISION={names[proc]}: "
+                                   "not a conversion format.rst lists" if cont == 2 else
+                                   f"pixel format {name} (INT16) to INT8: the converter's shrink path "
+                                   "is not modelled")
+
     def _check_common(self, cdma, csc, cmac, cacc):
         cfg = self.cfg
         for unit, v in (("CDMA", cdma), ("CSC", csc), ("CMAC_A", cmac), ("CACC", cacc)):
@@ -283,15 +357,13 @@ class ConvCore:
                                            f"differs from CDMA's {names[proc]}")
             if proc == 3:
                 raise ModelConfigError("CDMA.D_MISC_CFG.PROC_PRECISION=3 is reserved")
-            if proc == 2 and cdma.f("DATAIN_FORMAT") == 1:
-                raise ModelConfigError("image input converted to FP16 is not modelled")
+            if cdma.f("DATAIN_FORMAT") == 1:
+                self._check_image_precision(cdma, proc)
             if cdma.f("DATAIN_FORMAT") == 0 and cdma.f("IN_PRECISION") != proc:
                 # format.rst tab_precision_conversion_conv: feature data is never converted
                 raise ModelConfigError(f"CDMA.D_MISC_CFG IN_PRECISION={names[cdma.f('IN_PRECISION')]} "
                                        f"PROC_PRECISION={names[proc]}: direct convolution converts no "
                                        "precision (format.rst, Precision conversion for convolutional layer)")
-            if proc == 1 and cdma.f("DATAIN_FORMAT") == 1:
-                raise ModelConfigError("image input converted to INT16 is not modelled")
 
         # "For any register, if it has the same name across pipeline stage, it means they have
         # the same value" (programming guide, Register definition)
@@ -361,24 +433,41 @@ class ConvCore:
 
         Returns the CBUF lines as (Cpix, H, PAD_LEFT + W + PAD_RIGHT) int64: channel-reordered,
         converted pixels, with CDMA's pad value in the left/right padding columns.
+
+        nv_full's 16-bit images (facts from NVIDIA's nvdlav1 RTL NV_NVDLA_CDMA_IMG_*,
+        NV_NVDLA_CDMA_cvt, agreeing with its C model): a 16-bit container's component is its
+        whole little-endian word (packed 10-bit: ``f << 6``, alpha ``a << 14``), extended to 17
+        bits signed when PIXEL_SIGN_OVERRIDE is set, else unsigned; the converter cell is
+        int8's with int16 saturation for PROC INT16, and its int17 value rounded to fp16
+        (ties to even, +-65504 at most, never -0) for PROC FP16; fp16 pixels pass unchanged
+        (CVT_EN or not), a NaN one +0 with NAN_TO_ZERO; without CVT_EN (IN = PROC) the container
+        goes to CBUF as it is (read as int16). The left/right padding holds all 16 bits of
+        PAD_VALUE for 16-bit PROC precisions.
         """
         cfg = self.cfg
         fmt = cdma.f("PIXEL_FORMAT")
-        if fmt not in PIXEL_FORMATS_INT8:
+        try:
+            name, bpp, cont, cpix = pixel_format(fmt)
+        except KeyError:
+            raise ModelConfigError(f"CDMA.D_DATAIN_FORMAT.PIXEL_FORMAT={fmt} is undefined") from None
+        if cont and len(cfg.precisions) == 1:
             raise ModelConfigError(f"CDMA.D_DATAIN_FORMAT.PIXEL_FORMAT={fmt}: needs int16/fp16 input "
-                                   f"precision, {cfg.name} is int8 only (format.rst tab_pixel_formats)"
-                                   if fmt <= 35 else f"CDMA.D_DATAIN_FORMAT.PIXEL_FORMAT={fmt} is undefined")
+                                   f"precision, {cfg.name} is int8 only (format.rst tab_pixel_formats)")
         if cdma.f("PIXEL_MAPPING") != 0:
             raise ModelConfigError("CDMA.D_DATAIN_FORMAT.PIXEL_MAPPING must be PITCH_LINEAR")
         if cdma.f("PIXEL_Y_OFFSET") != 0:
             raise ModelConfigError("CDMA.D_PIXEL_OFFSET.PIXEL_Y_OFFSET must be 0 for pitch linear "
                                    "(programming guide Limitation: Image)")
-        _, bpp, order = PIXEL_FORMATS_INT8[fmt]
         w, h, c = cdma.f("DATAIN_WIDTH") + 1, cdma.f("DATAIN_HEIGHT") + 1, cdma.f("DATAIN_CHANNEL") + 1
-        if c != len(order):
+        if c != cpix:
             raise ModelConfigError(f"CDMA.D_DATAIN_SIZE_1.DATAIN_CHANNEL+1={c}: format "
-                                   f"{PIXEL_FORMATS_INT8[fmt][0]} has {len(order)} channels (tab_pixel_formats)")
+                                   f"{name} has {cpix} channels (tab_pixel_formats)")
         xoff = cdma.f("PIXEL_X_OFFSET")
+        if cont and xoff >= cfg.atom_bytes // bpp[0]:
+            # nvdlav1 RTL NV_NVDLA_CDMA_IMG_ctrl asserts it (programming guide: the offset is
+            # (roi & 0x1F) / bytes per pixel)
+            raise ModelConfigError(f"CDMA.D_PIXEL_OFFSET.PIXEL_X_OFFSET={xoff} must be below the "
+                                   f"{cfg.atom_bytes // bpp[0]} pixels of a memory atom of {name}")
         if len(bpp) == 2:
             self._check_semi_planar_x_offset(cdma, bpp, w, xoff)
         planes = []
@@ -405,27 +494,46 @@ class ConvCore:
             addrs = base + np.arange(h, dtype=np.int64)[:, None] * ls + np.arange(w * b, dtype=np.int64)[None, :]
             planes.append(ram(self.mem, self.cv_mem, cdma.f("DATAIN_RAM_TYPE"))
                           .gather(addrs).reshape(h, w, b))
-        px = np.concatenate(planes, axis=2)                       # (H, W, bytes per pixel)
-        raw = np.stack([px[:, :, i] for i in order])              # (Cpix, H, W) uint8
-        if cdma.f("CVT_EN"):
+        px = np.concatenate(planes, axis=2).astype(np.int64)     # (H, W, bytes per pixel)
+        if fmt in PIXEL_FORMATS_10:
+            word = px[:, :, 0] | px[:, :, 1] << 8 | px[:, :, 2] << 16 | px[:, :, 3] << 24
+            raw = np.stack([((word >> lsb) & ((1 << n) - 1)) << (16 - n)
+                            for lsb, n in PIXEL_FORMATS_10[fmt][1]])
+        elif cont:
+            el = px[:, :, 0::2] | px[:, :, 1::2] << 8              # 16-bit elements
+            raw = np.stack([el[:, :, i] for i in PIXEL_FORMATS_16[fmt][3]])
+        else:
+            raw = np.stack([px[:, :, i] for i in PIXEL_FORMATS_INT8[fmt][2]])   # (Cpix, H, W)
+        proc = cdma.f("PROC_PRECISION") if len(cfg.precisions) > 1 else 0
+        if cont == 2:
+            val = np.where(fp16_isnan(raw), 0, raw) if cdma.f("NAN_TO_ZERO") else raw
+        elif cdma.f("CVT_EN"):
             # Observed in NVIDIA cmod (process_one_element_*) and confirmed on its RTL: the
             # converter subtracts the per-channel mean when MEAN_FORMAT is enabled, otherwise
             # CVT_OFFSET, never both; with CVT_EN off the byte passes unchanged (no mean).
             if cdma.f("MEAN_FORMAT"):
                 means = [_s(cdma.f(m), 16) for m in ("MEAN_RY", "MEAN_GU", "MEAN_BV", "MEAN_AX")]
-                off = np.array(means[:len(order)], np.int64)[:, None, None]
+                off = np.array(means[:cpix], np.int64)[:, None, None]
             else:
                 off = _s(cdma.f("CVT_OFFSET"), 16)
-            val = cdma_convert(raw, bool(cdma.f("PIXEL_SIGN_OVERRIDE")), off,
-                               _s(cdma.f("CVT_SCALE"), 16), cdma.f("CVT_TRUNCATE"))
+            args = (bool(cdma.f("PIXEL_SIGN_OVERRIDE")), off, _s(cdma.f("CVT_SCALE"), 16),
+                    cdma.f("CVT_TRUNCATE"))
+            in_bits = 16 if cont else 8
+            if proc == 2:
+                q = cdma_convert(raw, *args, out_bits=17, in_bits=in_bits)
+                val = np.clip(q, -65504, 65504).astype(np.float16).view(np.uint16).astype(np.int64)
+            else:
+                val = cdma_convert(raw, *args, out_bits=16 if proc else 8, in_bits=in_bits)
         else:
-            val = raw.view(np.int8).astype(np.int64)
+            val = raw.astype(np.uint16 if cont else np.uint8).view(np.int16 if cont else np.int8)
         pl, pr = cdma.f("PAD_LEFT"), cdma.f("PAD_RIGHT")
         # Observed in NVIDIA nv_small RTL (NV_NVDLA_CDMA_cvt cvt_out_pad_mask) and cmod
         # (pad_value_8): the left/right padding of image lines is the low byte of CDMA's
-        # D_ZERO_PADDING_VALUE inserted after the converter, not passed through it.
-        pad = _s(cdma.f("PAD_VALUE"), 8)
-        out = np.full((len(order), h, pl + w + pr), pad, np.int64)
+        # D_ZERO_PADDING_VALUE inserted after the converter, not passed through it (all 16 bits
+        # for 16-bit PROC precisions: an int16 or an fp16 pattern, nvdlav1's cvt)
+        pv = cdma.f("PAD_VALUE")
+        pad = _s(pv, 8) if proc == 0 else _s(pv, 16) if proc == 1 else pv & 0xFFFF
+        out = np.full((cpix, h, pl + w + pr), pad, np.int64)
         out[:, :, pl:pl + w] = val
         return out
 
@@ -527,10 +635,12 @@ class ConvCore:
         base = cdma.addr("D_WEIGHT_ADDR_HIGH", "D_WEIGHT_ADDR_LOW")
         ext = 1 << csc.f("Y_EXTENSION")
         mem = ram(self.mem, self.cv_mem, cdma.f("WEIGHT_RAM_TYPE"))
-        if ext > 1:
-            return read_weights_post_ext(mem, base, k, r, c, ext, self.cfg.mac_atomic_k)
         eb = self._elem_bytes(cdma)
-        wts = read_weights(mem, base, k, r, s, c, self.cfg.mac_atomic_c, self.cfg.mac_atomic_k // eb, eb)
+        if ext > 1:
+            wts = read_weights_post_ext(mem, base, k, r, c, ext, self.cfg.mac_atomic_k // eb, eb)
+        else:
+            wts = read_weights(mem, base, k, r, s, c, self.cfg.mac_atomic_c,
+                               self.cfg.mac_atomic_k // eb, eb)
         if not self._fp16(cdma):
             return wts
         wts = wts & 0xFFFF                                         # fp16 bit patterns
@@ -611,7 +721,7 @@ class ConvCore:
                                        f"CONV_X_STRIDE_EXT+1 ({sx}) * DATAIN_CHANNEL_EXT+1 ({c_in}) <= "
                                        f"{cfg.mac_atomic_c // ext} (unit description: Limits of channel "
                                        "post-extension)")
-            bpk = r * cw
+            bpk = r * cw * eb
             sd, rd = cw // c_in, r
             pl, pr, pb = cdma.f("PAD_LEFT"), cdma.f("PAD_RIGHT"), cdma.f("PAD_BOTTOM")
             need_entries = -(-((pl + cdma.f("DATAIN_WIDTH") + 1 + pr) * c_in) // cfg.cbuf_bank_width)
@@ -661,7 +771,10 @@ class ConvCore:
         # observed in NVIDIA RTL (CSC_dl): pad_value[7:0] for int8, all 16 bits for int16
         pad_csc = _s(csc.f("PAD_VALUE"), 8 * eb)
 
-        if self._fp16(cdma):
+        if self._fp16(cdma) and img:
+            out = conv_img_fp16(cube, wts, ho, wo, sx, sy, pt, csc.f("PAD_VALUE") & 0xFFFF, ext,
+                                cfg.mac_atomic_c)
+        elif self._fp16(cdma):
             # fp32 patterns; CLIP_TRUNCATE does not apply (verif/model/conv_fp16.py)
             out = conv_dc_fp16(cube, wts, ho, wo, sx, sy, dx, dy, pl, pt, csc.f("PAD_VALUE") & 0xFFFF,
                                cfg.mac_atomic_c)

@@ -33,7 +33,7 @@ import numpy as np
 
 from verif.model.fp import fp16_isnan
 
-__all__ = ["cmac_words", "cacc_add", "cacc_to_fp32", "conv_dc_fp16", "booth_product"]
+__all__ = ["cmac_words", "cacc_add", "cacc_to_fp32", "conv_dc_fp16", "conv_img_fp16", "booth_product"]
 
 #: sum of the Booth rows' 0x10000 sign-extension constants, 2**16 + 2**18 + ... + 2**30
 BOOTH_BIAS = 0x55550000
@@ -177,5 +177,48 @@ def conv_dc_fp16(cube: np.ndarray, wts: np.ndarray, ho: int, wo: int, sx: int, s
                     d = np.where(inside[:, None],
                                  cube[c0:c1, np.clip(yy, 0, h - 1), np.clip(xx, 0, w - 1)].T, pad)
                     acc, acc_nan = cacc_add(acc, acc_nan, cmac_words(wts[:, ri, si, c0:c1], d))
+        out[:, p0:p0 + chunk] = cacc_to_fp32(acc, acc_nan)
+    return out.reshape(k, ho, wo)
+
+
+def conv_img_fp16(cube: np.ndarray, wts: np.ndarray, ho: int, wo: int, sx: int, sy: int,
+                  pt: int, pad: int, ext: int = 1, atom_c: int = 64, chunk: int = 512) -> np.ndarray:
+    """FP16 image convolution: ``cube`` (Cpix, H, Wpx) fp16 patterns of the padded CBUF lines
+    (pixel-major, channel-minor), ``wts`` (K, R, 1, cw) the pre-extended kernels; lines
+    outside 0..H-1 read CSC's 16-bit ``pad`` in every element. Per output element (x, y) the
+    CMAC words come, as NVIDIA's nvdlav1 CSC sequences them (NV_NVDLA_CSC_sg / _dl; facts of
+    this issue): without post-extension (``ext`` 1) chunks of ``atom_c`` elements of the
+    cw-element window at ``x*sx*Cpix`` (outermost), then kernel rows; with ``ext`` 2 or 4 lines,
+    one word per group of ``ext`` kernel rows whose atom is the windows of its existing lines
+    one after the other (the slot spacing in CBUF changes nothing: a word depends on the
+    non-zero (weight, data) pairs in order). Accumulated as :func:`conv_dc_fp16`'s. Returns
+    (K, ho, wo) int64 fp32 patterns."""
+    cpix, h, wpx = cube.shape
+    k, r, _, cw = wts.shape
+    lines = np.asarray(cube, np.int64).transpose(1, 2, 0).reshape(h, wpx * cpix)
+    n = wpx * cpix
+    ys = (np.arange(ho) * sy)[:, None].repeat(wo, 1).ravel() - pt
+    xs = (np.arange(wo) * sx * cpix)[None, :].repeat(ho, 0).ravel()
+    if ext == 1:
+        parts = [(c0, min(cw, c0 + atom_c)) for c0 in range(0, cw, atom_c)]
+        groups = [[ri] for ri in range(r)]
+    else:
+        parts, groups = [(0, cw)], [list(range(g, min(r, g + ext))) for g in range(0, r, ext)]
+    out = np.empty((k, ho * wo), np.int64)
+    for p0 in range(0, ho * wo, chunk):
+        py, px = ys[p0:p0 + chunk], xs[p0:p0 + chunk]
+        acc = np.zeros((k, len(py)), object)
+        acc_nan = np.full((k, len(py)), -1, np.int64)
+        for c0, c1 in parts:
+            idx = np.minimum(px[:, None] + np.arange(c0, c1)[None, :], n - 1)
+            for rows in groups:
+                ds, ws = [], []
+                for ri in rows:
+                    yy = py + ri
+                    inside = ((yy >= 0) & (yy < h))[:, None]
+                    ds.append(np.where(inside, lines[np.clip(yy, 0, h - 1)[:, None], idx], pad))
+                    ws.append(wts[:, ri, 0, c0:c1])
+                acc, acc_nan = cacc_add(acc, acc_nan, cmac_words(np.concatenate(ws, 1),
+                                                                 np.concatenate(ds, 1)))
         out[:, p0:p0 + chunk] = cacc_to_fp32(acc, acc_nan)
     return out.reshape(k, ho, wo)

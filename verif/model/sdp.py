@@ -16,8 +16,10 @@ from __future__ import annotations
 import numpy as np
 
 from verif.model.memory import ram
-from verif.model.fp import (fp16_isnan, fp16_to_fp32, fp16_to_int16, fp32_to_fp16, fp_add,
-                            fp_isnan, fp_mul, fp_pick)
+from verif.model.fp import (fp16_isnan, fp16_to_fp17, fp16_to_fp32, fp16_to_int16, fp17_add,
+                            fp17_mul, fp17_to_fp32, fp32_to_fp16, fp32_to_fp17, fp_add, fp_isnan,
+                            frac_to_fp17,
+                            fp_mul, fp_pick)
 from verif.model.formats import (ModelConfigError, cube_addresses, flying_cube, read_cube, saturate,
                                  warn_limitation)
 from verif.model.lut import EXPONENT, LINEAR, LutParams, sext, slope_and_priority_fields
@@ -367,6 +369,85 @@ def sdp_lut(x: np.ndarray, le_table: np.ndarray, lo_table: np.ndarray,
     return y, stats
 
 
+FP17_ONE = 31 << 10          # fp17 1.0
+
+
+def _fp_lut_index(x: np.ndarray, start: int, n: int, exponential: bool, offset: int, select: int):
+    """Read address, 35-bit fraction, underflow and overflow of one table in FP16 mode for
+    fp32 ``x`` (int64 bit patterns): ``d = x - START`` in fp32 (START the register's fp32
+    pattern); underflow when d is NaN, a zero or negative. Exponential: index = unbiased
+    exponent of d minus LE_INDEX_OFFSET (below it underflows), fraction = d's 23 mantissa
+    bits as a 35-bit fraction; linear: ``d / 2**SELECT`` exactly, index its integer part,
+    fraction its first 35 fractional bits (truncated). An index >= n-1 overflows (address
+    n-1); underflows read address 0 (nvdlav1 cmod/hls/sdp/sdp_y_idx.cpp, the source of
+    NV_NVDLA_SDP_CORE_Y_idx.v)."""
+    d = fp_add(x, (start & 0xFFFFFFFF) ^ (1 << 31), 8, 23)
+    e, m = (d >> 23) & 0xFF, d & 0x7FFFFF
+    uf = fp_isnan(d, 8, 23) | ((d & 0x7FFFFFFF) == 0) | ((d >> 31) & 1 == 1)
+    if exponential:
+        uf = uf | (e - 127 < offset)
+        idx = e - 127 - offset
+        frac = m << 12
+    else:
+        M = m | (1 << 23)
+        t = e - 150 - select                               # d / 2**select = M * 2**t
+        r = np.clip(-t, 0, 62)
+        idx = np.where(t >= 0, M << np.clip(t, 0, 20), M >> r)     # t >= 10 overflows anyway
+        frac = np.where(t >= 0, 0, ((M << 35) >> r) & ((np.int64(1) << 35) - 1))
+    of = ~uf & (idx >= n - 1)
+    hit = ~uf & ~of
+    addr = np.where(hit, idx, np.where(of, n - 1, 0))
+    return addr, np.where(hit, frac, 0), uf, of
+
+
+def sdp_lut_fp(x: np.ndarray, le_table: np.ndarray, lo_table: np.ndarray,
+               p: LutParams) -> tuple[np.ndarray, dict[str, int]]:
+    """SDP LUT (Y sub-unit) in FP16 mode on fp32 ``x`` (int64 bit patterns): table entries and
+    slope scales are fp16 patterns, START/END fp32 patterns, slope shifts unused (nvdlav1
+    cmod/hls/sdp/sdp_y_idx.cpp, sdp_y_inp.cpp and NV_NVDLA_SDP_CORE_Y_lut.v; operators of
+    :mod:`verif.model.fp`). Hit: ``fp17_to_fp32(fp17_add(fp17_mul(a0, T[i]), fp17_mul(a1,
+    T[i+1])))`` with ``a1`` the fraction and ``a0`` its complement ``1 - f`` (1.0 for f = 0) in
+    fp17; under/overflow: ``fp17_to_fp32(fp17_add(T[a], fp17_mul(fp32_to_fp17(x - (START|END
+    + BIAS)), SCALE)))``, BIAS the fp32 ``{0, LE_INDEX_OFFSET + 127, 0}`` for an exponential LE
+    underflow (else +0). Selection and statistics as :func:`sdp_lut`."""
+    x = np.asarray(x, np.int64)
+    exp = p.le_function == EXPONENT
+    le_a, le_f, le_u, le_o = _fp_lut_index(x, p.le_start, len(le_table), exp, p.le_index_offset,
+                                           p.le_index_select)
+    lo_a, lo_f, lo_u, lo_o = _fp_lut_index(x, p.lo_start, len(lo_table), False, 0,
+                                           p.lo_index_select)
+    le_hit, lo_hit = ~(le_u | le_o), ~(lo_u | lo_o)
+    both_u, both_o = le_u & lo_u, le_o & lo_o
+    hybrid_case = ~both_u & ~both_o & (le_hit == lo_hit)
+    use_lo = (both_u & bool(p.uflow_priority)) | (both_o & bool(p.oflow_priority)) \
+        | (hybrid_case & bool(p.hybrid_priority)) | (lo_hit & ~le_hit)
+
+    def table_out(table, a, f, u, o, start, end, uscale, oscale, bias):
+        t = np.asarray(table, np.int64) & 0xFFFF
+        n = len(t)
+        t0, t1 = fp16_to_fp17(t[a]), fp16_to_fp17(t[np.minimum(a + 1, n - 1)])
+        a0 = np.where(f == 0, FP17_ONE, frac_to_fp17((np.int64(1) << 35) - f, 35))
+        hit_y = fp17_add(fp17_mul(a0, t0), fp17_mul(frac_to_fp17(f, 35), t1))
+        origin = np.where(u, fp_add(start & 0xFFFFFFFF, bias, 8, 23), end & 0xFFFFFFFF)
+        scale = fp16_to_fp17(np.where(u, uscale & 0xFFFF, oscale & 0xFFFF))
+        diff = fp32_to_fp17(fp_add(x, origin ^ (1 << 31), 8, 23))
+        flow_y = fp17_add(t0, fp17_mul(diff, scale))
+        return fp17_to_fp32(np.where(u | o, flow_y, hit_y))
+
+    bias = (((p.le_index_offset + 127) & 0xFF) << 23) if exp else 0
+    ly = table_out(le_table, le_a, le_f, le_u, le_o, p.le_start, p.le_end, p.le_uflow_scale,
+                   p.le_oflow_scale, bias)
+    oy = table_out(lo_table, lo_a, lo_f, lo_u, lo_o, p.lo_start, p.lo_end, p.lo_uflow_scale,
+                   p.lo_oflow_scale, 0)
+    y = np.where(use_lo, oy, ly)
+    sel_u = np.where(use_lo, lo_u, le_u)
+    sel_o = np.where(use_lo, lo_o, le_o)
+    stats = {"UFLOW": int(sel_u.sum()), "OFLOW": int(sel_o.sum()),
+             "HYBRID": int((~sel_u & ~sel_o).sum()), "LE_HIT": int(le_hit.sum()),
+             "LO_HIT": int(lo_hit.sum())}
+    return y, stats
+
+
 def one_by_one(w: int, h: int) -> bool:
     """A W x H = 1 x 1 data cube: NVIDIA's SDP DMAs move it as one contiguous run of its
     channel atoms from the base address, ignoring the surface stride (nv_small RTL:
@@ -651,9 +732,6 @@ class SdpCore:
                 f"model computes {', '.join(f'{names[p]} to {names[o]}' for p, o in ok)} "
                 f"(configuration feature_data_type={cfg.feature_data_type})")
         if proc == 2:
-            if not sdp.f("EW_BYPASS"):
-                raise ModelConfigError("SDP EW (X3) in FP16 (its converters and LUT in fp) is not "
-                                       "modelled: EW_BYPASS must be YES")
             for sub in ("BS", "BN"):
                 if not sdp.f(f"{sub}_BYPASS") and not sdp.f(f"{sub}_ALU_BYPASS") \
                         and sdp.f(f"{sub}_ALU_ALGO") == ALU_EQL:
@@ -847,7 +925,11 @@ class SdpCore:
 
         self._latch_lut_stats(sdp)
         eql = self._eql_mode(sdp)
-        if fp:
+        if fp and eql:
+            # compare mode in FP16 (cmod/hls/sdp/sdp_c.cpp): the output is the low 16 bits of
+            # the EW result, 0 or 1, not converted
+            out = x & 0xFFFF
+        elif fp:
             # cmod/hls/sdp/sdp_c.cpp: CVT_* ignored; fp32 -> fp16, then -> int16 for INT16
             out = fp32_to_fp16(x)
             if out_prec == 1:
@@ -932,6 +1014,8 @@ class SdpCore:
         round-half-away-from-zero and saturation to 32 bits (PReLU passes non-negative x);
         then ALU MAX/MIN/SUM/EQL on 33 bits saturated to 32 (EQL gives 0 when equal, else 1).
         """
+        if sdp.field("D_DATA_FORMAT", "PROC_PRECISION") == 2:
+            return self._y_subunit_fp(sdp, x, alu_m, mul_m)
         if not sdp.f("EW_MUL_BYPASS"):
             op = self._ew_operand(sdp, "MUL", mul_m)
             t = sdp.f("EW_TRUNCATE")
@@ -956,6 +1040,41 @@ class SdpCore:
             if not self.cfg.sdp_lut:
                 raise ModelConfigError("SDP.D_DP_EW_CFG.EW_LUT_BYPASS=NO but the configuration has no SDP LUT")
             x = self._lut(sdp, x)
+        return x
+
+    def _y_subunit_fp(self, sdp, x, alu_m, mul_m):
+        """Y (EW) sub-unit in FP16 on fp32 bit patterns ``x``: MUL -> ALU -> LUT as in INT, with
+        nvdlav1's fp operators (cmod/hls/sdp/sdp_y_cvt.cpp, sdp_y_core.cpp, the source of the Y
+        RTL): a memory operand (16 bits) is an fp16 pattern (a NaN one +0 with NAN_TO_ZERO)
+        widened to fp32, its converter registers (EW_*_CVT_*) unused; a register operand is the
+        32-bit EW_*_OPERAND as an fp32 pattern; MUL is the fp32 product (PReLU passes ``x``
+        whose sign bit is 0; EW_TRUNCATE unused); ALU MAX / MIN / SUM as BS/BN's, EQL 0 for
+        equal bit patterns, else 1; the LUT in fp (:func:`sdp_lut_fp`)."""
+        def operand(kind, mem_op):
+            if mem_op is None:
+                return np.int64(sdp.f(f"EW_{kind}_OPERAND"))
+            op = np.asarray(mem_op, np.int64) & 0xFFFF
+            if sdp.f("NAN_TO_ZERO"):
+                op = np.where(fp16_isnan(op), 0, op)
+            return fp16_to_fp32(op)
+        if not sdp.f("EW_MUL_BYPASS"):
+            prod = fp_mul(x, operand("MUL", mul_m), 8, 23)
+            x = np.where((x >> 31) & 1 == 0, x, prod) if sdp.f("EW_MUL_PRELU") else prod
+        if not sdp.f("EW_ALU_BYPASS"):
+            op = operand("ALU", alu_m)
+            algo = sdp.f("EW_ALU_ALGO")
+            if algo == ALU_MAX:
+                x = fp_pick(x, op, 8, 23, True)
+            elif algo == ALU_MIN:
+                x = fp_pick(x, op, 8, 23, False)
+            elif algo == ALU_EQL:
+                x = (x != op).astype(np.int64)
+            else:
+                x = fp_add(x, op, 8, 23)
+        if not sdp.f("EW_LUT_BYPASS"):
+            if not self.cfg.sdp_lut:
+                raise ModelConfigError("SDP.D_DP_EW_CFG.EW_LUT_BYPASS=NO but the configuration has no SDP LUT")
+            x, self.lut_stats = sdp_lut_fp(x, self.lut_le, self.lut_lo, sdp_lut_params(sdp))
         return x
 
     def _lut(self, sdp, x):
