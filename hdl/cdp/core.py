@@ -25,7 +25,7 @@ window and joined again by :class:`Gather`); step 1 works on whole atoms.
 """
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed, unsigned
+from amaranth.hdl import Cat, Const, Module, Mux, Shape, Signal, Value, signed, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -40,7 +40,7 @@ from hdl.lib.fixed import (partial_products, partial_products_layout, round_bias
 from hdl.lib.stream import Map, SkidBuffer, chain
 
 __all__ = ["CdpCore", "LrnWindow", "Gather", "X_BITS", "SQ_BITS", "SQSUM_BITS",
-           "MAX_HALF"]
+           "MAX_HALF", "walker_place"]
 
 X_BITS = 9                 # input converter output (int8 pipeline: BPE + 1)
 SQ_BITS = 2 * X_BITS - 1   # x**2 <= 256**2 = 2**16: 17 bits unsigned
@@ -50,23 +50,27 @@ TAPS = 2 * MAX_HALF + 1
 
 
 
-def window_in_layout(lanes: int, positions: int = 1) -> data.StructLayout:
-    """Converted atom: ``x`` (signed 9 per lane), ``sq`` (x**2, 17 bits per lane) and its place
-    in the :class:`hdl.cdp.dma.CdpWalker` order: ``first`` / ``last`` (surface 0 / the last
-    surface), ``slot`` (its position's index in the group, 0..positions-1), ``gend`` (the
-    group's last position)."""
-    return data.StructLayout({"x": data.ArrayLayout(signed(X_BITS), lanes),
-                              "sq": data.ArrayLayout(unsigned(SQ_BITS), lanes),
+def window_in_layout(lanes: int, positions: int = 1, x_shape=signed(X_BITS),
+                     sq_shape=unsigned(SQ_BITS)) -> data.StructLayout:
+    """Converted atom: ``x`` (``x_shape`` per lane: signed 9 in INT8) and ``sq`` (its square,
+    ``sq_shape`` per lane: x**2 in 17 bits in INT8; fp32 patterns in FP16,
+    :mod:`hdl.cdp.core_fp16`) and its place in the :class:`hdl.cdp.dma.CdpWalker` order:
+    ``first`` / ``last`` (surface 0 / the last surface), ``slot`` (its position's index in the
+    group, 0..positions-1), ``gend`` (the group's last position)."""
+    return data.StructLayout({"x": data.ArrayLayout(x_shape, lanes),
+                              "sq": data.ArrayLayout(sq_shape, lanes),
                               "first": 1, "last": 1, "slot": range(max(positions, 2)),
                               "gend": 1})
 
 
-def window_out_layout(tp: int) -> data.StructLayout:
-    """``tp`` elements with their LRN neighbourhood: ``x`` (signed 9 per element) and ``taps``
-    (squares of channels c-4..c+4 per element, 0 outside the cube)."""
+def window_out_layout(tp: int, x_shape=signed(X_BITS),
+                      sq_shape=unsigned(SQ_BITS)) -> data.StructLayout:
+    """``tp`` elements with their LRN neighbourhood: ``x`` (``x_shape`` per element) and
+    ``taps`` (squares of channels c-4..c+4 per element, ``sq_shape``, all-zero bits outside the
+    cube)."""
     return data.StructLayout({
-        "x": data.ArrayLayout(signed(X_BITS), tp),
-        "taps": data.ArrayLayout(data.ArrayLayout(unsigned(SQ_BITS), TAPS), tp)})
+        "x": data.ArrayLayout(x_shape, tp),
+        "taps": data.ArrayLayout(data.ArrayLayout(sq_shape, TAPS), tp)})
 
 
 class LrnWindow(wiring.Component):
@@ -85,29 +89,35 @@ class LrnWindow(wiring.Component):
 
     Parameters: ``lanes`` (channels per atom, >= MAX_HALF), ``tp`` (elements per output item,
     divides ``lanes``), ``positions`` (P, the most positions of a group; 1 = one position at a
-    time). ValueError otherwise.
+    time); ``x_shape`` / ``sq_shape``: shapes of an element and of its square (defaults: the
+    INT8 pipeline's signed 9 and unsigned 17 bits; FP16 carries fp17 and fp32 bit patterns,
+    whose all-zero pattern, +0, is the padding). ValueError otherwise.
 
-    Ports: ``i`` In(stream of :func:`window_in_layout` ``(lanes, positions)``); ``o``
-    Out(stream of :func:`window_out_layout`), ``lanes/tp`` items per input atom, lane order.
-    The previous surface is 0 at surface 0, the next one 0 at the last surface. Throughput: one
-    item per cycle.
+    Ports: ``i`` In(stream of :func:`window_in_layout` ``(lanes, positions, x_shape,
+    sq_shape)``); ``o`` Out(stream of :func:`window_out_layout` ``(tp, x_shape, sq_shape)``),
+    ``lanes/tp`` items per input atom, lane order. The previous surface is 0 at surface 0, the
+    next one 0 at the last surface. Throughput: one item per cycle.
     """
 
-    def __init__(self, lanes: int, tp: int, positions: int = 1):
+    def __init__(self, lanes: int, tp: int, positions: int = 1, x_shape=signed(X_BITS),
+                 sq_shape=unsigned(SQ_BITS)):
         if lanes < MAX_HALF or lanes % tp or positions < 1:
             raise ValueError(f"LrnWindow: lanes {lanes} must be >= {MAX_HALF} and a multiple "
                              f"of tp {tp}; positions {positions} >= 1")
         self.lanes, self.tp, self.positions = lanes, tp, positions
-        super().__init__({"i": In(stream.Signature(window_in_layout(lanes, positions))),
-                          "o": Out(stream.Signature(window_out_layout(tp)))})
+        self.x_shape, self.sq_shape = x_shape, sq_shape
+        super().__init__({
+            "i": In(stream.Signature(window_in_layout(lanes, positions, x_shape, sq_shape))),
+            "o": Out(stream.Signature(window_out_layout(tp, x_shape, sq_shape)))})
 
     def elaborate(self, platform):
         m = Module()
         lanes, tp, P = self.lanes, self.tp, self.positions
         chunks = lanes // tp
-        sq_arr = data.ArrayLayout(unsigned(SQ_BITS), lanes)
+        sq_bits = Shape.cast(self.sq_shape).width
+        sq_arr = data.ArrayLayout(self.sq_shape, lanes)
         slot_layout = data.StructLayout({"prev": sq_arr, "sq": sq_arr, "last": 1,
-                                         "x": data.ArrayLayout(signed(X_BITS), lanes)})
+                                         "x": data.ArrayLayout(self.x_shape, lanes)})
         slots = [Signal(slot_layout, name=f"slot{j}") for j in range(P)]
         i = self.i.payload
         draining = Signal()                    # the group's last surface leaves, slot dk..dn
@@ -128,7 +138,7 @@ class LrnWindow(wiring.Component):
                         m.d.comb += sel.eq(slots[j])
         nxt_sq = Mux(draining, 0, i.sq.as_value())
         row = Cat(sel.prev.as_value(), sel.sq.as_value(), nxt_sq)   # 3 * lanes squares
-        out = Signal(window_out_layout(tp))
+        out = Signal(window_out_layout(tp, self.x_shape, self.sq_shape))
         with m.Switch(k):
             for kk in range(chunks):
                 # the last chunk is the default case: every value of k is covered
@@ -138,7 +148,7 @@ class LrnWindow(wiring.Component):
                         m.d.comb += out.x[ln].eq(sel.x[j])
                         for t in range(TAPS):
                             pos = lanes + j + t - MAX_HALF
-                            m.d.comb += out.taps[ln][t].eq(row.word_select(pos, SQ_BITS))
+                            m.d.comb += out.taps[ln][t].eq(row.word_select(pos, sq_bits))
         fire = self.o.valid & self.o.ready
         atom_done = fire & last_chunk
         drain_end = draining & atom_done & (dk == dn)
@@ -204,7 +214,7 @@ class Gather(wiring.Component):
         return m
 
 
-def _arr(m: Module, values, shape):
+def lane_array(m: Module, values, shape):
     """A signal of ``ArrayLayout(shape, len(values))`` driven by ``values`` (each Value, or a
     dict of struct fields)."""
     sig = Signal(data.ArrayLayout(shape, len(values)))
@@ -214,6 +224,53 @@ def _arr(m: Module, values, shape):
         else:
             m.d.comb += sig[k].eq(v)
     return sig
+
+
+def walker_place(m: Module, p, take, *, lanes: int, positions: int, atom_bytes: int) -> dict:
+    """The place of the atom entering a CDP core in the :class:`hdl.cdp.dma.CdpWalker` order,
+    kept by counters that advance when ``take`` (1 bit) is high: its surface (``first``: 0,
+    ``last``: the cube's last, from ``p.channel`` = C - 1 and ``lanes`` channels per atom), its
+    slot in a group of up to ``positions`` positions (``slot``) and whether it is the group's
+    last position (``gend``), the groups cut as the walkers cut them
+    (:func:`hdl.cdp.dma.group_size` on the source's line addresses ``p.group`` and
+    ``p.width``/``p.height``); ``valid_last``: the last valid lane of the last surface
+    (``p.channel`` mod ``lanes``). ``p``: a view with ``channel``, ``width``, ``height`` and
+    ``group`` fields (:func:`params_layout`)."""
+    lb = lanes.bit_length() - 1
+    s_max = p.channel >> lb
+    s = Signal(13, name="surface")
+    is_last = Signal(name="surface_last")
+    m.d.comb += is_last.eq(s == s_max)
+    P = positions
+    slot = Signal(range(max(P, 2)), name="slot")
+    gend = Signal(name="gend")
+    if P > 1:
+        w0 = Signal(CUBE_DIM_BITS + 1)     # first position of the group
+        h = Signal(CUBE_DIM_BITS)
+        lacc = Signal(GROUP_BITS)           # h * source line stride, low bits
+        n = Signal(range(P + 1))
+        m.d.comb += [
+            n.eq(group_size((p.group.base + lacc)[:GROUP_BITS], w0, p.width + 1 - w0,
+                            atom_bytes=atom_bytes, positions=P)),
+            gend.eq(slot == n - 1)]
+    else:
+        m.d.comb += gend.eq(1)
+    with m.If(take):
+        if P > 1:
+            m.d.sync += slot.eq(Mux(gend, 0, slot + 1))
+        with m.If(gend):
+            m.d.sync += s.eq(Mux(is_last, 0, s + 1))
+            if P > 1:
+                with m.If(is_last):
+                    with m.If(w0 + n <= p.width):
+                        m.d.sync += w0.eq(w0 + n)
+                    with m.Elif(h != p.height):
+                        m.d.sync += [w0.eq(0), h.eq(h + 1),
+                                     lacc.eq(lacc + p.group.line_stride)]
+                    with m.Else():
+                        m.d.sync += [w0.eq(0), h.eq(0), lacc.eq(0)]
+    return {"first": s == 0, "last": is_last, "slot": slot, "gend": gend,
+            "valid_last": p.channel[:lb]}
 
 
 def params_layout() -> data.StructLayout:
@@ -287,26 +344,12 @@ class CdpCore(wiring.Component):
                                           tables["le"][2].data))
 
         # ---- 1. input converter on whole atoms, with the invalid-lane mask ----
-        s_max = p.channel >> (lanes.bit_length() - 1)
-        valid_last = p.channel[:lanes.bit_length() - 1]   # last valid lane of the last surface
-        s = Signal(13)
-        is_last = s == s_max
-        # the atom's place in the CdpWalker order: slot ``slot`` of a group of n positions, as the
-        # walkers cut the groups (hdl.cdp.dma.group_size on the source's line addresses)
         P = self.positions
-        slot = Signal(range(max(P, 2)))
-        gend = Signal()
-        if P > 1:
-            w0 = Signal(CUBE_DIM_BITS + 1)     # first position of the group
-            h = Signal(CUBE_DIM_BITS)
-            lacc = Signal(GROUP_BITS)           # h * source line stride, low bits
-            n = Signal(range(P + 1))
-            m.d.comb += [
-                n.eq(group_size((p.group.base + lacc)[:GROUP_BITS], w0, p.width + 1 - w0,
-                                atom_bytes=self.cfg.atom_bytes, positions=P)),
-                gend.eq(slot == n - 1)]
-        else:
-            m.d.comb += gend.eq(1)
+        take = Signal()                         # an atom enters the converter
+        place = walker_place(m, p, take, lanes=lanes, positions=P,
+                             atom_bytes=self.cfg.atom_bytes)
+        valid_last = place["valid_last"]
+        is_last, slot, gend = place["last"], place["slot"], place["gend"]
 
         # the input converter in four stages (the product; its rounding bias; the shift; the
         # saturation and the lane mask), then the squares in a fifth: each fits an FPGA clock
@@ -320,9 +363,9 @@ class CdpCore(wiring.Component):
                                     if f != "sq"})
 
         def icvt_mul(m, d):
-            return {"prod": _arr(m, [(d[j] - off8) * p.datin_scale for j in range(lanes)],
+            return {"prod": lane_array(m, [(d[j] - off8) * p.datin_scale for j in range(lanes)],
                                  icvt_shape),
-                    "first": s == 0, "last": is_last, "slot": slot, "gend": gend}
+                    "first": place["first"], "last": is_last, "slot": slot, "gend": gend}
 
         m.submodules.icvt_mul = icvt_st = Map(atom_layout(self.cfg), prod_l, icvt_mul)
         # skid buffers at the input, in the middle and at the output: each stage's ready is
@@ -339,7 +382,7 @@ class CdpCore(wiring.Component):
                                     "prod": data.ArrayLayout(biased_in, lanes)})
 
         def icvt_bias(m, a):
-            return {"prod": _arr(m, [round_bias(a.prod[j], p.datin_shifter) for j in range(lanes)],
+            return {"prod": lane_array(m, [round_bias(a.prod[j], p.datin_shifter) for j in range(lanes)],
                                  biased_in),
                     **{f: a[f] for f, _ in prod_l if f != "prod"}}
 
@@ -352,7 +395,7 @@ class CdpCore(wiring.Component):
                                        "prod": data.ArrayLayout(icvt_shape, lanes)})
 
         def icvt_shift(m, a):
-            return {"prod": _arr(m, [round_shift(a.prod[j], p.datin_shifter, icvt_shape)
+            return {"prod": lane_array(m, [round_shift(a.prod[j], p.datin_shifter, icvt_shape)
                                      for j in range(lanes)], icvt_shape),
                     **{f: a[f] for f, _ in prod_l if f != "prod"}}
 
@@ -366,7 +409,7 @@ class CdpCore(wiring.Component):
                 if j > 0:                    # lane 0 is always a channel of the cube
                     x = Mux(a.last & (valid_last < j), 0, x)
                 xs.append(x)
-            return {"x": _arr(m, xs, signed(X_BITS)), "first": a.first, "last": a.last,
+            return {"x": lane_array(m, xs, signed(X_BITS)), "first": a.first, "last": a.last,
                     "slot": a.slot, "gend": a.gend}
 
         m.submodules.icvt = icvt2_st = Map(shifted_l, conv_l, icvt)
@@ -374,25 +417,12 @@ class CdpCore(wiring.Component):
 
         def square(m, a):
             sqs = [(a.x[j] * a.x[j]).as_unsigned()[:SQ_BITS] for j in range(lanes)]
-            return {"x": a.x, "sq": _arr(m, sqs, unsigned(SQ_BITS)), "first": a.first,
+            return {"x": a.x, "sq": lane_array(m, sqs, unsigned(SQ_BITS)), "first": a.first,
                     "last": a.last, "slot": a.slot, "gend": a.gend}
 
         m.submodules.square = sq_in_st = Map(conv_l, window_in_layout(lanes, P), square)
         wiring.connect(m, icvt2_st.o, sq_in_st.i)
-        with m.If(icvt_st.i.valid & icvt_st.i.ready):
-            if P > 1:
-                m.d.sync += slot.eq(Mux(gend, 0, slot + 1))
-            with m.If(gend):
-                m.d.sync += s.eq(Mux(is_last, 0, s + 1))
-                if P > 1:
-                    with m.If(is_last):
-                        with m.If(w0 + n <= p.width):
-                            m.d.sync += w0.eq(w0 + n)
-                        with m.Elif(h != p.height):
-                            m.d.sync += [w0.eq(0), h.eq(h + 1),
-                                         lacc.eq(lacc + p.group.line_stride)]
-                        with m.Else():
-                            m.d.sync += [w0.eq(0), h.eq(0), lacc.eq(0)]
+        m.d.comb += take.eq(icvt_st.i.valid & icvt_st.i.ready)
 
         # ---- 2. window + square sum ----
         m.submodules.window = win = LrnWindow(lanes, tp, P)
@@ -425,7 +455,7 @@ class CdpCore(wiring.Component):
                 pt = w.part[ln]
                 total = sum((pt[g] for g in range(1, TAPS // 3)), pt[0].as_unsigned())
                 vs.append(Mux(p.sqsum_bypass, w.x[ln], total[:SQSUM_BITS]))
-            return {"x": w.x, "v": _arr(m, vs, signed(lut.LUT_IN_BITS))}
+            return {"x": w.x, "v": lane_array(m, vs, signed(lut.LUT_IN_BITS))}
 
         m.submodules.sqsum_parts = sqp_st = Map(window_out_layout(tp), l1h, sqsum_parts)
         m.submodules.sqsum = sq_st = Map(l1h, l1, sqsum)
@@ -453,15 +483,15 @@ class CdpCore(wiring.Component):
         def index_prep(m, a):
             les = [lut.index_prep(m, a.v[ln], lp.le_start, exponential=True) for ln in range(tp)]
             los = [lut.index_prep(m, a.v[ln], lp.lo_start) for ln in range(tp)]
-            return {"x": a.x, "v": a.v, "le": _arr(m, les, lut.prep_layout()),
-                    "lo": _arr(m, los, lut.prep_layout())}
+            return {"x": a.x, "v": a.v, "le": lane_array(m, les, lut.prep_layout()),
+                    "lo": lane_array(m, los, lut.prep_layout())}
 
         def index_shift(m, a):
             les = [lut.index_shift(a.le[ln], select=lp.le_index_select, exponential=True)
                    for ln in range(tp)]
             los = [lut.index_shift(a.lo[ln], select=lp.lo_index_select) for ln in range(tp)]
-            return {"x": a.x, "v": a.v, "le": _arr(m, les, lut.shift_layout(True)),
-                    "lo": _arr(m, los, lut.shift_layout(False))}
+            return {"x": a.x, "v": a.v, "le": lane_array(m, les, lut.shift_layout(True)),
+                    "lo": lane_array(m, los, lut.shift_layout(False))}
 
         def index(m, a):
             les, los = [], []
@@ -469,8 +499,8 @@ class CdpCore(wiring.Component):
                 les.append(lut.table_index(a.le[ln], lut.LE_ENTRIES, exponential=lp.le_exp,
                                            index_offset=lp.le_index_offset))
                 los.append(lut.table_index(a.lo[ln], lut.LO_ENTRIES))
-            return {"x": a.x, "v": a.v, "le": _arr(m, les, lut.index_layout(lut.LE_ENTRIES)),
-                    "lo": _arr(m, los, lut.index_layout(lut.LO_ENTRIES))}
+            return {"x": a.x, "v": a.v, "le": lane_array(m, les, lut.index_layout(lut.LE_ENTRIES)),
+                    "lo": lane_array(m, los, lut.index_layout(lut.LO_ENTRIES))}
 
         m.submodules.index_prep = prep_st = Map(l1, l1p, index_prep)
         m.submodules.mid_skid = mid_skid = SkidBuffer(l1)
@@ -551,7 +581,7 @@ class CdpCore(wiring.Component):
                 use_lo, st = lut.select(a.le[ln], a.lo[ln], lp)
                 ops.append({k: Mux(use_lo, per["lo"][k], per["le"][k]) for k in per["le"]})
                 stats.append(st)
-            return {"x": a.x, "op": _arr(m, ops, opnd), "stat": _arr(m, stats, unsigned(5))}
+            return {"x": a.x, "op": lane_array(m, ops, opnd), "stat": lane_array(m, stats, unsigned(5))}
 
         def partial(m, a):
             pps = Signal(l3p["pp"].shape, name="lut_parts")
@@ -565,7 +595,7 @@ class CdpCore(wiring.Component):
             prs = [{"p": lut.clamp_product(sum_partial_products(a.pp[ln].pp)),
                     "sh": a.pp[ln].sh, "base": a.pp[ln].base}
                    for ln in range(tp)]
-            return {"x": a.x, "pr": _arr(m, prs, prod), "stat": a.stat}
+            return {"x": a.x, "pr": lane_array(m, prs, prod), "stat": a.stat}
 
         bias_l = data.StructLayout({"t": round_bias_shape(signed(lut.PRE_BITS)),
                                     "sh": signed(lut.SH_BITS), "base": signed(16)})
@@ -578,21 +608,21 @@ class CdpCore(wiring.Component):
         def biasing(m, a):
             bis = [{"t": lut.interp_bias(a.pr[ln].p, a.pr[ln].sh), "sh": a.pr[ln].sh,
                     "base": a.pr[ln].base} for ln in range(tp)]
-            return {"x": a.x, "bi": _arr(m, bis, bias_l), "stat": a.stat}
+            return {"x": a.x, "bi": lane_array(m, bis, bias_l), "stat": a.stat}
 
         def shifting(m, a):
             sds = [{"v": lut.interp_shift(a.bi[ln].t, a.bi[ln].sh), "base": a.bi[ln].base}
                    for ln in range(tp)]
-            return {"x": a.x, "sd": _arr(m, sds, shl), "stat": a.stat}
+            return {"x": a.x, "sd": lane_array(m, sds, shl), "stat": a.stat}
 
         def rounding(m, a):
             rds = [{"r": lut.interp_round(a.sd[ln].v), "base": a.sd[ln].base}
                    for ln in range(tp)]
-            return {"x": a.x, "rd": _arr(m, rds, rnd_l), "stat": a.stat}
+            return {"x": a.x, "rd": lane_array(m, rds, rnd_l), "stat": a.stat}
 
         def finish(m, a):
             fs = [lut.interp_finish(a.rd[ln].r, a.rd[ln].base) for ln in range(tp)]
-            return {"x": a.x, "f": _arr(m, fs, signed(16)), "stat": a.stat}
+            return {"x": a.x, "f": lane_array(m, fs, signed(16)), "stat": a.stat}
 
         # a skid buffer halfway: the ready chain back through the Map stages from the output
         # converter to the LUT read was CDP's critical path on ECP5 (issue 10, 11.5 ns)
