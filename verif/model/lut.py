@@ -243,13 +243,20 @@ def lut_lookup(x: np.ndarray, le_table: np.ndarray, lo_table: np.ndarray, p: Lut
                  p.le_uflow_shift, p.le_oflow_scale, p.le_oflow_shift)
     oy = _interp(lo_table, x, yi, yf, yu, yo, p.lo_start, p.lo_end, p.lo_uflow_scale,
                  p.lo_uflow_shift, p.lo_oflow_scale, p.lo_oflow_shift)
+    use_lo, stats = select_table(xu, xo, yu, yo, p)
+    return np.where(use_lo, oy, ly), stats
+
+
+def select_table(xu, xo, yu, yo, p: LutParams) -> tuple[np.ndarray, dict[str, int]]:
+    """CDP's table choice (module docstring "Selection and statistics") from the LE (``xu``,
+    ``xo``) and LO (``yu``, ``yo``) underflow/overflow flags (bool arrays): whether LO is used,
+    and the five statistics counted over all samples."""
     xh, yh = ~xu & ~xo, ~yu & ~yo
     le_only, lo_only = xh & ~yh, yh & ~xh
     both_uf, both_of = xu & yu, xo & yo
     hybrid = ~(le_only | lo_only | both_uf | both_of)
     use_lo = lo_only | (both_uf & bool(p.uflow_priority)) | (both_of & bool(p.oflow_priority)) \
         | (hybrid & bool(p.hybrid_priority))
-    y = np.where(use_lo, oy, ly)
     stats = {"UFLOW": int(both_uf.sum()), "OFLOW": int(both_of.sum()), "HYBRID": int(hybrid.sum()),
              "LE_HIT": int(le_only.sum()), "LO_HIT": int(lo_only.sum())}
-    return y, stats
+    return use_lo, stats

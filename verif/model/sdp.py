@@ -296,6 +296,23 @@ def _lut_index(x: np.ndarray, start: int, n: int, exponential: bool, offset: int
     return addr, np.where(hit, frac, 0), uf, of
 
 
+def _select(le_u, le_o, lo_u, lo_o, p: LutParams) -> tuple[np.ndarray, dict[str, int]]:
+    """SDP's table choice (see :func:`sdp_lut`) from both tables' underflow/overflow flags:
+    whether LO is used, and Y_lut.v's statistics (``UFLOW``/``OFLOW``/``HYBRID``: the selected
+    table under/overflowed/hit; ``LE_HIT``/``LO_HIT``: samples hitting each table)."""
+    le_hit, lo_hit = ~(le_u | le_o), ~(lo_u | lo_o)
+    both_u, both_o = le_u & lo_u, le_o & lo_o
+    hybrid_case = ~both_u & ~both_o & (le_hit == lo_hit)      # both hit, or u/o mix
+    use_lo = (both_u & bool(p.uflow_priority)) | (both_o & bool(p.oflow_priority)) \
+        | (hybrid_case & bool(p.hybrid_priority)) | (lo_hit & ~le_hit)
+    sel_u = np.where(use_lo, lo_u, le_u)
+    sel_o = np.where(use_lo, lo_o, le_o)
+    stats = {"UFLOW": int(sel_u.sum()), "OFLOW": int(sel_o.sum()),
+             "HYBRID": int((~sel_u & ~sel_o).sum()), "LE_HIT": int(le_hit.sum()),
+             "LO_HIT": int(lo_hit.sum())}
+    return use_lo, stats
+
+
 def _signed_shift_round(v: np.ndarray, shift: int, out_bits: int) -> np.ndarray:
     """``v >> shift`` for a 5-bit signed ``shift``: right shifts round half away from zero,
     negative shifts are exact left shifts; saturated to ``out_bits`` (cmod nvdla_int.h
@@ -338,11 +355,7 @@ def sdp_lut(x: np.ndarray, le_table: np.ndarray, lo_table: np.ndarray,
     le_a, le_f, le_u, le_o = _lut_index(x, p.le_start, len(le_table), exp, p.le_index_offset,
                                         p.le_index_select)
     lo_a, lo_f, lo_u, lo_o = _lut_index(x, p.lo_start, len(lo_table), False, 0, p.lo_index_select)
-    le_hit, lo_hit = ~(le_u | le_o), ~(lo_u | lo_o)
-    both_u, both_o = le_u & lo_u, le_o & lo_o
-    hybrid_case = ~both_u & ~both_o & (le_hit == lo_hit)      # both hit, or u/o mix
-    use_lo = (both_u & bool(p.uflow_priority)) | (both_o & bool(p.oflow_priority)) \
-        | (hybrid_case & bool(p.hybrid_priority)) | (lo_hit & ~le_hit)
+    use_lo, stats = _select(le_u, le_o, lo_u, lo_o, p)
 
     def table_out(table, a, f, u, o, start, end, us, ush, os_, osh, bias):
         n = len(table)
@@ -360,13 +373,7 @@ def sdp_lut(x: np.ndarray, le_table: np.ndarray, lo_table: np.ndarray,
                    p.le_uflow_shift, p.le_oflow_scale, p.le_oflow_shift, bias)
     oy = table_out(lo_table, lo_a, lo_f, lo_u, lo_o, p.lo_start, p.lo_end, p.lo_uflow_scale,
                    p.lo_uflow_shift, p.lo_oflow_scale, p.lo_oflow_shift, 0)
-    y = np.where(use_lo, oy, ly)
-    sel_u = np.where(use_lo, lo_u, le_u)
-    sel_o = np.where(use_lo, lo_o, le_o)
-    stats = {"UFLOW": int(sel_u.sum()), "OFLOW": int(sel_o.sum()),
-             "HYBRID": int((~sel_u & ~sel_o).sum()), "LE_HIT": int(le_hit.sum()),
-             "LO_HIT": int(lo_hit.sum())}
-    return y, stats
+    return np.where(use_lo, oy, ly), stats
 
 
 FP17_ONE = 31 << 10          # fp17 1.0
@@ -416,11 +423,7 @@ def sdp_lut_fp(x: np.ndarray, le_table: np.ndarray, lo_table: np.ndarray,
                                            p.le_index_select)
     lo_a, lo_f, lo_u, lo_o = _fp_lut_index(x, p.lo_start, len(lo_table), False, 0,
                                            p.lo_index_select)
-    le_hit, lo_hit = ~(le_u | le_o), ~(lo_u | lo_o)
-    both_u, both_o = le_u & lo_u, le_o & lo_o
-    hybrid_case = ~both_u & ~both_o & (le_hit == lo_hit)
-    use_lo = (both_u & bool(p.uflow_priority)) | (both_o & bool(p.oflow_priority)) \
-        | (hybrid_case & bool(p.hybrid_priority)) | (lo_hit & ~le_hit)
+    use_lo, stats = _select(le_u, le_o, lo_u, lo_o, p)
 
     def table_out(table, a, f, u, o, start, end, uscale, oscale, bias):
         t = np.asarray(table, np.int64) & 0xFFFF
@@ -439,13 +442,7 @@ def sdp_lut_fp(x: np.ndarray, le_table: np.ndarray, lo_table: np.ndarray,
                    p.le_oflow_scale, bias)
     oy = table_out(lo_table, lo_a, lo_f, lo_u, lo_o, p.lo_start, p.lo_end, p.lo_uflow_scale,
                    p.lo_oflow_scale, 0)
-    y = np.where(use_lo, oy, ly)
-    sel_u = np.where(use_lo, lo_u, le_u)
-    sel_o = np.where(use_lo, lo_o, le_o)
-    stats = {"UFLOW": int(sel_u.sum()), "OFLOW": int(sel_o.sum()),
-             "HYBRID": int((~sel_u & ~sel_o).sum()), "LE_HIT": int(le_hit.sum()),
-             "LO_HIT": int(lo_hit.sum())}
-    return y, stats
+    return np.where(use_lo, oy, ly), stats
 
 
 def one_by_one(w: int, h: int) -> bool:
