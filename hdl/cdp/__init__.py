@@ -22,13 +22,25 @@ LUT statistics (D_PERF_LUT_UFLOW/OFLOW/HYBRID/LE_HIT/LO_HIT) count every element
 (saturating at 2**32-1) and are latched into the register group that completed, at the end of the
 layer (NV_NVDLA_CDP_DP_intp.v; not gated by D_PERF_ENABLE). The register file's status input is
 not per group, so the unit keeps both groups' values and shows the one of the CSB producer group
-(S_POINTER.PRODUCER, tracked from the same bus). D_OUT_SATURATION and the NaN/Inf counters read 0
-(NVIDIA's nv_small ties them to 0). D_PERF_WRITE_STALL counts the cycles the WDMA's write
+(S_POINTER.PRODUCER, tracked from the same bus). D_OUT_SATURATION (without fp16) and the NaN/Inf
+counters read 0 (NVIDIA's nv_small ties them to 0). D_PERF_WRITE_STALL counts the cycles the WDMA's write
 request to MCIF was stalled while D_PERF_ENABLE.DMA_EN; CDP_RDMA's D_PERF_READ_STALL counts the
 cycles CDP_RDMA's read request waited for MCIF while CDP_RDMA's D_PERF_ENABLE.DMA_EN; both on
 32-bit wrapping counters that are never cleared (:func:`hdl.unit.perf_stall_counter`, as PDP's).
 
-INT8 only (nv_small's data type).
+FP16 (a configuration whose ``cfg.precisions`` include fp16, e.g.
+``nv_full+feature_data_type=int8_int16_fp16``): :class:`hdl.cdp.core_fp16.CdpFp16Core` sits
+beside CdpCore and a layer with CDP D_DATA_FORMAT.INPUT_DATA_TYPE = 2 goes through it (any other
+value through CdpCore, as INT8: there is no INT16 path yet). That one flag (CDP's, not
+CDP_RDMA's D_DATA_FORMAT.INPUT_DATA, which the model requires to be equal) also makes both DMA
+walkers count ``atom_elems // 2`` channels per atom (16-bit elements; whole atoms are read and
+written, as the model's read_cube/write_cube with elem_bytes 2), so the read and write sides
+always agree on the number of atoms. The LUT access port writes both cores' tables with the
+same 16-bit entries (the model keeps one LutStorage for every precision) and reads CdpCore's
+copy back. The LUT statistics come from the core of the running layer; D_OUT_SATURATION
+counts the FP16 core's outputs of magnitude 0x7BFF, latched into the completed group at the end
+of an FP16 layer only (an INT8 layer leaves it unchanged, as the model). Without fp16 the unit
+is INT8 only (nv_small's data type) and D_OUT_SATURATION reads 0.
 """
 from __future__ import annotations
 
@@ -37,6 +49,7 @@ from amaranth.lib import wiring
 
 from hdl.cdp import lut
 from hdl.cdp.core import CdpCore
+from hdl.cdp.core_fp16 import CdpFp16Core
 from hdl.cdp.dma import CdpReadDma, CdpWalker, CdpWriteDma, group_of
 from hdl.dma import atom_layout, cube_from_regs, cube_layout, read_dma_params, write_dma_params
 from hdl.regfile import raw_field, reg_word
@@ -77,12 +90,37 @@ class Cdp(DatapathUnit):
         rf_rdma = self.add_register_file(m, "CDP_RDMA")
         rf = self.add_register_file(m, "CDP", connect_bus=False)   # LUT port decoded below
 
-        m.submodules.rdma = rdma = CdpReadDma(**read_dma_params(cfg), atom_shape=atom_layout(cfg))
+        fp16 = "fp16" in cfg.precisions
+        half = {"half": True} if fp16 else {}
+        m.submodules.rdma = rdma = CdpReadDma(**read_dma_params(cfg), atom_shape=atom_layout(cfg),
+                                              **half)
         m.submodules.core = core = CdpCore(cfg)
         m.submodules.wdma = wdma = CdpWriteDma(**write_dma_params(cfg),
-                                               atom_shape=atom_layout(cfg))
-        wiring.connect(m, rdma.atoms, core.i)
-        wiring.connect(m, core.o, wdma.atoms)
+                                               atom_shape=atom_layout(cfg), **half)
+        if not fp16:
+            wiring.connect(m, rdma.atoms, core.i)
+            wiring.connect(m, core.o, wdma.atoms)
+            cores = [core]
+        else:
+            # FP16 layers (CDP.D_DATA_FORMAT.INPUT_DATA_TYPE = 2) through CdpFp16Core, the
+            # others through CdpCore; the one flag also sizes both DMAs (16-bit elements)
+            m.submodules.core_fp16 = core16 = CdpFp16Core(cfg)
+            cores = [core, core16]
+            is_fp16 = Signal()
+            m.d.comb += [is_fp16.eq(rf.cfg.d_data_format.input_data_type.as_value() == 2),
+                         rdma.half.eq(is_fp16), wdma.half.eq(is_fp16)]
+            for k, cr in enumerate(cores):
+                sel = is_fp16 if k else ~is_fp16
+                m.d.comb += [cr.i.payload.eq(rdma.atoms.payload),
+                             cr.i.valid.eq(rdma.atoms.valid & sel)]
+            m.d.comb += [
+                rdma.atoms.ready.eq(Mux(is_fp16, core16.i.ready, core.i.ready)),
+                wdma.atoms.payload.eq(Mux(is_fp16, core16.o.payload.as_value(),
+                                          core.o.payload.as_value())),
+                wdma.atoms.valid.eq(Mux(is_fp16, core16.o.valid, core.o.valid)),
+                core.o.ready.eq(wdma.atoms.ready & ~is_fp16),
+                core16.o.ready.eq(wdma.atoms.ready & is_fp16),
+            ]
         connect_dma(m, rdma.dma, self.cdp_rdma, rf_rdma.cfg.d_src_dma_cfg.src_ram_type)
         connect_dma(m, wdma.dma, self.cdp_wdma, rf.cfg.d_dst_dma_cfg.dst_ram_type)
 
@@ -109,9 +147,12 @@ class Cdp(DatapathUnit):
             m.d.sync += lut_addr.eq(lut_addr + 1)
         with m.If(bus.we & (bus.addr == w_ptr)):
             m.d.sync += producer.eq(bus.wdata[ptr.field("PRODUCER").lsb])
-        m.d.comb += [core.lut_we.eq(data_we & (lut_type == access_write)),
-                     core.lut_table.eq(lut_table), core.lut_addr.eq(lut_addr),
-                     core.lut_wdata.eq(bus.wdata[:16])]
+        # the LUT access port writes every core's tables with the same 16-bit entries (the
+        # model's one LutStorage of all precisions) and reads back CdpCore's
+        for cr in cores:
+            m.d.comb += [cr.lut_we.eq(data_we & (lut_type == access_write)),
+                         cr.lut_table.eq(lut_table), cr.lut_addr.eq(lut_addr),
+                         cr.lut_wdata.eq(bus.wdata[:16])]
         cfg_read = (lut_addr << f_addr.lsb) | (lut_table << f_tab.lsb) | (lut_type << f_typ.lsb)
         m.d.comb += bus.rdata.eq(Mux(bus.addr == w_cfg, cfg_read,
                                      Mux(bus.addr == w_data, core.lut_rdata, rf.bus.rdata)))
@@ -177,6 +218,30 @@ class Cdp(DatapathUnit):
                         f(f"S_LUT_{t}_SLOPE_SHIFT", f"LUT_{t}_SLOPE_{flow}_SHIFT")),
                 ]
 
+        if fp16:
+            # CdpFp16Core's parameters (hdl/cdp/core_fp16.py params_layout): START/END the
+            # _LOW words as fp32, INDEX_SELECT all 8 bits, slope scales fp16 (shifts unused)
+            p16, lp16 = core16.p, core16.p.lut
+            m.d.comb += [
+                p16.channel.eq(p.channel), p16.width.eq(p.width), p16.height.eq(p.height),
+                p16.group.eq(p.group), p16.normalz_len.eq(p.normalz_len),
+                p16.sqsum_bypass.eq(p.sqsum_bypass), p16.mul_bypass.eq(p.mul_bypass),
+                p16.nan_to_zero.eq(f("D_NAN_FLUSH_TO_ZERO", "NAN_TO_ZERO")),
+                lp16.le_exp.eq(lp.le_exp), lp16.le_index_offset.eq(lp.le_index_offset),
+                lp16.le_index_select.eq(f("S_LUT_INFO", "LUT_LE_INDEX_SELECT")),
+                lp16.lo_index_select.eq(f("S_LUT_INFO", "LUT_LO_INDEX_SELECT")),
+                lp16.uflow_priority.eq(lp.uflow_priority),
+                lp16.oflow_priority.eq(lp.oflow_priority),
+                lp16.hybrid_priority.eq(lp.hybrid_priority),
+            ]
+            for t in ("LE", "LO"):
+                for which in ("START", "END"):
+                    m.d.comb += getattr(lp16, f"{t.lower()}_{which.lower()}").eq(
+                        f(f"S_LUT_{t}_{which}_LOW", f"LUT_{t}_{which}_LOW"))
+                for flow in ("UFLOW", "OFLOW"):
+                    m.d.comb += getattr(lp16, f"{t.lower()}_{flow.lower()}_scale").eq(
+                        f(f"S_LUT_{t}_SLOPE_SCALE", f"LUT_{t}_SLOPE_{flow}_SCALE"))
+
         # ---- layer control ----
         start = self.add_layer_control(m, [rf_rdma, rf], wdma.done)
         m.d.comb += [rdma.start.eq(start), wdma.start.eq(start)]
@@ -184,10 +249,13 @@ class Cdp(DatapathUnit):
         # ---- LUT statistics: counted in the layer, latched into the completed group ----
         for k, name in enumerate(lut.STAT_NAMES):
             cnt = Signal(33, name=f"cnt_{name}")
+            inc = core.stat_counts[k]
+            if fp16:
+                inc = Mux(is_fp16, core16.stat_counts[k], inc)
             with m.If(start):
                 m.d.sync += cnt.eq(0)
-            with m.Elif(core.stat_counts[k] != 0):
-                nxt = cnt + core.stat_counts[k]
+            with m.Elif(inc != 0):
+                nxt = cnt + inc
                 m.d.sync += cnt.eq(Mux(nxt > 0xFFFFFFFF, 0xFFFFFFFF, nxt))
             grp = [Signal(32, name=f"{name}_g{g}") for g in range(2)]
             for g in range(2):
@@ -195,6 +263,25 @@ class Cdp(DatapathUnit):
                     m.d.sync += grp[g].eq(cnt)
             reg = f"d_perf_lut_{name}"
             m.d.comb += getattr(rf.hw, reg).as_value().eq(Mux(producer, grp[1], grp[0]))
+
+        if fp16:
+            # ---- D_OUT_SATURATION: FP16 outputs of magnitude 0x7BFF (CdpFp16Core), counted
+            # as the LUT statistics, latched into the completed group at the end of an FP16
+            # layer only (the model updates it only after FP16 layers: an INT8 layer leaves
+            # the group's value as it was) ----
+            sat = Signal(33)
+            sat_fp16 = Signal()                # the running layer is FP16 (latched at start)
+            with m.If(start):
+                m.d.sync += [sat.eq(0), sat_fp16.eq(is_fp16)]
+            with m.Elif(core16.sat_count != 0):
+                nxt = sat + core16.sat_count
+                m.d.sync += sat.eq(Mux(nxt > 0xFFFFFFFF, 0xFFFFFFFF, nxt))
+            sat_grp = [Signal(32, name=f"out_saturation_g{g}") for g in range(2)]
+            for g in range(2):
+                with m.If(wdma.done & (rf.consumer == g) & sat_fp16):
+                    m.d.sync += sat_grp[g].eq(sat)
+            m.d.comb += rf.hw.d_out_saturation.as_value().eq(
+                Mux(producer, sat_grp[1], sat_grp[0]))
 
         # ---- D_PERF_WRITE_STALL (D_PERF_ENABLE.DMA_EN), as PDP's (hdl/pdp/__init__.py) ----
         # nv_small NV_NVDLA_CDP_wdma.v (facts only): cycles in which the consumer group's

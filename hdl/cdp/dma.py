@@ -82,11 +82,17 @@ class CdpWalker(RunWalker):
     in line / position / surface order.
     """
 
-    def __init__(self, **kwargs):
+    def __init__(self, *, half: bool = False, **kwargs):
         super().__init__(**kwargs)
         #: the grouping addresses (a plain signal: the DMA base class builds the walker with
         #: RunWalker's signature)
         self.group = Signal(group_layout(), name="group")
+        #: with ``half`` (a configuration with fp16): the plain input signal ``half``, latched
+        #: at ``start``: the cube's elements are 2 bytes, ``atom_elems // 2`` channels per atom
+        #: (``cube.channel`` still counts elements: S = (C - 1) // (atom_elems // 2) + 1)
+        self.half_elems = half
+        if half:
+            self.half = Signal(name="half")
 
     def elaborate(self, platform):
         m = Module()
@@ -121,6 +127,9 @@ class CdpWalker(RunWalker):
         end_line = w0 + n > w_max
         piece_done = ~split                    # this run ends the (group, s) piece
 
+        s_last = cube.channel >> self.atom_elems_log2          # the cube's last surface
+        if self.half_elems:
+            s_last = Mux(self.half, cube.channel >> (self.atom_elems_log2 - 1), s_last)
         m.d.comb += [self.runs.valid.eq(walking),
                      self.runs.payload.addr.eq(Mux(part2, p2_addr, addr)),
                      self.runs.payload.count.eq(Mux(part2, p2_count, Mux(split, room, n))),
@@ -129,7 +138,7 @@ class CdpWalker(RunWalker):
         with m.If(self.start & ~walking):
             m.d.sync += [walking.eq(1), w0.eq(0), h.eq(0), s.eq(0), part2.eq(0),
                          w_max.eq(cube.width), h_max.eq(cube.height),
-                         s_max.eq(cube.channel >> self.atom_elems_log2),
+                         s_max.eq(s_last),
                          lstride.eq(cube.line_stride), sstride.eq(cube.surface_stride),
                          glow.eq(self.group.base), gstride.eq(self.group.line_stride),
                          line.eq(cube.base), pos.eq(cube.base), addr.eq(cube.base)]
@@ -154,11 +163,23 @@ class CdpWalker(RunWalker):
 
 
 class _GroupDma:
-    """Mixin: the walker's ``group`` signal driven from the DMA (see the subclasses)."""
+    """Mixin: the walker's ``group`` signal driven from the DMA (see the subclasses); with
+    ``half=True`` (a configuration with fp16) also the plain input signal ``half`` (1: 2-byte
+    elements, ``atom_elems // 2`` channels per atom; :class:`CdpWalker`), sampled at ``start``
+    by the walker."""
+
+    def __init__(self, *, half: bool = False, **kw):
+        super().__init__(**kw)
+        self.half_elems = half
+        if half:
+            self.half = Signal(name="half")
+            self._walker_args = dict(self._walker_args, half=True)
 
     def add_walker(self, m: Module):
         walker, *rest = super().add_walker(m)
         m.d.comb += walker.group.eq(self.group_source())
+        if self.half_elems:
+            m.d.comb += walker.half.eq(self.half)
         return (walker, *rest)
 
 

@@ -45,6 +45,7 @@ def run_unit(unit, program, *, mem: SparseMemory, layers: int, reads=(), seed: i
     per-layer count for the read clients' request streams.
     """
     rng = random.Random(seed)
+    beat = unit.cfg.primary_memif_width // 8          # AXI data bytes
     stalls = [0] * layers
     state = {"layers": 0, "cycle": 0}
     values = []
@@ -104,7 +105,7 @@ def run_unit(unit, program, *, mem: SparseMemory, layers: int, reads=(), seed: i
                 ctx.set(port.req.ready, rng.random() < p_ready)
                 if q:
                     ctx.set(port.rsp.valid, rng.random() < p_ready)
-                    ctx.set(port.rsp.payload, int.from_bytes(mem.read_bytes(q[0], BEAT), "little"))
+                    ctx.set(port.rsp.payload, int.from_bytes(mem.read_bytes(q[0], beat), "little"))
                 else:
                     ctx.set(port.rsp.valid, 0)
                 _, _, qv, qr, qp, sv, sr = await ctx.tick().sample(
@@ -112,7 +113,7 @@ def run_unit(unit, program, *, mem: SparseMemory, layers: int, reads=(), seed: i
                 if sv and sr:
                     q.popleft()
                 if qv and qr:
-                    q.extend(qp.addr + i * BEAT for i in range(qp.len + 1))
+                    q.extend(qp.addr + i * beat for i in range(qp.len + 1))
         return proc
 
     def write_client(port):
@@ -131,10 +132,10 @@ def run_unit(unit, program, *, mem: SparseMemory, layers: int, reads=(), seed: i
                 if dv and dr:
                     b = bursts[0]
                     word = dp.data
-                    for i in range(BEAT):
+                    for i in range(beat):
                         if (dp.strb >> i) & 1:
                             mem.write(b[0] + i, bytes([(word >> (8 * i)) & 0xFF]))
-                    b[0] += BEAT
+                    b[0] += beat
                     b[1] -= 1
                     if b[1] == 0:
                         bursts.popleft()
