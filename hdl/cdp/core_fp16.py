@@ -55,11 +55,11 @@ from __future__ import annotations
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, ValueLike, signed, unsigned
 from amaranth.lib import data, stream, wiring
-from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from hdl.cdp import lut
-from hdl.cdp.core import MAX_HALF, Gather, LrnWindow, lane_array, window_in_layout, walker_place
+from hdl.cdp.core import (MAX_HALF, Gather, LrnWindow, lane_array, lut_rams, walker_place,
+                          window_in_layout)
 from hdl.cdp.dma import group_layout
 from hdl.config import NvdlaConfig
 from hdl.dma import CUBE_DIM_BITS, atom_layout, dma_params
@@ -245,20 +245,7 @@ class CdpFp16Core(wiring.Component):
         lp = p.lut
 
         # ---- LUT RAMs of fp16 patterns: one write port (CSB), comb read ports ----
-        tables = {}
-        for name, n, tid in (("le", lut.LE_ENTRIES, 0), ("lo", lut.LO_ENTRIES, 1)):
-            # as CdpCore: with several lanes, 1 + 4 x throughput read ports as logic
-            mem = Memory(shape=FP16, depth=n, init=[],
-                         attrs={"ram_style": "logic"} if tp > 1 else None)
-            m.submodules[f"lut_{name}"] = mem
-            wp = mem.write_port()
-            m.d.comb += [wp.addr.eq(self.lut_addr), wp.data.eq(self.lut_wdata),
-                         wp.en.eq(self.lut_we & (self.lut_table == tid) & (self.lut_addr < n))]
-            rp = mem.read_port(domain="comb")
-            m.d.comb += rp.addr.eq(Mux(self.lut_addr < n, self.lut_addr, 0))
-            tables[name] = (mem, n, rp)
-        m.d.comb += self.lut_rdata.eq(Mux(self.lut_table, tables["lo"][2].data,
-                                          tables["le"][2].data))
+        tables = lut_rams(m, self, FP16, tp)
 
         # ---- layer constants, registered (p is stable for a layer): the LE underflow origin
         # MIN = fp32_add(2**OFFSET, START) (exponential; 2**OFFSET = +0 for OFFSET -128, -127)
