@@ -187,18 +187,22 @@ def test_taking_an_operand_left_in_the_packer_hangs():
         core.run(rdma.view(), sdp.view(), None)
 
 
-def test_one_byte_operands_refused_in_int16(tmp_path):
-    """nv_full's SDP_RDMA in INT16 with an enabled operand DMA reading one-byte components:
-    NVIDIA's RTL asserts it never happens (NV_NVDLA_SDP_BRDMA_ig.v: "NO SIZE of 1Byte supported
-    if proc precision is INT16") and, run anyway, feeds later layers the surplus it fetched;
-    the model refuses the layer. Two-byte operands and INT8's one-byte ones run."""
+def test_one_byte_operands_refused_in_int16_and_fp16(tmp_path):
+    """nv_full's SDP_RDMA in INT16 or FP16 with an enabled operand DMA reading one-byte
+    components: NVIDIA's RTL sizes its fetches for two-byte elements whenever PROC_PRECISION is
+    not INT8, asserts that INT16 never does it (NV_NVDLA_SDP_BRDMA_ig.v: "NO SIZE of 1Byte
+    supported if proc precision is INT16") and, run anyway, feeds later layers the surplus it
+    fetched (an FP16 program hung on it); the model refuses the layer. Two-byte operands and
+    INT8's one-byte ones run."""
     from hdl.config import get_config
     from verif.gen.run import GenError
     cfg = get_config("nv_full+feature_data_type=int8_int16_fp16")
     take = {"take": (True, False), "disable": 0, "use": 1, "mode": 0}
-    with pytest.raises(GenError, match="ONE_BYTE with PROC_PRECISION=INT16"):
-        prepare(generate(1, cfg, layers=1, force={"prec": 1, "BS": dict(take, size=0)}), tmp_path, cfg)
-    for prec, size in ((1, 1), (0, 0)):
+    for prec, name in ((1, "INT16"), (2, "FP16")):
+        with pytest.raises(GenError, match=f"ONE_BYTE with PROC_PRECISION={name}"):
+            prepare(generate(1, cfg, layers=1, force={"prec": prec, "BS": dict(take, size=0)}),
+                    tmp_path, cfg)
+    for prec, size in ((1, 1), (2, 1), (0, 0)):
         p = prepare(generate(1, cfg, layers=1, force={"prec": prec, "BS": dict(take, size=size)}),
                     tmp_path, cfg)
         assert p.prog.legal and len(p.model.checks) == 1

@@ -317,8 +317,8 @@ def _sdp_rdma_on_the_fly(mem: random.Random, cfg, alloc: Alloc, w: TraceWriter,
         size, mode = mem.randint(0, 1), mem.randint(0, 1)
         if prec == 2 and mem.random() < 0.8:
             size = 1                 # fp16 operands (one-byte ones: sign-extended patterns)
-        if prec == 1 and use is not None:
-            size = 1                 # INT16: two-byte operands only (model Sdp._check)
+        if prec and use is not None:
+            size = 1                 # INT16/FP16: two-byte operands only (model Sdp._check)
         f.update({f"{dma}_DISABLE": int(use is None), f"{dma}_DATA_USE": use or 0,
                   f"{dma}_DATA_SIZE": size, f"{dma}_DATA_MODE": mode, f"{dma}_RAM_TYPE": 1})
         ow, od = operand_image(mem, cfg, alloc, w, sub, cube, use or 0, size, mode,

@@ -302,8 +302,8 @@ def sdp_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, *,
             if disable:
                 use = rng.randint(0, 2)
         disable, use = fs.get("disable", disable), fs.get("use", use)
-        if prec == 1 and not disable:
-            size = 1             # INT16: two-byte operands only (model Sdp._check)
+        if prec and not disable:
+            size = 1             # INT16/FP16: two-byte operands only (model Sdp._check)
         size, mode = fs.get("size", size), fs.get("mode", mode)
         writes.append(regs("SDP_RDMA", f"D_{dma}_CFG", **{f"{dma}_DISABLE": disable,
                       f"{dma}_DATA_USE": use, f"{dma}_DATA_SIZE": size, f"{dma}_DATA_MODE": mode,

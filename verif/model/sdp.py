@@ -749,19 +749,24 @@ class SdpCore:
                 # from MRDMA when SDP's FLYING_MODE is OFF: the core waits for data forever
                 raise ModelConfigError("SDP_RDMA.D_FEATURE_MODE_CFG.FLYING_MODE=ON while SDP's is OFF "
                                        "(MRDMA disabled, SDP waits for its input: the layer hangs)")
-        if rdma is not None and rdma.field("D_FEATURE_MODE_CFG", "PROC_PRECISION") == 1 \
-                and len(cfg.precisions) > 1:
+        rproc = rdma.field("D_FEATURE_MODE_CFG", "PROC_PRECISION") if rdma is not None else 0
+        if rproc and len(cfg.precisions) > 1:
             for dma in ("BRDMA", "NRDMA", "ERDMA"):
                 if not rdma.f(f"{dma}_DISABLE") and rdma.f(f"{dma}_DATA_SIZE") == 0:
-                    # NVIDIA's nvdlav1 RTL: NV_NVDLA_SDP_{B,N,E}RDMA_ig.v assert never "NO SIZE of
+                    # NVIDIA's nvdlav1 RTL: NV_NVDLA_SDP_{B,N,E}RDMA_ig.v size the fetch for
+                    # two-byte elements whenever PROC_PRECISION is not INT8 (size_of_width and
+                    # the request sizes ignore DATA_SIZE there) and assert never "NO SIZE of
                     # 1Byte supported if proc precision is INT16" (op_en & proc_int16 &
-                    # size_1byte); run anyway, its one-byte reads fetch twice what the core
-                    # takes, the surplus reaches the next layers' operands (or hangs them):
-                    # seen on random programs, settled by simulating NVIDIA's BRDMA
+                    # size_1byte; FP16 has no assertion); run anyway, its one-byte reads fetch
+                    # twice what the core takes, the surplus reaches the next layers' operands
+                    # or hangs them: seen on random INT16 programs (settled by simulating
+                    # NVIDIA's BRDMA) and on an FP16 one whose next layer used the same DMA
+                    name = ("INT8", "INT16", "FP16", "3")[rproc]
                     raise ModelConfigError(
-                        f"SDP_RDMA.D_{dma}_CFG.{dma}_DATA_SIZE=ONE_BYTE with PROC_PRECISION=INT16: "
-                        "NVIDIA's RTL does not support it (its assertion 'NO SIZE of 1Byte supported "
-                        "if proc precision is INT16'; format.rst: two bytes per element with INT16)")
+                        f"SDP_RDMA.D_{dma}_CFG.{dma}_DATA_SIZE=ONE_BYTE with PROC_PRECISION={name}: "
+                        "NVIDIA's RTL fetches two-byte elements for INT16 and FP16 (its assertion 'NO "
+                        "SIZE of 1Byte supported if proc precision is INT16'; format.rst: two bytes "
+                        "per element with INT16/FP16)")
         for sub, _ in self._subunits():
             if sdp.f(f"{sub}_BYPASS"):
                 continue
