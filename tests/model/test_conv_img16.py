@@ -129,3 +129,18 @@ def test_image_programs_of_every_16_bit_container_on_the_model():
     assert {("int16", "8"), ("int16", "16"), ("int16", "10"), ("fp16", "8"), ("fp16", "10"),
             ("ext", "1"), ("ext", "2"), ("ext", "4")} <= seen, seen
     assert varied >= n * 3 // 4, (varied, n)
+
+
+@pytest.mark.parametrize("case, match", [
+    (dict(fmt=12, mode="nocvt", prec=1), "needs CDMA.D_CVT_CFG.CVT_EN"),     # 8-bit -> INT16
+    (dict(fmt=3, mode="nocvt", prec=2), "needs CDMA.D_CVT_CFG.CVT_EN"),      # int16 -> FP16
+    (dict(fmt=3, mode="offset", prec=0), "shrink path is not modelled"),     # int16 -> INT8
+    (dict(fmt=5, mode="offset", prec=1), "not a conversion format.rst lists"),   # fp16 -> INT16
+])
+def test_image_precisions_the_model_refuses(case, match, tmp_path):
+    """Image precisions outside format.rst's conversion table (or not modelled) are refused
+    with a ModelConfigError naming the registers."""
+    from verif.gen.img import ImgCase, generate
+    from verif.gen.run import GenError, prepare
+    with pytest.raises(GenError, match=match):
+        prepare(generate(1, FULL, ImgCase(**case)), tmp_path, FULL)
