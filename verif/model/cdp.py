@@ -38,7 +38,10 @@ C model (nvdlav1 cmod/cdp/NV_NVDLA_cdp.cpp ``lookup_lut_int8``), which agree on 
   not gated by D_PERF_ENABLE.LUT_EN (NV_NVDLA_CDP_DP_intp.v).
 
 INT16 (nv_full) widens every stage (``WIDTHS``); FP16 (nv_full) is another datapath,
-:func:`cdp_compute_fp16`. D_NAN_INPUT_NUM and D_INF_INPUT_NUM stay 0, as NVIDIA's nv_full RTL
+:func:`cdp_compute_fp16`. Known difference in INT16: NVIDIA's nv_full RTL's D_PERF_LUT_HYBRID
+is not the model's (three random INT16 programs: D_PERF_LUT_UFLOW and _OFLOW equal, HYBRID not;
+its counter logic examines 8 lanes per beat, and the lanes beyond the data's carry flags of
+their own, as FP16's phantom hybrids: not settled; the output bytes are the model's). D_NAN_INPUT_NUM and D_INF_INPUT_NUM stay 0, as NVIDIA's nv_full RTL
 read them after FP16 layers with NaN and infinite inputs; D_NAN_OUTPUT_NUM is not modelled
 (NVIDIA's RTL read 0 after one such layer and 9 after two layers of 5 and 14 NaN outputs).
 """
