@@ -9,13 +9,13 @@ arithmetic, the fixed addition order of the window written out; the fp operators
 from __future__ import annotations
 
 import random
-import struct
 from fractions import Fraction
 
 import numpy as np
 import pytest
 
 from hdl.config import get_config
+from verif.gen.common import fp16_of as f16, fp32_of as f32
 from verif.model import Nvdla, fp
 from verif.model.cdp import cdp_compute_fp16
 from verif.model.lut import LutParams
@@ -32,15 +32,7 @@ def add32(a, b):
 
 
 def sub32(a, b):
-    return add32(a, b ^ (1 << 31))
-
-
-def f16(x: float) -> int:
-    return struct.unpack("<H", struct.pack("<e", x))[0]
-
-
-def f32(x: float) -> int:
-    return struct.unpack("<I", struct.pack("<f", x))[0]
+    return I(fp.fp_sub(a, b, 8, 23))
 
 
 def ref_index(d: int, entries: int, exponential: bool, offset: int, select: int):

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import random
-import struct
 import tempfile
 import warnings
 from pathlib import Path
@@ -17,14 +16,11 @@ import numpy as np
 import pytest
 
 from hdl.config import get_config
+from verif.gen.common import fp16_of as f16
 from verif.model.conv import cdma_convert
 from verif.model.conv_fp16 import cacc_add, cacc_to_fp32, cmac_words, conv_img_fp16
 
 FULL = get_config("nv_full+feature_data_type=int8_int16_fp16")
-
-
-def f16(x: float) -> int:
-    return struct.unpack("<H", struct.pack("<e", x))[0]
 
 
 def ref_cell(x: int, signed: bool, in_bits: int, off: int, scale: int, t: int) -> int:

@@ -9,13 +9,13 @@ fp.py), tested on their own in test_fp.py.
 from __future__ import annotations
 
 import random
-import struct
 from fractions import Fraction
 
 import numpy as np
 import pytest
 
 from hdl.config import get_config
+from verif.gen.common import fp16_of as f16, fp32_of as f32
 from verif.model import Nvdla, fp
 from verif.model.lut import LutParams
 from verif.model.sdp import sdp_lut_fp
@@ -27,16 +27,8 @@ def I(x) -> int:                       # noqa: E743 - a scalar bit pattern from 
     return int(x)
 
 
-def f16(x: float) -> int:
-    return struct.unpack("<H", struct.pack("<e", x))[0]
-
-
-def f32(x: float) -> int:
-    return struct.unpack("<I", struct.pack("<f", x))[0]
-
-
 def sub32(a, b):
-    return I(fp.fp_add(a, b ^ (1 << 31), 8, 23))
+    return I(fp.fp_sub(a, b, 8, 23))
 
 
 def ref_index(x, start, n, exponential, offset, select):

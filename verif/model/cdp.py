@@ -53,8 +53,8 @@ from hdl.regmap import decode
 from verif.model.memory import ram
 from verif.model.formats import ModelConfigError, read_cube, warn_limitation, write_cube
 from verif.model import fp
-from verif.model.lut import (EXPONENT, LINEAR, LutParams, LutStorage, lut_lookup, round_shift,
-                             select_table, sext)
+from verif.model.lut import (EXPONENT, LINEAR, LutParams, LutStorage, fp_table_index, lut_lookup,
+                             round_shift, select_table, sext)
 
 LE_ENTRIES, LO_ENTRIES = 65, 257
 ICVT_OUT_BITS = 9                    # NVDLA_CDP_ICVTO_BWPE for int8 (BPE + 1)
@@ -191,37 +191,11 @@ def cdp_compute(d: np.ndarray, valid_c: int, le_table: np.ndarray, lo_table: np.
 # each HLS block verilated alone and compared with verif/model/fp.py, and 7 CDP FP16 programs on
 # NVIDIA's whole nv_full RTL bit-exact with a reference of these rules (outputs and counters)
 
-def _fp32_sub(a, b) -> np.ndarray:
-    """fp32 ``a - b`` as NVIDIA's HLS fp32_sub: ``a + (b with its sign flipped)`` (so a NaN ``b``
-    comes back with its sign flipped)."""
-    return fp.fp_add(a, np.asarray(b, np.int64) ^ (1 << 31), 8, 23)
-
-
 def _fp_table_index(d, n_entries, exponential, index_offset, select):
     """Index, 16-bit fraction, underflow and overflow flags of one table in FP16 mode
-    (NV_NVDLA_CDP_DP_LUT_CTRL_unit "FP16 mode"); ``d`` = fp32 ``s - START`` patterns.
-
-    Underflow: ``d`` NaN, +0, or its sign set. Exponential: index = unbiased exponent of ``d``
-    minus LE_INDEX_OFFSET (below the offset underflows, for either sign of the offset), fraction
-    = mantissa bits 22:7. Linear: ``d * 2**-SELECT`` exactly, index its integer part and the
-    fraction its first 16 fractional bits (truncated), SELECT the 8-bit signed field. An index
-    >= entries-1 overflows."""
-    sign, e, m = (d >> 31) & 1, (d >> 23) & 0xFF, d & 0x7FFFFF
-    uf = fp.fp_isnan(d, 8, 23) | (d == 0) | (sign == 1)
-    if exponential:
-        lg = e - 127
-        uf = uf | (lg < index_offset)
-        idx = lg - index_offset
-        frac = (d >> 7) & 0xFFFF
-    else:
-        M = m | (1 << 23)
-        t = e - 150 - select                       # d * 2**-select = M * 2**t
-        left, right = np.clip(t, 0, 20), np.clip(-t, 0, 62)   # t >= 10 overflows anyway
-        idx = np.where(t >= 0, M << left, M >> right)
-        frac = np.where(t >= 0, 0, ((M << 16) >> right) & 0xFFFF)
-    of = ~uf & (idx >= n_entries - 1)
-    hit = ~uf & ~of
-    return np.where(hit, idx, 0), np.where(hit, frac, 0), uf, of
+    (NV_NVDLA_CDP_DP_LUT_CTRL_unit "FP16 mode": :func:`verif.model.lut.fp_table_index` with a
+    16-bit fraction, the mantissa's bits 22:7 in exponential mode); ``d`` = fp32 ``s - START``."""
+    return fp_table_index(d, n_entries, exponential, index_offset, select, 16)
 
 
 def _fp_interp(table, s, idx, frac, uf, of, vmin, vend, uscale, oscale):
@@ -234,7 +208,7 @@ def _fp_interp(table, s, idx, frac, uf, of, vmin, vend, uscale, oscale):
     y0, y1 = t[idx], t[np.minimum(idx + 1, n - 1)]
 
     def chain(a, b, k, t0):
-        return fp.fp17_add(fp.fp17_mul(fp.fp32_to_fp17(_fp32_sub(a, b)), k), fp.fp16_to_fp17(t0))
+        return fp.fp17_add(fp.fp17_mul(fp.fp32_to_fp17(fp.fp_sub(a, b, 8, 23)), k), fp.fp16_to_fp17(t0))
     hit_y = chain(fp.fp16_to_fp32(y1), fp.fp16_to_fp32(y0), fp.frac_to_fp17(frac, 16), y0)
     uf_y = chain(s, vmin, fp.fp16_to_fp17(uscale), t[0])
     of_y = chain(s, vend, fp.fp16_to_fp17(oscale), t[n - 1])
@@ -295,9 +269,9 @@ def cdp_compute_fp16(d: np.ndarray, valid_c: int, le_table: np.ndarray, lo_table
     off = p.le_index_offset
     two_o = ((off + 127) << 23) if exp and off > -127 else 0
     le_min = int(fp.fp_add(two_o, le_start, 8, 23))
-    xi, xf, xu, xo = _fp_table_index(_fp32_sub(s, le_start), len(le_table), exp, off,
+    xi, xf, xu, xo = _fp_table_index(fp.fp_sub(s, le_start, 8, 23), len(le_table), exp, off,
                                      p.le_index_select)
-    yi, yf, yu, yo = _fp_table_index(_fp32_sub(s, lo_start), len(lo_table), False, 0,
+    yi, yf, yu, yo = _fp_table_index(fp.fp_sub(s, lo_start, 8, 23), len(lo_table), False, 0,
                                      p.lo_index_select)
     ly = _fp_interp(le_table, s, xi, xf, xu, xo, le_min, p.le_end & 0xFFFFFFFF,
                     p.le_uflow_scale & 0xFFFF, p.le_oflow_scale & 0xFFFF)

@@ -27,7 +27,7 @@ import numpy as np
 
 __all__ = ["MAX17", "fp16_to_fp17", "fp17_to_fp16", "fp17_add", "fp17_mul", "fp17_of_int",
            "fp16_isnan", "fp_add", "fp_mul", "fp16_to_fp32", "fp32_to_fp16", "fp16_to_int16",
-           "fp_pick", "fp_isnan", "FLT_MAX", "fp17_to_fp32", "fp32_to_fp17", "frac_to_fp17"]
+           "fp_pick", "fp_isnan", "fp_sub", "FLT_MAX", "fp17_to_fp32", "fp32_to_fp17", "frac_to_fp17"]
 
 MAX17 = 0xFBFF          # largest finite fp17 magnitude: exponent 62, mantissa 0x3FF
 
@@ -144,6 +144,12 @@ def fp_add(a, b, e: int, m: int) -> np.ndarray:
     out = np.where(zero, sign, out)
     out = np.where(_nan(b, e, m), b, out)
     return np.where(_nan(a, e, m), a, out)
+
+
+def fp_sub(a, b, e: int, m: int) -> np.ndarray:
+    """``a - b`` as NVIDIA's HLS subtractors compute it: ``a + (b with its sign flipped)`` (so
+    a NaN ``b`` comes back with its sign flipped)."""
+    return fp_add(a, _i64(b) ^ (1 << (e + m)), e, m)
 
 
 def fp_mul(a, b, e: int, m: int) -> np.ndarray:

@@ -260,3 +260,34 @@ def select_table(xu, xo, yu, yo, p: LutParams) -> tuple[np.ndarray, dict[str, in
     stats = {"UFLOW": int(both_uf.sum()), "OFLOW": int(both_of.sum()), "HYBRID": int(hybrid.sum()),
              "LE_HIT": int(le_only.sum()), "LO_HIT": int(lo_only.sum())}
     return use_lo, stats
+
+
+def fp_table_index(d: np.ndarray, n_entries: int, exponential: bool, index_offset: int,
+                   select: int, frac_bits: int):
+    """Index, ``frac_bits``-bit fraction, underflow and overflow flags of one table in FP16 mode
+    (nv_full's CDP, NV_NVDLA_CDP_DP_LUT_CTRL_unit, 16-bit fraction; SDP, cmod/hls/sdp
+    sdp_y_idx.cpp, 35-bit); ``d`` = fp32 ``x - START`` patterns (int64 array).
+
+    Underflow: ``d`` NaN, a zero, or its sign set. Exponential: index = unbiased exponent of
+    ``d`` minus LE_INDEX_OFFSET (below the offset underflows, for either sign of the offset),
+    fraction = the 23 mantissa bits as a ``frac_bits``-bit fraction (truncated). Linear:
+    ``d * 2**-SELECT`` exactly, index its integer part and the fraction its first ``frac_bits``
+    fractional bits (truncated), SELECT the 8-bit signed field. An index >= entries-1
+    overflows. Index and fraction are 0 where the table does not hit."""
+    sign, e, m = (d >> 31) & 1, (d >> 23) & 0xFF, d & 0x7FFFFF
+    nan = (e == 0xFF) & (m != 0)
+    uf = nan | ((d & 0x7FFFFFFF) == 0) | (sign == 1)
+    if exponential:
+        lg = e - 127
+        uf = uf | (lg < index_offset)
+        idx = lg - index_offset
+        frac = m << (frac_bits - 23) if frac_bits >= 23 else m >> (23 - frac_bits)
+    else:
+        M = m | (1 << 23)
+        t = e - 150 - select                       # d * 2**-select = M * 2**t
+        left, right = np.clip(t, 0, 20), np.clip(-t, 0, 62)   # t >= 10 overflows anyway
+        idx = np.where(t >= 0, M << left, M >> right)
+        frac = np.where(t >= 0, 0, ((M << frac_bits) >> right) & ((np.int64(1) << frac_bits) - 1))
+    of = ~uf & (idx >= n_entries - 1)
+    hit = ~uf & ~of
+    return np.where(hit, idx, 0), np.where(hit, frac, 0), uf, of

@@ -18,11 +18,10 @@ import numpy as np
 from verif.model.memory import ram
 from verif.model.fp import (fp16_isnan, fp16_to_fp17, fp16_to_fp32, fp16_to_int16, fp17_add,
                             fp17_mul, fp17_to_fp32, fp32_to_fp16, fp32_to_fp17, fp_add, fp_isnan,
-                            frac_to_fp17,
-                            fp_mul, fp_pick)
+                            fp_mul, fp_pick, fp_sub, frac_to_fp17)
 from verif.model.formats import (ModelConfigError, cube_addresses, flying_cube, read_cube, saturate,
                                  warn_limitation)
-from verif.model.lut import EXPONENT, LINEAR, LutParams, sext, slope_and_priority_fields
+from verif.model.lut import EXPONENT, LINEAR, LutParams, fp_table_index, sext, slope_and_priority_fields
 
 # ---------------------------------------------------------------------------------------------
 # integer primitives (v1_ias_precision.rst; bit-exact with NVIDIA's RTL)
@@ -381,30 +380,13 @@ FP17_ONE = 31 << 10          # fp17 1.0
 
 def _fp_lut_index(x: np.ndarray, start: int, n: int, exponential: bool, offset: int, select: int):
     """Read address, 35-bit fraction, underflow and overflow of one table in FP16 mode for
-    fp32 ``x`` (int64 bit patterns): ``d = x - START`` in fp32 (START the register's fp32
-    pattern); underflow when d is NaN, a zero or negative. Exponential: index = unbiased
-    exponent of d minus LE_INDEX_OFFSET (below it underflows), fraction = d's 23 mantissa
-    bits as a 35-bit fraction; linear: ``d / 2**SELECT`` exactly, index its integer part,
-    fraction its first 35 fractional bits (truncated). An index >= n-1 overflows (address
-    n-1); underflows read address 0 (nvdlav1 cmod/hls/sdp/sdp_y_idx.cpp, the source of
-    NV_NVDLA_SDP_CORE_Y_idx.v)."""
-    d = fp_add(x, (start & 0xFFFFFFFF) ^ (1 << 31), 8, 23)
-    e, m = (d >> 23) & 0xFF, d & 0x7FFFFF
-    uf = fp_isnan(d, 8, 23) | ((d & 0x7FFFFFFF) == 0) | ((d >> 31) & 1 == 1)
-    if exponential:
-        uf = uf | (e - 127 < offset)
-        idx = e - 127 - offset
-        frac = m << 12
-    else:
-        M = m | (1 << 23)
-        t = e - 150 - select                               # d / 2**select = M * 2**t
-        r = np.clip(-t, 0, 62)
-        idx = np.where(t >= 0, M << np.clip(t, 0, 20), M >> r)     # t >= 10 overflows anyway
-        frac = np.where(t >= 0, 0, ((M << 35) >> r) & ((np.int64(1) << 35) - 1))
-    of = ~uf & (idx >= n - 1)
-    hit = ~uf & ~of
-    addr = np.where(hit, idx, np.where(of, n - 1, 0))
-    return addr, np.where(hit, frac, 0), uf, of
+    fp32 ``x`` (int64 bit patterns): :func:`verif.model.lut.fp_table_index` of
+    ``d = x - START`` in fp32 (START the register's fp32 pattern) with a 35-bit fraction;
+    overflows read address n-1, underflows address 0 (nvdlav1 cmod/hls/sdp/sdp_y_idx.cpp, the
+    source of NV_NVDLA_SDP_CORE_Y_idx.v)."""
+    idx, frac, uf, of = fp_table_index(fp_sub(x, start & 0xFFFFFFFF, 8, 23), n, exponential,
+                                       offset, select, LUT_FRAC_BITS)
+    return np.where(of, n - 1, idx), frac, uf, of
 
 
 def sdp_lut_fp(x: np.ndarray, le_table: np.ndarray, lo_table: np.ndarray,
@@ -433,7 +415,7 @@ def sdp_lut_fp(x: np.ndarray, le_table: np.ndarray, lo_table: np.ndarray,
         hit_y = fp17_add(fp17_mul(a0, t0), fp17_mul(frac_to_fp17(f, 35), t1))
         origin = np.where(u, fp_add(start & 0xFFFFFFFF, bias, 8, 23), end & 0xFFFFFFFF)
         scale = fp16_to_fp17(np.where(u, uscale & 0xFFFF, oscale & 0xFFFF))
-        diff = fp32_to_fp17(fp_add(x, origin ^ (1 << 31), 8, 23))
+        diff = fp32_to_fp17(fp_sub(x, origin, 8, 23))
         flow_y = fp17_add(t0, fp17_mul(diff, scale))
         return fp17_to_fp32(np.where(u | o, flow_y, hit_y))
 
