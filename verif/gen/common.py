@@ -8,9 +8,9 @@ from __future__ import annotations
 import math
 import random
 import struct
+from dataclasses import dataclass, field
 
 import numpy as np
-from dataclasses import dataclass, field
 
 from verif.gen.writer import TraceWriter, reg_value
 
