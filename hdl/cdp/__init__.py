@@ -4,10 +4,11 @@ Channel Data Processor", v1_ias_programming_guide.rst "CDP", v1_ias_lut-programm
 Hardware layer = CDP_RDMA (:class:`hdl.cdp.dma.CdpReadDma`, line / group of positions / surface /
 position order, groups of up to one burst window) ->
 :class:`hdl.cdp.core.CdpCore` (input converter, LRN square sum, two-table LUT, multiplier,
-output converter) -> CDP WDMA (:class:`hdl.cdp.dma.CdpWriteDma`, same order). CDP_RDMA and CDP
-keep separate register files and ping-pong pointers; a layer starts when the consumer groups of
-both are enabled and completes when the WDMA has every write response; both register files then
-see ``done`` and CDP's per-group done pulse goes to GLB (S_INTR_STATUS.CDP_DONE_STATUS<g>).
+output converter; INT8, and INT16 / FP16 cores beside it below) -> CDP WDMA
+(:class:`hdl.cdp.dma.CdpWriteDma`, same order). CDP_RDMA and CDP keep separate register files
+and ping-pong pointers; a layer starts when the consumer groups of both are enabled and
+completes when the WDMA has every write response; both register files then see ``done`` and
+CDP's per-group done pulse goes to GLB (S_INTR_STATUS.CDP_DONE_STATUS<g>).
 
 LUT access port (NVIDIA nv_small NV_NVDLA_CDP_reg.v, facts only; also verif/model/lut.py): a
 write of S_LUT_ACCESS_CFG loads the access address, table and type; a write of
@@ -28,19 +29,28 @@ request to MCIF was stalled while D_PERF_ENABLE.DMA_EN; CDP_RDMA's D_PERF_READ_S
 cycles CDP_RDMA's read request waited for MCIF while CDP_RDMA's D_PERF_ENABLE.DMA_EN; both on
 32-bit wrapping counters that are never cleared (:func:`hdl.unit.perf_stall_counter`, as PDP's).
 
-FP16 (a configuration whose ``cfg.precisions`` include fp16, e.g.
-``nv_full+feature_data_type=int8_int16_fp16``): :class:`hdl.cdp.core_fp16.CdpFp16Core` sits
-beside CdpCore and a layer with CDP D_DATA_FORMAT.INPUT_DATA_TYPE = 2 goes through it (any other
-value through CdpCore, as INT8: there is no INT16 path yet). That one flag (CDP's, not
-CDP_RDMA's D_DATA_FORMAT.INPUT_DATA, which the model requires to be equal) also makes both DMA
-walkers count ``atom_elems // 2`` channels per atom (16-bit elements; whole atoms are read and
-written, as the model's read_cube/write_cube with elem_bytes 2), so the read and write sides
-always agree on the number of atoms. The LUT access port writes both cores' tables with the
-same 16-bit entries (the model keeps one LutStorage for every precision) and reads CdpCore's
-copy back. The LUT statistics come from the core of the running layer; D_OUT_SATURATION
+INT16 and FP16 (a configuration whose ``cfg.precisions`` include them, e.g.
+``nv_full+feature_data_type=int8_int16_fp16``): a second :class:`hdl.cdp.core.CdpCore` at
+:data:`hdl.cdp.core.INT16` (``core_int16``: 16-bit data, 17-bit x, 37-bit square sum, START[37:0],
+INDEX_SELECT[6:0], DATOUT_OFFSET[31:0], 50-bit output product, int16 outputs; widths of NVIDIA's
+nv_full RTL as recorded in verif/model/cdp.py ``WIDTHS``) and
+:class:`hdl.cdp.core_fp16.CdpFp16Core` (``core_fp16``) sit beside the INT8 CdpCore. CDP's
+D_DATA_FORMAT.INPUT_DATA_TYPE routes a layer: 1 to the INT16 core, 2 to the FP16 core, any
+other value (0, and the undefined 3) to the INT8 core (CDP's field is used, not CDP_RDMA's
+D_DATA_FORMAT.INPUT_DATA, which the model requires to be equal). A 16-bit type (1 or 2) also makes
+both DMA walkers count ``atom_elems // 2`` channels per atom (whole atoms are read and written,
+as the model's read_cube/write_cube with elem_bytes 2), so the read and write sides always
+agree on the number of atoms; INT16 element k of an atom is in bytes 2k (low) and 2k+1. The
+INT16 core takes the INT8 core's parameters except INDEX_SELECT (7 bits instead of 6). The LUT
+access port writes every core's tables with the same 16-bit entries (the model keeps one
+LutStorage for every precision) and reads the INT8 CdpCore's copy back. The LUT statistics come
+from the core of the running layer (INT16: the model's counts over every element, invalid lanes
+included; NVIDIA's nv_full RTL was observed to give another D_PERF_LUT_HYBRID in INT16,
+verif/model/cdp.py's docstring: not settled, the model's is implemented). D_OUT_SATURATION
 counts the FP16 core's outputs of magnitude 0x7BFF, latched into the completed group at the end
-of an FP16 layer only (an INT8 layer leaves it unchanged, as the model). Without fp16 the unit
-is INT8 only (nv_small's data type) and D_OUT_SATURATION reads 0.
+of an FP16 layer only: an INT8 or INT16 layer leaves it unchanged, as the model (its INT
+statistics have no OUT_SATURATION). Without int16/fp16 the unit is INT8 only (nv_small's data
+type) and D_OUT_SATURATION reads 0.
 """
 from __future__ import annotations
 
@@ -48,7 +58,7 @@ from amaranth.hdl import Cat, Module, Mux, Signal, Value
 from amaranth.lib import wiring
 
 from hdl.cdp import lut
-from hdl.cdp.core import CdpCore
+from hdl.cdp.core import INT16, CdpCore, params_layout
 from hdl.cdp.core_fp16 import CdpFp16Core
 from hdl.cdp.dma import CdpReadDma, CdpWalker, CdpWriteDma, group_of
 from hdl.dma import atom_layout, cube_from_regs, cube_layout, read_dma_params, write_dma_params
@@ -90,37 +100,46 @@ class Cdp(DatapathUnit):
         rf_rdma = self.add_register_file(m, "CDP_RDMA")
         rf = self.add_register_file(m, "CDP", connect_bus=False)   # LUT port decoded below
 
+        int16 = "int16" in cfg.precisions
         fp16 = "fp16" in cfg.precisions
-        half = {"half": True} if fp16 else {}
+        half = {"half": True} if int16 or fp16 else {}
         m.submodules.rdma = rdma = CdpReadDma(**read_dma_params(cfg), atom_shape=atom_layout(cfg),
                                               **half)
         m.submodules.core = core = CdpCore(cfg)
         m.submodules.wdma = wdma = CdpWriteDma(**write_dma_params(cfg),
                                                atom_shape=atom_layout(cfg), **half)
-        if not fp16:
+        if not half:
             wiring.connect(m, rdma.atoms, core.i)
             wiring.connect(m, core.o, wdma.atoms)
             cores = [core]
         else:
-            # FP16 layers (CDP.D_DATA_FORMAT.INPUT_DATA_TYPE = 2) through CdpFp16Core, the
-            # others through CdpCore; the one flag also sizes both DMAs (16-bit elements)
-            m.submodules.core_fp16 = core16 = CdpFp16Core(cfg)
-            cores = [core, core16]
-            is_fp16 = Signal()
-            m.d.comb += [is_fp16.eq(rf.cfg.d_data_format.input_data_type.as_value() == 2),
-                         rdma.half.eq(is_fp16), wdma.half.eq(is_fp16)]
-            for k, cr in enumerate(cores):
-                sel = is_fp16 if k else ~is_fp16
+            # INT16 layers (CDP.D_DATA_FORMAT.INPUT_DATA_TYPE = 1) through CdpCore at INT16,
+            # FP16 ones (2) through CdpFp16Core, the others through CdpCore (INT8); 16-bit
+            # elements (INT16 or FP16) also size both DMAs
+            dtype = rf.cfg.d_data_format.input_data_type.as_value()
+            is_int16, is_fp16 = Signal(), Signal()
+            m.d.comb += [is_int16.eq(int16 & (dtype == INT16.code)),
+                         is_fp16.eq(fp16 & (dtype == 2)),
+                         rdma.half.eq(is_int16 | is_fp16), wdma.half.eq(is_int16 | is_fp16)]
+            routes = [(core, ~(is_int16 | is_fp16))]
+            if int16:
+                m.submodules.core_int16 = core_i16 = CdpCore(cfg, INT16)
+                routes.append((core_i16, is_int16))
+            if fp16:
+                m.submodules.core_fp16 = core16 = CdpFp16Core(cfg)
+                routes.append((core16, is_fp16))
+            cores = [cr for cr, _ in routes]
+            ready, payload, valid = core.i.ready, core.o.payload.as_value(), core.o.valid
+            for cr, sel in routes:
                 m.d.comb += [cr.i.payload.eq(rdma.atoms.payload),
-                             cr.i.valid.eq(rdma.atoms.valid & sel)]
-            m.d.comb += [
-                rdma.atoms.ready.eq(Mux(is_fp16, core16.i.ready, core.i.ready)),
-                wdma.atoms.payload.eq(Mux(is_fp16, core16.o.payload.as_value(),
-                                          core.o.payload.as_value())),
-                wdma.atoms.valid.eq(Mux(is_fp16, core16.o.valid, core.o.valid)),
-                core.o.ready.eq(wdma.atoms.ready & ~is_fp16),
-                core16.o.ready.eq(wdma.atoms.ready & is_fp16),
-            ]
+                             cr.i.valid.eq(rdma.atoms.valid & sel),
+                             cr.o.ready.eq(wdma.atoms.ready & sel)]
+                if cr is not core:
+                    ready = Mux(sel, cr.i.ready, ready)
+                    payload = Mux(sel, cr.o.payload.as_value(), payload)
+                    valid = Mux(sel, cr.o.valid, valid)
+            m.d.comb += [rdma.atoms.ready.eq(ready), wdma.atoms.payload.eq(payload),
+                         wdma.atoms.valid.eq(valid)]
         connect_dma(m, rdma.dma, self.cdp_rdma, rf_rdma.cfg.d_src_dma_cfg.src_ram_type)
         connect_dma(m, wdma.dma, self.cdp_wdma, rf.cfg.d_dst_dma_cfg.dst_ram_type)
 
@@ -218,6 +237,17 @@ class Cdp(DatapathUnit):
                         f(f"S_LUT_{t}_SLOPE_SHIFT", f"LUT_{t}_SLOPE_{flow}_SHIFT")),
                 ]
 
+        if int16:
+            # CdpCore at INT16: the same fields, INDEX_SELECT[6:0] (hdl/cdp/core.py INT16)
+            pi, lpi = core_i16.p, core_i16.p.lut
+            m.d.comb += [pi[name].eq(p[name]) for name, _ in params_layout() if name != "lut"]
+            m.d.comb += [lpi[name].eq(lp[name]) for name, _ in lut.params_layout()
+                         if name not in ("le_index_select", "lo_index_select")]
+            m.d.comb += [
+                lpi.le_index_select.eq(f("S_LUT_INFO", "LUT_LE_INDEX_SELECT")[:INT16.select_bits]),
+                lpi.lo_index_select.eq(f("S_LUT_INFO", "LUT_LO_INDEX_SELECT")[:INT16.select_bits]),
+            ]
+
         if fp16:
             # CdpFp16Core's parameters (hdl/cdp/core_fp16.py params_layout): START/END the
             # _LOW words as fp32, INDEX_SELECT all 8 bits, slope scales fp16 (shifts unused)
@@ -250,6 +280,8 @@ class Cdp(DatapathUnit):
         for k, name in enumerate(lut.STAT_NAMES):
             cnt = Signal(33, name=f"cnt_{name}")
             inc = core.stat_counts[k]
+            if int16:
+                inc = Mux(is_int16, core_i16.stat_counts[k], inc)
             if fp16:
                 inc = Mux(is_fp16, core16.stat_counts[k], inc)
             with m.If(start):
@@ -267,8 +299,10 @@ class Cdp(DatapathUnit):
         if fp16:
             # ---- D_OUT_SATURATION: FP16 outputs of magnitude 0x7BFF (CdpFp16Core), counted
             # as the LUT statistics, latched into the completed group at the end of an FP16
-            # layer only (the model updates it only after FP16 layers: an INT8 layer leaves
-            # the group's value as it was) ----
+            # layer only (the model updates it only after FP16 layers: verif/model/cdp.py
+            # CdpCore.run writes the fields of the layer's statistics, and cdp_compute's INT8 /
+            # INT16 statistics have no OUT_SATURATION, so an INT8 or INT16 layer leaves the
+            # group's value as it was) ----
             sat = Signal(33)
             sat_fp16 = Signal()                # the running layer is FP16 (latched at start)
             with m.If(start):

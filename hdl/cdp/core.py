@@ -1,6 +1,14 @@
-"""CDP datapath (v1_ias_unit_description.rst "Cross Channel Data Processor"; arithmetic facts in
-v1_ias_precision.rst "CDP convertors", v1_ias_lut-programming.rst and verif/model/cdp.py's
-docstring, settled there from NVIDIA's nv_small RTL).
+"""CDP datapath in INT8 or INT16 (v1_ias_unit_description.rst "Cross Channel Data Processor";
+arithmetic facts in v1_ias_precision.rst "CDP convertors", v1_ias_lut-programming.rst and
+verif/model/cdp.py's docstring, settled there from NVIDIA's nv_small RTL for INT8; the INT16
+widths read from NVIDIA's nv_full RTL and recorded in verif/model/cdp.py ``WIDTHS``, whose
+model is bit-exact with NVIDIA's nv_full RTL on INT16 CDP outputs).
+
+The precision is a :class:`CdpPrecision` (:data:`INT8`, :data:`INT16`); below, INT8's widths
+with INT16's in brackets. An atom holds ``lanes`` = ``cfg.atom_bytes * 8 // data_bits``
+elements (8 [4] on nv_small, 32 [16] on nv_full): INT16 element k in bytes 2k (low) and 2k+1,
+channel c % lanes = k (format.rst "Feature data"; the model's read_cube/write_cube with
+elem_bytes 2).
 
 Input: the cube's atoms in :class:`hdl.cdp.dma.CdpWalker` order (per line, groups of up to
 ``positions`` = atoms per burst window of consecutive positions, each group surface by surface;
@@ -8,22 +16,27 @@ with one atom per burst window: for every (h, w) its surfaces s = 0..S-1). The c
 groups as the walkers do, from the source cube's width, height, base and line stride
 (``p.width``, ``p.height``, ``p.group``). Per element:
 
-1. input converter ``x = sat9(rnd((d - DATIN_OFFSET[7:0]) * DATIN_SCALE >> DATIN_SHIFTER))``
-   (9-bit minus 8-bit offset in 9 bits, 25-bit product, 0 for a shift >= 25); lanes of the last
-   surface beyond the cube's channels are forced to 0 (they still run through the pipe and
-   count in the LUT statistics); also ``x**2`` (17 bits);
+1. input converter ``x = sat9[17](rnd((d - DATIN_OFFSET[7:0][15:0]) * DATIN_SCALE >>
+   DATIN_SHIFTER))`` (data minus offset in 9 [17] bits, 25 [33]-bit product, 0 for a shift >=
+   25 [never: the 5-bit shift is below 33]); lanes of the last surface beyond the cube's
+   channels are forced to 0 (they still run through the pipe and count in the LUT
+   statistics); also ``x**2`` (17 [33] bits unsigned);
 2. LRN window (:class:`LrnWindow`): square sum over channels c-n..c+n (n = NORMALZ_LEN + 1:
-   3/5/7/9 channels), channels outside the cube count 0, in 21 bits (two stages: three sums
-   of three taps, then their sum); SQSUM_BYPASS gives ``x``;
-3. the two-table LUT (:mod:`hdl.cdp.lut`) gives ``f`` (int16) and the statistics;
-4. ``v = f * x`` (25 bits) unless MUL_BYPASS (``v = f``);
-5. output converter ``sat8(rnd((v - DATOUT_OFFSET[24:0]) * DATOUT_SCALE >> DATOUT_SHIFTER))``
-   (26-bit difference, 42-bit product, 0 for a shift >= 42).
+   3/5/7/9 channels), channels outside the cube count 0, in 21 [37] bits (two stages: three
+   sums of three taps, then their sum); SQSUM_BYPASS gives ``x``; the LUT input is signed
+   22 [38] bits;
+3. the two-table LUT (:mod:`hdl.cdp.lut`: START[21:0] [START[37:0]], INDEX_SELECT[5:0]
+   [[6:0]]) gives ``f`` (int16) and the statistics;
+4. ``v = f * x`` (25 [33] bits) unless MUL_BYPASS (``v = f``);
+5. output converter ``sat8[16](rnd((v - DATOUT_OFFSET[24:0][31:0]) * DATOUT_SCALE >>
+   DATOUT_SHIFTER))`` (26 [34]-bit difference, 42 [50]-bit product, 0 for a shift >= 42 [50]).
 
-Steps 2-5 process ``cfg.cdp_throughput`` elements per cycle (lanes of an atom, split by the
-window and joined again by :class:`Gather`); step 1 works on whole atoms.
+Steps 2-5 process ``min(cfg.cdp_throughput, lanes)`` elements per cycle (lanes of an atom,
+split by the window and joined again by :class:`Gather`); step 1 works on whole atoms.
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from amaranth.hdl import Cat, Const, Module, Mux, Shape, Signal, Value, signed, unsigned
 from amaranth.lib import data, stream, wiring
@@ -39,21 +52,81 @@ from hdl.lib.fixed import (partial_products, partial_products_layout, round_bias
                            round_shift, saturate, sum_partial_products)
 from hdl.lib.stream import Map, SkidBuffer, chain
 
-__all__ = ["CdpCore", "LrnWindow", "Gather", "X_BITS", "SQ_BITS", "SQSUM_BITS",
-           "MAX_HALF", "walker_place", "lut_rams", "lane_array"]
+__all__ = ["CdpCore", "CdpPrecision", "INT8", "INT16", "LrnWindow", "Gather", "MAX_HALF",
+           "walker_place", "lut_rams", "lane_array", "params_layout"]
 
-X_BITS = 9                 # input converter output (int8 pipeline: BPE + 1)
-SQ_BITS = 2 * X_BITS - 1   # x**2 <= 256**2 = 2**16: 17 bits unsigned
-SQSUM_BITS = 2 * X_BITS - 1 + 4   # sum of up to 9 squares: 21 bits (NVIDIA's pPP_BW)
 MAX_HALF = 4               # NORMALZ_LEN 3 -> 9 channels: c-4..c+4
 TAPS = 2 * MAX_HALF + 1
 
 
+@dataclass(frozen=True)
+class CdpPrecision:
+    """The widths of one integer CDP pipeline (D_DATA_FORMAT.INPUT_DATA_TYPE ``code``).
 
-def window_in_layout(lanes: int, positions: int = 1, x_shape=signed(X_BITS),
-                     sq_shape=unsigned(SQ_BITS)) -> data.StructLayout:
-    """Converted atom: ``x`` (``x_shape`` per lane: signed 9 in INT8) and ``sq`` (its square,
-    ``sq_shape`` per lane: x**2 in 17 bits in INT8; fp32 patterns in FP16,
+    ``data_bits``: an element in memory and the output converter's saturation; ``x_bits``: the
+    input converter's output (data_bits + 1); ``datout_offset_bits``: DATOUT_OFFSET bits used;
+    ``ocvt_bits``: the output converter's product, ``v - offset`` (max(16 + x_bits,
+    datout_offset_bits) + 1 bits) times the int16 DATOUT_SCALE;
+    ``index_bits``: START bits the LUT index subtractor sees (sign included), also the signed
+    LUT input; ``sqsum_bits``: the unsigned square sum (2 * x_bits - 1 + 4: nine squares);
+    ``select_bits``: INDEX_SELECT bits used (signed). INT8 settled on NVIDIA's nv_small RTL
+    (HLS_cdp_icvt.v, HLS_cdp_ocvt.v, NV_NVDLA_CDP_DP_LUT_CTRL_unit.v ``pPP_BW``, START[21:0],
+    INDEX_SELECT[5:0]); INT16 read from NVIDIA's nv_full RTL (NV_NVDLA_CDP_DP_LUT_ctrl_unit:
+    START at 38 bits, INDEX_SELECT[6:0]) and its C model's cdp_icvt/cdp_ocvt widths, as
+    recorded in verif/model/cdp.py ``WIDTHS``. :class:`CdpCore` checks that its expressions'
+    shapes are these widths."""
+    name: str
+    code: int
+    data_bits: int
+    x_bits: int
+    datout_offset_bits: int
+    ocvt_bits: int
+    index_bits: int
+    sqsum_bits: int
+    select_bits: int
+
+    def __post_init__(self):
+        # the widths NVIDIA derives from the data width (verif/model/cdp.py WIDTHS, LUT_CTRL
+        # pPP_BW = 2 * x_bits - 1 + 4; the index subtractor one bit wider for the sign)
+        if (self.x_bits != self.data_bits + 1 or self.sqsum_bits != self.sq_bits + 4
+                or self.index_bits != self.sqsum_bits + 1):
+            raise ValueError(f"CdpPrecision {self.name}: inconsistent widths")
+
+    @property
+    def x_shape(self):
+        """Input converter output: signed(x_bits)."""
+        return signed(self.x_bits)
+
+    @property
+    def sq_bits(self) -> int:
+        """x**2 unsigned: (2**(x_bits-1))**2 = 2**(2*x_bits-2) needs 2*x_bits - 1 bits."""
+        return 2 * self.x_bits - 1
+
+    @property
+    def sq_shape(self):
+        return unsigned(self.sq_bits)
+
+    @property
+    def mul_bits(self) -> int:
+        """``f * x``: int16 times signed(x_bits)."""
+        return 16 + self.x_bits
+
+
+#: INT8 (nv_small, nv_full): 8-bit data, 9-bit x, DATOUT_OFFSET[24:0], 42-bit product,
+#: START[21:0], 21-bit square sum, INDEX_SELECT[5:0]
+INT8 = CdpPrecision("int8", 0, data_bits=8, x_bits=9, datout_offset_bits=25, ocvt_bits=42,
+                    index_bits=22, sqsum_bits=21, select_bits=6)
+#: INT16 (nv_full): 16-bit data, 17-bit x, DATOUT_OFFSET[31:0], 50-bit product, START[37:0],
+#: 37-bit square sum, INDEX_SELECT[6:0]
+INT16 = CdpPrecision("int16", 1, data_bits=16, x_bits=17, datout_offset_bits=32, ocvt_bits=50,
+                     index_bits=38, sqsum_bits=37, select_bits=7)
+
+
+def window_in_layout(lanes: int, positions: int = 1, x_shape=INT8.x_shape,
+                     sq_shape=INT8.sq_shape) -> data.StructLayout:
+    """Converted atom: ``x`` (``x_shape`` per lane: signed 9 in INT8, 17 in INT16) and ``sq``
+    (its square, ``sq_shape`` per lane: x**2 in 17 bits in INT8, 33 in INT16; fp32 patterns
+    in FP16,
     :mod:`hdl.cdp.core_fp16`) and its place in the :class:`hdl.cdp.dma.CdpWalker` order:
     ``first`` / ``last`` (surface 0 / the last surface), ``slot`` (its position's index in the
     group, 0..positions-1), ``gend`` (the group's last position)."""
@@ -63,8 +136,8 @@ def window_in_layout(lanes: int, positions: int = 1, x_shape=signed(X_BITS),
                               "gend": 1})
 
 
-def window_out_layout(tp: int, x_shape=signed(X_BITS),
-                      sq_shape=unsigned(SQ_BITS)) -> data.StructLayout:
+def window_out_layout(tp: int, x_shape=INT8.x_shape,
+                      sq_shape=INT8.sq_shape) -> data.StructLayout:
     """``tp`` elements with their LRN neighbourhood: ``x`` (``x_shape`` per element) and
     ``taps`` (squares of channels c-4..c+4 per element, ``sq_shape``, all-zero bits outside the
     cube)."""
@@ -90,8 +163,9 @@ class LrnWindow(wiring.Component):
     Parameters: ``lanes`` (channels per atom, >= MAX_HALF), ``tp`` (elements per output item,
     divides ``lanes``), ``positions`` (P, the most positions of a group; 1 = one position at a
     time); ``x_shape`` / ``sq_shape``: shapes of an element and of its square (defaults: the
-    INT8 pipeline's signed 9 and unsigned 17 bits; FP16 carries fp17 and fp32 bit patterns,
-    whose all-zero pattern, +0, is the padding). ValueError otherwise.
+    INT8 pipeline's signed 9 and unsigned 17 bits; INT16's are signed 17 and unsigned 33;
+    FP16 carries fp17 and fp32 bit patterns, whose all-zero pattern, +0, is the padding).
+    ValueError otherwise.
 
     Ports: ``i`` In(stream of :func:`window_in_layout` ``(lanes, positions, x_shape,
     sq_shape)``); ``o`` Out(stream of :func:`window_out_layout` ``(tp, x_shape, sq_shape)``),
@@ -99,8 +173,8 @@ class LrnWindow(wiring.Component):
     next one 0 at the last surface. Throughput: one item per cycle.
     """
 
-    def __init__(self, lanes: int, tp: int, positions: int = 1, x_shape=signed(X_BITS),
-                 sq_shape=unsigned(SQ_BITS)):
+    def __init__(self, lanes: int, tp: int, positions: int = 1, x_shape=INT8.x_shape,
+                 sq_shape=INT8.sq_shape):
         if lanes < MAX_HALF or lanes % tp or positions < 1:
             raise ValueError(f"LrnWindow: lanes {lanes} must be >= {MAX_HALF} and a multiple "
                              f"of tp {tp}; positions {positions} >= 1")
@@ -297,8 +371,10 @@ def walker_place(m: Module, p, take, *, lanes: int, positions: int, atom_bytes: 
             "valid_last": p.channel[:lb]}
 
 
-def params_layout() -> data.StructLayout:
-    """Layer parameters of :class:`CdpCore` (CDP D_/S_ register values, held for a layer)."""
+def params_layout(prec: CdpPrecision = INT8) -> data.StructLayout:
+    """Layer parameters of :class:`CdpCore` at ``prec`` (CDP D_/S_ register values, held for a
+    layer; whole register fields: the core uses the bits of its precision). Only the LUT's
+    INDEX_SELECT width depends on ``prec`` (:func:`hdl.cdp.lut.params_layout`)."""
     return data.StructLayout({
         "channel": unsigned(13),          # CDP_RDMA D_DATA_CUBE_CHANNEL (C - 1)
         # the CdpWalker groups (used when a burst window holds more than one atom):
@@ -308,36 +384,42 @@ def params_layout() -> data.StructLayout:
         "datin_offset": signed(16), "datin_scale": signed(16), "datin_shifter": unsigned(5),
         "datout_offset": signed(32), "datout_scale": signed(16), "datout_shifter": unsigned(6),
         "normalz_len": unsigned(2), "sqsum_bypass": 1, "mul_bypass": 1,
-        "lut": lut.params_layout(),
+        "lut": lut.params_layout(prec.select_bits),
     })
 
 
 class CdpCore(wiring.Component):
-    """CDP datapath from input atoms to output atoms, with the LUT RAMs (see module docstring).
+    """CDP datapath at precision ``prec`` (:data:`INT8`, the default, or :data:`INT16`) from
+    input atoms to output atoms, with the LUT RAMs (see module docstring).
 
     Ports:
       ``i`` In(stream of :func:`atom_layout`), atoms in CdpWalker order (for ``positions``,
-      the atoms per burst window of ``cfg``); ``o`` Out(same), the output atoms in the same
-      order;
-      ``p`` In(:func:`params_layout`), stable while atoms are in flight;
+      the atoms per burst window of ``cfg``), each ``lanes`` = ``cfg.atom_bytes * 8 //
+      prec.data_bits`` elements (INT16: element k in bytes 2k, 2k+1); ``o`` Out(same), the
+      output atoms in the same order and layout;
+      ``p`` In(:func:`params_layout` ``(prec)``), stable while atoms are in flight;
       LUT write port (from S_LUT_ACCESS_DATA writes): ``lut_we`` In(1), ``lut_table`` In(1)
       (0 LE, 1 LO), ``lut_addr`` In(10), ``lut_wdata`` In(16) (writes outside the table are
       ignored); ``lut_rdata`` Out(16): entry ``lut_addr`` of ``lut_table`` (entry 0 when
       outside), combinational;
       ``stat_counts`` Out(array of 5 counts, :data:`hdl.cdp.lut.STAT_NAMES` order): elements of
       each LUT category leaving the LUT stage in this cycle (0..tp each).
+
+    Throughput: ``tp`` = min(cfg.cdp_throughput, lanes) elements per cycle.
     """
 
-    def __init__(self, cfg: NvdlaConfig):
-        self.cfg = cfg
-        self.lanes, self.tp = cfg.memory_atomic, cfg.cdp_throughput
+    def __init__(self, cfg: NvdlaConfig, prec: CdpPrecision = INT8):
+        self.cfg, self.prec = cfg, prec
+        #: elements per atom: an atom has cfg.atom_bytes bytes in every precision
+        self.lanes = cfg.atom_bytes * 8 // prec.data_bits
+        self.tp = min(cfg.cdp_throughput, self.lanes)
         dp = dma_params(cfg)
         #: positions per group of the CdpWalker order: atoms per burst window
         self.positions = check_dma_params(dp["atom_bytes"], dp["beat_bytes"], dp["max_burst"])
         super().__init__({
             "i": In(stream.Signature(atom_layout(cfg))),
             "o": Out(stream.Signature(atom_layout(cfg))),
-            "p": In(params_layout()),
+            "p": In(params_layout(prec)),
             "lut_we": In(1), "lut_table": In(1), "lut_addr": In(10), "lut_wdata": In(16),
             "lut_rdata": Out(16),
             "stat_counts": Out(data.ArrayLayout(range(self.tp + 1), len(lut.STAT_NAMES))),
@@ -348,6 +430,10 @@ class CdpCore(wiring.Component):
         lanes, tp = self.lanes, self.tp
         p = self.p
         lp = p.lut
+        pr = self.prec
+        X = pr.x_shape                          # input converter output, signed 9 [17]
+        V = signed(pr.index_bits)               # LUT input: square sum or x, signed 22 [38]
+        ib = pr.index_bits
 
         # ---- LUT RAMs: one write port (CSB), comb read ports (CSB read, datapath) ----
         tables = lut_rams(m, self, signed(16), tp)
@@ -363,16 +449,26 @@ class CdpCore(wiring.Component):
         # the input converter in four stages (the product; its rounding bias; the shift; the
         # saturation and the lane mask), then the squares in a fifth: each fits an FPGA clock
         # (issue 10)
-        off8 = Value.cast(p.datin_offset)[:8].as_signed()
-        # the product's exact shape: a shift of its width or more gives 0 (hdl.lib.fixed)
-        icvt_shape = ((Signal(signed(8)) - off8) * p.datin_scale).shape()
+        # DATIN_OFFSET[7:0] in INT8, [15:0] in INT16 (the data's width; model input_convert)
+        din_off = Value.cast(p.datin_offset)[:pr.data_bits].as_signed()
+        # the product's exact shape: a shift of its width or more gives 0 (hdl.lib.fixed):
+        # 25 bits in INT8, 33 in INT16 (NVIDIA's cdp_in_cvt, verif/model/cdp.py WIDTHS)
+        icvt_shape = ((Signal(signed(pr.data_bits)) - din_off) * p.datin_scale).shape()
+        if icvt_shape.width != pr.x_bits + 16:
+            raise ValueError(f"CdpCore {pr.name}: input converter product {icvt_shape}")
         prod_l = data.StructLayout({"prod": data.ArrayLayout(icvt_shape, lanes), "first": 1,
                                     "last": 1, "slot": range(max(P, 2)), "gend": 1})
-        conv_l = data.StructLayout({f: fld.shape for f, fld in window_in_layout(lanes, P)
-                                    if f != "sq"})
+        win_in_l = window_in_layout(lanes, P, X, pr.sq_shape)
+        conv_l = data.StructLayout({f: fld.shape for f, fld in win_in_l if f != "sq"})
+        # the atom's elements: atom_layout's own lanes in INT8, 16-bit lanes in INT16 (element
+        # k in bytes 2k, 2k+1: the atom's raw bits read 16 at a time)
+        elem_l = data.ArrayLayout(signed(pr.data_bits), lanes)
+        same_atom = elem_l == atom_layout(self.cfg)
 
         def icvt_mul(m, d):
-            return {"prod": lane_array(m, [(d[j] - off8) * p.datin_scale for j in range(lanes)],
+            if not same_atom:
+                d = elem_l(d.as_value())
+            return {"prod": lane_array(m, [(d[j] - din_off) * p.datin_scale for j in range(lanes)],
                                  icvt_shape),
                     "first": place["first"], "last": is_last, "slot": slot, "gend": gend}
 
@@ -414,36 +510,37 @@ class CdpCore(wiring.Component):
         def icvt(m, a):
             xs = []
             for j in range(lanes):
-                x = saturate(a.prod[j], X_BITS)
+                x = saturate(a.prod[j], pr.x_bits)
                 if j > 0:                    # lane 0 is always a channel of the cube
                     x = Mux(a.last & (valid_last < j), 0, x)
                 xs.append(x)
-            return {"x": lane_array(m, xs, signed(X_BITS)), "first": a.first, "last": a.last,
+            return {"x": lane_array(m, xs, X), "first": a.first, "last": a.last,
                     "slot": a.slot, "gend": a.gend}
 
         m.submodules.icvt = icvt2_st = Map(shifted_l, conv_l, icvt)
         wiring.connect(m, ish_st.o, icvt2_st.i)
 
         def square(m, a):
-            sqs = [(a.x[j] * a.x[j]).as_unsigned()[:SQ_BITS] for j in range(lanes)]
-            return {"x": a.x, "sq": lane_array(m, sqs, unsigned(SQ_BITS)), "first": a.first,
+            # x**2 <= 2**(2*x_bits-2): exact in sq_bits unsigned bits
+            sqs = [(a.x[j] * a.x[j]).as_unsigned()[:pr.sq_bits] for j in range(lanes)]
+            return {"x": a.x, "sq": lane_array(m, sqs, pr.sq_shape), "first": a.first,
                     "last": a.last, "slot": a.slot, "gend": a.gend}
 
-        m.submodules.square = sq_in_st = Map(conv_l, window_in_layout(lanes, P), square)
+        m.submodules.square = sq_in_st = Map(conv_l, win_in_l, square)
         wiring.connect(m, icvt2_st.o, sq_in_st.i)
         m.d.comb += take.eq(icvt_st.i.valid & icvt_st.i.ready)
 
         # ---- 2. window + square sum ----
-        m.submodules.window = win = LrnWindow(lanes, tp, P)
+        m.submodules.window = win = LrnWindow(lanes, tp, P, X, pr.sq_shape)
         wiring.connect(m, sq_in_st.o, win.i)
-        l1 = data.StructLayout({"x": data.ArrayLayout(signed(X_BITS), tp),
-                                "v": data.ArrayLayout(signed(lut.LUT_IN_BITS), tp)})
+        l1 = data.StructLayout({"x": data.ArrayLayout(X, tp),
+                                "v": data.ArrayLayout(V, tp)})
 
         # the square sum in two stages, three partial sums of three taps each, then their sum
         # (issue 10: the window's chunk selection and the nine-term sum in one stage were
         # CDP's critical path on ECP5, 10.5 ns)
-        part_bits = SQ_BITS + 2
-        l1h = data.StructLayout({"x": data.ArrayLayout(signed(X_BITS), tp),
+        part_bits = pr.sq_bits + 2              # three squares
+        l1h = data.StructLayout({"x": data.ArrayLayout(X, tp),
                                  "part": data.ArrayLayout(
                                      data.ArrayLayout(unsigned(part_bits), TAPS // 3), tp)})
 
@@ -463,10 +560,12 @@ class CdpCore(wiring.Component):
             for ln in range(tp):
                 pt = w.part[ln]
                 total = sum((pt[g] for g in range(1, TAPS // 3)), pt[0].as_unsigned())
-                vs.append(Mux(p.sqsum_bypass, w.x[ln], total[:SQSUM_BITS]))
-            return {"x": w.x, "v": lane_array(m, vs, signed(lut.LUT_IN_BITS))}
+                # nine squares < 9 * 2**(sq_bits-1): exact in sqsum_bits = sq_bits + 4 bits
+                vs.append(Mux(p.sqsum_bypass, w.x[ln], total[:pr.sqsum_bits]))
+            return {"x": w.x, "v": lane_array(m, vs, V)}
 
-        m.submodules.sqsum_parts = sqp_st = Map(window_out_layout(tp), l1h, sqsum_parts)
+        m.submodules.sqsum_parts = sqp_st = Map(window_out_layout(tp, X, pr.sq_shape), l1h,
+                                                sqsum_parts)
         m.submodules.sqsum = sq_st = Map(l1h, l1, sqsum)
         wiring.connect(m, win.o, sqp_st.i)
         wiring.connect(m, sqp_st.o, sq_st.i)
@@ -474,33 +573,34 @@ class CdpCore(wiring.Component):
         # ---- 3a. LUT index: subtraction and leading one, shifts, limits (three stages;
         # issue 10: shifts and limits in one stage were CDP's critical path on ECP5) ----
         l1p = data.StructLayout({
-            "x": data.ArrayLayout(signed(X_BITS), tp),
-            "v": data.ArrayLayout(signed(lut.LUT_IN_BITS), tp),
-            "le": data.ArrayLayout(lut.prep_layout(), tp),
-            "lo": data.ArrayLayout(lut.prep_layout(), tp)})
+            "x": data.ArrayLayout(X, tp),
+            "v": data.ArrayLayout(V, tp),
+            "le": data.ArrayLayout(lut.prep_layout(ib), tp),
+            "lo": data.ArrayLayout(lut.prep_layout(ib), tp)})
         l1s = data.StructLayout({
-            "x": data.ArrayLayout(signed(X_BITS), tp),
-            "v": data.ArrayLayout(signed(lut.LUT_IN_BITS), tp),
-            "le": data.ArrayLayout(lut.shift_layout(True), tp),
-            "lo": data.ArrayLayout(lut.shift_layout(False), tp)})
+            "x": data.ArrayLayout(X, tp),
+            "v": data.ArrayLayout(V, tp),
+            "le": data.ArrayLayout(lut.shift_layout(True, ib), tp),
+            "lo": data.ArrayLayout(lut.shift_layout(False, ib), tp)})
         l2 = data.StructLayout({
-            "x": data.ArrayLayout(signed(X_BITS), tp),
-            "v": data.ArrayLayout(signed(lut.LUT_IN_BITS), tp),
+            "x": data.ArrayLayout(X, tp),
+            "v": data.ArrayLayout(V, tp),
             "le": data.ArrayLayout(lut.index_layout(lut.LE_ENTRIES), tp),
             "lo": data.ArrayLayout(lut.index_layout(lut.LO_ENTRIES), tp)})
 
         def index_prep(m, a):
-            les = [lut.index_prep(m, a.v[ln], lp.le_start, exponential=True) for ln in range(tp)]
-            los = [lut.index_prep(m, a.v[ln], lp.lo_start) for ln in range(tp)]
-            return {"x": a.x, "v": a.v, "le": lane_array(m, les, lut.prep_layout()),
-                    "lo": lane_array(m, los, lut.prep_layout())}
+            les = [lut.index_prep(m, a.v[ln], lp.le_start, index_bits=ib, exponential=True)
+                   for ln in range(tp)]
+            los = [lut.index_prep(m, a.v[ln], lp.lo_start, index_bits=ib) for ln in range(tp)]
+            return {"x": a.x, "v": a.v, "le": lane_array(m, les, lut.prep_layout(ib)),
+                    "lo": lane_array(m, los, lut.prep_layout(ib))}
 
         def index_shift(m, a):
             les = [lut.index_shift(a.le[ln], select=lp.le_index_select, exponential=True)
                    for ln in range(tp)]
             los = [lut.index_shift(a.lo[ln], select=lp.lo_index_select) for ln in range(tp)]
-            return {"x": a.x, "v": a.v, "le": lane_array(m, les, lut.shift_layout(True)),
-                    "lo": lane_array(m, los, lut.shift_layout(False))}
+            return {"x": a.x, "v": a.v, "le": lane_array(m, les, lut.shift_layout(True, ib)),
+                    "lo": lane_array(m, los, lut.shift_layout(False, ib))}
 
         def index(m, a):
             les, los = [], []
@@ -525,7 +625,7 @@ class CdpCore(wiring.Component):
         # issue 10) ----
         def lut_stage(name, shape):
             """Layout between LUT stages: ``x`` and ``stat`` carried along, ``name`` per element."""
-            return data.StructLayout({"x": data.ArrayLayout(signed(X_BITS), tp),
+            return data.StructLayout({"x": data.ArrayLayout(X, tp),
                                       name: data.ArrayLayout(shape, tp),
                                       "stat": data.ArrayLayout(unsigned(5), tp)})
 
@@ -648,7 +748,7 @@ class CdpCore(wiring.Component):
             m.d.comb += self.stat_counts[c].eq(Mux(out_fire, cnt, 0))
 
         # ---- 4. multiplier ----
-        l4 = data.ArrayLayout(signed(25), tp)
+        l4 = data.ArrayLayout(signed(pr.mul_bits), tp)      # int16 x signed(x_bits)
 
         def mul(m, a):
             return [Mux(p.mul_bypass, a.f[ln], a.f[ln] * a.x[ln]) for ln in range(tp)]
@@ -656,14 +756,18 @@ class CdpCore(wiring.Component):
 
         # ---- 5. output converter: difference, partial products, their sum, rounding bias, shift
         # and saturation (five stages) ----
-        off = Value.cast(p.datout_offset)[:25].as_signed()
-        # the product's exact shape: a shift of its width or more gives 0 (hdl.lib.fixed)
-        ocvt_shape = ((Signal(signed(25)) - off) * p.datout_scale).shape()
+        # DATOUT_OFFSET[24:0] in INT8, [31:0] in INT16 (verif/model/cdp.py WIDTHS)
+        off = Value.cast(p.datout_offset)[:pr.datout_offset_bits].as_signed()
+        # the product's exact shape: a shift of its width or more gives 0 (hdl.lib.fixed):
+        # 42 bits in INT8, 50 in INT16 (NVIDIA's cdp_out_cvt, verif/model/cdp.py WIDTHS)
+        ocvt_shape = ((Signal(signed(pr.mul_bits)) - off) * p.datout_scale).shape()
+        if ocvt_shape.width != pr.ocvt_bits:
+            raise ValueError(f"CdpCore {pr.name}: output converter product {ocvt_shape}")
 
         # the difference, the partial products (one 18 x 18 DSP multiplier each) and their sum
         # in three stages (issue 10: the subtraction, the multipliers and their sum in one
         # stage were CDP's critical path on ECP5, 10.4 ns)
-        diff_shape = (Signal(signed(25)) - off).shape()
+        diff_shape = (Signal(signed(pr.mul_bits)) - off).shape()
         scale_shape = Value.cast(p.datout_scale).shape()
         ocvt_pp_l = data.ArrayLayout(partial_products_layout(diff_shape, scale_shape), tp)
 
@@ -688,19 +792,26 @@ class CdpCore(wiring.Component):
             return [round_bias(v[ln], p.datout_shifter) for ln in range(tp)]
 
         def ocvt(m, v):
-            return [saturate(round_shift(v[ln], p.datout_shifter, ocvt_shape), self.cfg.bpe)
+            return [saturate(round_shift(v[ln], p.datout_shifter, ocvt_shape), pr.data_bits)
                     for ln in range(tp)]
 
         diff_l = data.ArrayLayout(diff_shape, tp)
         prod_o = data.ArrayLayout(ocvt_shape, tp)
         biased_o = data.ArrayLayout(biased_shape, tp)
-        out_skid = chain(m, int_st.o,
-                         mul=Map(l3, l4, mul), ocvt_diff=Map(l4, diff_l, ocvt_diff),
-                         ocvt_pp=Map(diff_l, ocvt_pp_l, ocvt_parts),
-                         ocvt_mul=Map(ocvt_pp_l, prod_o, ocvt_mul),
-                         ocvt_rnd=Map(prod_o, biased_o, ocvt_bias),
-                         ocvt=Map(biased_o, data.ArrayLayout(signed(self.cfg.bpe), tp), ocvt),
-                         gather=Gather(signed(self.cfg.bpe), lanes, tp),
-                         out_skid=SkidBuffer(atom_layout(self.cfg)))
+        out_shape = signed(pr.data_bits)
+        stages = dict(mul=Map(l3, l4, mul), ocvt_diff=Map(l4, diff_l, ocvt_diff),
+                      ocvt_pp=Map(diff_l, ocvt_pp_l, ocvt_parts),
+                      ocvt_mul=Map(ocvt_pp_l, prod_o, ocvt_mul),
+                      ocvt_rnd=Map(prod_o, biased_o, ocvt_bias),
+                      ocvt=Map(biased_o, data.ArrayLayout(out_shape, tp), ocvt),
+                      gather=Gather(out_shape, lanes, tp))
+        if same_atom:
+            out_skid = chain(m, int_st.o, **stages, out_skid=SkidBuffer(atom_layout(self.cfg)))
+        else:
+            # 16-bit elements into the atom's raw bits (element k in bytes 2k, 2k+1)
+            g = chain(m, int_st.o, **stages)
+            m.submodules.out_skid = out_skid = SkidBuffer(atom_layout(self.cfg))
+            m.d.comb += [out_skid.i.valid.eq(g.o.valid), g.o.ready.eq(out_skid.i.ready),
+                         out_skid.i.payload.eq(g.o.payload.as_value())]
         wiring.connect(m, out_skid.o, wiring.flipped(self.o))
         return m

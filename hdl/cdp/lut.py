@@ -5,15 +5,17 @@ interpolation in stages around one multiplier (:func:`interp_operands`, :func:`i
 registers around them are in :mod:`hdl.cdp.core`.
 
 Facts (NVIDIA nv_small RTL, vmod/nvdla/cdp NV_NVDLA_CDP_DP_LUT_CTRL_unit.v / _INTP_unit.v /
-_lut.v / _intp.v, facts only; the same facts are documented in verif/model/lut.py):
+_lut.v / _intp.v, facts only; the same facts are documented in verif/model/lut.py; the INT16
+widths read from NVIDIA's nv_full RTL, recorded in verif/model/cdp.py ``WIDTHS``):
 
 * a sample ``x`` underflows a table when ``x <= START`` (START sign-extended from its low
-  ``INDEX_BITS`` = 22 bits); otherwise ``d = x - START``;
+  ``index_bits`` bits: 22 in INT8, 38 = the whole register in INT16); otherwise
+  ``d = x - START``;
 * exponential LE: ``i = floor(log2 d)``, fraction = the 16 bits below the leading one,
   index ``i - LE_INDEX_OFFSET``, an underflow also when ``i < LE_INDEX_OFFSET`` for
   LE_INDEX_OFFSET >= 0; linear: ``d >> SELECT`` with the next 16 bits as fraction for
-  SELECT >= 0, ``d << -SELECT`` with fraction 0 otherwise (SELECT = INDEX_SELECT[5:0], signed);
-  an index >= entries - 1 is an overflow;
+  SELECT >= 0, ``d << -SELECT`` with fraction 0 otherwise (SELECT = INDEX_SELECT[5:0] in INT8,
+  INDEX_SELECT[6:0] in INT16, signed); an index >= entries - 1 is an overflow;
 * hit ``y = T[i] + rnd((T[i+1] - T[i]) * frac, 16)``; underflow ``y = T[0] + rnd((x - MIN) *
   UFLOW_SCALE, UFLOW_SHIFT)``; overflow ``y = T[N] + rnd((x - END) * OFLOW_SCALE,
   OFLOW_SHIFT)``; ``rnd`` rounds half away from zero for a shift >= 0 and shifts left for a
@@ -22,6 +24,10 @@ _lut.v / _intp.v, facts only; the same facts are documented in verif/model/lut.p
 * selection: one table hits -> that one; both underflow -> UFLOW_PRIORITY; both overflow ->
   OFLOW_PRIORITY; otherwise (both hit, or one under- and one overflow) HYBRID_PRIORITY
   (0 = LE, 1 = LO).
+
+The precision-dependent widths are parameters: ``index_bits`` (the subtractor's START bits, also
+the signed LUT input's width: 22 / 38) and ``select_bits`` (INDEX_SELECT bits: 6 / 7); the
+interpolation's widths (``OPA_BITS`` ... ``RND_BITS``) hold for both (:func:`interp_operands`).
 """
 from __future__ import annotations
 
@@ -30,15 +36,13 @@ from amaranth.lib import data
 
 from hdl.lib.fixed import floor_log2, round_bias, round_shift, saturate
 
-__all__ = ["INDEX_BITS", "LUT_IN_BITS", "FRAC_BITS", "LE_ENTRIES", "LO_ENTRIES", "index_layout",
+__all__ = ["FRAC_BITS", "LE_ENTRIES", "LO_ENTRIES", "index_layout",
            "shift_layout", "index_shift",
            "params_layout", "prep_layout", "index_prep", "table_index", "interp_operands",
            "clamp_product", "interp_bias", "interp_shift", "interp_round", "interp_finish", "select", "STAT_NAMES",
            "OPA_BITS", "OPB_BITS", "SH_BITS", "RND_BITS", "PRE_BITS"]
 
 LE_ENTRIES, LO_ENTRIES = 65, 257
-LUT_IN_BITS = 22          # signed LUT input: 21-bit unsigned square sum, or the 9-bit x (bypass)
-INDEX_BITS = 22           # START bits the index subtractor sees (sign included)
 FRAC_BITS = 16
 WIDE_BITS = 38            # START/END registers: LOW 32 bits + HIGH 6 bits, signed
 #: statistics categories, one-hot in this order (D_PERF_LUT_* registers)
@@ -53,13 +57,14 @@ def index_layout(entries: int) -> data.StructLayout:
                               "of": 1})
 
 
-def params_layout() -> data.StructLayout:
-    """LUT register values as the datapath sees them (CDP S_LUT_*; held stable in a layer)."""
+def params_layout(select_bits: int = 6) -> data.StructLayout:
+    """LUT register values as the datapath sees them (CDP S_LUT_*; held stable in a layer).
+    ``select_bits``: INDEX_SELECT bits used (6 in INT8: INDEX_SELECT[5:0]; 7 in INT16)."""
     return data.StructLayout({
         "le_exp": 1,                                  # S_LUT_CFG.LUT_LE_FUNCTION == EXPONENT
         "le_index_offset": signed(8),
-        "le_index_select": signed(6),                 # INDEX_SELECT[5:0]
-        "lo_index_select": signed(6),
+        "le_index_select": signed(select_bits),       # INDEX_SELECT[select_bits-1:0]
+        "lo_index_select": signed(select_bits),
         "le_start": signed(WIDE_BITS), "le_end": signed(WIDE_BITS),
         "lo_start": signed(WIDE_BITS), "lo_end": signed(WIDE_BITS),
         "le_uflow_scale": signed(16), "le_oflow_scale": signed(16),
@@ -70,50 +75,60 @@ def params_layout() -> data.StructLayout:
     })
 
 
-def prep_layout() -> data.StructLayout:
+def prep_layout(index_bits: int) -> data.StructLayout:
     """First step of a sample's index in one table (:func:`index_prep`): ``d`` = x - START
-    (INDEX_BITS + 1 bits, positive unless an underflow), ``uf0`` (x <= START), ``lg``
+    (``index_bits`` + 1 bits, positive unless an underflow), ``uf0`` (x <= START), ``lg``
     (floor(log2 d), for the exponential LE table)."""
-    return data.StructLayout({"d": unsigned(INDEX_BITS + 1), "uf0": 1,
-                              "lg": range(INDEX_BITS + 1)})
+    return data.StructLayout({"d": unsigned(index_bits + 1), "uf0": 1,
+                              "lg": range(index_bits + 1)})
 
 
-def index_prep(m: Module, x, start, *, exponential: bool = False) -> dict:
+def index_prep(m: Module, x, start, *, index_bits: int, exponential: bool = False) -> dict:
     """First step of a sample's index in one table: the subtraction and, for the LE table
     (``exponential`` True: the table may be exponential), the leading-one position.
-    ``x``: the sample (signed LUT_IN_BITS); ``start``: the table's START register (signed,
-    >= INDEX_BITS bits; its low INDEX_BITS bits are used). Returns a dict of
-    :func:`prep_layout` fields."""
-    start_idx = Value.cast(start)[:INDEX_BITS].as_signed()
-    d = Signal(INDEX_BITS + 1, name="d")        # x - START, positive unless underflow
-    m.d.comb += d.eq((x - start_idx)[:INDEX_BITS + 1])
-    lg = floor_log2(m, d, INDEX_BITS + 1) if exponential else 0
+    ``x``: the sample (signed, at most ``index_bits`` bits: the square sum plus a sign bit);
+    ``start``: the table's START register (signed, >= ``index_bits`` bits; its low
+    ``index_bits`` bits are used). ``d`` = x - START is exact in ``index_bits`` + 1 bits
+    whenever x > START (both signed ``index_bits``). Returns a dict of
+    :func:`prep_layout` fields. ValueError: ``x`` wider than ``index_bits``."""
+    if len(Value.cast(x)) > index_bits:
+        raise ValueError(f"index_prep: a {len(Value.cast(x))}-bit sample does not fit the "
+                         f"{index_bits}-bit index subtractor")
+    start_idx = Value.cast(start)[:index_bits].as_signed()
+    d = Signal(index_bits + 1, name="d")        # x - START, positive unless underflow
+    m.d.comb += d.eq((x - start_idx)[:index_bits + 1])
+    lg = floor_log2(m, d, index_bits + 1) if exponential else 0
     return {"d": d, "uf0": x <= start_idx, "lg": lg}
 
 
-def shift_layout(exponential: bool) -> data.StructLayout:
+def shift_layout(exponential: bool, index_bits: int) -> data.StructLayout:
     """Second step of a sample's index in one table (:func:`index_shift`): ``uf0``, the linear
     index's low 9 bits ``lin_idx`` and ``lin_hi`` (any higher bit set), its fraction
-    ``lin_frac``; for the LE table (``exponential``) also ``lg`` and the exponential fraction
-    ``exp_frac``."""
+    ``lin_frac``; for the LE table (``exponential``) also ``lg`` (range(``index_bits`` + 1),
+    as :func:`prep_layout`) and the exponential fraction ``exp_frac``."""
     f = {"uf0": 1, "lin_idx": 9, "lin_hi": 1, "lin_frac": unsigned(FRAC_BITS)}
     if exponential:
-        f.update(lg=range(INDEX_BITS + 1), exp_frac=unsigned(FRAC_BITS))
+        f.update(lg=range(index_bits + 1), exp_frac=unsigned(FRAC_BITS))
     return data.StructLayout(f)
 
 
 def index_shift(prep, *, select, exponential: bool = False) -> dict:
     """Second step of a sample's index in one table: the shifts, from its :func:`index_prep`
-    step ``prep`` (a :func:`prep_layout` view). ``select``: INDEX_SELECT (signed(6)) of a
-    linear table; ``exponential``: the LE table (the exponential fraction too). Returns a dict
-    of :func:`shift_layout` fields (issue 10: the shifts and the limits were one stage, CDP's
-    critical path on ECP5)."""
+    step ``prep`` (a :func:`prep_layout` view). ``select``: INDEX_SELECT of a linear table
+    (signed, its width the precision's: signed(6) in INT8, signed(7) in INT16);
+    ``exponential``: the LE table (the exponential fraction too). Returns a dict of
+    :func:`shift_layout` fields (issue 10: the shifts and the limits were one stage, CDP's
+    critical path on ECP5). Exact for any ``select``: a right shift of ``d`` (index_bits + 1
+    bits, below 2**index_bits when the table does not underflow) by up to 2**(b-1) - 1 and a
+    left shift by up to 2**(b-1) (b = the select's width) keep every bit."""
     d, uf0 = prep.d, prep.uf0
     # linear, SELECT >= 0: t = (d << 16) >> SELECT: index above the fraction
     sel = select
-    sel_pos = sel.as_unsigned()[:5]             # 0..31 when select >= 0
+    sb = len(Value.cast(sel))
+    sel_pos = sel.as_unsigned()[:sb - 1]        # 0..2**(sb-1)-1 when select >= 0
     t_lin = (Cat(Const(0, FRAC_BITS), d) >> sel_pos)
-    lin_idx = Mux(sel < 0, d << (-sel).as_unsigned()[:6], t_lin[FRAC_BITS:])
+    # SELECT < 0: d << -SELECT, -SELECT in 1..2**(sb-1) (sb bits unsigned)
+    lin_idx = Mux(sel < 0, d << (-sel).as_unsigned()[:sb], t_lin[FRAC_BITS:])
     out = {"uf0": uf0, "lin_idx": lin_idx[:9], "lin_hi": lin_idx[9:].any(),
            "lin_frac": Mux(sel < 0, 0, t_lin[:FRAC_BITS])}
     if exponential:
@@ -148,8 +163,9 @@ def table_index(sh, entries: int, *, exponential=None, index_offset=None):
 
 
 #: widths of the interpolation operands (:func:`interp_operands`): ``a`` holds x - MIN / x - END
-#: (22-bit sample minus a 39-bit origin) or T[i+1] - T[i]; ``b`` a 16-bit scale or the 16-bit
-#: fraction (zero-extended); ``sh`` the rounding shift -16..16
+#: (a signed sample of at most 38 bits, INT16's, minus a 39-bit origin: 40 bits) or
+#: T[i+1] - T[i]; ``b`` a 16-bit scale or the 16-bit fraction (zero-extended); ``sh`` the
+#: rounding shift -16..16. The same for INT8 (22-bit samples) and INT16.
 OPA_BITS, OPB_BITS, SH_BITS = 41, 17, 6
 
 
@@ -161,13 +177,17 @@ def interp_operands(x, idx, y0, y1, vmin, vmax, uscale, ushift, oscale, oshift):
     ``b = frac``, ``sh = 16``; an underflow ``x - vmin``, UFLOW_SCALE, UFLOW_SHIFT; an overflow
     ``x - vmax``, OFLOW_SCALE, OFLOW_SHIFT; ``base`` is ``y0`` (T[idx.addr]).
 
-    ``x``: the sample (signed LUT_IN_BITS); ``idx``: its :func:`index_layout` view;
-    ``y0``/``y1``: T[idx.addr] and T[idx.addr + 1] (signed 16); ``vmin``/``vmax``: underflow and
-    overflow origins (signed, <= 39 bits); ``uscale``/``oscale`` signed(16),
-    ``ushift``/``oshift`` signed(5).
+    ``x``: the sample (signed, 22 bits in INT8, 38 in INT16); ``idx``: its
+    :func:`index_layout` view; ``y0``/``y1``: T[idx.addr] and T[idx.addr + 1] (signed 16);
+    ``vmin``/``vmax``: underflow and overflow origins (signed, <= 39 bits);
+    ``uscale``/``oscale`` signed(16), ``ushift``/``oshift`` signed(5). ValueError: ``a``
+    would not fit OPA_BITS (a sample wider than 39 bits).
     """
     hit_a = y1 - y0
     a = Mux(idx.uf, x - vmin, Mux(idx.of, x - vmax, hit_a))
+    if len(a) > OPA_BITS:
+        raise ValueError(f"interp_operands: x - MIN / x - END need {len(a)} bits, "
+                         f"more than OPA_BITS = {OPA_BITS}")
     b = Mux(idx.uf, uscale, Mux(idx.of, oscale, idx.frac))
     sh = Mux(idx.uf, ushift, Mux(idx.of, oshift, FRAC_BITS))
     return {"a": a, "b": b, "sh": sh, "base": y0}

@@ -5,8 +5,9 @@ the random-timing fake MCIF of tests/hdl/test_pdp_perf.py (run_unit), against th
 (verif.model.Nvdla): the written bytes of every layer, D_PERF_LUT_* and D_OUT_SATURATION of
 both groups. FP16 programs go through CdpFp16Core with 16-element atoms; one INT8 program on
 the same unit shows the routing to CdpCore (and that D_OUT_SATURATION stays as it was).
-The whole design (hdl/support.py) still refuses this configuration (no INT16 path): INT16
-programs are not played here."""
+INT16 programs on this unit (CdpCore at INT16) are played by tests/hdl/test_cdp_unit_int16.py,
+which reuses this file's ``_program``. The whole design (hdl/support.py) still refuses this
+configuration (int16/fp16 data is not built in every unit)."""
 from __future__ import annotations
 
 import re
