@@ -26,9 +26,23 @@ PDP_RDMA's D_PERF_READ_STALL: cycles PDP_RDMA's read request waited for MCIF whi
 D_PERF_ENABLE.DMA_EN; both on 32-bit wrapping counters that no layer clears, copied into the
 group that ran (:func:`hdl.unit.perf_stall_counter`, see ``elaborate``).
 
-Not implemented: int16/fp16, NaN/Inf counters, output widths per band above
-:data:`MAX_WIDTH` atoms. On nv_small NVIDIA's share line buffer holds at most 128, 64, 32 or 16
-output columns per band depending on kernel height and vertical stride
+INT16 and FP16 (a configuration whose ``cfg.precisions`` include them, e.g.
+``nv_full+feature_data_type=int8_int16_fp16``): :class:`hdl.pdp.core16.PdpCore16` sits beside
+PdpCore and a layer whose PDP D_DATA_FORMAT.INPUT_DATA is not INT8 goes through it (FP16 when 2,
+else INT16), with 16-bit elements, ``atom_bytes // 2`` channels per atom; on a configuration
+counting int8 elements (cfg.bpe 8) the same flag makes both DMA walkers count such atoms
+(hdl/pdp/dma.py ``half``), so the read and write sides agree; PDP_RDMA's own D_DATA_FORMAT is
+not read (the model refuses a program where it differs). D_NAN_FLUSH_TO_ZERO.NAN_TO_ZERO turns
+FP16 NaN inputs read by PDP_RDMA into +0 (not on the fly: verif/model/pdp.py, NVIDIA's
+NV_NVDLA_PDP_nan.v). On the fly, a 16-bit layer takes SDP's atoms as 16-bit elements in their
+memory layout (two bytes per channel); this design's SDP has no 16-bit output yet, so such a
+fused layer is not produced today (and hdl/support.py refuses int16/fp16 configurations for the
+whole design). On an int8-only configuration (nv_small) nothing of this is built: the Verilog
+is the INT8 unit's.
+
+Not implemented: NaN/Inf counters (D_NAN_INPUT_NUM, D_INF_INPUT_NUM, D_NAN_OUTPUT_NUM), output
+widths per band above :data:`MAX_WIDTH` atoms. On nv_small NVIDIA's share line buffer holds at
+most 128, 64, 32 or 16 output columns per band depending on kernel height and vertical stride
 (NV_NVDLA_PDP_CORE_cal2d.v, observed on its RTL: wider bands hang or write values that follow no
 window); the model rejects such programs (``verif.model.pdp.line_buffer_width``), and this design
 computes them correctly up to :data:`MAX_WIDTH`.
@@ -43,6 +57,7 @@ from hdl.dma import atom_layout, cube_from_regs
 from hdl.dma.walker import log2
 from hdl.pdp.bands import Bands, band_regs_layout
 from hdl.pdp.core import PdpCore
+from hdl.pdp.core16 import PdpCore16, core16_geometry
 from hdl.pdp.dma import PdpReadDma, PdpWriteDma
 from hdl.regmap import REGMAP
 from hdl.unit import DatapathUnit, connect_dma, rdma_read_stall, wdma_write_stall
@@ -80,6 +95,51 @@ class Pdp(DatapathUnit):
     def extra_members(self, cfg) -> dict:
         return {"pdp_flying": In(stream.Signature(atom_layout(cfg)))}
 
+    def _wide_datapath(self, m, rf_pdp, rdma, wdma, flying, core, half: bool):
+        """The 16-bit core (:class:`hdl.pdp.core16.PdpCore16`) beside the INT8 ``core`` (None
+        on a configuration without int8) and the routing of the atoms: a layer whose PDP
+        D_DATA_FORMAT.INPUT_DATA is not INT8 (0) goes through the 16-bit core (2: FP16, any
+        other: INT16; 3 is no value of the field, the model refuses it), the other layers
+        through ``core``; with ``half`` the same flag makes both DMAs count 16-bit elements
+        (the model's elem_bytes 2). The value is PDP's, also for PDP_RDMA's side (the model
+        refuses a PDP_RDMA D_DATA_FORMAT that differs). On the fly the 16-bit core takes SDP's
+        atoms as 16-bit elements in their memory layout (two bytes per channel, as PDP_RDMA
+        would read them); NaN flush is off then (see ``elaborate``). Returns ``(core16,
+        is16)``."""
+        cfg = self.cfg
+        m.submodules.core16 = core16 = PdpCore16(*core16_geometry(cfg), MAX_WIDTH)
+        is16 = Signal()
+        if core is None:
+            m.d.comb += is16.eq(1)
+        else:
+            m.d.comb += is16.eq(_u(rf_pdp.cfg.d_data_format.input_data) != 0)
+        if half:
+            m.d.comb += [rdma.half.eq(is16), wdma.half.eq(is16)]
+        fly = self.pdp_flying
+        src_valid, src_ready = Signal(), Signal()
+        src = Signal(atom_layout(cfg))
+        m.d.comb += [
+            src_valid.eq(Mux(flying, fly.valid & self.busy, rdma.atoms.valid)),
+            src.eq(Mux(flying, fly.payload, rdma.atoms.payload)),
+            rdma.atoms.ready.eq(~flying & src_ready),
+            fly.ready.eq(flying & self.busy & src_ready),
+            core16.i.valid.eq(src_valid & is16), core16.i.payload.eq(src),
+        ]
+        if core is None:
+            m.d.comb += src_ready.eq(core16.i.ready)
+            wiring.connect(m, core16.o, wdma.atoms)
+        else:
+            m.d.comb += [
+                core.i.valid.eq(src_valid & ~is16), core.i.payload.eq(src),
+                src_ready.eq(Mux(is16, core16.i.ready, core.i.ready)),
+                wdma.atoms.valid.eq(Mux(is16, core16.o.valid, core.o.valid)),
+                wdma.atoms.payload.eq(Mux(is16, core16.o.payload.as_value(),
+                                          core.o.payload.as_value())),
+                core.o.ready.eq(wdma.atoms.ready & ~is16),
+                core16.o.ready.eq(wdma.atoms.ready & is16),
+            ]
+        return core16, is16
+
     def elaborate(self, platform):
         m = Module()
         cfg = self.cfg
@@ -87,19 +147,32 @@ class Pdp(DatapathUnit):
         rf_rdma = self.add_register_file(m, "PDP_RDMA")
         rf_pdp = self.add_register_file(m, "PDP")
 
-        m.submodules.rdma = rdma = PdpReadDma(cfg, atom_layout(cfg))
-        m.submodules.core = core = PdpCore(cfg.memory_atomic, cfg.pdp_throughput, MAX_WIDTH)
-        m.submodules.wdma = wdma = PdpWriteDma(cfg, atom_layout(cfg))
+        has8 = "int8" in cfg.precisions
+        wide = any(p in cfg.precisions for p in ("int16", "fp16"))
+        # a configuration counting int8 elements (cfg.bpe 8) reads and writes 16-bit layers
+        # with half as many channels per atom (the DMAs' ``half``)
+        half = {"half": True} if has8 and wide else {}
+        m.submodules.rdma = rdma = PdpReadDma(cfg, atom_layout(cfg), **half)
+        if has8:
+            m.submodules.core = core = PdpCore(cfg.memory_atomic, cfg.pdp_throughput,
+                                               MAX_WIDTH)
+        m.submodules.wdma = wdma = PdpWriteDma(cfg, atom_layout(cfg), **half)
         # core input: PDP_RDMA, or SDP's output when FLYING_MODE = ON_FLYING (0)
         flying = Signal()
         fly = self.pdp_flying
-        m.d.comb += [
-            core.i.valid.eq(Mux(flying, fly.valid & self.busy, rdma.atoms.valid)),
-            core.i.payload.eq(Mux(flying, fly.payload, rdma.atoms.payload)),
-            rdma.atoms.ready.eq(~flying & core.i.ready),
-            fly.ready.eq(flying & self.busy & core.i.ready),
-        ]
-        wiring.connect(m, core.o, wdma.atoms)
+        if not wide:
+            m.d.comb += [
+                core.i.valid.eq(Mux(flying, fly.valid & self.busy, rdma.atoms.valid)),
+                core.i.payload.eq(Mux(flying, fly.payload, rdma.atoms.payload)),
+                rdma.atoms.ready.eq(~flying & core.i.ready),
+                fly.ready.eq(flying & self.busy & core.i.ready),
+            ]
+            wiring.connect(m, core.o, wdma.atoms)
+            cores = [core]
+        else:
+            core16, is16 = self._wide_datapath(m, rf_pdp, rdma, wdma, flying,
+                                               core if has8 else None, bool(half))
+            cores = ([core] if has8 else []) + [core16]
         connect_dma(m, rdma.dma, self.pdp_rdma, rf_rdma.cfg.d_src_ram_cfg.src_ram_type)
         connect_dma(m, wdma.dma, self.pdp_wdma, rf_pdp.cfg.d_dst_ram_cfg.dst_ram_type)
 
@@ -111,18 +184,29 @@ class Pdp(DatapathUnit):
         pads = Signal(data.ArrayLayout(19, 8))
         m.d.comb += [pads[k].eq(_u(getattr(pc, f"d_pooling_padding_value_{k}_cfg")
                                    .as_value()[:19])) for k in range(1, 8)]
-        m.d.comb += [
-            core.method.eq(_u(mode.pooling_method)), core.kw.eq(kw), core.sx.eq(sx),
-            core.kh.eq(_u(kern.kernel_height) + 1), core.sy.eq(_u(kern.kernel_stride_height) + 1),
-            core.pad_top.eq(_u(pad.pad_top)),
-            core.height.eq(_u(pc.d_data_cube_in_height.cube_in_height) + 1),
-            core.out_height.eq(_u(pc.d_data_cube_out_height.cube_out_height) + 1),
-            core.surfaces.eq((_u(pc.d_data_cube_in_channel.cube_in_channel)
-                              >> log2(cfg.memory_atomic)) + 1),
-            core.pads.eq(pads),
-            core.recip_w.eq(_u(pc.d_recip_kernel_width.recip_kernel_width)),
-            core.recip_h.eq(_u(pc.d_recip_kernel_height.recip_kernel_height)),
-        ]
+        for core in cores:
+            # channels per atom: cfg.memory_atomic int8 elements, cfg.atom_bytes // 2 16-bit
+            # ones (format.rst; the model's atom_bytes // elem_bytes)
+            per_atom = cfg.memory_atomic if isinstance(core, PdpCore) else cfg.atom_bytes // 2
+            m.d.comb += [
+                core.method.eq(_u(mode.pooling_method)), core.kw.eq(kw), core.sx.eq(sx),
+                core.kh.eq(_u(kern.kernel_height) + 1),
+                core.sy.eq(_u(kern.kernel_stride_height) + 1),
+                core.pad_top.eq(_u(pad.pad_top)),
+                core.height.eq(_u(pc.d_data_cube_in_height.cube_in_height) + 1),
+                core.out_height.eq(_u(pc.d_data_cube_out_height.cube_out_height) + 1),
+                core.surfaces.eq((_u(pc.d_data_cube_in_channel.cube_in_channel)
+                                  >> log2(per_atom)) + 1),
+                core.pads.eq(pads),
+                core.recip_w.eq(_u(pc.d_recip_kernel_width.recip_kernel_width)),
+                core.recip_h.eq(_u(pc.d_recip_kernel_height.recip_kernel_height)),
+            ]
+        if wide:
+            # PDP's D_DATA_FORMAT.INPUT_DATA: 2 FP16 (1 INT16); NAN_TO_ZERO only for input read
+            # by PDP_RDMA (verif/model/pdp.py, NVIDIA's NV_NVDLA_PDP_nan.v: not on the fly)
+            fmt = _u(pc.d_data_format.input_data)
+            m.d.comb += [core16.fp.eq(fmt == 2),
+                         core16.nan_to_zero.eq(_u(pc.d_nan_flush_to_zero.nan_to_zero) & ~flying)]
 
         # split-width bands: the DMAs walk them (hdl/pdp/dma.py), the core's width pass follows
         # them with its own sequencer
@@ -141,10 +225,18 @@ class Pdp(DatapathUnit):
             band.kw.eq(kw), band.sx.eq(sx), band.pad_left.eq(_u(pad.pad_left)),
         ]
         m.submodules.bands = cb = Bands()
-        m.d.comb += [cb.regs.eq(band), rdma.band.eq(band), wdma.band.eq(band),
-                     core.last_col.eq(cb.last_col), core.pad_left.eq(cb.pad_left_b),
-                     core.out_width.eq(cb.out_width), core.next_last_col.eq(cb.next_last_col),
-                     core.next_pad_left.eq(cb.next_pad_left_b), cb.next.eq(core.band_next)]
+        m.d.comb += [cb.regs.eq(band), rdma.band.eq(band), wdma.band.eq(band)]
+        for core in cores:
+            m.d.comb += [core.last_col.eq(cb.last_col), core.pad_left.eq(cb.pad_left_b),
+                         core.out_width.eq(cb.out_width),
+                         core.next_last_col.eq(cb.next_last_col),
+                         core.next_pad_left.eq(cb.next_pad_left_b)]
+        if not wide:
+            m.d.comb += cb.next.eq(core.band_next)
+        elif has8:
+            m.d.comb += cb.next.eq(Mux(is16, core16.band_next, cores[0].band_next))
+        else:
+            m.d.comb += cb.next.eq(core16.band_next)
 
         aw = cfg.mem_address_width
         m.d.comb += [
@@ -163,8 +255,8 @@ class Pdp(DatapathUnit):
         # (PDP_RDMA takes no part in an on-the-fly layer)
         start = self.add_layer_control(m, [rf_rdma, rf_pdp], wdma.done,
                                        uses={"PDP_RDMA": ~flying})
-        m.d.comb += [rdma.start.eq(start & ~flying), wdma.start.eq(start), core.start.eq(start),
-                     cb.restart.eq(start)]
+        m.d.comb += [rdma.start.eq(start & ~flying), wdma.start.eq(start),
+                     *[core.start.eq(start) for core in cores], cb.restart.eq(start)]
 
         # ---- D_PERF_WRITE_STALL (D_PERF_ENABLE.DMA_EN) ----
         # nv_small NV_NVDLA_PDP_wdma.v (facts only): the write-stall counter advances in every

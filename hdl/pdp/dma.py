@@ -7,7 +7,7 @@ width").
 """
 from __future__ import annotations
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib.wiring import In
 
 from hdl.config import NvdlaConfig
@@ -29,16 +29,28 @@ class BandWalker(RunWalker):
     values). Extra input signal: ``band`` (:func:`hdl.pdp.bands.band_regs_layout`).
     Gap between bands: one cycle (the next band starts the cycle after the previous one's
     walker is idle).
+
+    With ``half`` (a configuration with int8 and 16-bit precisions, ``cfg.bpe`` 8): the plain
+    input signal ``half`` (stable while ``busy``, a register value like ``cube``), 1 for a layer
+    of 2-byte elements (INT16/FP16): ``atom_elems // 2`` channels per atom, as the model's
+    read_cube/write_cube with elem_bytes 2 (format.rst: an atom is 32 bytes whatever the
+    element size); ``cube.channel`` still counts elements. The inner walker then counts
+    surfaces of ``atom_elems // 2`` channels and is given ``cube.channel >> 1`` for an INT8
+    layer ((C-1) >> log2(A) = ((C-1) >> 1) >> log2(A/2): exact, no wider field needed).
     """
 
     OUTPUT = False
 
-    def __init__(self, **kwargs):
-        self._args = kwargs
+    def __init__(self, *, half: bool = False, **kwargs):
+        self.half_elems = half
+        self._args = dict(kwargs, atom_elems=kwargs["atom_elems"] // 2) if half else kwargs
         super().__init__(**kwargs)
         #: band registers, driven by the owning DMA (a plain signal: the walker's signature is
         #: the RunWalker one the DMA base class instantiates)
         self.band = Signal(band_regs_layout(), name="band")
+        if half:
+            #: 1: a layer of 2-byte elements (see above)
+            self.half = Signal(name="half")
 
     def elaborate(self, platform):
         m = Module()
@@ -57,6 +69,9 @@ class BandWalker(RunWalker):
         col, width = (bands.out_col, bands.out_width) if self.OUTPUT else (bands.col, bands.width)
         m.d.comb += [inner.cube.base.eq(self.cube.base + col * self.atom_bytes),
                      inner.cube.width.eq(width - 1)]
+        if self.half_elems:
+            m.d.comb += inner.cube.channel.eq(Mux(self.half, self.cube.channel,
+                                                  self.cube.channel >> 1))
         m.d.sync += wait.eq(go)
         with m.If(go):
             m.d.sync += final.eq(bands.last)
@@ -78,7 +93,16 @@ class _OutBandWalker(BandWalker):
 
 
 class _BandDma:
-    """Mixin: a ``band`` In(band_regs_layout) port forwarded to the BandWalker."""
+    """Mixin: a ``band`` In(band_regs_layout) port forwarded to the BandWalker; with
+    ``half=True`` also the plain input signal ``half`` (1: a layer of 2-byte elements,
+    ``atom_elems // 2`` channels per atom; :class:`BandWalker`), stable during a layer."""
+
+    def __init__(self, *args, half: bool = False, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.half_elems = half
+        if half:
+            self.half = Signal(name="half")
+            self._walker_args = dict(self._walker_args, half=True)
 
     def dma_members(self):
         return {**super().dma_members(), "band": In(band_regs_layout())}
@@ -86,25 +110,29 @@ class _BandDma:
     def add_walker(self, m: Module):
         walker, *rest = super().add_walker(m)
         m.d.comb += walker.band.eq(self.band)
+        if self.half_elems:
+            m.d.comb += walker.half.eq(self.half)
         return (walker, *rest)
 
 
 class PdpReadDma(_BandDma, ReadDma):
     """PDP_RDMA: :class:`hdl.dma.ReadDma` on the primary memory (``cfg``) over all bands
-    (:class:`BandWalker`). Ports as ReadDma plus ``band`` In(band_regs_layout)."""
+    (:class:`BandWalker`). Ports as ReadDma plus ``band`` In(band_regs_layout); with ``half``
+    the plain signal ``half`` (see :class:`_BandDma`)."""
 
     walker_class = BandWalker
 
-    def __init__(self, cfg: NvdlaConfig, atom_shape):
-        super().__init__(**read_dma_params(cfg), atom_shape=atom_shape)
+    def __init__(self, cfg: NvdlaConfig, atom_shape, *, half: bool = False):
+        super().__init__(**read_dma_params(cfg), atom_shape=atom_shape, half=half)
 
 
 class PdpWriteDma(_BandDma, WriteDma):
     """PDP WDMA: :class:`hdl.dma.WriteDma` on the primary memory (``cfg``) over all bands'
     output sub-cubes; ``done`` after the last band's last write response. Ports as WriteDma
-    plus ``band`` In(band_regs_layout)."""
+    plus ``band`` In(band_regs_layout); with ``half`` the plain signal ``half`` (see
+    :class:`_BandDma`)."""
 
     walker_class = _OutBandWalker
 
-    def __init__(self, cfg: NvdlaConfig, atom_shape):
-        super().__init__(**write_dma_params(cfg), atom_shape=atom_shape)
+    def __init__(self, cfg: NvdlaConfig, atom_shape, *, half: bool = False):
+        super().__init__(**write_dma_params(cfg), atom_shape=atom_shape, half=half)

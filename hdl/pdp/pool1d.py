@@ -47,12 +47,13 @@ def _bits(n: int) -> int:
     return max(1, (n - 1).bit_length())
 
 
-def row_item_layout(lanes: int, groups: int) -> data.StructLayout:
-    """Width-pass result: ``v`` ``lanes`` x signed(11) (int8 values for MAX/MIN), ``ox`` output
+def row_item_layout(lanes: int, groups: int, value=signed(ROW_BITS)) -> data.StructLayout:
+    """Width-pass result: ``v`` ``lanes`` x ``value`` (default signed(11): the INT8 sums, int8
+    values for MAX/MIN; :class:`hdl.pdp.pool16.Pool1d16` passes its own), ``ox`` output
     column, ``g`` channel group, ``h`` input line, ``last_row`` (h is the last line of the
     surface), ``row_end`` (last item of the line: ox = out_width - 1 and g = groups - 1)."""
     return data.StructLayout({
-        "v": data.ArrayLayout(signed(ROW_BITS), lanes),
+        "v": data.ArrayLayout(value, lanes),
         "ox": unsigned(DIM_BITS), "g": unsigned(_bits(groups)), "h": unsigned(DIM_BITS),
         "last_row": 1, "row_end": 1,
     })
@@ -64,7 +65,7 @@ class Pool1d(wiring.Component):
     Parameters: ``lanes`` (elements per item = cfg.pdp_throughput), ``groups`` (items per input
     column = atom / lanes; a power of two).
 
-    Ports: ``i`` In(stream of ArrayLayout(signed(8), lanes)); ``o`` Out(stream of
+    Ports: ``i`` In(stream of ArrayLayout(signed(8), lanes)) (``ELEM``); ``o`` Out(stream of
     :func:`row_item_layout`); ``start`` In(1) pulse: reset the position counters (layer start);
     ``method`` In(2); ``kw`` In(4) kernel width 1..8; ``sx`` In(5) stride 1..16; ``last_col``
     In(14) the band's last input column (columns read - 1); ``pad_left`` In(3); ``out_width``
@@ -79,13 +80,18 @@ class Pool1d(wiring.Component):
     columns are registered, then reduced in three stages).
     """
 
+    #: shape of an input element and of an output value (a subclass for other element widths
+    #: sets its own, :class:`hdl.pdp.pool16.Pool1d16`)
+    ELEM = signed(8)
+    VALUE = signed(ROW_BITS)
+
     def __init__(self, lanes: int, groups: int):
         if groups & (groups - 1):
             raise ValueError(f"groups must be a power of two, not {groups}")
         self.lanes, self.groups = lanes, groups
-        self._row = row_item_layout(lanes, groups)
+        self._row = row_item_layout(lanes, groups, self.VALUE)
         super().__init__({
-            "i": In(stream.Signature(data.ArrayLayout(signed(8), lanes))),
+            "i": In(stream.Signature(data.ArrayLayout(self.ELEM, lanes))),
             "o": Out(stream.Signature(self._row)),
             "start": In(1),
             "method": In(2), "kw": In(4), "sx": In(5),
@@ -94,7 +100,12 @@ class Pool1d(wiring.Component):
             "height": In(DIM_BITS), "surfaces": In(DIM_BITS),
             "pads": In(data.ArrayLayout(unsigned(19), 8)),
             "band_next": Out(1),
+            **self._extra_members(),
         })
+
+    def _extra_members(self) -> dict:
+        """Ports a subclass adds to the signature (none here)."""
+        return {}
 
     def _valid(self, m, d, xcur, name):
         """Which of the 8 ages (0 = newest column) are real columns of the window ending ``d``
@@ -213,28 +224,9 @@ class Pool1d(wiring.Component):
             out.append(res)
         return out
 
-    def elaborate(self, platform):
-        m = Module()
-        G, T = self.groups, self.lanes
-        gb = _bits(G)
-        elem = signed(8)
-        col = data.ArrayLayout(elem, T)
-        hist_layout = data.ArrayLayout(data.ArrayLayout(col, HIST), G)
-
-        # four stages: ``out`` registers the emitted window (its 8 columns, which are real, its
-        # padding term's index) with the item's position; ``pair`` reduces pairs of columns
-        # (and selects the padding term), ``reduce`` the pairs into each half of the window (the
-        # padding term added to the second), ``combine`` the two halves (issue 10: one stage
-        # for the whole reduction was PDP's critical path; then the reduction of the halves in
-        # one stage, 11.4 ns)
-        win_layout = data.StructLayout({
-            "ages": data.ArrayLayout(col, HIST + 1), "valid": HIST + 1,
-            "pad_need": 1, "pad_idx": 3,
-            **{k: v for k, v in self._row.members.items() if k != "v"}})
-        # ``out`` is a skid buffer (issue 10: the ready of the stages after it ran through the
-        # stall logic into the take, the enable of the 448-bit history register)
-        m.submodules.out = out = SkidBuffer(win_layout)
-
+    def _reduction(self, m, out, win_layout):
+        """The stages after the emitted window's register ``out`` (a SkidBuffer of
+        ``win_layout``) up to ``o``: the INT8 reduction in three stages (``elaborate``)."""
         pos = {k: v for k, v in self._row.members.items() if k != "v"}
         half_layout = data.StructLayout({"halves": self._half_layout(), **pos})
 
@@ -267,6 +259,31 @@ class Pool1d(wiring.Component):
         wiring.connect(m, pr.o, red.i)
         wiring.connect(m, red.o, comb.i)
         wiring.connect(m, comb.o, wiring.flipped(self.o))
+
+    def elaborate(self, platform):
+        m = Module()
+        G, T = self.groups, self.lanes
+        gb = _bits(G)
+        elem = self.ELEM
+        col = data.ArrayLayout(elem, T)
+        hist_layout = data.ArrayLayout(data.ArrayLayout(col, HIST), G)
+
+        # four stages (INT8, ``_reduction``; Pool1d16 has its own after ``out``): ``out``
+        # registers the emitted window (its 8 columns, which are real, its padding term's
+        # index) with the item's position; ``pair`` reduces pairs of columns
+        # (and selects the padding term), ``reduce`` the pairs into each half of the window (the
+        # padding term added to the second), ``combine`` the two halves (issue 10: one stage
+        # for the whole reduction was PDP's critical path; then the reduction of the halves in
+        # one stage, 11.4 ns)
+        win_layout = data.StructLayout({
+            "ages": data.ArrayLayout(col, HIST + 1), "valid": HIST + 1,
+            "pad_need": 1, "pad_idx": 3,
+            **{k: v for k, v in self._row.members.items() if k != "v"}})
+        # ``out`` is a skid buffer (issue 10: the ready of the stages after it ran through the
+        # stall logic into the take, the enable of the 448-bit history register)
+        m.submodules.out = out = SkidBuffer(win_layout)
+
+        self._reduction(m, out, win_layout)
 
         # ---- normal engine: position of the incoming item ----
         # The stall and band decisions read only registers (issue 10: comparing the column with
