@@ -1,7 +1,22 @@
 """Shared pytest fixtures and options for the NVDLA project."""
 from __future__ import annotations
 
+import os
+
+from sim.build import OPT_ENV, PGO_ENV
+
 UNLISTED_PASSES: list[str] = []
+
+#: The tests' Verilator simulators are compiled at -O1 without profile guidance (unless
+#: $NVDLA_SIM_OPT / $NVDLA_SIM_PGO say otherwise): building them is most of the suite's time.
+#: Measured on nv_small_256 (2 cores, one busy with other work, 2026-11-30): -O3 -march=native
+#: with profile guidance (sim.build's default for users) builds in 210 s and plays 40 of
+#: NVIDIA's nv_small_256 traces in 10.3 s; -O3 without it in 88 s; -O1 without it in 57 s and
+#: plays them in 13.3 s. The suite plays few cycles per simulator, so -O1 saves far more build
+#: time than it loses in simulation. Set at import, so that the xdist workers and every
+#: simulator process they start inherit it; tests/test_sim_pgo.py asks for profile guidance.
+os.environ.setdefault(OPT_ENV, "-O1")
+os.environ.setdefault(PGO_ENV, "0")
 
 #: One test per distinct Verilator simulator the default run builds (build seconds measured on a
 #: clean clone of stop 49, two busy cores: nv_medium_512 921, nv_small_256 543, nv_small 453 and

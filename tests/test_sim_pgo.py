@@ -1,6 +1,7 @@
 """Profile-guided simulator builds (issue 12; ``sim.build`` ``pgo``, ``verif.trace.pgo``).
 
-* The nv_small build the trace tests use is profile-guided: the instrumented model played
+* The nv_small build of ``sim.build``'s defaults is profile-guided (the suite's own builds are
+  not: tests/conftest.py): the instrumented model played
   every training program (random programs of each layer type) to the model's bytes, wrote a
   profile, and the final model was compiled from it (``-fprofile-use`` in its compile log).
 * ``$NVDLA_SIM_PGO`` switches it.
@@ -20,7 +21,9 @@ from verif.trace import pgo
 
 @pytest.mark.rtl
 @needs_verilator
-def test_nv_small_build_is_trained_and_compiled_from_the_profile():
+def test_nv_small_build_is_trained_and_compiled_from_the_profile(monkeypatch):
+    # the suite builds without profile guidance (tests/conftest.py); users' builds have it
+    monkeypatch.setenv(sb.PGO_ENV, "1")
     b = pgo.build_sim("nv_small")
     n = len(pgo.KINDS) * len(pgo.SEEDS)
     assert b.pgo.startswith(f"trained on {n} random programs"), b.pgo
