@@ -180,10 +180,11 @@ def as_bits(payload) -> int:
     return int(payload)
 
 
-def simulate_streams(dut, producers, consumers, streams_to_check) -> None:
+def simulate_streams(dut, producers, consumers, streams_to_check, processes=()) -> None:
     """Simulate ``dut`` (in a top module with a ``sync`` domain, so combinational DUTs work
-    too) with the async testbenches ``producers`` and ``consumers`` (``async def tb(ctx)``) and a
-    :func:`check_stream_stable` process on each ``(name, stream)`` of ``streams_to_check``.
+    too) with the async testbenches ``producers`` and ``consumers`` (``async def tb(ctx)``), the
+    async ``processes`` (e.g. :func:`count_per_cycle`) and a :func:`check_stream_stable`
+    process on each ``(name, stream)`` of ``streams_to_check``.
     Raises AssertionError listing the stream-protocol violations seen."""
     errors: list = []
     top = Module()
@@ -193,10 +194,22 @@ def simulate_streams(dut, producers, consumers, streams_to_check) -> None:
     sim.add_clock(1e-8)
     for tb in list(producers) + list(consumers):
         sim.add_testbench(tb)
+    for proc in processes:
+        sim.add_process(proc)
     for name, s in streams_to_check:
         sim.add_process(check_stream_stable(s, errors=errors, name=name))
     sim.run()
     assert errors == [], errors
+
+
+def count_per_cycle(signals, counts: list):
+    """A process adding each cycle's value of ``signals[i]`` to ``counts[i]`` (per-cycle event
+    counts such as CDP's ``stat_counts``); the caller reads and resets ``counts``."""
+    async def process(ctx):
+        async for _clk, _rst, *vals in ctx.tick().sample(*signals):
+            for i, v in enumerate(vals):
+                counts[i] += v
+    return process
 
 
 def dma_memory_benches(rd, wr, beat, mems, rng, log, *, p_ready=0.7, max_latency=12, p_gap=0.2):

@@ -10,12 +10,11 @@ import numpy as np
 import pytest
 
 from amaranth.hdl import signed
-from amaranth.sim import Simulator
 
 from hdl.cdp.core import CdpCore, Gather, LrnWindow, MAX_HALF
 from hdl.cdp.lut import STAT_NAMES
 from hdl.config import get_config
-from streams import check_stream_stable, simulate_streams, stream_get, stream_put
+from streams import count_per_cycle, simulate_streams, stream_get, stream_put
 from test_cdp_walker import pieces
 from verif.model.cdp import cdp_compute
 from verif.model.lut import LutParams
@@ -117,7 +116,7 @@ def run_core(spec, layers, *, p_in, p_out, seed):
     dut = CdpCore(cfg)
     rng = random.Random(seed)
     A = cfg.memory_atomic
-    results, errors, counts = [], [], [0] * 5
+    results, counts = [], [0] * 5
 
     P = dut.positions
 
@@ -158,20 +157,8 @@ def run_core(spec, layers, *, p_in, p_out, seed):
             results.append(([list(a) for a in got], list(counts)))
             counts[:] = [0] * 5
 
-    async def stats(ctx):
-        async for _clk, _rst, *vals in ctx.tick().sample(*[dut.stat_counts[i] for i in range(5)]):
-            for i, v in enumerate(vals):
-                counts[i] += v
-
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(producer)
-    sim.add_testbench(consumer)
-    sim.add_process(stats)
-    sim.add_process(check_stream_stable(dut.o, errors=errors, name="o"))
-    sim.add_process(check_stream_stable(dut.i, errors=errors, name="i"))
-    sim.run()
-    assert errors == []
+    simulate_streams(dut, [producer], [consumer], [("i", dut.i), ("o", dut.o)],
+                     [count_per_cycle([dut.stat_counts[i] for i in range(5)], counts)])
     return results, atoms_of
 
 

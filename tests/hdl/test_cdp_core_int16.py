@@ -21,11 +21,10 @@ import random
 
 import numpy as np
 import pytest
-from amaranth.sim import Simulator
 
 from hdl.cdp.core import INT16, CdpCore
 from hdl.config import get_config
-from streams import as_bits, check_stream_stable, stream_get, stream_put
+from streams import as_bits, count_per_cycle, simulate_streams, stream_get, stream_put
 from verif.model.cdp import cdp_compute
 from verif.model.lut import LutParams
 
@@ -171,7 +170,7 @@ def run_core(spec, layers, *, p_in, p_out, seed):
     dut = CdpCore(cfg, INT16)
     assert dut.lanes == LANES
     rng = random.Random(seed)
-    results, errors, counts = [], [], [0] * 5
+    results, counts = [], [0] * 5
 
     def atoms_of(d, st):
         order = walker_order(d.shape, st["group"], cfg.atom_bytes, dut.positions)
@@ -206,20 +205,8 @@ def run_core(spec, layers, *, p_in, p_out, seed):
             results.append((atoms, list(counts)))
             counts[:] = [0] * 5
 
-    async def stats(ctx):
-        async for _clk, _rst, *vals in ctx.tick().sample(*[dut.stat_counts[i] for i in range(5)]):
-            for i, v in enumerate(vals):
-                counts[i] += v
-
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(producer)
-    sim.add_testbench(consumer)
-    sim.add_process(stats)
-    sim.add_process(check_stream_stable(dut.o, errors=errors, name="o"))
-    sim.add_process(check_stream_stable(dut.i, errors=errors, name="i"))
-    sim.run()
-    assert errors == []
+    simulate_streams(dut, [producer], [consumer], [("i", dut.i), ("o", dut.o)],
+                     [count_per_cycle([dut.stat_counts[i] for i in range(5)], counts)])
     return results, atoms_of
 
 

@@ -8,37 +8,15 @@ one INT8 program on the same unit shows the routing to PdpCore. The whole design
 (hdl/support.py) still refuses this configuration (other units lack 16-bit paths)."""
 from __future__ import annotations
 
-import re
-import warnings
-
 import pytest
 
 from hdl.config import get_config
 from hdl.pdp import Pdp
 from test_pdp_perf import run_unit
+from unit_programs import check_outputs, model_after, program, unit_memory
 from verif.gen.pdp import generate
-from verif.mem import SparseMemory
-from verif.model import Nvdla
 
 SPEC = "nv_full+feature_data_type=int8_int16_fp16"
-_WRITE = re.compile(r"reg_write\(NVDLA_(\w+)\.(\w+)_0, (0x[0-9a-fA-F]+)\);")
-_LOAD = re.compile(r'mem_load\(pri_mem, (0x[0-9a-fA-F]+), "([^"]+)"\);')
-
-
-def _program(seed: int, cfg, layers: int):
-    """The generated program's memory images, register writes ``(unit, reg, value)`` in order
-    and output regions; intr_notify waits are not needed with at most two layers."""
-    prog = generate(seed, cfg, layers=layers)
-    loads, writes = [], []
-    for line in prog.writer.lines:
-        if not isinstance(line, str):
-            continue
-        if mw := _WRITE.fullmatch(line.split("    //")[0]):
-            writes.append((mw[1], mw[2], int(mw[3], 16)))
-        elif ml := _LOAD.fullmatch(line):
-            loads.append((int(ml[1], 16), bytes(prog.writer.images[ml[2]])))
-    outs = [o for lay in prog.layers for o in lay.out]
-    return loads, writes, outs
 
 
 # (seed, layers, precisions of its layers in order): seeds whose programs draw them (checked)
@@ -72,22 +50,10 @@ def test_sixteen_bit_elements_only():
 def _play(cfg, seed, layers, precs):
     """Play generated program ``seed`` (``layers`` layers drawing precisions ``precs``) on the
     unit and on the model; compare the written bytes."""
-    loads, writes, outs = _program(seed, cfg, layers)
+    loads, writes, outs = program(generate, seed, cfg, layers)
     fmt = [v for u, r, v in writes if u == "PDP" and r == "D_DATA_FORMAT"]
     assert fmt == precs, f"seed {seed} drew precisions {fmt}, expected {precs}"
-    # the model
-    model = Nvdla(cfg)
-    for base, data in loads:
-        model.mem.write(base, data)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for unit, reg, value in writes:
-            model.write(f"NVDLA_{unit}.{reg}_0", value)
-    # the unit
-    mem = SparseMemory(cfg.mem_address_width)
-    for base, data in loads:
-        mem.write(base, data)
+    model = model_after(cfg, loads, writes, quiet=True)
+    mem = unit_memory(cfg, loads)
     run_unit(Pdp(cfg), writes, mem=mem, layers=layers, seed=seed, max_cycles=40_000)
-    for base, size in outs:
-        assert mem.read_bytes(base, size) == model.mem.read_bytes(base, size), \
-            f"output at {base:#x}"
+    check_outputs(mem, model, outs)
