@@ -45,23 +45,28 @@ class Split(wiring.Component):
     ``i.ready`` is high when the register is empty or its last group leaves in this cycle (no
     bubble between items). ``ratio`` = 1 is a :class:`hdl.lib.stream.PipelineStage`-like register.
 
-    Ports: ``i`` In(stream of ``layout``), ``o`` Out(stream of the narrow layout).
+    Ports: ``i`` In(stream of ``layout``), ``o`` Out(stream of the narrow layout); with
+    ``counted``, also ``count`` In(range(ratio + 1)) (1..ratio, stable while items flow): only
+    the first ``count`` groups of each item leave, the others are dropped (SDP's INT16 layers,
+    whose atoms fill half of its wide item: :class:`hdl.sdp.core.SdpCore`), as
+    :class:`Merge`'s ``count`` collects that many.
     """
 
-    def __init__(self, layout: data.StructLayout, ratio: int):
+    def __init__(self, layout: data.StructLayout, ratio: int, *, counted: bool = False):
         if ratio < 1:
             raise ValueError(f"ratio must be >= 1, not {ratio}")
-        self.layout, self.ratio = layout, ratio
+        self.layout, self.ratio, self.counted = layout, ratio, counted
         self.narrow = narrow_layout(layout, ratio)
         super().__init__({"i": In(stream.Signature(layout)),
-                          "o": Out(stream.Signature(self.narrow))})
+                          "o": Out(stream.Signature(self.narrow)),
+                          **({"count": In(range(ratio + 1))} if counted else {})})
 
     def elaborate(self, platform):
         m = Module()
         held = Signal(self.layout)
         full = Signal()
         idx = Signal(range(max(2, self.ratio)))      # >= 1 bit (no zero-width vectors)
-        last = idx == self.ratio - 1
+        last = idx + 1 >= self.count if self.counted else idx == self.ratio - 1
         fire = self.o.valid & self.o.ready
         load = ~full | (fire & last)
         m.d.comb += [self.o.valid.eq(full), self.i.ready.eq(load)]

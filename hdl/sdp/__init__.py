@@ -62,7 +62,41 @@ Operand DMAs that disagree with the sub-units' operand sources (issue 36 item 1;
 The checks are over the operand sources and the cube's size (counts one-hot up to 4), so they
 cost a few gates.
 
-Not implemented (the registers exist and read back): batches, Winograd, int16/fp16, the NaN/Inf
+INT16 (a configuration whose precisions include int16 on one-byte atoms, nv_full's
+``int8_int16_fp16``: :func:`hdl.sdp.rdma.has_int16`; built only there, so every other
+configuration's SDP is unchanged): a layer with SDP D_DATA_FORMAT.PROC_PRECISION = 1 runs INT16
+end to end as the bit-exact model computes it (verif/model/sdp.py ``SdpCore._check`` / ``run``
+/ ``_epa`` and their docstrings: NVIDIA's nvdlav1 SDP computes INT16 with INT8's arithmetic):
+
+* memory atoms hold ``atom_bytes // 2`` little-endian int16 elements (format.rst "Feature Data
+  Format"); MRDMA's are sign-extended to 32 bits in lanes 0 .. atom/2 - 1 of the core's input
+  (the lanes above unused), and the core (:class:`hdl.sdp.core.SdpCore`, its ``int16`` port)
+  splits an atom into half as many element groups, computes every sub-unit, the LUT (32-bit
+  input and output) and the converter as in INT8, saturates the converter's output to 16 bits
+  and packs two bytes an element; compare mode keeps the low 16 bits;
+* the SDP_RDMA / SDP DMAs count surfaces of ``atom_bytes // 2`` channels (hdl/sdp/rdma.py: built
+  with that many channels per atom, given the channel count halved in INT8 layers), and so do
+  the operand-fit checks above, the 1 x 1 x one-atom test and the on-the-fly atom counters;
+* operands from memory are two bytes per element whatever DATA_SIZE says (NVIDIA's operand DMAs
+  fetch two-byte elements in INT16; the model refuses ONE_BYTE), ``atom_bytes // 2`` channels per
+  operand group (:class:`hdl.sdp.brdma.OperandUnpack`, :func:`hdl.sdp.brdma.operand_cube`);
+* D_PERF_OUT_SATURATION and D_PERF_LUT_* count per element (a lane of the datapath beyond an
+  INT16 atom's elements, when the throughput exceeds them, carries no channel and is not
+  counted); D_STATUS.STATUS_UNEQUAL ORs the bytes of the written int16 elements;
+* on the fly from CACC (FLYING_MODE = ON_FLYING): the model takes CACC's int32 values whatever
+  the precision (only the output side differs), so ``cacc_flying`` carries one INT16 atom per
+  item: surface s's channels ``e s .. e s + e - 1`` (``e`` = atom_bytes // 2) in lanes
+  0 .. e - 1 (the lanes above ignored), in the same surface / line / pixel order; CACC's INT16
+  is not built here, whichever unit drives the port must deliver that;
+* output to PDP (OUTPUT_DST = PDP) in INT16: ``pdp_flying`` carries the packed int16 atoms as
+  WDMA would write them (PDP's INT16 input on the fly is PDP's own matter, not checked here).
+
+Only PROC_PRECISION = 1 selects INT16; OUT_PRECISION and SDP_RDMA's D_FEATURE_MODE_CFG
+precisions are not read (the model refuses anything but INT16 to INT16 with SDP_RDMA agreeing).
+FP16 layers (PROC_PRECISION = 2) are not built: they run through the INT8 datapath as before and
+their results are meaningless.
+
+Not implemented (the registers exist and read back): batches, Winograd, FP16, the NaN/Inf
 counters.
 """
 from __future__ import annotations
@@ -70,7 +104,8 @@ from __future__ import annotations
 from amaranth.hdl import Cat, Module, Mux, Signal, Value, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
-from hdl.dma import CUBE_DIM_BITS, ReadDma, cube_from_regs, one_run_if_1x1, read_dma_params
+from hdl.dma import (CUBE_DIM_BITS, ReadDma, cube_from_regs, cube_layout, one_run_if_1x1,
+                     read_dma_params)
 from hdl.dma.walker import log2
 from hdl.regfile import raw_field, reg_word
 from hdl.regmap import REGMAP
@@ -79,7 +114,7 @@ from hdl.sdp.brdma import OperandUnpack, operand_cube
 from hdl.lib.fixed import sign_extend
 from hdl.lib.stream import SkidBuffer
 from hdl.sdp.core import SdpCore, core_lanes, wide_atom_layout
-from hdl.sdp.rdma import SdpRdma, atom_layout
+from hdl.sdp.rdma import SdpRdma, atom_layout, has_int16, int16_elems, sdp_dma_elems
 from hdl.sdp.wdma import SdpWdma
 from hdl.sdp.x import ALU_EQL
 from hdl.unit import DatapathUnit, connect_dma
@@ -129,7 +164,8 @@ class Sdp(DatapathUnit):
     GLB; ``busy`` Out(1); ``pdp_flying`` Out(stream of :func:`atom_layout`) the output atoms
     (surface, line, column order) when OUTPUT_DST = PDP; ``pdp_done`` In(1) PDP's layer-done
     pulse (any group); ``cacc_flying`` In(stream of ArrayLayout(signed(32), cfg.memory_atomic))
-    the input atoms on the fly from CACC (every configuration; idle unless connected);
+    the input atoms on the fly from CACC (every configuration; idle unless connected; an INT16
+    layer's atoms in lanes 0 .. atom_bytes/2 - 1, module docstring);
     ``sdp_erdma`` Out(DmaReadSignature) (Y operand client) when cfg.sdp_ew.
     """
 
@@ -227,6 +263,13 @@ class Sdp(DatapathUnit):
         m.submodules.rdma = rdma = SdpRdma(cfg)
         m.submodules.wdma = wdma = SdpWdma(cfg)
         sc, rc = rf_sdp.cfg, rf_rdma.cfg
+        # runtime INT16 (module docstring): the layer's SDP D_DATA_FORMAT.PROC_PRECISION = 1
+        # selects it for the core and every DMA
+        half = has_int16(cfg)
+        if half:
+            is16 = Signal(name="int16")
+            m.d.comb += [is16.eq(_field(sc, "D_DATA_FORMAT", "PROC_PRECISION") == 1),
+                         core.int16.eq(is16)]
         # input: MRDMA's int8 atoms sign-extended to 32 bits, or CACC's int32 atoms on the fly
         # (D_FEATURE_MODE_CFG.FLYING_MODE = ON_FLYING; docs/conv.md "SDP on the fly")
         flying = Signal()
@@ -239,8 +282,18 @@ class Sdp(DatapathUnit):
         # its atoms sign-extended by wiring alone, not in a register stage of their own (issue
         # 36: a cycle of latency; the core's Split registers them next)
         ext_atom = Signal(wide_atom_layout(cfg))
-        m.d.comb += [ext_atom[k].eq(sign_extend(mskid.o.payload[k], cfg.bpe, 32))
-                     for k in range(cfg.memory_atomic)]
+        if half:
+            # INT16: element j = bytes 2j, 2j + 1 (little endian, format.rst "Feature Data
+            # Format") sign-extended, in lanes 0 .. atom/2 - 1 (the lanes above are unused)
+            mp = mskid.o.payload
+            m.d.comb += [ext_atom[k].eq(sign_extend(mp[k], cfg.bpe, 32))
+                         for k in range(cfg.memory_atomic)]
+            with m.If(is16):
+                m.d.comb += [ext_atom[j].eq(sign_extend(Cat(mp[2 * j], mp[2 * j + 1]), 16, 32))
+                             for j in range(int16_elems(cfg))]
+        else:
+            m.d.comb += [ext_atom[k].eq(sign_extend(mskid.o.payload[k], cfg.bpe, 32))
+                         for k in range(cfg.memory_atomic)]
         cacc = self.cacc_flying
         # on the fly, SDP takes exactly its layer's atoms, and only while its layer runs: CACC
         # may offer the next layer's first atoms while this layer's last writes are in flight,
@@ -277,6 +330,17 @@ class Sdp(DatapathUnit):
             sc, base="d_dst_base_addr", line_stride="d_dst_line_stride",
             surface_stride="d_dst_surface_stride", width="d_data_cube_width",
             height="d_data_cube_height", channel="d_data_cube_channel", addr_width=aw)
+        # runtime INT16: the DMAs count surfaces of int16_elems channels (hdl/sdp/rdma.py);
+        # an INT8 layer gives them its channel count halved (the same surfaces), and every
+        # count of channel atoms below is taken from these cubes in the same units
+        walk_atom = sdp_dma_elems(cfg)
+        if half:
+            def walk(cube, name):
+                w = Signal(cube_layout(aw), name=name)
+                m.d.comb += [w.eq(cube), w.channel.eq(Mux(is16, cube.channel,
+                                                          cube.channel >> 1))]
+                return w
+            src_cube, dst_cube = walk(src_cube, "src_walk"), walk(dst_cube, "dst_walk")
         # the data cube as the core sees it (SDP's D_DATA_CUBE_*: also when on the fly, where
         # SDP_RDMA's copy may not be programmed)
         data_cube = dst_cube
@@ -309,7 +373,7 @@ class Sdp(DatapathUnit):
         m.d.comb += sink.eq(Mux(to_pdp, fly.valid & fly.ready, eql & core.o.valid))
         dims = [Signal(CUBE_DIM_BITS + 1, name=f"fly_{n}") for n in ("w", "h", "s")]
         m.d.comb += [dims[0].eq(data_cube.width), dims[1].eq(data_cube.height),
-                     dims[2].eq(data_cube.channel >> log2(cfg.memory_atomic))]
+                     dims[2].eq(data_cube.channel >> log2(walk_atom))]
         fly_done = _atom_counter(m, dims, sink, "fly_out")
         fly_in_last = _atom_counter(m, dims, cacc.valid & cacc.ready, "fly_in")
 
@@ -345,7 +409,7 @@ class Sdp(DatapathUnit):
         # finishes; a later untaken fetch of that operand wedges, a later layer taking it hangs
         one_out = Signal()
         m.d.comb += one_out.eq((data_cube.width == 0) & (data_cube.height == 0)
-                               & (data_cube.channel < cfg.memory_atomic))
+                               & (data_cube.channel < walk_atom))
         missing, wedge, overflow, stale_next = [], [], [], []
         for sub, dma_name, c, alu_src, mul_src in filter(None, subs):
             dcfg = getattr(rc, f"d_{dma_name}_cfg")
@@ -361,7 +425,7 @@ class Sdp(DatapathUnit):
             wedge.append((extra_alu & (~one_out | stale_alu)) | (extra_mul & (~one_out | stale_mul)))
             stale_next += [stale_alu.eq(stale_alu | (extra_alu & one_out)),
                            stale_mul.eq(stale_mul | (extra_mul & one_out))]
-            fit_m, fits = self._both_absorbed(dcfg, dma_name, data_cube, cfg.memory_atomic)
+            fit_m, fits = self._both_absorbed(dcfg, dma_name, data_cube, walk_atom)
             m.submodules[f"{dma_name}_fit"] = fit_m
             overflow.append((use == 2) & dma_on & (alu_take ^ mul_take) & ~fits)
         wedged = Signal()       # SDP_RDMA's group of an earlier layer never completes
@@ -474,11 +538,13 @@ class Sdp(DatapathUnit):
         for sub, dma_name in (("bs", "brdma"), ("bn", "nrdma"), ("ew", "erdma")):
             if not getattr(cfg, f"sdp_{sub}"):
                 continue
-            opdma = ReadDma(**read_dma_params(cfg))
+            opdma = ReadDma(**dict(read_dma_params(cfg), atom_elems=walk_atom))
             # the core takes a data atom every atom / lanes cycles: when that is two or more,
-            # the unpacker's output ready is a register (see OperandUnpack)
+            # the unpacker's output ready is a register (see OperandUnpack; an INT16 layer's
+            # atoms may then come every cycle, their operand groups every other one)
             unpack = OperandUnpack(cfg.atom_bytes, cfg.memory_atomic,
-                                   registered_ready=core_lanes(cfg) < cfg.memory_atomic)
+                                   registered_ready=core_lanes(cfg) < cfg.memory_atomic,
+                                   half=half)
             m.submodules[dma_name] = opdma
             m.submodules[f"{sub}_unpack"] = unpack
             connect_dma(m, opdma.dma, getattr(self, f"sdp_{dma_name}"),
@@ -502,10 +568,17 @@ class Sdp(DatapathUnit):
                          getattr(rc, f"d_{sub}_base_addr_high").as_value()),
                 line_stride=getattr(rc, f"d_{sub}_line_stride").as_value(),
                 surface_stride=getattr(rc, f"d_{sub}_surface_stride").as_value(),
-                atom_bytes=cfg.atom_bytes, addr_width=aw))
+                atom_bytes=cfg.atom_bytes, addr_width=aw, half=is16 if half else None))
+            two_byte = Value.cast(getattr(dcfg, f"{dma_name}_data_size"))
+            if half:
+                # INT16 operands are two bytes whatever DATA_SIZE says: NVIDIA's nvdlav1
+                # operand DMAs size their fetch for two-byte elements whenever PROC_PRECISION is
+                # not INT8 (ONE_BYTE is refused by the model: SdpCore._check)
+                two_byte = two_byte | is16
+                m.d.comb += unpack.half.eq(is16)
             m.d.comb += [
                 fmt.use.eq(Value.cast(getattr(dcfg, f"{dma_name}_data_use"))),
-                fmt.two_byte.eq(Value.cast(getattr(dcfg, f"{dma_name}_data_size"))),
+                fmt.two_byte.eq(two_byte),
                 fmt.per_element.eq(Value.cast(getattr(dcfg, f"{dma_name}_data_mode"))),
                 unpack.repeat.eq(repeat),
                 # the operand DMA runs with the layer when the sub-unit reads memory operands

@@ -20,6 +20,12 @@ strides rewritten so that the DMA reads exactly the operand atoms in data traver
 line, atom); :class:`OperandUnpack` collects each data atom's ``k`` operand atoms, decodes them
 into ``atom`` x (alu, mul) 16-bit operands and repeats each group once per data atom it serves
 (1 for PER_ELEMENT, W*H for PER_KERNEL).
+
+INT16 layers (a configuration with runtime INT16, :class:`hdl.sdp.Sdp`; the model's
+``SdpCore._read_operands`` with ``_epa`` channels per group): the same element layout with
+``atom = atom_bytes // 2`` channels per group and two-byte components (``k`` = 2 or 4), so a
+data atom's operands fill ``k / 2`` memory atoms (``half`` of :func:`operand_cube` and
+:class:`OperandUnpack`).
 """
 from __future__ import annotations
 
@@ -53,7 +59,7 @@ def bytes_per_elem(fmt):
 
 
 def operand_cube(data_cube, fmt, *, base, line_stride, surface_stride, atom_bytes: int,
-                 addr_width: int) -> data.View:
+                 addr_width: int, half=None) -> data.View:
     """The :func:`hdl.dma.cube.cube_layout` view (combinational, no statements) of the operand
     cube that serves the data cube ``data_cube`` (a cube_layout view) in format ``fmt`` (an
     :func:`operand_fmt_layout` value; see the module docstring), from the operand base address
@@ -63,6 +69,15 @@ def operand_cube(data_cube, fmt, *, base, line_stride, surface_stride, atom_byte
     1 x 1 cube: surface stride ``k * atom_bytes``, one contiguous run as NVIDIA reads it).
     PER_KERNEL: width ``k`` atoms, height 1, surface stride ``k * atom_bytes`` (contiguous).
 
+    ``half`` (None, or a 1-bit value on a configuration with runtime INT16, see
+    :class:`hdl.sdp.Sdp`): 1 in an INT16 layer, whose data atoms hold ``atom_bytes // 2``
+    channels, so that one data atom's operands fill ``q = k / 2`` memory atoms instead of ``k``
+    (``fmt.two_byte`` must then be 1: ``k`` is 2 or 4); every ``k`` above reads ``q`` then
+    (format.rst "Bias Data Format": the same element layout, ``atom_bytes // 2`` channels per
+    group, 16 on nv_full; the model's ``SdpCore._read_operands`` with ``_epa`` channels per
+    group). ``data_cube.channel`` is whatever the operand DMA's walker takes
+    (:class:`hdl.sdp.Sdp` passes its surface count in the walker's units).
+
     Widths: the PER_ELEMENT width ``k * W - 1`` is cut to CUBE_DIM_BITS (data widths above
     8192 / k atoms are not supported).
     """
@@ -71,6 +86,11 @@ def operand_cube(data_cube, fmt, *, base, line_stride, surface_stride, atom_byte
     # k * W as a shift by log2(k) (issue 10: a multiplier here, a DSP block in the path from
     # the configuration into the operand DMA's walker, was SDP's critical path on ECP5)
     k_log2 = fmt.two_byte + (fmt.use == 2)
+    if half is not None:
+        # INT16: q = k / 2 atoms per data atom (k is 2 or 4: two-byte operands)
+        both = fmt.use == 2
+        k = Mux(half, Mux(both, 2, 1), k)
+        k_log2 = Mux(half, both, k_log2)
     per_w = (((data_cube.width + 1) << k_log2) - 1)[:CUBE_DIM_BITS]
     kern_stride = (k * atom_bytes)
     lay = cube_layout(addr_width)
@@ -104,28 +124,45 @@ class OperandUnpack(wiring.Component):
     one data atom every two cycles) at most one group every two cycles, and the ready signal of
     the output does not reach the input (:class:`hdl.lib.gearbox.Repeat`).
 
+    With ``half`` (a configuration with runtime INT16, :class:`hdl.sdp.Sdp`) the port ``half``
+    In(1), stable for a layer: 1 in an INT16 layer, whose data atoms hold ``atom_elems // 2``
+    channels: a group is then collected from ``k / 2`` operand atoms (``fmt.two_byte`` must be
+    1, ``k`` 2 or 4) and its lanes ``0 .. atom_elems // 2 - 1`` hold the operands (the same
+    two-byte decoding as INT8's, format.rst "Bias Data Format"); the other lanes are
+    meaningless.
+
     Raises ValueError: ``atom_bytes != atom_elems``.
     """
 
-    def __init__(self, atom_bytes: int, atom_elems: int, *, registered_ready: bool = False):
+    def __init__(self, atom_bytes: int, atom_elems: int, *, registered_ready: bool = False,
+                 half: bool = False):
         if atom_bytes != atom_elems:
             raise ValueError(f"operand unpacking needs one byte per channel per atom "
                              f"(atom_bytes {atom_bytes} != atom_elems {atom_elems})")
         self.atom_bytes, self.atom_elems = atom_bytes, atom_elems
         self.registered_ready = registered_ready
+        self.has_half = half
         self.group = data.ArrayLayout(operand_layout(), atom_elems)
-        super().__init__({
+        members = {
             "i": In(stream.Signature(unsigned(8 * atom_bytes))),
             "o": Out(stream.Signature(self.group)),
             "fmt": In(operand_fmt_layout()),
             "repeat": In(REPEAT_BITS),
-        })
+        }
+        if half:
+            members["half"] = In(1)
+        super().__init__(members)
 
     def elaborate(self, platform):
         m = Module()
         ab, n, fmt = self.atom_bytes, self.atom_elems, self.fmt
         m.submodules.collect = collect = Merge(unsigned(8 * ab), MAX_BYTES_PER_ELEM)
-        m.d.comb += collect.count.eq(bytes_per_elem(fmt))
+        if self.has_half:
+            # INT16: k / 2 atoms per group (two-byte operands: 2 with DATA_USE = BOTH, else 1)
+            m.d.comb += collect.count.eq(Mux(self.half, Mux(fmt.use == 2, 2, 1),
+                                             bytes_per_elem(fmt)))
+        else:
+            m.d.comb += collect.count.eq(bytes_per_elem(fmt))
 
         def decode(m, atoms):
             raw = Cat(*[atoms[j] for j in range(MAX_BYTES_PER_ELEM)])

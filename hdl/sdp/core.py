@@ -29,10 +29,22 @@ register the ready signal, which the Map stages pass through combinationally.
 
 Offset 0, scale 1, shift 0 with every sub-unit bypassed is the identity on int8 input.
 Throughput ``lanes`` elements per cycle (one atom every ``atom / lanes`` cycles).
+
+INT16 (built when :func:`hdl.sdp.rdma.has_int16`; the ``int16`` port, 1 in an INT16 layer; the
+model's ``SdpCore.run``: INT8's arithmetic on int16 elements, verif/model/sdp.py): an input
+atom's ``e = atom_bytes // 2`` elements are its lanes 0 .. e - 1 (int16 sign-extended to 32
+bits by :class:`hdl.sdp.Sdp`, or CACC's int32), as are its operand groups'; step 2
+(:class:`hdl.lib.gearbox.Split` with ``count``) sends only the ``max(1, e / lanes)`` groups that
+hold them, every stage computes as in INT8 (32-bit elements, 16-bit operands, the LUT on 32 bits), step 4 saturates
+to 16 bits instead of 8 (the 17-bit intermediate and its count unchanged), and step 5 merges
+that many groups and packs element j into bytes 2j, 2j + 1 (:func:`pack_atom`). A lane beyond
+``e`` (``lanes`` > e) carries no channel: left out of ``sat_count`` and the LUT statistics.
+An INT16 atom then takes ``max(1, e / lanes)`` cycles. Without int16 none of this is built.
+FP16 is not built.
 """
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -41,12 +53,13 @@ from hdl.lib.fixed import (in_range, partial_products, partial_products_layout, 
                            round_bias_shape, round_shift, saturate, sum_partial_products)
 from hdl.lib.stream import Map, SkidBuffer
 from hdl.lib.gearbox import Join, Merge, Split, narrow_layout
-from hdl.sdp.rdma import atom_layout
+from hdl.sdp.rdma import atom_layout, has_int16, int16_elems
 from hdl.sdp import lut
 from hdl.sdp.y import YSubUnit, y_cfg_layout
 from hdl.sdp.x import X_DATA_BITS, XSubUnit, array_signal, operand_layout, x_cfg_layout
 
-__all__ = ["SdpCore", "op_sel_layout", "core_lanes", "wide_atom_layout"]
+__all__ = ["SdpCore", "op_sel_layout", "core_lanes", "wide_atom_layout",
+           "pack_atom"]
 
 _PROD_BITS = 49          # (int32 - int32) * int16: 33 x 16 bits, exact
 
@@ -65,6 +78,21 @@ def wide_atom_layout(cfg: NvdlaConfig) -> data.ArrayLayout:
     return data.ArrayLayout(signed(X_DATA_BITS), cfg.memory_atomic)
 
 
+def pack_atom(m: Module, slots, lanes: int, atom: int, int16) -> Value:
+    """The output atom (``atom`` bytes, lane i = byte i, :func:`hdl.sdp.rdma.atom_layout`) of
+    the merged element groups ``slots`` (``atom // lanes`` slots of ``lanes`` 16-bit elements,
+    element j = slot ``j // lanes`` lane ``j % lanes``): byte j = element j's low byte (INT8),
+    or bytes 2j, 2j + 1 = element j little-endian (``int16``, a 1-bit value; elements
+    ``0 .. atom // 2 - 1``; format.rst "Feature Data Format"). Combinational."""
+    def elem(j):
+        return Value.cast(slots[j // lanes][j % lanes])
+    out = Signal(data.ArrayLayout(signed(8), atom), name="packed")
+    for b in range(atom):
+        m.d.comb += out[b].eq(Mux(int16, elem(b // 2)[8 * (b % 2):8 * (b % 2) + 8],
+                                  elem(b)[:8]))
+    return out.as_value()
+
+
 def core_lanes(cfg: NvdlaConfig) -> int:
     """Elements per cycle of the SDP datapath: the largest enabled X throughput (at least 1),
     capped at cfg.memory_atomic. Raises ValueError when it does not divide the atom."""
@@ -81,7 +109,10 @@ class SdpCore(wiring.Component):
 
     Ports:
         i: In(stream of wide_atom_layout(cfg)) input atoms (32-bit elements); o: Out(stream of
-            atom_layout(cfg)) output atoms (int8).
+            atom_layout(cfg)) output atoms (int8; in an INT16 layer int16 elements packed
+            little endian, :func:`pack_atom`).
+        int16: In(1), only when :func:`hdl.sdp.rdma.has_int16`: the layer is INT16 (module
+            docstring); stable for a layer like the other configuration inputs.
         bs_op / bn_op (when cfg.sdp_bs / cfg.sdp_bn): In(stream of ArrayLayout(operand_layout(),
             atom)) one operand group per input atom (lane = channel % atom), consumed only when
             the sub-unit is on and takes an operand from memory.
@@ -90,7 +121,8 @@ class SdpCore(wiring.Component):
             memory (its operand stream is consumed; its DMA must run).
         cvt_offset In(signed 32), cvt_scale In(signed 16), cvt_shift In(6).
         sat_count Out(range(lanes + 1)): output elements of the converter leaving in this cycle
-            whose 17-bit intermediate saturated (D_PERF_OUT_SATURATION).
+            whose 17-bit intermediate saturated (D_PERF_OUT_SATURATION; lanes that carry a
+            channel).
         ew_cfg In(:func:`hdl.sdp.y.y_cfg_layout`), ew_mem_en Out(1), ew_op (when cfg.sdp_ew) In(stream of the
             operand group), lut_p In(:func:`hdl.sdp.lut.params_layout`), LUT access lut_we /
             lut_table / lut_addr / lut_wdata In, lut_rdata Out(16), stat_counts Out (per
@@ -129,6 +161,9 @@ class SdpCore(wiring.Component):
         self.op_subs = self.subs + (["ew"] if cfg.sdp_ew else [])
         for s in self.op_subs:
             members[f"{s}_op"] = In(stream.Signature(group))
+        self.half = has_int16(cfg)
+        if self.half:
+            members["int16"] = In(1)
         super().__init__(members)
 
     def elaborate(self, platform):
@@ -175,7 +210,16 @@ class SdpCore(wiring.Component):
                      self.i.ready.eq(join.o.ready & ops_ok)]
 
         # 2. split into throughput-wide groups, then widen them and pick the operands
-        m.submodules.split = split = Split(join.layout, atom // lanes)
+        if self.half:
+            # INT16 layers: an atom's int16 elements are its lanes 0 .. atom/2 - 1, i.e. its
+            # first max(1, atom / 2 / lanes) groups
+            e16 = int16_elems(cfg)
+            groups = Signal(range(atom // lanes + 1), name="groups")
+            m.d.comb += groups.eq(Mux(self.int16, max(1, e16 // lanes), atom // lanes))
+            m.submodules.split = split = Split(join.layout, atom // lanes, counted=True)
+            m.d.comb += split.count.eq(groups)
+        else:
+            m.submodules.split = split = Split(join.layout, atom // lanes)
         wiring.connect(m, join.o, split.i)
 
         def widen(m, p):
@@ -233,7 +277,10 @@ class SdpCore(wiring.Component):
             ]
             last = out
         if cfg.sdp_ew:
-            m.submodules.y = yu = YSubUnit(lanes, narrow, "ew", lut=cfg.sdp_lut)
+            m.submodules.y = yu = YSubUnit(lanes, narrow, "ew", lut=cfg.sdp_lut,
+                                           half_lanes=int16_elems(cfg) if self.half else None)
+            if self.half:
+                m.d.comb += yu.int16.eq(self.int16)
             m.d.comb += [yu.cfg.eq(self.ew_cfg), yu.lut_p.eq(self.lut_p),
                          yu.lut_we.eq(self.lut_we), yu.lut_table.eq(self.lut_table),
                          yu.lut_addr.eq(self.lut_addr), yu.lut_wdata.eq(self.lut_wdata),
@@ -243,7 +290,8 @@ class SdpCore(wiring.Component):
 
         # 4. output converter
         products = data.ArrayLayout(signed(_PROD_BITS), lanes)
-        out_group = data.ArrayLayout(signed(cfg.bpe), lanes)
+        # INT16: 16-bit outputs (saturated to 8 bits in INT8 layers)
+        out_group = data.ArrayLayout(signed(16 if self.half else cfg.bpe), lanes)
 
         # the product as partial products (one 18 x 18 DSP multiplier each), registered before
         # their sum (issue 10: the subtraction, the multipliers and the 49-bit sum in one stage)
@@ -278,8 +326,16 @@ class SdpCore(wiring.Component):
             vs, sats = [], []
             for k in range(lanes):
                 q = round_shift(p[k], self.cvt_shift, signed(_PROD_BITS))
-                vs.append(saturate(q, cfg.bpe))
-                sats.append(~in_range(q, 17))
+                sat = ~in_range(q, 17)
+                if self.half:
+                    # INT16: saturated to 16 bits (the model's output_convert, 8 * 2 bits);
+                    # a lane beyond an INT16 atom's elements carries no channel: not counted
+                    vs.append(Mux(self.int16, saturate(q, 16), saturate(q, cfg.bpe)))
+                    if k >= int16_elems(cfg):
+                        sat = sat & ~self.int16
+                else:
+                    vs.append(saturate(q, cfg.bpe))
+                sats.append(sat)
             return {"v": array_signal(m, out_group, vs, "cvt_out"), "sat": Cat(*sats)}
 
         m.submodules.skid_mid = skid_mid = SkidBuffer(narrow)
@@ -302,9 +358,16 @@ class SdpCore(wiring.Component):
         # 5. merge into atoms (the merged groups have the bit layout of an atom)
         # (Merge registers the atom; its bits are the output atom's: no stage after it, issue 36)
         m.submodules.merge = merge = Merge(out_group, atom // lanes)
-        m.d.comb += merge.count.eq(atom // lanes)
+        if self.half:
+            # 16-bit slots: the atom's bytes are picked from them by INT8 / INT16 (a 2:1 mux
+            # after the Merge register); an INT16 atom of max(1, atom / 2 / lanes) groups
+            payload = pack_atom(m, merge.o.payload, lanes, atom, self.int16)
+            m.d.comb += merge.count.eq(groups)
+        else:
+            payload = merge.o.payload.as_value()
+            m.d.comb += merge.count.eq(atom // lanes)
         m.d.comb += [merge.i.valid.eq(skid_out.o.valid), merge.i.payload.eq(skid_out.o.payload.v),
                      skid_out.o.ready.eq(merge.i.ready),
-                     self.o.valid.eq(merge.o.valid), self.o.payload.eq(merge.o.payload.as_value()),
+                     self.o.valid.eq(merge.o.valid), self.o.payload.eq(payload),
                      merge.o.ready.eq(self.o.ready)]
         return m

@@ -19,7 +19,12 @@ the 32-bit register operands D_DP_EW_ALU/MUL_SRC_VALUE:
   sign-extended. NVIDIA's output converter passes its input's low 16 bits in compare mode, of
   which an int8 output keeps the low 8 (nv_small NV_NVDLA_SDP_HLS_C_int.v ``cfg_mode_eql``,
   NV_NVDLA_SDP_HLS_c.v); :class:`hdl.sdp.Sdp` sets its converter to the identity then, which
-  passes these values unchanged and never saturates (NVIDIA flags no saturation either).
+  passes these values unchanged and never saturates (NVIDIA flags no saturation either). An
+  INT16 layer (``half_lanes``) keeps the low 16 bits, all that converter passes (the model's
+  ``SdpCore.run``).
+
+Every width above is the same in INT16 layers (nv_full): INT8's arithmetic on int16 inputs
+sign-extended to 32 bits (the model's ``SdpCore._check`` / ``run``).
 
 Facts from NVIDIA's C model (cmod/hls/sdp/sdp_y.cpp, sdp_y_core.cpp, sdp_y_cvt.cpp, the source of
 the Y RTL), recorded with citations in the bit-exact model's docstring (verif/model/sdp.py
@@ -84,6 +89,13 @@ class YSubUnit(wiring.Component):
         lut: build the LUT (cfg.sdp_lut); without it EW_LUT_BYPASS is taken as set.
         out_bits: element width of the unit's output (cfg.bpe; nv_small 8), kept in compare
             mode.
+        half_lanes: None, or (a configuration with runtime INT16, :class:`hdl.sdp.Sdp`) the
+            elements of an INT16 atom (``atom_bytes // 2``): adds the port ``int16`` In(1),
+            stable while items flow: 1 in an INT16 layer, where compare mode keeps the result's
+            low 16 bits (the model's ``SdpCore.run``: ``x & 0xFFFF`` sign-extended; NVIDIA's
+            converter passes 16 bits, module docstring) and lanes ``>= half_lanes`` (present
+            when ``lanes`` exceeds an INT16 atom; they carry no channel) are left out of
+            ``stat_counts``.
 
     Ports: ``i`` In(stream of ``layout``); ``o`` Out(stream of ``layout``) with ``x`` replaced;
     ``cfg`` In(:func:`y_cfg_layout`); ``lut_p`` In(:func:`hdl.sdp.lut.params_layout`), both
@@ -100,12 +112,13 @@ class YSubUnit(wiring.Component):
     """
 
     def __init__(self, lanes: int, layout: data.StructLayout, op_field: str = "ew", *,
-                 lut: bool = True, out_bits: int = 8):
+                 lut: bool = True, out_bits: int = 8, half_lanes: int | None = None):
         if lanes < 1:
             raise ValueError(f"lanes must be >= 1, not {lanes}")
         if not 1 <= out_bits <= 32:
             raise ValueError(f"out_bits must be in 1..32, not {out_bits}")
         self.out_bits = out_bits
+        self.half_lanes = half_lanes
         fields = dict(layout)
         want = {"x": data.ArrayLayout(signed(X_DATA_BITS), lanes),
                 op_field: data.ArrayLayout(operand_layout(), lanes)}
@@ -121,6 +134,7 @@ class YSubUnit(wiring.Component):
             "lut_we": In(1), "lut_table": In(1), "lut_addr": In(10), "lut_wdata": In(16),
             "lut_rdata": Out(16),
             "stat_counts": Out(data.ArrayLayout(range(lanes + 1), len(_STATS))),
+            **({"int16": In(1)} if half_lanes is not None else {}),
         })
 
     def elaborate(self, platform):
@@ -236,7 +250,10 @@ class YSubUnit(wiring.Component):
                             getattr(p, f"{name}_oflow_scale"), getattr(p, f"{name}_oflow_shift"))
                     use_lo, st = lut.select(s.le[k], s.lo[k], p)
                     outs.append(Mux(c.lut_bypass, s.v[k], Mux(use_lo, ys["lo"], ys["le"])))
-                    stats.append(Mux(c.lut_bypass | c.bypass, 0, st))
+                    off = c.lut_bypass | c.bypass
+                    if self.half_lanes is not None and k >= self.half_lanes:
+                        off = off | self.int16          # no channel in an INT16 atom
+                    stats.append(Mux(off, 0, st))
                 return {"v": array_signal(m, arr32, outs, "lut_res"), "pay": s.pay,
                         "stat": array_signal(m, stat_shape, stats, "lut_stat")}
 
@@ -254,9 +271,14 @@ class YSubUnit(wiring.Component):
 
         def out(m, s):
             fields = {name: s.pay[name] for name, _ in layout if name != "x"}
-            xs = [Mux(c.bypass, s.pay.x[k],
-                      Mux(eql, sign_extend(s.v[k], self.out_bits, 32), s.v[k]))
-                  for k in range(n)]
+
+            def kept(v):
+                """the low bits compare mode keeps (16 in an INT16 layer)"""
+                low = sign_extend(v, self.out_bits, 32)
+                if self.half_lanes is None:
+                    return low
+                return Mux(self.int16, sign_extend(v, 16, 32), low)
+            xs = [Mux(c.bypass, s.pay.x[k], Mux(eql, kept(s.v[k]), s.v[k])) for k in range(n)]
             return {"x": array_signal(m, layout["x"].shape, xs, "y_res"), **fields}
 
         # the output selection is combinational on the last stage's register (no extra latency)

@@ -293,3 +293,56 @@ async def reg_read(ctx, bus, unit, reg: str) -> int:
     ctx.set(bus.addr, reg_word(unit, reg))
     await ctx.delay(1e-9)
     return ctx.get(bus.rdata)
+
+
+def mcif_read_client(port, mem, beat: int, rng: random.Random, p_ready: float):
+    """A fake MCIF answering DMA read client ``port`` (hdl.dma's DmaReadSignature) from ``mem``
+    (verif.mem.SparseMemory), ``beat`` bytes per beat in request order; its req.ready and
+    rsp.valid random (``p_ready``). Returns the process (``sim.add_process``)."""
+    async def proc(ctx):
+        q = deque()
+        while True:
+            ctx.set(port.req.ready, rng.random() < p_ready)
+            if q:
+                ctx.set(port.rsp.valid, rng.random() < p_ready)
+                ctx.set(port.rsp.payload, int.from_bytes(mem.read_bytes(q[0], beat), "little"))
+            else:
+                ctx.set(port.rsp.valid, 0)
+            _, _, qv, qr, qp, sv, sr = await ctx.tick().sample(
+                port.req.valid, port.req.ready, port.req.payload, port.rsp.valid, port.rsp.ready)
+            if sv and sr:
+                q.popleft()
+            if qv and qr:
+                q.extend(qp.addr + i * beat for i in range(qp.len + 1))
+    return proc
+
+
+def mcif_write_client(port, mem, beat: int, rng: random.Random, p_ready: float):
+    """A fake MCIF storing DMA write client ``port``'s bursts (hdl.dma's DmaWriteSignature) into
+    ``mem`` with their byte strobes; req.ready and data.ready random (``p_ready``), each burst's
+    ``done`` 1..5 cycles after its last beat. Returns the process (``sim.add_process``)."""
+    async def proc(ctx):
+        bursts, b_due, cyc = deque(), deque(), 0
+        while True:
+            ctx.set(port.req.ready, rng.random() < p_ready)
+            ctx.set(port.data.ready, bool(bursts) and rng.random() < p_ready)
+            ctx.set(port.done, bool(b_due) and b_due[0] <= cyc)
+            _, _, qv, qr, qp, dv, dr, dp, dn = await ctx.tick().sample(
+                port.req.valid, port.req.ready, port.req.payload,
+                port.data.valid, port.data.ready, port.data.payload, port.done)
+            cyc += 1
+            if dn:
+                b_due.popleft()
+            if dv and dr:
+                b = bursts[0]
+                for i in range(beat):
+                    if (dp.strb >> i) & 1:
+                        mem.write(b[0] + i, bytes([(dp.data >> (8 * i)) & 0xFF]))
+                b[0] += beat
+                b[1] -= 1
+                if b[1] == 0:
+                    bursts.popleft()
+                    b_due.append(cyc + rng.randrange(1, 6))
+            if qv and qr:
+                bursts.append([qp.addr, qp.len + 1])
+    return proc

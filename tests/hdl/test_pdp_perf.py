@@ -12,7 +12,6 @@ DMA_EN on in one and off in the other. ``run_unit`` is also used by tests/hdl/te
 from __future__ import annotations
 
 import random
-from collections import deque
 
 import pytest
 from amaranth.sim import Simulator
@@ -20,6 +19,7 @@ from amaranth.sim import Simulator
 from hdl.config import NV_SMALL
 from hdl.pdp import Pdp
 from hdl.regmap import REGMAP
+from streams import mcif_read_client, mcif_write_client
 from verif.mem import SparseMemory
 
 A = NV_SMALL.memory_atomic
@@ -98,58 +98,12 @@ def run_unit(unit, program, *, mem: SparseMemory, layers: int, reads=(), seed: i
             if done_grp:
                 state["layers"] += 1
 
-    def read_client(port):
-        async def proc(ctx):
-            q = deque()
-            while True:
-                ctx.set(port.req.ready, rng.random() < p_ready)
-                if q:
-                    ctx.set(port.rsp.valid, rng.random() < p_ready)
-                    ctx.set(port.rsp.payload, int.from_bytes(mem.read_bytes(q[0], beat), "little"))
-                else:
-                    ctx.set(port.rsp.valid, 0)
-                _, _, qv, qr, qp, sv, sr = await ctx.tick().sample(
-                    port.req.valid, port.req.ready, port.req.payload, port.rsp.valid, port.rsp.ready)
-                if sv and sr:
-                    q.popleft()
-                if qv and qr:
-                    q.extend(qp.addr + i * beat for i in range(qp.len + 1))
-        return proc
-
-    def write_client(port):
-        async def proc(ctx):
-            bursts, b_due, cyc = deque(), deque(), 0
-            while True:
-                ctx.set(port.req.ready, rng.random() < p_ready)
-                ctx.set(port.data.ready, bool(bursts) and rng.random() < p_ready)
-                ctx.set(port.done, bool(b_due) and b_due[0] <= cyc)
-                _, _, qv, qr, qp, dv, dr, dp, dn = await ctx.tick().sample(
-                    port.req.valid, port.req.ready, port.req.payload,
-                    port.data.valid, port.data.ready, port.data.payload, port.done)
-                cyc += 1
-                if dn:
-                    b_due.popleft()
-                if dv and dr:
-                    b = bursts[0]
-                    word = dp.data
-                    for i in range(beat):
-                        if (dp.strb >> i) & 1:
-                            mem.write(b[0] + i, bytes([(word >> (8 * i)) & 0xFF]))
-                    b[0] += beat
-                    b[1] -= 1
-                    if b[1] == 0:
-                        bursts.popleft()
-                        b_due.append(cyc + rng.randrange(1, 6))
-                if qv and qr:
-                    bursts.append([qp.addr, qp.len + 1])
-        return proc
-
     sim.add_testbench(csb)
     sim.add_process(monitor)
     for p in rd_ports:
-        sim.add_process(read_client(p))
+        sim.add_process(mcif_read_client(p, mem, beat, rng, p_ready))
     for p in wr_ports:
-        sim.add_process(write_client(p))
+        sim.add_process(mcif_write_client(p, mem, beat, rng, p_ready))
     sim.run()
     return stalls, values
 

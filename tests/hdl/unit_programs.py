@@ -13,10 +13,11 @@ import warnings
 from verif.mem import SparseMemory
 from verif.model import Nvdla
 
-__all__ = ["program", "model_after", "unit_memory", "check_outputs"]
+__all__ = ["program", "model_after", "unit_memory", "check_outputs", "WRITE", "LOAD"]
 
-_WRITE = re.compile(r"reg_write\(NVDLA_(\w+)\.(\w+)_0, (0x[0-9a-fA-F]+)\);")
-_LOAD = re.compile(r'mem_load\(pri_mem, (0x[0-9a-fA-F]+), "([^"]+)"\);')
+#: a trace .cfg register write and memory load line (verif/gen/writer.py)
+WRITE = re.compile(r"reg_write\(NVDLA_(\w+)\.(\w+)_0, (0x[0-9a-fA-F]+)\);")
+LOAD = re.compile(r'mem_load\(pri_mem, (0x[0-9a-fA-F]+), "([^"]+)"\);')
 
 
 def program(generate, seed: int, cfg, layers: int):
@@ -29,9 +30,9 @@ def program(generate, seed: int, cfg, layers: int):
     for line in prog.writer.lines:
         if not isinstance(line, str):
             continue
-        if mw := _WRITE.fullmatch(line.split("    //")[0]):
+        if mw := WRITE.fullmatch(line.split("    //")[0]):
             writes.append((mw[1], mw[2], int(mw[3], 16)))
-        elif ml := _LOAD.fullmatch(line):
+        elif ml := LOAD.fullmatch(line):
             loads.append((int(ml[1], 16), bytes(prog.writer.images[ml[2]])))
     outs = [o for lay in prog.layers for o in lay.out]
     return loads, writes, outs
