@@ -64,8 +64,9 @@ from hdl.cdp.dma import group_layout
 from hdl.config import NvdlaConfig
 from hdl.dma import CUBE_DIM_BITS, atom_layout, dma_params
 from hdl.dma.walker import check_dma_params
-from hdl.lib.fp import (fp_add, fp_extend, fp_is_nan, fp_mul, fp_narrow, fp_of_fraction,
-                        fp_shorten, fp_widen)
+from hdl.lib.fp import (FpAddStages, fp_add_align, fp_add_aligned_layout, fp_add_finish,
+                        fp_add_sum, fp_add_sum_layout, fp_extend, fp_is_nan, fp_mul, fp_narrow,
+                        fp_of_fraction, fp_shorten, fp_widen)
 from hdl.lib.stream import Map, SkidBuffer, chain
 
 __all__ = ["CdpFp16Core", "params_layout", "lut_params_layout", "fp17_square", "fp16_to_fp32",
@@ -253,7 +254,11 @@ class CdpFp16Core(wiring.Component):
         off = lp.le_index_offset
         two_o = Mux(lp.le_exp & (off > -127), Cat(Const(0, 23), (off + 127)[:8], Const(0, 1)), 0)
         le_min = Signal(FP32)
-        m.d.sync += le_min.eq(fp_add(m, two_o, lp.le_start, 8, 23, name="le_min"))
+        le_al = Signal(fp_add_aligned_layout(8, 23), name="le_min_al")
+        le_sm = Signal(fp_add_sum_layout(8, 23), name="le_min_sm")
+        m.d.sync += [le_al.eq(fp_add_align(m, two_o, lp.le_start, 8, 23, name="le_min")),
+                     le_sm.eq(fp_add_sum(m, le_al, 8, 23, name="le_min")),
+                     le_min.eq(fp_add_finish(m, le_sm, 8, 23, name="le_min"))]
         scale17 = {}
         for t in ("le", "lo"):
             for flow in ("uflow", "oflow"):
@@ -300,32 +305,44 @@ class CdpFp16Core(wiring.Component):
         l_s7 = _per_lane(tp, x=FP17, s=FP32, p=FP32)
         l_v = _per_lane(tp, x=FP17, v=FP32)
 
-        def pairs(m, w):
+        l_centre = _per_lane(tp, x=FP17, c=FP32)
+
+        def pair_operands(m, w):                    # lower channel is operand a
+            return [(w.taps[ln][MAX_HALF - k], w.taps[ln][MAX_HALF + k])
+                    for ln in range(tp) for k in range(1, MAX_HALF + 1)]
+
+        def centre(m, w):
+            out = Signal(l_centre, name="centre")
+            m.d.comb += [out.x.eq(w.x)]
+            m.d.comb += [out.c[ln].eq(w.taps[ln][MAX_HALF]) for ln in range(tp)]
+            return out
+
+        def pairs(m, a, sums):
             ps = Signal(l_pairs["p"].shape, name="pairs")
             for ln in range(tp):
-                for k in range(1, MAX_HALF + 1):     # lower channel is operand a
-                    m.d.comb += ps[ln][k - 1].eq(fp_add(
-                        m, w.taps[ln][MAX_HALF - k], w.taps[ln][MAX_HALF + k], 8, 23,
-                        name=f"p{k}_{ln}"))
-            return {"x": w.x, "c": lane_array(m, [w.taps[ln][MAX_HALF] for ln in range(tp)], FP32),
-                    "p": ps}
+                for k in range(1, MAX_HALF + 1):
+                    m.d.comb += ps[ln][k - 1].eq(sums[ln * MAX_HALF + k - 1])
+            return {"x": a.x, "c": a.c, "p": ps}
 
-        def sum3(m, a):
-            return {"x": a.x,
-                    "s": lane_array(m, [fp_add(m, a.p[ln][0], a.c[ln], 8, 23, name=f"s3_{ln}")
-                                  for ln in range(tp)], FP32),
+        def sum3_operands(m, a):
+            return [(a.p[ln][0], a.c[ln]) for ln in range(tp)]
+
+        def sum3(m, a, sums):
+            return {"x": a.x, "s": lane_array(m, sums, FP32),
                     "p": lane_array(m, [Cat(*(a.p[ln][k] for k in range(1, 4))) for ln in range(tp)],
                               data.ArrayLayout(FP32, 3))}
 
+        def s_operands(rest):
+            """(s, p_k) per lane: p_k the first pair left (the only one when ``rest`` is 0)."""
+            return lambda m, a: [(a.s[ln], a.p[ln] if rest == 0 else a.p[ln][0])
+                                 for ln in range(tp)]
+
         def sum_next(k, rest):
             """s = s + p_k when the window reaches c +- k (NORMALZ_LEN >= k - 1)."""
-            def fn(m, a):
+            def fn(m, a, sums):
                 ss, ps = [], []
                 for ln in range(tp):
-                    pk = a.p[ln] if rest == 0 else a.p[ln][0]
-                    ss.append(Mux(half >= k - 1,
-                                  fp_add(m, a.s[ln], pk, 8, 23, name=f"s{2 * k + 1}_{ln}"),
-                                  a.s[ln]))
+                    ss.append(Mux(half >= k - 1, sums[ln], a.s[ln]))
                     if rest:
                         ps.append(Cat(*(a.p[ln][j] for j in range(1, rest + 1))))
                 out = {"x": a.x, "s": lane_array(m, ss, FP32)}
@@ -334,10 +351,10 @@ class CdpFp16Core(wiring.Component):
                 return out
             return fn
 
-        def total(m, a):
+        def total(m, a, sums):
             vs = []
             for ln in range(tp):
-                s9 = Mux(half == 3, fp_add(m, a.s[ln], a.p[ln], 8, 23, name=f"s9_{ln}"), a.s[ln])
+                s9 = Mux(half == 3, sums[ln], a.s[ln])
                 # SQSUM_BYPASS: the element's own x in fp32 (model)
                 vs.append(Mux(p.sqsum_bypass, fp_extend(m, a.x[ln], 6, 10, 8, 23,
                                                         name=f"bp_{ln}"), s9))
@@ -345,9 +362,13 @@ class CdpFp16Core(wiring.Component):
 
         win = LrnWindow(lanes, tp, P, FP17, FP32)
         sum_st = chain(m, cvt_st.o, square=Map(conv_l, win_in, square), window=win,
-                       sum_pairs=Map(win.o.payload.shape(), l_pairs, pairs),
-                       sum3=Map(l_pairs, l_s3, sum3), sum5=Map(l_s3, l_s5, sum_next(2, 2)),
-                       sum7=Map(l_s5, l_s7, sum_next(3, 1)), sum9=Map(l_s7, l_v, total))
+                       sum_pairs=FpAddStages(win.o.payload.shape(), l_pairs, 8, 23,
+                                             MAX_HALF * tp, pair_operands, pairs,
+                                             keep=centre, keep_shape=l_centre),
+                       sum3=FpAddStages(l_pairs, l_s3, 8, 23, tp, sum3_operands, sum3),
+                       sum5=FpAddStages(l_s3, l_s5, 8, 23, tp, s_operands(2), sum_next(2, 2)),
+                       sum7=FpAddStages(l_s5, l_s7, 8, 23, tp, s_operands(1), sum_next(3, 1)),
+                       sum9=FpAddStages(l_s7, l_v, 8, 23, tp, s_operands(0), total))
 
         # ---- 3. LUT: s - START (both tables), index, table read, choice and operands,
         # A - B, to fp17, times K, plus T0 (eight stages, a skid buffer halfway) ----
@@ -364,14 +385,16 @@ class CdpFp16Core(wiring.Component):
         l_prod = _per_lane(tp, x=FP17, pr=FP17, t0=FP17, nan=1, nanf=FP17)
         l_f = _per_lane(tp, x=FP17, f=FP17)
 
-        def sub_start(m, a):
+        flip = Const(1 << 31, 32)
+
+        def sub_operands(m, a):
             # fp32_sub(s, START) = fp32_add(s, START with its sign flipped) (model)
-            flip = Const(1 << 31, 32)
-            return {"x": a.x, "v": a.v,
-                    "dle": lane_array(m, [fp_add(m, a.v[ln], lp.le_start ^ flip, 8, 23,
-                                           name=f"dle_{ln}") for ln in range(tp)], FP32),
-                    "dlo": lane_array(m, [fp_add(m, a.v[ln], lp.lo_start ^ flip, 8, 23,
-                                           name=f"dlo_{ln}") for ln in range(tp)], FP32)}
+            return [(a.v[ln], lp.le_start ^ flip) for ln in range(tp)] + \
+                   [(a.v[ln], lp.lo_start ^ flip) for ln in range(tp)]
+
+        def sub_start(m, a, sums):
+            return {"x": a.x, "v": a.v, "dle": lane_array(m, sums[:tp], FP32),
+                    "dlo": lane_array(m, sums[tp:], FP32)}
 
         def index(m, a):
             les = Signal(l_idx["le"].shape, name="le_idx")
@@ -442,11 +465,12 @@ class CdpFp16Core(wiring.Component):
                 ]
             return out
 
-        def diff(m, a):
-            flip = Const(1 << 31, 32)
+        def diff_operands(m, a):
+            return [(a.a[ln], a.b[ln] ^ flip) for ln in range(tp)]
+
+        def diff(m, a, sums):
             return {"x": a.x, "k": a.k, "t0": a.t0, "nan": a.nan, "nanf": a.nanf,
-                    "d": lane_array(m, [fp_add(m, a.a[ln], a.b[ln] ^ flip, 8, 23, name=f"ab_{ln}")
-                                  for ln in range(tp)], FP32)}
+                    "d": lane_array(m, sums, FP32)}
 
         def shorten(m, a):
             return {"x": a.x, "k": a.k, "t0": a.t0, "nan": a.nan, "nanf": a.nanf,
@@ -458,13 +482,16 @@ class CdpFp16Core(wiring.Component):
                     "pr": lane_array(m, [fp_mul(m, a.d[ln], a.k[ln], 6, 10, name=f"dk_{ln}")
                                    for ln in range(tp)], FP17)}
 
-        def plus_t0(m, a):
-            return {"x": a.x,
-                    "f": lane_array(m, [Mux(a.nan[ln], a.nanf[ln],
-                                      fp_add(m, a.pr[ln], a.t0[ln], 6, 10, name=f"f_{ln}"))
-                                  for ln in range(tp)], FP17)}
+        def t0_operands(m, a):
+            return [(a.pr[ln], a.t0[ln]) for ln in range(tp)]
 
-        ops_st = chain(m, sum_st.o, mid_skid=SkidBuffer(l_v), lut_sub=Map(l_v, l_sub, sub_start),
+        def plus_t0(m, a, sums):
+            return {"x": a.x,
+                    "f": lane_array(m, [Mux(a.nan[ln], a.nanf[ln], sums[ln])
+                                        for ln in range(tp)], FP17)}
+
+        ops_st = chain(m, sum_st.o, mid_skid=SkidBuffer(l_v),
+                       lut_sub=FpAddStages(l_v, l_sub, 8, 23, 2 * tp, sub_operands, sub_start),
                        lut_index=Map(l_sub, l_idx, index), lut_rd=Map(l_idx, l_rd, read),
                        lut_ops=Map(l_rd, l_ops, operands))
         ops_fire = ops_st.o.valid & ops_st.o.ready
@@ -489,9 +516,11 @@ class CdpFp16Core(wiring.Component):
 
         l_o17 = data.ArrayLayout(FP17, tp)
         l_o16 = data.ArrayLayout(FP16, tp)
-        cvo_st = chain(m, ops_st.o, lut_diff=Map(l_ops, l_diff, diff),
+        cvo_st = chain(m, ops_st.o, lut_diff=FpAddStages(l_ops, l_diff, 8, 23, tp, diff_operands,
+                                                         diff),
                        lut_skid=SkidBuffer(l_diff), lut_short=Map(l_diff, l_short, shorten),
-                       lut_mul=Map(l_short, l_prod, times_k), lut_add=Map(l_prod, l_f, plus_t0),
+                       lut_mul=Map(l_short, l_prod, times_k),
+                       lut_add=FpAddStages(l_prod, l_f, 6, 10, tp, t0_operands, plus_t0),
                        mul=Map(l_f, l_o17, multiply), ocvt=Map(l_o17, l_o16, narrow))
         cvo_fire = cvo_st.o.valid & cvo_st.o.ready
         sat = sum(((cvo_st.o.payload[ln][:15] == 0x7BFF) for ln in range(1, tp)),

@@ -1,5 +1,6 @@
 """PDP's 16-bit reductions (nv_full INT16 and FP16): the fold of a pooling window's real taps,
-one operator per register stage, and the operators themselves.
+one operator (an fp17 addition: one of its three phases) per register stage, and the operators
+themselves.
 
 Order and operators (facts documented in verif/model/pdp.py ``pool_plane_fp16`` and
 ``_fp16_pick``, read there from NVIDIA's nvdlav1 RTL, NV_NVDLA_PDP_CORE_cal1d.v / _unit1d.v /
@@ -7,7 +8,7 @@ _cal2d.v, and checked on it): a window's real taps are combined one after anothe
 (leftmost column, topmost line) first; the width pass puts the running value first
 (``op(acc, tap)``), the height pass the new line first (``op(tap, acc)``). FP16 AVE adds fp17
 values (:func:`hdl.lib.fp.fp_add`, 6 exponent and 10 mantissa bits: fp17 of
-verif/model/fp.py), which is not associative, hence the strict order; FP16 MAX/MIN pick one of
+verif/model/fp.py; in its three phases between registers), which is not associative, hence the strict order; FP16 MAX/MIN pick one of
 two fp16 patterns (:func:`fp16_pick`). INT16 sums (wrapping in :data:`VBITS` bits, which they
 never reach in the width pass: the widths are the model's INT_WIDTHS for nv_full INT16, 22-bit
 sums) and maxima/minima are associative; they take the same stages.
@@ -21,7 +22,7 @@ from amaranth.hdl import Module, Mux, Signal, Value, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from hdl.lib.fp import fp_add, fp_is_nan
+from hdl.lib.fp import FpAddStages, fp_add, fp_is_nan
 from hdl.lib.stream import Map
 
 __all__ = ["VBITS", "FP17", "FP16", "TAPS", "fp16_pick", "fold_op", "fp17_of_small_int",
@@ -55,16 +56,19 @@ def fp16_pick(a, b, take_max) -> Value:
     return Mux(fp_is_nan(a, *FP16), a, res)
 
 
-def fold_op(m, a, b, method, fp, name: str) -> Value:
+def fold_op(m, a, b, method, fp, name: str, f_sum=None) -> Value:
     """One step of a 16-bit window reduction on ``signed(VBITS)`` containers ``a`` (first
     operand) and ``b``: INT16 (``fp`` 0) AVE the sum wrapping to VBITS bits, MAX / MIN the
     signed maximum / minimum; FP16 (``fp`` 1) AVE ``fp_add`` of the fp17 patterns, MAX / MIN
-    :func:`fp16_pick`. ``method``: POOLING_METHOD (0 AVE, 1 MAX, else MIN). Combinational."""
+    :func:`fp16_pick`. ``method``: POOLING_METHOD (0 AVE, 1 MAX, else MIN). ``f_sum``: that
+    fp17 sum (17 bits) when the caller computed it in earlier stages (:class:`FoldChain`), else
+    an ``fp_add`` is built here. Combinational."""
     a, b = Value.cast(a).as_signed(), Value.cast(b).as_signed()
     ave, is_max = method == POOL_AVE, method == POOL_MAX
     i_sum = (a + b)[:VBITS].as_signed()
     i_mm = Mux(is_max, Mux(a > b, a, b), Mux(a < b, a, b))
-    f_sum = fp_add(m, a[:17], b[:17], *FP17, name=name)
+    if f_sum is None:
+        f_sum = fp_add(m, a[:17], b[:17], *FP17, name=name)
     f_mm = fp16_pick(a, b, is_max)
     return Mux(fp, Mux(ave, f_sum, f_mm), Mux(ave, i_sum, i_mm))
 
@@ -122,9 +126,11 @@ class FoldChain(wiring.Component):
     window with a real tap).
 
     Stages (:class:`hdl.lib.stream.Map`, one item per cycle each): the first takes the oldest
-    tap (age 7) as the running value when it is real; each of the next seven folds one age in
-    (6 down to 0): a real tap becomes the running value when none was seen yet, else is combined
-    with it. Latency 8 cycles.
+    tap (age 7) as the running value when it is real; each of the next seven ages (6 down to 0,
+    submodules ``age6`` .. ``age0``) folds one age in, in three stages
+    (:class:`hdl.lib.fp.FpAddStages`: the fp17 sum's phases, every lane's, each between
+    registers; the last stage also does the INT16 and MAX/MIN operators): a real tap becomes
+    the running value when none was seen yet, else is combined with it. Latency 22 cycles.
     """
 
     def __init__(self, lanes: int, extra, *, new_first: bool):
@@ -147,13 +153,21 @@ class FoldChain(wiring.Component):
                                                                         * last // TAPS],
                     "valid": w.valid[:last], "x": w.x}
 
+        def pairs(w, age):
+            """Per lane (first operand, second operand) of age ``age``'s step."""
+            tap = w.taps[age]
+            return [(tap[ln], w.acc[ln]) if self.new_first else (w.acc[ln], tap[ln])
+                    for ln in range(T)]
+
         def step(age):
-            def fn(m, w):
+            def operands(m, w):
+                return [(a[:17], b[:17]) for a, b in pairs(w, age)]
+
+            def fn(m, w, sums):
                 tap, real = w.taps[age], w.valid[age]
                 acc = []
-                for ln in range(T):
-                    a, b = (tap[ln], w.acc[ln]) if self.new_first else (w.acc[ln], tap[ln])
-                    r = fold_op(m, a, b, self.method, self.fp, name=f"l{ln}")
+                for ln, (a, b) in enumerate(pairs(w, age)):
+                    r = fold_op(m, a, b, self.method, self.fp, name=f"l{ln}", f_sum=sums[ln])
                     acc.append(Mux(real, Mux(w.started, r, tap[ln]), w.acc[ln]))
                 out = {"acc": lanes_signal(m, acc, "acc"), "started": w.started | real,
                        "x": w.x}
@@ -161,16 +175,16 @@ class FoldChain(wiring.Component):
                     bits = w.taps.as_value()
                     out.update(taps=bits[:len(bits) * age // (age + 1)], valid=w.valid[:age])
                 return out
-            return fn
+            return operands, fn
 
         prev = None
-        stages = [("first", fold_in_layout(T, self.extra), _acc_layout(T, last, self.extra),
-                   first)]
+        stages = [("first", Map(fold_in_layout(T, self.extra), _acc_layout(T, last, self.extra),
+                                first))]
         for age in range(last - 1, -1, -1):
-            stages.append((f"age{age}", _acc_layout(T, age + 1, self.extra),
-                           _acc_layout(T, age, self.extra), step(age)))
-        for name, il, ol, fn in stages:
-            stage = Map(il, ol, fn)
+            stages.append((f"age{age}", FpAddStages(
+                _acc_layout(T, age + 1, self.extra), _acc_layout(T, age, self.extra), *FP17,
+                T, *step(age))))
+        for name, stage in stages:
             m.submodules[name] = stage
             if prev is None:
                 wiring.connect(m, wiring.flipped(self.i), stage.i)

@@ -17,7 +17,8 @@ INT_WIDTHS[("v1", 1)] and ``pool_plane_fp16``):
   (+0 when all rows are real).
 
 The folds are :class:`hdl.pdp.fold.FoldChain` (one operator per register stage, issue-10 style:
-:func:`hdl.lib.fp.fp_add` is ~33 ns combinational on ECP5).
+:func:`hdl.lib.fp.fp_add` is ~19 ns combinational in fp17 on ECP5, so each of its three phases
+takes a stage of its own, :class:`hdl.lib.fp.FpAddStages`; so does the padding addition).
 """
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from hdl.lib.fixed import sign_extend
-from hdl.lib.fp import fp_add, fp_mul, fp_widen
+from hdl.lib.fp import FpAddStages, fp_mul, fp_widen
 from hdl.lib.stream import Map, SkidBuffer
 from hdl.pdp.fold import (FP16, FP17, POOL_AVE, TAPS, VBITS, FoldChain, fold_in_layout,
                           fold_out_layout, fp17_of_small_int, lanes_signal)
@@ -55,7 +56,7 @@ class Pool1d16(Pool1d):
     groups, signed(VBITS))) (INT16: the 22-bit sums or the int16 maxima/minima; FP16: fp17
     sums, or fp16 patterns for MAX/MIN, zero-extended); plus ``fp`` In(1) (1: FP16, 0: INT16;
     stable during a layer). Latency: Pool1d's window register, a conversion stage (fp16 ->
-    fp17 for FP16 AVE, the padding term), the fold's 8 stages and the padding addition.
+    fp17 for FP16 AVE, the padding term), the fold's 22 stages and the padding addition's 3.
     """
 
     ELEM = signed(16)
@@ -91,18 +92,21 @@ class Pool1d16(Pool1d):
             m.d.comb += [res.x[k].eq(w[k]) for k in pos]
             return res
 
-        def pad_add(m, w):
+        def pad_operands(m, w):
+            return [(w.acc[ln][:17], w.x.pad[:17]) for ln in range(T)]
+
+        def pad_add(m, w, f_sums):
             v = []
             for ln in range(T):
                 acc = w.acc[ln]
-                f_sum = fp_add(m, acc[:17], w.x.pad[:17], *FP17, name=f"pad{ln}")
                 i_sum = (acc + w.x.pad)[:VBITS].as_signed()
-                v.append(Mux(ave, Mux(fp, f_sum, i_sum), acc))
+                v.append(Mux(ave, Mux(fp, f_sums[ln], i_sum), acc))
             return {"v": lanes_signal(m, v, "v"), **{k: w.x[k] for k in pos}}
 
         m.submodules.convert = conv = Map(win_layout, fold_in_layout(T, extra), convert)
         m.submodules.fold = fold = FoldChain(T, extra, new_first=False)
-        m.submodules.pad_add = padd = Map(fold_out_layout(T, extra), self._row, pad_add)
+        m.submodules.pad_add = padd = FpAddStages(fold_out_layout(T, extra), self._row, *FP17, T,
+                                                  pad_operands, pad_add)
         m.d.comb += [fold.method.eq(self.method), fold.fp.eq(fp)]
         wiring.connect(m, out.o, conv.i)
         wiring.connect(m, conv.o, fold.i)
@@ -302,19 +306,22 @@ class Pool2d16(wiring.Component):
             m.d.comb += x.padk.eq(Mux(fp, f_term, Mux(w.x.need, i_term, 0)))
             return {"taps": w.taps, "valid": w.valid, "x": x}
 
-        def pad_add(m, w):
+        def pad_operands(m, w):
+            return [(w.acc[ln][:17], w.x.padk[:17]) for ln in range(T)]
+
+        def pad_add(m, w, f_sums):
             v = []
             for ln in range(T):
                 acc = w.acc[ln]
-                f_sum = fp_add(m, acc[:17], w.x.padk[:17], *FP17, name=f"pad{ln}")
                 i_sum = (acc + w.x.padk)[:VBITS].as_signed()
-                v.append(Mux(ave, Mux(fp, f_sum, i_sum), acc))
+                v.append(Mux(ave, Mux(fp, f_sums[ln], i_sum), acc))
             return v
 
         m.submodules.pad_term = pterm = Map(fold_in_layout(T, win_x), fold_in_layout(T, pk_x),
                                             pad_term)
         m.submodules.fold = fold = FoldChain(T, pk_x, new_first=True)
-        m.submodules.pad_add = padd = Map(fold_out_layout(T, pk_x), self._out, pad_add)
+        m.submodules.pad_add = padd = FpAddStages(fold_out_layout(T, pk_x), self._out, *FP17, T,
+                                                  pad_operands, pad_add)
         m.d.comb += [fold.method.eq(self.method), fold.fp.eq(fp)]
         wiring.connect(m, out.o, pterm.i)
         wiring.connect(m, pterm.o, fold.i)

@@ -20,11 +20,10 @@ import struct
 import numpy as np
 import pytest
 from amaranth.hdl import Cat
-from amaranth.sim import Simulator
 
 from hdl.cdp.core_fp16 import CdpFp16Core, fp16_to_fp32, fp17_square, fp_table_index
 from hdl.config import get_config
-from streams import as_bits, check_stream_stable, stream_get, stream_put
+from streams import as_bits, count_per_cycle, simulate_streams, stream_get, stream_put
 from test_lib_fp import evaluate
 from verif.model import fp
 from verif.model.cdp import _fp_table_index, cdp_compute_fp16
@@ -233,7 +232,7 @@ def run_core(spec, layers, *, p_in, p_out, seed):
     dut = CdpFp16Core(cfg)
     assert dut.lanes == 16
     rng = random.Random(seed)
-    results, errors, counts = [], [], [0] * 6
+    results, counts = [], [0] * 6
 
     def atoms_of(d, st):
         order = walker_order(d.shape, st["group"], cfg.atom_bytes, dut.positions)
@@ -268,21 +267,8 @@ def run_core(spec, layers, *, p_in, p_out, seed):
             results.append((atoms, list(counts)))
             counts[:] = [0] * 6
 
-    async def stats(ctx):
-        sigs = [dut.stat_counts[i] for i in range(5)] + [dut.sat_count]
-        async for _clk, _rst, *vals in ctx.tick().sample(*sigs):
-            for i, v in enumerate(vals):
-                counts[i] += v
-
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(producer)
-    sim.add_testbench(consumer)
-    sim.add_process(stats)
-    sim.add_process(check_stream_stable(dut.o, errors=errors, name="o"))
-    sim.add_process(check_stream_stable(dut.i, errors=errors, name="i"))
-    sim.run()
-    assert errors == []
+    simulate_streams(dut, [producer], [consumer], [("i", dut.i), ("o", dut.o)],
+                     [count_per_cycle([dut.stat_counts[i] for i in range(5)] + [dut.sat_count], counts)])
     return results, atoms_of
 
 
