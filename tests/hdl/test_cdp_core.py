@@ -110,6 +110,48 @@ def rtl_params(st, shape=(1, 1)):
             "lut": lut}
 
 
+async def write_luts(ctx, dut, st):
+    """Write setting ``st``'s LE and LO tables (``st["le"]``, ``st["lo"]``) through a CDP core's
+    LUT port, then read entries back (the first, the last, and two outside: entry 0)."""
+    for tid, table in ((0, st["le"]), (1, st["lo"])):
+        for a, v in enumerate(table):
+            ctx.set(dut.lut_table, tid)
+            ctx.set(dut.lut_addr, a)
+            ctx.set(dut.lut_wdata, v & 0xFFFF)
+            ctx.set(dut.lut_we, 1)
+            await ctx.tick()
+        ctx.set(dut.lut_we, 0)
+        for a in (0, len(table) - 1, len(table), 1023):
+            ctx.set(dut.lut_addr, a)
+            await ctx.delay(1e-9)
+            want = table[a] if a < len(table) else table[0]
+            assert ctx.get(dut.lut_rdata) == want & 0xFFFF
+
+
+def walker_order(shape, group, atom_bytes, positions, lanes):
+    """(y, x, s) of the atoms of a (Cp, H, W) cube of ``lanes`` channels per atom in CdpWalker
+    order, plain Python: per line, groups of positions w0..w0+n-1 with n = min(P - (line
+    address / atom + w0) mod P, positions left), each surface by surface, then the group's
+    positions (``group`` = (base, line stride))."""
+    cp, h, w = shape
+    out = []
+    for y in range(h):
+        gline = (group[0] + y * group[1]) // atom_bytes
+        w0 = 0
+        while w0 < w:
+            n = min(positions - (gline + w0) % positions, w - w0)
+            out += [(y, x, s) for s in range(cp // lanes) for x in range(w0, w0 + n)]
+            w0 += n
+    return out
+
+
+def to_atom16(elems):
+    """16-bit values (int16 or fp16 patterns) as atom_layout's signed bytes (element k in bytes
+    2k, 2k+1, little-endian: format.rst)."""
+    raw = b"".join((int(v) & 0xFFFF).to_bytes(2, "little") for v in elems)
+    return [b - 256 if b > 127 else b for b in raw]
+
+
 def run_core(spec, layers, *, p_in, p_out, seed):
     """layers: [(setting, d (Cp, H, W) int array)]. Returns [(atoms out, stats)] per layer."""
     cfg = get_config(spec)
@@ -134,19 +176,7 @@ def run_core(spec, layers, *, p_in, p_out, seed):
             while len(results) < k:
                 await ctx.tick()
             ctx.set(dut.p, rtl_params(st, d.shape[1:]))
-            for tid, table in ((0, st["le"]), (1, st["lo"])):
-                for a, v in enumerate(table):
-                    ctx.set(dut.lut_table, tid)
-                    ctx.set(dut.lut_addr, a)
-                    ctx.set(dut.lut_wdata, v & 0xFFFF)
-                    ctx.set(dut.lut_we, 1)
-                    await ctx.tick()
-                ctx.set(dut.lut_we, 0)
-                for a in (0, len(table) - 1, len(table), 1023):     # read back, 0 outside
-                    ctx.set(dut.lut_addr, a)
-                    await ctx.delay(1e-9)
-                    want = table[a] if a < len(table) else table[0]
-                    assert ctx.get(dut.lut_rdata) == want & 0xFFFF
+            await write_luts(ctx, dut, st)
             await stream_put(ctx, dut.i, atoms_of(d, st), rng=rng, p_stall=p_in)
 
     async def consumer(ctx):

@@ -24,6 +24,7 @@ from amaranth.hdl import Cat
 from hdl.cdp.core_fp16 import CdpFp16Core, fp16_to_fp32, fp17_square, fp_table_index
 from hdl.config import get_config
 from streams import as_bits, count_per_cycle, simulate_streams, stream_get, stream_put
+from test_cdp_core import to_atom16, walker_order, write_luts
 from test_lib_fp import evaluate
 from verif.model import fp
 from verif.model.cdp import _fp_table_index, cdp_compute_fp16
@@ -203,28 +204,6 @@ def rtl_params(st, shape):
             "nan_to_zero": int(st["nan_to_zero"]), "lut": lutp}
 
 
-def walker_order(shape, group, atom_bytes, positions):
-    """(y, x, s) of the atoms in CdpWalker order, plain Python: per line, groups of positions
-    w0..w0+n-1 with n = min(P - (line address / atom + w0) mod P, positions left), each
-    surface by surface, then the group's positions."""
-    cp, h, w = shape
-    out = []
-    for y in range(h):
-        gline = (group[0] + y * group[1]) // atom_bytes
-        w0 = 0
-        while w0 < w:
-            n = min(positions - (gline + w0) % positions, w - w0)
-            out += [(y, x, s) for s in range(cp // 16) for x in range(w0, w0 + n)]
-            w0 += n
-    return out
-
-
-def to_atom(elems):
-    """16 fp16 patterns as atom_layout's 32 signed bytes (element k in bytes 2k, 2k+1)."""
-    raw = b"".join(int(v).to_bytes(2, "little") for v in elems)
-    return [b - 256 if b > 127 else b for b in raw]
-
-
 def run_core(spec, layers, *, p_in, p_out, seed):
     """layers: [(setting, d)]. Returns [(output atoms as lists of 16 patterns, [5 LUT counts,
     saturation count])] per layer."""
@@ -235,7 +214,7 @@ def run_core(spec, layers, *, p_in, p_out, seed):
     results, counts = [], [0] * 6
 
     def atoms_of(d, st):
-        order = walker_order(d.shape, st["group"], cfg.atom_bytes, dut.positions)
+        order = walker_order(d.shape, st["group"], cfg.atom_bytes, dut.positions, 16)
         return [[int(v) for v in d[s * 16:(s + 1) * 16, y, x]] for y, x, s in order]
 
     async def producer(ctx):
@@ -243,19 +222,8 @@ def run_core(spec, layers, *, p_in, p_out, seed):
             while len(results) < k:
                 await ctx.tick()
             ctx.set(dut.p, rtl_params(st, d.shape[1:]))
-            for tid, table in ((0, st["le"]), (1, st["lo"])):
-                for a, v in enumerate(table):
-                    ctx.set(dut.lut_table, tid)
-                    ctx.set(dut.lut_addr, a)
-                    ctx.set(dut.lut_wdata, v)
-                    ctx.set(dut.lut_we, 1)
-                    await ctx.tick()
-                ctx.set(dut.lut_we, 0)
-                for a in (0, len(table) - 1, len(table), 1023):     # read back, entry 0 outside
-                    ctx.set(dut.lut_addr, a)
-                    await ctx.delay(1e-9)
-                    assert ctx.get(dut.lut_rdata) == table[a if a < len(table) else 0]
-            await stream_put(ctx, dut.i, [to_atom(a) for a in atoms_of(d, st)], rng=rng,
+            await write_luts(ctx, dut, st)
+            await stream_put(ctx, dut.i, [to_atom16(a) for a in atoms_of(d, st)], rng=rng,
                              p_stall=p_in)
 
     async def consumer(ctx):

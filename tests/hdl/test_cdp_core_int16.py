@@ -25,6 +25,7 @@ import pytest
 from hdl.cdp.core import INT16, CdpCore
 from hdl.config import get_config
 from streams import as_bits, count_per_cycle, simulate_streams, stream_get, stream_put
+from test_cdp_core import rtl_params, to_atom16, walker_order, write_luts
 from verif.model.cdp import cdp_compute
 from verif.model.lut import LutParams
 
@@ -121,48 +122,6 @@ def random_cube(rng, st, h, w):
     return np.array([[[one() for _ in range(w)] for _ in range(h)] for _ in range(cp)], np.int64)
 
 
-def rtl_params(st, shape):
-    """CdpCore (INT16) params of setting ``st`` for a cube of ``shape`` (h, w)."""
-    p = st["p"]
-    lutp = {k: getattr(p, k) for k in (
-        "le_index_offset", "le_start", "le_end", "lo_start", "lo_end", "le_uflow_scale",
-        "le_oflow_scale", "le_uflow_shift", "le_oflow_shift", "lo_uflow_scale", "lo_oflow_scale",
-        "lo_uflow_shift", "lo_oflow_shift", "uflow_priority", "oflow_priority",
-        "hybrid_priority", "le_index_select", "lo_index_select")}
-    lutp["le_exp"] = int(p.le_function == 0)
-    gb, gls = st["group"]
-    return {"channel": st["c"] - 1, "width": shape[1] - 1, "height": shape[0] - 1,
-            "group": {"base": gb, "line_stride": gls},
-            "datin_offset": _s(st["datin"][0], 16), "datin_scale": _s(st["datin"][1], 16),
-            "datin_shifter": st["datin"][2],
-            "datout_offset": _s(st["datout"][0], 32), "datout_scale": _s(st["datout"][1], 16),
-            "datout_shifter": st["datout"][2], "normalz_len": st["normalz_len"],
-            "sqsum_bypass": int(st["sqsum_bypass"]), "mul_bypass": int(st["mul_bypass"]),
-            "lut": lutp}
-
-
-def walker_order(shape, group, atom_bytes, positions):
-    """(y, x, s) of the atoms in CdpWalker order, plain Python: per line, groups of positions
-    w0..w0+n-1 with n = min(P - (line address / atom + w0) mod P, positions left), each
-    surface by surface, then the group's positions."""
-    cp, h, w = shape
-    out = []
-    for y in range(h):
-        gline = (group[0] + y * group[1]) // atom_bytes
-        w0 = 0
-        while w0 < w:
-            n = min(positions - (gline + w0) % positions, w - w0)
-            out += [(y, x, s) for s in range(cp // LANES) for x in range(w0, w0 + n)]
-            w0 += n
-    return out
-
-
-def to_atom(elems):
-    """16 int16 values as atom_layout's 32 signed bytes (element k in bytes 2k, 2k+1)."""
-    raw = b"".join((int(v) & 0xFFFF).to_bytes(2, "little") for v in elems)
-    return [b - 256 if b > 127 else b for b in raw]
-
-
 def run_core(spec, layers, *, p_in, p_out, seed):
     """layers: [(setting, d)]. Returns ([output atoms as lists of 16 int16], [5 LUT counts])
     per layer, and the atom order function."""
@@ -173,7 +132,7 @@ def run_core(spec, layers, *, p_in, p_out, seed):
     results, counts = [], [0] * 5
 
     def atoms_of(d, st):
-        order = walker_order(d.shape, st["group"], cfg.atom_bytes, dut.positions)
+        order = walker_order(d.shape, st["group"], cfg.atom_bytes, dut.positions, LANES)
         return [[int(v) for v in d[s * LANES:(s + 1) * LANES, y, x]] for y, x, s in order]
 
     async def producer(ctx):
@@ -181,19 +140,8 @@ def run_core(spec, layers, *, p_in, p_out, seed):
             while len(results) < k:
                 await ctx.tick()
             ctx.set(dut.p, rtl_params(st, d.shape[1:]))
-            for tid, table in ((0, st["le"]), (1, st["lo"])):
-                for a, v in enumerate(table):
-                    ctx.set(dut.lut_table, tid)
-                    ctx.set(dut.lut_addr, a)
-                    ctx.set(dut.lut_wdata, v & 0xFFFF)
-                    ctx.set(dut.lut_we, 1)
-                    await ctx.tick()
-                ctx.set(dut.lut_we, 0)
-                for a in (0, len(table) - 1, len(table), 1023):     # read back, entry 0 outside
-                    ctx.set(dut.lut_addr, a)
-                    await ctx.delay(1e-9)
-                    assert ctx.get(dut.lut_rdata) == table[a if a < len(table) else 0] & 0xFFFF
-            await stream_put(ctx, dut.i, [to_atom(a) for a in atoms_of(d, st)], rng=rng,
+            await write_luts(ctx, dut, st)
+            await stream_put(ctx, dut.i, [to_atom16(a) for a in atoms_of(d, st)], rng=rng,
                              p_stall=p_in)
 
     async def consumer(ctx):
