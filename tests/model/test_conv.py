@@ -234,6 +234,41 @@ def test_int16_direct_conv_nv_full(case):
     assert out.tolist() == [[[rtl_cacc(v, case["trunc"], 48) for v in row] for row in ch] for ch in acc]
 
 
+def test_reuse_across_a_precision_change_is_refused():
+    """An INT16 layer keeps its slices and weights (SKIP_DATA_RLS, SKIP_WEIGHT_RLS); an FP16
+    layer that sets DATA_REUSE, or WEIGHT_REUSE, on the same banks would read them as fp16:
+    refused (verif/model/conv.py ``_check_reuse_precision``); the INT16 layer itself, and
+    reuse in the same precision, run."""
+    from hdl.regmap import REGMAP_V1
+    case = dict(w=5, h=4, c=20, k=4, r=2, s=2)
+    rng = random.Random(7)
+    c, h, wd = case["c"], case["h"], case["w"]
+    x = [[[rng.randint(-300, 300) for _ in range(wd)] for _ in range(h)] for _ in range(c)]
+    w = [[[[rng.randint(-300, 300) for _ in range(c)] for _ in range(case["s"])]
+          for _ in range(case["r"])] for _ in range(case["k"])]
+    mem = Memory()
+    ls = wd * 32
+    write_cube(mem, np.array(x, np.int64), 0x8000_0000, ls, ls * h, 32, 2)
+    mem.write(0x9000_0000, naive_weights_to_memory(w, 64, 16, 2))
+    nbytes = case["r"] * case["s"] * c * 2
+
+    def layer(prec, **misc):
+        L = Layer(REGMAP_V1)
+        program_dc(L, misc=dict(IN_PRECISION=prec, PROC_PRECISION=prec, SKIP_DATA_RLS=1,
+                                SKIP_WEIGHT_RLS=1, **misc), data_bank=3, weight_bank=3, **case)
+        L.both(ENTRIES=wd * -(-c // 64) - 1, WEIGHT_BYTES=-(-nbytes * case["k"] // 128) * 128)
+        L.set("CDMA", LINE_STRIDE=ls, SURF_STRIDE=ls * h, BYTE_PER_KERNEL=nbytes - 1)
+        return L.views(precision=prec)
+
+    for flag in ("DATA_REUSE", "WEIGHT_REUSE"):
+        core = ConvCore(NV_FULL_ALL, mem)
+        first = core.run(*layer(1))
+        assert core.run(*layer(1, **{flag: 1})).tolist() == first.tolist()   # same precision
+        with pytest.raises(ModelConfigError, match=f"{flag} in a FP16 layer: the .* kept in "
+                                                   "CBUF are INT16"):
+            core.run(*layer(2, **{flag: 1}))
+
+
 def test_int16_and_fp16_input_converter():
     """CDMA's converter on nv_full's 16-bit feature data (nvdlav1 RTL, NV_NVDLA_CDMA_CVT_cell):
     int16 elements, signed, minus CVT_OFFSET, times CVT_SCALE, shifted by CVT_TRUNCATE with

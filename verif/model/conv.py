@@ -268,6 +268,20 @@ def entry_bytes(cfg, elem_bytes: int = 1) -> int:
     return cfg.cbuf_bank_width * elem_bytes
 
 
+def _check_reuse_precision(flag: str, what: str, kept: int, prec: int) -> None:
+    """Raise :class:`ModelConfigError` when a layer reuses CBUF ``what`` (``flag``: CSC
+    D_MISC_CFG.DATA_REUSE / WEIGHT_REUSE) kept by a layer of another PROC_PRECISION. NVIDIA's
+    CSC decides reuse without the precision (its nvdlav1 NV_NVDLA_CSC_sg.v keys it on the
+    convolution mode: docs/conv16.md "Open questions"), so the kept bytes would be read as elements of the other size or format; what
+    the hardware computes then is not settled (no generator draws it)."""
+    if kept != prec:
+        names = ("INT8", "INT16", "FP16", "3")
+        raise ModelConfigError(
+            f"CSC.D_MISC_CFG.{flag} in a {names[prec]} layer: the {what} kept in CBUF are "
+            f"{names[kept]} (CDMA D_MISC_CFG.PROC_PRECISION changed; reuse across precisions is "
+            "not modelled: NVIDIA's CSC does not check it)")
+
+
 class ConvCore:
     """Direct/image convolution of one hardware layer; keeps CBUF contents across layers.
 
@@ -573,6 +587,8 @@ class ConvCore:
         key = ("img" if img else "dc", csc.f("DATA_BANK"), csc.f("WEIGHT_BANK"))
         reuse = csc.f("DATA_REUSE")
         prev = self.data if (self.data is not None and self.data["key"] == key) else None
+        if reuse and prev is not None:
+            _check_reuse_precision("DATA_REUSE", "slices", prev["prec"], cdma.f("PROC_PRECISION"))
         if reuse and prev is not None and prev["skip_rls"]:
             cube = prev["cube"]                                # entire reuse: CDMA fetch skipped
             how = "reused"
@@ -595,13 +611,13 @@ class ConvCore:
                                    "counts unreleased slices into DATAIN_HEIGHT_EXT)")
         return cube, ("img" if img else "dc")
 
-    def _release_data(self, csc, cube, mode):
+    def _release_data(self, csc, cube, mode, prec):
         key = (mode, csc.f("DATA_BANK"), csc.f("WEIGHT_BANK"))
         if csc.f("SKIP_DATA_RLS"):
-            self.data = {"key": key, "cube": cube, "skip_rls": True}
+            self.data = {"key": key, "cube": cube, "skip_rls": True, "prec": prec}
         else:
             rls = csc.f("RLS_SLICES") + 1
-            self.data = {"key": key, "cube": cube[:, rls:, :], "skip_rls": False}
+            self.data = {"key": key, "cube": cube[:, rls:, :], "skip_rls": False, "prec": prec}
 
     # ---------------------------------------------------------------- CDMA: weights
     def _weights(self, cdma, csc, mode, shape) -> np.ndarray:
@@ -628,6 +644,7 @@ class ConvCore:
                 raise ModelConfigError("CSC.D_MISC_CFG.WEIGHT_REUSE: no weights kept in CBUF (previous layer "
                                        "needs SKIP_WEIGHT_RLS and the same CONV_MODE, DATAIN_FORMAT and D_BANK; "
                                        "programming guide Limitation: Convolution)")
+            _check_reuse_precision("WEIGHT_REUSE", "weights", w["prec"], cdma.f("PROC_PRECISION"))
             if w["w"].shape != shape:
                 raise ModelConfigError(f"WEIGHT_REUSE: kept weights are {w['w'].shape}, layer needs {shape}")
             return w["w"]
@@ -785,10 +802,10 @@ class ConvCore:
                 acc = self._conv_img(cube, wts, ho, wo, sx, sy, pt, pad_csc)
             out = cacc_truncate(acc, cacc.f("CLIP_TRUNCATE"), 48 if eb == 2 else 34)
 
-        self._release_data(csc, cube, mode)
+        self._release_data(csc, cube, mode, cdma.f("PROC_PRECISION"))
         key = (mode, csc.f("DATA_BANK"), csc.f("WEIGHT_BANK"))
         if csc.f("SKIP_WEIGHT_RLS"):
-            self.weights = {"key": key, "w": wts}
+            self.weights = {"key": key, "w": wts, "prec": cdma.f("PROC_PRECISION")}
         else:
             # a normal release frees the entries CSC read; CDMA wrote WEIGHT_BYTES (see _weights;
             # reused weights have this layer's shape, so the same WEIGHT_BYTES)
