@@ -19,9 +19,11 @@ os.environ.setdefault(OPT_ENV, "-O1")
 os.environ.setdefault(PGO_ENV, "0")
 
 #: One test per distinct Verilator simulator the default run builds (build seconds measured on a
-#: clean clone of stop 49, two busy cores: nv_medium_512 921, nv_small_256 543, nv_small 453 and
-#: needed by most RTL tests, the wide nv_small_ew 584, nv_small_256_full 581, nv_small_ew 543,
-#: nv_small's xrand 226). They run first, so that the two xdist workers build different
+#: clean clone of stop 49, two busy cores, at -O3 with profile guidance: nv_medium_512 921,
+#: nv_small_256 543, nv_small 453 and needed by most RTL tests, the wide nv_small_ew 584,
+#: nv_small_256_full 581, nv_small_ew 543, nv_small's xrand 226; at -O1 without it, a clean clone
+#: on 2026-11-30: the wide nv_small_ew 90, nv_medium_512 73, nv_small_256_full 65, nv_small_256
+#: 48, nv_small_ew 44, xrand 44, nv_small 40, and test_sim_pgo's profile-guided nv_small 73). They run first, so that the two xdist workers build different
 #: simulators side by side; in collection order a worker reaches a test whose simulator the other
 #: worker is still building and waits on its file lock (``sim.build``), idle: stop 49 lost ~500 s
 #: so on nv_small_ew's build and ~200 s on nv_small's. xdist starts each worker with two tests
