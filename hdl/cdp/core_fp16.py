@@ -48,8 +48,9 @@ names; one cycle each, the window holding each surface until the next one arrive
 ``mid_skid`` | ``lut_sub`` (s - START, both tables) | ``lut_index`` | ``lut_rd`` (entries
 T[i], T[i+1] of both tables; table choice, statistics, fraction -> fp17) | ``lut_ops`` (A, B,
 K, T0) | ``lut_diff`` (A - B) | ``lut_skid`` | ``lut_short`` (fp32 -> fp17) | ``lut_mul``
-(x K) | ``lut_add`` (+ T0, NaN override) | ``mul`` (x f) | ``ocvt`` (fp17 -> fp16) |
-``gather`` | ``out_skid``.
+(x K: :func:`hdl.lib.fp.fp_mul_product`) | ``lut_mul_fin`` (:func:`hdl.lib.fp.fp_mul_finish`)
+| ``lut_add`` (+ T0, NaN override) | ``mul`` (x f: ``fp_mul_product``) | ``mul_fin``
+(``fp_mul_finish`` or MUL_BYPASS) | ``ocvt`` (fp17 -> fp16) | ``gather`` | ``out_skid``.
 """
 from __future__ import annotations
 
@@ -64,15 +65,19 @@ from hdl.cdp.dma import group_layout
 from hdl.config import NvdlaConfig
 from hdl.dma import CUBE_DIM_BITS, atom_layout, dma_params
 from hdl.dma.walker import check_dma_params
-from hdl.lib.fp import (FpAddStages, fp_add_align, fp_add_aligned_layout, fp_add_finish,
-                        fp_add_sum, fp_add_sum_layout, fp_extend, fp_is_nan, fp_mul, fp_narrow,
-                        fp_of_fraction, fp_shorten, fp_widen)
+from hdl.lib.fp import (FpAddStages, fp_add_align, fp_add_aligned_layout, fp_add_norm_layout,
+                        fp_add_normalise, fp_add_round, fp_add_sum, fp_add_sum_layout, fp_extend,
+                        fp_is_nan, fp_mul_finish, fp_mul_product, fp_mul_product_layout,
+                        fp_narrow, fp_of_fraction, fp_shorten, fp_widen)
 from hdl.lib.stream import Map, SkidBuffer, chain
 
 __all__ = ["CdpFp16Core", "params_layout", "lut_params_layout", "fp17_square", "fp16_to_fp32",
            "fp_table_index", "FP16", "FP17", "FP32", "FLT_MAX"]
 
 FP16, FP17, FP32 = unsigned(16), unsigned(17), unsigned(32)     # bit patterns
+#: :class:`hdl.lib.fp.FpAddStages` stages of an fp32 addition (its finish phase, ~10.7 ns on
+#: ECP5, split in normalisation and rounding)
+ST32 = 4
 FLT_MAX = 0x7F7FFFFF
 
 
@@ -256,9 +261,11 @@ class CdpFp16Core(wiring.Component):
         le_min = Signal(FP32)
         le_al = Signal(fp_add_aligned_layout(8, 23), name="le_min_al")
         le_sm = Signal(fp_add_sum_layout(8, 23), name="le_min_sm")
+        le_nm = Signal(fp_add_norm_layout(8, 23), name="le_min_nm")
         m.d.sync += [le_al.eq(fp_add_align(m, two_o, lp.le_start, 8, 23, name="le_min")),
                      le_sm.eq(fp_add_sum(m, le_al, 8, 23, name="le_min")),
-                     le_min.eq(fp_add_finish(m, le_sm, 8, 23, name="le_min"))]
+                     le_nm.eq(fp_add_normalise(m, le_sm, 8, 23, name="le_min")),
+                     le_min.eq(fp_add_round(m, le_nm, 8, 23, name="le_min"))]
         scale17 = {}
         for t in ("le", "lo"):
             for flow in ("uflow", "oflow"):
@@ -364,11 +371,15 @@ class CdpFp16Core(wiring.Component):
         sum_st = chain(m, cvt_st.o, square=Map(conv_l, win_in, square), window=win,
                        sum_pairs=FpAddStages(win.o.payload.shape(), l_pairs, 8, 23,
                                              MAX_HALF * tp, pair_operands, pairs,
-                                             keep=centre, keep_shape=l_centre),
-                       sum3=FpAddStages(l_pairs, l_s3, 8, 23, tp, sum3_operands, sum3),
-                       sum5=FpAddStages(l_s3, l_s5, 8, 23, tp, s_operands(2), sum_next(2, 2)),
-                       sum7=FpAddStages(l_s5, l_s7, 8, 23, tp, s_operands(1), sum_next(3, 1)),
-                       sum9=FpAddStages(l_s7, l_v, 8, 23, tp, s_operands(0), total))
+                                             keep=centre, keep_shape=l_centre, stages=ST32),
+                       sum3=FpAddStages(l_pairs, l_s3, 8, 23, tp, sum3_operands, sum3,
+                                        stages=ST32),
+                       sum5=FpAddStages(l_s3, l_s5, 8, 23, tp, s_operands(2), sum_next(2, 2),
+                                        stages=ST32),
+                       sum7=FpAddStages(l_s5, l_s7, 8, 23, tp, s_operands(1), sum_next(3, 1),
+                                        stages=ST32),
+                       sum9=FpAddStages(l_s7, l_v, 8, 23, tp, s_operands(0), total,
+                                        stages=ST32))
 
         # ---- 3. LUT: s - START (both tables), index, table read, choice and operands,
         # A - B, to fp17, times K, plus T0 (eight stages, a skid buffer halfway) ----
@@ -382,6 +393,8 @@ class CdpFp16Core(wiring.Component):
                           stat=unsigned(5))
         l_diff = _per_lane(tp, x=FP17, d=FP32, k=FP17, t0=FP17, nan=1, nanf=FP17)
         l_short = _per_lane(tp, x=FP17, d=FP17, k=FP17, t0=FP17, nan=1, nanf=FP17)
+        mp17 = fp_mul_product_layout(6, 10)
+        l_pp = _per_lane(tp, x=FP17, pp=mp17, t0=FP17, nan=1, nanf=FP17)
         l_prod = _per_lane(tp, x=FP17, pr=FP17, t0=FP17, nan=1, nanf=FP17)
         l_f = _per_lane(tp, x=FP17, f=FP17)
 
@@ -479,8 +492,14 @@ class CdpFp16Core(wiring.Component):
 
         def times_k(m, a):
             return {"x": a.x, "t0": a.t0, "nan": a.nan, "nanf": a.nanf,
-                    "pr": lane_array(m, [fp_mul(m, a.d[ln], a.k[ln], 6, 10, name=f"dk_{ln}")
-                                   for ln in range(tp)], FP17)}
+                    "pp": lane_array(m, [fp_mul_product(m, a.d[ln], a.k[ln], 6, 10,
+                                                        name=f"dk_{ln}")
+                                         for ln in range(tp)], mp17)}
+
+        def times_k_finish(m, a):
+            return {"x": a.x, "t0": a.t0, "nan": a.nan, "nanf": a.nanf,
+                    "pr": lane_array(m, [fp_mul_finish(m, a.pp[ln], 6, 10, name=f"dk_{ln}")
+                                         for ln in range(tp)], FP17)}
 
         def t0_operands(m, a):
             return [(a.pr[ln], a.t0[ln]) for ln in range(tp)]
@@ -491,7 +510,8 @@ class CdpFp16Core(wiring.Component):
                                         for ln in range(tp)], FP17)}
 
         ops_st = chain(m, sum_st.o, mid_skid=SkidBuffer(l_v),
-                       lut_sub=FpAddStages(l_v, l_sub, 8, 23, 2 * tp, sub_operands, sub_start),
+                       lut_sub=FpAddStages(l_v, l_sub, 8, 23, 2 * tp, sub_operands, sub_start,
+                                           stages=ST32),
                        lut_index=Map(l_sub, l_idx, index), lut_rd=Map(l_idx, l_rd, read),
                        lut_ops=Map(l_rd, l_ops, operands))
         ops_fire = ops_st.o.valid & ops_st.o.ready
@@ -504,24 +524,32 @@ class CdpFp16Core(wiring.Component):
 
         # ---- 4. multiplier, 5. fp17 -> fp16, then the atoms ----
         def multiply(m, a):
-            outs = []
+            byp, pp = [], []
             for ln in range(tp):
                 x, f = a.x[ln], a.f[ln]
-                outs.append(Mux(p.mul_bypass, Mux(fp_is_nan(x, 6, 10), x, f),
-                                fp_mul(m, x, f, 6, 10, name=f"xf_{ln}")))
-            return outs
+                byp.append(Mux(fp_is_nan(x, 6, 10), x, f))
+                pp.append(fp_mul_product(m, x, f, 6, 10, name=f"xf_{ln}"))
+            return {"byp": lane_array(m, byp, FP17), "pp": lane_array(m, pp, mp17)}
+
+        def multiply_finish(m, a):
+            return [Mux(p.mul_bypass, a.byp[ln], fp_mul_finish(m, a.pp[ln], 6, 10,
+                                                               name=f"xf_{ln}"))
+                    for ln in range(tp)]
 
         def narrow(m, a):
             return [fp_narrow(m, a[ln], 6, 5, 10, name=f"o16_{ln}") for ln in range(tp)]
 
+        l_mul = _per_lane(tp, byp=FP17, pp=mp17)
         l_o17 = data.ArrayLayout(FP17, tp)
         l_o16 = data.ArrayLayout(FP16, tp)
         cvo_st = chain(m, ops_st.o, lut_diff=FpAddStages(l_ops, l_diff, 8, 23, tp, diff_operands,
-                                                         diff),
+                                                         diff, stages=ST32),
                        lut_skid=SkidBuffer(l_diff), lut_short=Map(l_diff, l_short, shorten),
-                       lut_mul=Map(l_short, l_prod, times_k),
+                       lut_mul=Map(l_short, l_pp, times_k),
+                       lut_mul_fin=Map(l_pp, l_prod, times_k_finish),
                        lut_add=FpAddStages(l_prod, l_f, 6, 10, tp, t0_operands, plus_t0),
-                       mul=Map(l_f, l_o17, multiply), ocvt=Map(l_o17, l_o16, narrow))
+                       mul=Map(l_f, l_mul, multiply), mul_fin=Map(l_mul, l_o17, multiply_finish),
+                       ocvt=Map(l_o17, l_o16, narrow))
         cvo_fire = cvo_st.o.valid & cvo_st.o.ready
         sat = sum(((cvo_st.o.payload[ln][:15] == 0x7BFF) for ln in range(1, tp)),
                   (cvo_st.o.payload[0][:15] == 0x7BFF).as_unsigned())

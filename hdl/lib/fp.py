@@ -26,10 +26,14 @@ Every function adds combinational logic to module ``m`` and returns an unsigned 
 result's bit pattern (``1 + ebits + mbits`` bits); callers register it (PDP pipelines them).
 :func:`fp_add` is also offered in three phases (:func:`fp_add_align`, :func:`fp_add_sum`,
 :func:`fp_add_finish`, joined by ``data.StructLayout`` values) for pipelines that register
-between them, and :class:`FpAddStages` puts them in three stream stages: on a Lattice ECP5-85F
-(speed grade 8, scripts/fp_timing.py, 2026-11-30) the whole operator reaches 53.6 MHz in fp17
-and 37.7 MHz in fp32, the phases 129.7 / 151.5 / 116.0 MHz (fp17) and 102.4 / 121.5 / 93.5 MHz
-(fp32).
+between them, the last one itself in two (:func:`fp_add_normalise`, :func:`fp_add_round`), and
+:class:`FpAddStages` puts them in three or four stream stages: on a Lattice ECP5-85F (speed
+grade 8, scripts/fp_timing.py, 2026-11-30) the whole operator reaches 53.6 MHz in fp17 and
+37.7 MHz in fp32, the phases 129.7 / 151.5 / 118.3 MHz (fp17) and 102.4 / 121.5 / 93.3 MHz
+(fp32), the finish's halves 222.6 / 198.5 MHz (fp17) and 180.5 / 184.3 MHz (fp32).
+:func:`fp_mul` likewise comes in two phases (:func:`fp_mul_product`, the exponent sum and the
+exact mantissa product; :func:`fp_mul_finish`, the rest): the whole operator 94.5 MHz (fp17)
+and 69.6 MHz (fp32), the phases 187.2 / 158.7 MHz (fp17) and 112.3 / 140.8 MHz (fp32).
 The model's fp17 (verif/model/fp.py) is a separate implementation; tests compare both with
 exact rational arithmetic.
 """
@@ -41,8 +45,10 @@ from amaranth.lib.wiring import In, Out
 
 from hdl.lib.stream import Map, chain
 
-__all__ = ["fp_add", "fp_add_align", "fp_add_sum", "fp_add_finish", "fp_add_aligned_layout",
-           "fp_add_sum_layout", "FpAddStages", "fp_mul", "fp_widen", "fp_narrow", "fp_extend",
+__all__ = ["fp_add", "fp_add_align", "fp_add_sum", "fp_add_finish", "fp_add_normalise",
+           "fp_add_round", "fp_add_aligned_layout", "fp_add_sum_layout", "fp_add_norm_layout",
+           "FpAddStages", "fp_mul", "fp_mul_product", "fp_mul_finish",
+           "fp_mul_product_layout", "fp_widen", "fp_narrow", "fp_extend",
            "fp_shorten", "fp_of_fraction", "fp_is_nan", "fp_max_finite"]
 
 
@@ -142,31 +148,66 @@ def fp_add_sum(m, x, ebits: int, mbits: int, name: str = "fpadd") -> data.View:
     return out
 
 
-def fp_add_finish(m, x, ebits: int, mbits: int, name: str = "fpadd") -> Value:
-    """Last phase of :func:`fp_add`: normalise ``x`` (a :func:`fp_add_sum_layout` value), round
-    to nearest even, saturate to the largest finite value or flush to a signed zero, NaN
-    override. Returns the result's ``1 + ebits + mbits`` bits (combinational)."""
+def fp_add_norm_layout(ebits: int, mbits: int) -> data.StructLayout:
+    """:func:`fp_add_normalise`'s result: ``sign``, ``nan``, ``pass_`` as in
+    :func:`fp_add_aligned_layout`; ``exp`` (``ebits + 1``, the normalised exponent before
+    rounding, its top bit a borrow below 0 where ``zero`` is set); ``q`` (``mbits + 1``, the
+    mantissa kept, hidden one on top), ``guard`` (1) and ``sticky`` (1, any bit below the
+    guard bit); ``sat`` (1, the carry overflowed the largest exponent) and ``zero`` (1, flush
+    to a signed zero)."""
+    return data.StructLayout({"sign": 1, "exp": ebits + 1, "q": mbits + 1, "guard": 1,
+                              "sticky": 1, "sat": 1, "zero": 1, "nan": 1,
+                              "pass_": 1 + ebits + mbits})
+
+
+def fp_add_normalise(m, x, ebits: int, mbits: int, name: str = "fpadd") -> data.View:
+    """First half of :func:`fp_add_finish`: normalise ``x`` (a :func:`fp_add_sum_layout`
+    value) by its carry or leading zeros into the kept mantissa, guard and sticky bits, note
+    an overflow by the carry and a flush to zero. Returns a :func:`fp_add_norm_layout` view
+    (combinational; a caller may register it before :func:`fp_add_round`)."""
     x = data.View(fp_add_sum_layout(ebits, mbits), Value.cast(x))
     w = 2 * mbits + 3
     top = (1 << ebits) - 2                       # largest finite exponent
-    r, z, eg, sg = x.r, x.lz, x.exp, x.sign
+    r, z, eg = x.r, x.lz, x.exp
     carry = r[w]
-    zero = ~carry & ((z == w) | (eg <= z))
     e1 = Signal(ebits + 1, name=f"{name}_e1")
     n1 = Signal(w, name=f"{name}_n1")            # hidden one at bit w - 1
     with m.If(carry):
         m.d.comb += [e1.eq(eg + 1), n1.eq(r[1:])]
     with m.Else():
         m.d.comb += [e1.eq(eg - z), n1.eq(r[:w] << z)]
-    sat = carry & (eg >= top)
-    q = _round_even(n1[w - mbits - 1:], n1[w - mbits - 2], n1[:w - mbits - 2].any())
+    out = Signal(fp_add_norm_layout(ebits, mbits), name=f"{name}_nm")
+    m.d.comb += [out.sign.eq(x.sign), out.exp.eq(e1), out.q.eq(n1[w - mbits - 1:]),
+                 out.guard.eq(n1[w - mbits - 2]), out.sticky.eq(n1[:w - mbits - 2].any()),
+                 out.sat.eq(carry & (eg >= top)),
+                 out.zero.eq(~carry & ((z == w) | (eg <= z))),
+                 out.nan.eq(x.nan), out.pass_.eq(x.pass_)]
+    return out
+
+
+def fp_add_round(m, x, ebits: int, mbits: int, name: str = "fpadd") -> Value:
+    """Second half of :func:`fp_add_finish`: round ``x`` (a :func:`fp_add_norm_layout` value)
+    to nearest even, saturate to the largest finite value or flush to a signed zero, NaN
+    override. Returns the result's ``1 + ebits + mbits`` bits (combinational)."""
+    x = data.View(fp_add_norm_layout(ebits, mbits), Value.cast(x))
+    top = (1 << ebits) - 2                       # largest finite exponent
+    e1, sg = x.exp, x.sign
+    q = _round_even(x.q, x.guard, x.sticky)
     over = q[mbits + 1]
-    sat |= over & (e1 >= top)
+    sat = x.sat | (over & (e1 >= top))
     e2 = e1 + over
     res = Mux(sat, fp_max_finite(sg, ebits, mbits),
               Cat(q[:mbits], e2[:ebits], sg))
-    res = Mux(zero, Cat(Const(0, ebits + mbits), sg), res)
+    res = Mux(x.zero, Cat(Const(0, ebits + mbits), sg), res)
     return Mux(x.nan, x.pass_, res)
+
+
+def fp_add_finish(m, x, ebits: int, mbits: int, name: str = "fpadd") -> Value:
+    """Last phase of :func:`fp_add`: normalise ``x`` (a :func:`fp_add_sum_layout` value), round
+    to nearest even, saturate to the largest finite value or flush to a signed zero, NaN
+    override (:func:`fp_add_normalise` then :func:`fp_add_round`). Returns the result's
+    ``1 + ebits + mbits`` bits (combinational)."""
+    return fp_add_round(m, fp_add_normalise(m, x, ebits, mbits, name), ebits, mbits, name)
 
 
 def fp_add(m, a: ValueLike, b: ValueLike, ebits: int, mbits: int, name: str = "fpadd") -> Value:
@@ -179,11 +220,13 @@ def fp_add(m, a: ValueLike, b: ValueLike, ebits: int, mbits: int, name: str = "f
 
 
 class FpAddStages(wiring.Component):
-    """``count`` :func:`fp_add` operations in three :class:`hdl.lib.stream.Map` register
-    stages, one phase each (submodules ``align``, ``sum``, ``finish``; latency 3 cycles, one
-    item per cycle), carrying the input payload along: the way a pipeline puts an ``fp_add``
-    between registers (the whole operator is ~19 ns fp17 / ~27 ns fp32 on ECP5, each phase
-    under 10 ns but fp32's finish, 10.7 ns: scripts/fp_timing.py).
+    """``count`` :func:`fp_add` operations in ``stages`` :class:`hdl.lib.stream.Map` register
+    stages, one phase each (submodules ``align``, ``sum``, ``finish`` for 3 stages; ``align``,
+    ``sum``, ``norm`` (:func:`fp_add_normalise`), ``round`` (:func:`fp_add_round`) for 4;
+    latency ``stages`` cycles, one item per cycle), carrying the input payload along: the way a
+    pipeline puts an ``fp_add`` between registers (the whole operator is ~19 ns fp17 / ~27 ns
+    fp32 on ECP5, each phase under 10 ns but fp32's finish, 10.7 ns, whose halves take 5.5 ns
+    each: fp32 pipelines use 4 stages; scripts/fp_timing.py).
 
     Parameters: ``i_shape``, ``o_shape`` (payload shapes); ``ebits``, ``mbits`` (the format);
     ``count`` (additions per item); ``operands(m, payload) -> [(a, b), ...]`` (``count``
@@ -191,15 +234,19 @@ class FpAddStages(wiring.Component):
     (combinational: what was kept of the input payload and the ``count`` sums, ``1 + ebits +
     mbits``-bit Values, in ``operands``' order); ``keep`` and ``keep_shape`` (optional:
     ``keep(m, payload)`` the part of the input payload, of shape ``keep_shape``, that travels
-    along to ``finish``; by default the whole payload).
+    along to ``finish``; by default the whole payload); ``stages`` (3, default, or 4: the
+    finish phase split in its normalisation and its rounding).
 
     Ports: ``i`` In(stream of ``i_shape``); ``o`` Out(stream of ``o_shape``).
     """
 
     def __init__(self, i_shape, o_shape, ebits: int, mbits: int, count: int, operands, finish,
-                 keep=None, keep_shape=None):
+                 keep=None, keep_shape=None, stages: int = 3):
         if (keep is None) != (keep_shape is None):
             raise ValueError("keep and keep_shape go together")
+        if stages not in (3, 4):
+            raise ValueError(f"{stages} stages: 3 or 4")
+        self.stages = stages
         self.ebits, self.mbits, self.count = ebits, mbits, count
         self._operands, self._finish = operands, finish
         self._i_shape = i_shape
@@ -237,42 +284,94 @@ class FpAddStages(wiring.Component):
             return self._finish(m, w.w, [fp_add_finish(m, w.sm[k], eb, mb, name=f"add{k}")
                                          for k in range(n)])
 
+        l_nm = data.StructLayout({"w": self._keep_shape,
+                                  "nm": data.ArrayLayout(fp_add_norm_layout(eb, mb), n)})
+
+        def norm(m, w):
+            out = Signal(l_nm, name="nm")
+            m.d.comb += out.w.eq(w.w)
+            m.d.comb += [out.nm[k].eq(fp_add_normalise(m, w.sm[k], eb, mb, name=f"add{k}"))
+                         for k in range(n)]
+            return out
+
+        def round_(m, w):
+            return self._finish(m, w.w, [fp_add_round(m, w.nm[k], eb, mb, name=f"add{k}")
+                                         for k in range(n)])
+
+        o_shape = self.o.payload.shape()
+        if self.stages == 3:
+            tail = {"finish": Map(l_sm, o_shape, finish)}
+        else:
+            tail = {"norm": Map(l_sm, l_nm, norm), "round": Map(l_nm, o_shape, round_)}
         last = chain(m, wiring.flipped(self.i), align=Map(self._i_shape, l_al, align),
-                     sum=Map(l_al, l_sm, add),
-                     finish=Map(l_sm, self.o.payload.shape(), finish))
+                     sum=Map(l_al, l_sm, add), **tail)
         wiring.connect(m, last.o, wiring.flipped(self.o))
         return m
 
 
-def fp_mul(m, a: ValueLike, b: ValueLike, ebits: int, mbits: int, name: str = "fpmul") -> Value:
-    """``a * b`` (module docstring): exact product of the mantissas, normalised by one bit,
-    rounded to nearest even, saturated or flushed, NaN override."""
+def fp_mul_product_layout(ebits: int, mbits: int) -> data.StructLayout:
+    """:func:`fp_mul_product`'s result: ``sign`` (1, the product's), ``es`` (``ebits + 1``,
+    the sum of the biased exponents), ``p`` (``2 * mbits + 2``, the exact product of the
+    mantissas with their hidden ones), ``zero`` (1, an operand is zero), ``nan`` (1, an
+    operand is a NaN) and ``pass_`` (``1 + ebits + mbits``, that NaN, ``a``'s before
+    ``b``'s)."""
+    return data.StructLayout({"sign": 1, "es": ebits + 1, "p": 2 * mbits + 2, "zero": 1,
+                              "nan": 1, "pass_": 1 + ebits + mbits})
+
+
+def fp_mul_product(m, a: ValueLike, b: ValueLike, ebits: int, mbits: int,
+                   name: str = "fpmul") -> data.View:
+    """First phase of :func:`fp_mul`: the sign, the sum of the exponents, the exact product of
+    the ``mbits + 1``-bit mantissas, zero and NaN operands. Returns a
+    :func:`fp_mul_product_layout` view (combinational; a caller may register it before
+    :func:`fp_mul_finish`)."""
     a, b = Value.cast(a), Value.cast(b)
-    bias = (1 << (ebits - 1)) - 1
-    top = (1 << ebits) - 2
     sa, ea, ma = _fields(a, ebits, mbits)
     sb, eb, mb = _fields(b, ebits, mbits)
-    sign = sa ^ sb
-    za = ~(ea.any() | ma.any())
-    zb = ~(eb.any() | mb.any())
-    es = Signal(ebits + 1, name=f"{name}_es")
-    m.d.comb += es.eq(ea + eb)
-    p = Signal(2 * mbits + 2, name=f"{name}_p")
-    m.d.comb += p.eq(Cat(ma, Const(1, 1)) * Cat(mb, Const(1, 1)))
+    nan_a, nan_b = fp_is_nan(a, ebits, mbits), fp_is_nan(b, ebits, mbits)
+    out = Signal(fp_mul_product_layout(ebits, mbits), name=f"{name}_pr")
+    m.d.comb += [out.sign.eq(sa ^ sb), out.es.eq(ea + eb),
+                 out.p.eq(Cat(ma, Const(1, 1)) * Cat(mb, Const(1, 1))),
+                 out.zero.eq(~(ea.any() | ma.any()) | ~(eb.any() | mb.any())),
+                 out.nan.eq(nan_a | nan_b), out.pass_.eq(Mux(nan_a, a, b))]
+    return out
+
+
+def fp_mul_finish(m, x, ebits: int, mbits: int, name: str = "fpmul") -> Value:
+    """Last phase of :func:`fp_mul`: normalise ``x`` (a :func:`fp_mul_product_layout` value)
+    by one bit, round to nearest even, saturate to the largest finite value or flush to a
+    signed zero, NaN override. Returns the result's ``1 + ebits + mbits`` bits
+    (combinational)."""
+    x = data.View(fp_mul_product_layout(ebits, mbits), Value.cast(x))
+    bias = (1 << (ebits - 1)) - 1
+    top = (1 << ebits) - 2
+    sign, es, p = x.sign, x.es, x.p
     hi = p[2 * mbits + 1]
     pe = Signal(range(-bias, 2 * top + 2), name=f"{name}_pe")
     m.d.comb += pe.eq(es - bias)
     f = Mux(hi, p[:2 * mbits + 1], Cat(Const(0, 1), p[:2 * mbits]))     # 1.f, f of 2*mbits+1 bits
     qv = _round_even(Cat(f[mbits + 1:], Const(1, 1)), f[mbits], f[:mbits].any())
     over = qv[mbits + 1]
-    pe2 = pe + hi + over
-    sat = (hi & (pe >= top)) | (pe2 > top)
-    res = Mux(sat, fp_max_finite(sign, ebits, mbits), Cat(qv[:mbits], pe2[:ebits], sign))
-    flush = za | zb | (es < bias) | (pe2 <= 0)
+    # the exponent for both outcomes of the rounding, chosen by its carry (off the rounding
+    # adder's path)
+    pe1 = Signal(range(-bias, 2 * top + 3), name=f"{name}_pe1")
+    pe1c = Signal(range(-bias, 2 * top + 3), name=f"{name}_pe1c")
+    m.d.comb += [pe1.eq(pe + hi), pe1c.eq(pe + hi + 1)]
+    sat = (hi & (pe >= top)) | Mux(over, pe1c > top, pe1 > top)
+    res = Mux(sat, fp_max_finite(sign, ebits, mbits),
+              Cat(qv[:mbits], Mux(over, pe1c[:ebits], pe1[:ebits]), sign))
+    flush = x.zero | (es < bias) | Mux(over, pe1c <= 0, pe1 <= 0)
     res = Mux(es >= (1 << ebits) - 1 + bias, fp_max_finite(sign, ebits, mbits), res)
     res = Mux(flush, Cat(Const(0, ebits + mbits), sign), res)
-    res = Mux(fp_is_nan(b, ebits, mbits), b, res)
-    return Mux(fp_is_nan(a, ebits, mbits), a, res)
+    return Mux(x.nan, x.pass_, res)
+
+
+def fp_mul(m, a: ValueLike, b: ValueLike, ebits: int, mbits: int, name: str = "fpmul") -> Value:
+    """``a * b`` (module docstring): :func:`fp_mul_product` (exponent sum, exact product of
+    the mantissas), :func:`fp_mul_finish` (normalised by one bit, rounded to nearest even,
+    saturated or flushed, NaN override), combinational; a pipeline registers between the
+    phases instead."""
+    return fp_mul_finish(m, fp_mul_product(m, a, b, ebits, mbits, name), ebits, mbits, name)
 
 
 def fp_widen(m, x: ValueLike, ebits_in: int, ebits_out: int, mbits: int,

@@ -9,8 +9,9 @@ Stream stages (``lib.stream``; ``elems`` 16-bit channels per atom, ``lanes`` per
 
   atoms --Split--> groups --Map (NaN flush)--> SkidBuffer --> Pool1d16 (width pass)
         --SkidBuffer--> Pool2d16 (height pass)
-        --Map (x RECIP_KERNEL_WIDTH)--> Map (INT16: round to 19 bits)
-        --Map (x RECIP_KERNEL_HEIGHT)--> Map (INT16: round to 16 bits; FP16: fp17 -> fp16)
+        --Map (x RECIP_KERNEL_WIDTH)--> Map (INT16: round to 19 bits; FP16: fp_mul_finish)
+        --Map (x RECIP_KERNEL_HEIGHT)--> Map (FP16: fp_mul_finish)
+        --Map (INT16: round to 16 bits; FP16: fp17 -> fp16)
         --Merge--> atoms
 
 * NaN flush (PDP D_NAN_FLUSH_TO_ZERO.NAN_TO_ZERO, FP16; verif/model/pdp.py from NVIDIA's
@@ -20,22 +21,24 @@ Stream stages (``lib.stream``; ``elems`` 16-bit channels per atom, ``lanes`` per
   times RECIP_KERNEL_HEIGHT rounded to 16 bits (:func:`hdl.pdp.core.recip_finish`, NVIDIA's
   "rounding 0.5=1, -0.5=-1"; widths INT_WIDTHS[("v1", 1)]).
 * FP16 AVE: the fp17 total times RECIP_KERNEL_WIDTH[16:0], times RECIP_KERNEL_HEIGHT[16:0]
-  (both fp17 bit patterns in this mode), converted to fp16 (:func:`hdl.lib.fp.fp_mul`,
+  (both fp17 bit patterns in this mode), converted to fp16 (:func:`hdl.lib.fp.fp_mul` in phases,
   :func:`hdl.lib.fp.fp_narrow`).
 * MAX / MIN: the pooled int16 value / fp16 pattern passes unchanged.
 
 Each fp operator sits alone between registers (``fp_add``, ~19 ns combinational in fp17 on ECP5,
-in its three phases: :class:`hdl.lib.fp.FpAddStages`).
+in its three phases: :class:`hdl.lib.fp.FpAddStages`; ``fp_mul`` in its two,
+:func:`hdl.lib.fp.fp_mul_product` and :func:`hdl.lib.fp.fp_mul_finish`).
 An atom's 16-bit element ``j`` is its bytes ``2j`` (low) and ``2j + 1`` (format.rst: two-byte
 elements little-endian, ``atom_bytes // 2`` channels per atom).
 """
 from __future__ import annotations
 
-from amaranth.hdl import Module, Mux, signed
+from amaranth.hdl import Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from hdl.lib.fp import fp_is_nan, fp_mul, fp_narrow
+from hdl.lib.fp import (fp_is_nan, fp_mul_finish, fp_mul_product, fp_mul_product_layout,
+                        fp_narrow)
 from hdl.lib.gearbox import Merge, Split
 from hdl.lib.stream import Map, SkidBuffer
 from hdl.pdp.core import recip_finish
@@ -116,22 +119,44 @@ class PdpCore16(wiring.Component):
 
         # the reciprocal stages: one product or rounding per stage, in a signed container wide
         # enough for INT16's product (22-bit total x 17-bit reciprocal); FP16 values and the
-        # MAX/MIN results ride in its low bits
+        # MAX/MIN results ride in its low bits. An fp17 product is fp_mul_product in the
+        # multiplying stage and fp_mul_finish in the next one (beside INT16's rounding after
+        # the width pass, in a stage of its own after the height pass, before fp_narrow)
         prod = signed(VBITS + 17 + 1)
         pl = data.ArrayLayout(prod, T)
+        mlane = data.StructLayout({"v": prod, "f": fp_mul_product_layout(*FP17)})
+        ml = data.ArrayLayout(mlane, T)
+        ave_fp, ave_int = ave & fp, ave & ~fp
+
+        def lane_product(m, v, f, name):
+            """A lane of ``ml``: ``v`` (the integer product or the value passed along) and
+            ``f`` (an fp_mul_product view)."""
+            x = Signal(mlane, name=name)
+            m.d.comb += [x.v.eq(v), x.f.eq(f)]
+            return x
 
         def mul_w(m, v):
-            return [Mux(ave, Mux(fp, fp_mul(m, v[k][:17], self.recip_w, *FP17, name=f"mw{k}"),
-                                 v[k] * self.recip_w), v[k]) for k in range(T)]
+            return [lane_product(m, Mux(ave_int, v[k] * self.recip_w, v[k]),
+                                 fp_mul_product(m, v[k][:17], self.recip_w, *FP17,
+                                                name=f"mw{k}"), f"mw{k}")
+                    for k in range(T)]
 
         def round_w(m, v):
-            return [Mux(ave & ~fp, recip_finish(v[k], AVG_W_BITS), v[k][:VBITS].as_signed())
+            return [Mux(ave_int, recip_finish(v[k].v, AVG_W_BITS),
+                        Mux(ave_fp, fp_mul_finish(m, v[k].f, *FP17, name=f"mw{k}"),
+                            v[k].v[:VBITS]).as_signed())
                     for k in range(T)]
 
         def mul_h(m, v):
             w = [v[k][:AVG_W_BITS].as_signed() for k in range(T)]
-            return [Mux(ave, Mux(fp, fp_mul(m, v[k][:17], self.recip_h, *FP17, name=f"mh{k}"),
-                                 w[k] * self.recip_h), v[k]) for k in range(T)]
+            return [lane_product(m, Mux(ave_int, w[k] * self.recip_h, v[k]),
+                                 fp_mul_product(m, v[k][:17], self.recip_h, *FP17,
+                                                name=f"mh{k}"), f"mh{k}")
+                    for k in range(T)]
+
+        def mul_h_finish(m, v):
+            return [Mux(ave_fp, fp_mul_finish(m, v[k].f, *FP17, name=f"mh{k}"), v[k].v)
+                    for k in range(T)]
 
         def round_h(m, v):
             return [Mux(ave, Mux(fp, fp_narrow(m, v[k][:17], FP17[0], FP16[0], FP17[1],
@@ -139,9 +164,10 @@ class PdpCore16(wiring.Component):
                                  recip_finish(v[k], OUT_BITS)), v[k][:16])
                     for k in range(T)]
 
-        m.submodules.mul_w = mw = Map(p2.o.payload.shape(), pl, mul_w)
-        m.submodules.recip_w = rw = Map(pl, data.ArrayLayout(signed(VBITS), T), round_w)
-        m.submodules.mul_h = mh = Map(data.ArrayLayout(signed(VBITS), T), pl, mul_h)
+        m.submodules.mul_w = mw = Map(p2.o.payload.shape(), ml, mul_w)
+        m.submodules.recip_w = rw = Map(ml, data.ArrayLayout(signed(VBITS), T), round_w)
+        m.submodules.mul_h = mh = Map(data.ArrayLayout(signed(VBITS), T), ml, mul_h)
+        m.submodules.mul_h_fin = mhf = Map(ml, pl, mul_h_finish)
         m.submodules.recip_h = rh = Map(pl, lane16, round_h)
 
         m.d.comb += [
@@ -154,7 +180,7 @@ class PdpCore16(wiring.Component):
             merge.o.ready.eq(self.o.ready),
         ]
         for a, b in ((nan, in_skid), (in_skid, p1), (p1, mid), (mid, p2), (p2, mw), (mw, rw),
-                     (rw, mh), (mh, rh), (rh, merge)):
+                     (rw, mh), (mh, mhf), (mhf, rh), (rh, merge)):
             wiring.connect(m, a.o, b.i)
         for c in (p1, p2):
             m.d.comb += [c.start.eq(self.start), c.method.eq(self.method), c.fp.eq(fp),

@@ -167,12 +167,15 @@ def test_fraction_to_fp17(bits):
 
 # ---- fp_add in registered phases (pipelines put registers between them) ----------------------
 
-from hdl.lib.fp import fp_add_align, fp_add_finish, fp_add_sum  # noqa: E402
+from hdl.lib.fp import (fp_add_align, fp_add_finish, fp_add_normalise, fp_add_round,  # noqa: E402
+                        fp_add_sum)
 
 
-def staged_add(vectors, ebits, mbits):
+def staged_add(vectors, ebits, mbits, split_finish=False):
     """``fp_add_align`` -> register -> ``fp_add_sum`` -> register -> ``fp_add_finish`` ->
-    register, one (a, b) pair per cycle in the simulator; returns the outputs in order."""
+    register (with ``split_finish``, ``fp_add_normalise`` -> register -> ``fp_add_round`` ->
+    register instead of the finish), one (a, b) pair per cycle in the simulator; returns the
+    outputs in order."""
     bits = 1 + ebits + mbits
     m = Module()
     a, b = Signal(bits, name="a"), Signal(bits, name="b")
@@ -181,16 +184,23 @@ def staged_add(vectors, ebits, mbits):
     sm = fp_add_sum(m, al_q, ebits, mbits)
     sm_q = Signal.like(sm, name="sm_q")
     out = Signal(bits, name="out")
-    m.d.sync += [al_q.eq(al), sm_q.eq(sm), out.eq(fp_add_finish(m, sm_q, ebits, mbits))]
+    m.d.sync += [al_q.eq(al), sm_q.eq(sm)]
+    if split_finish:
+        nm = fp_add_normalise(m, sm_q, ebits, mbits)
+        nm_q = Signal.like(nm, name="nm_q")
+        m.d.sync += [nm_q.eq(nm), out.eq(fp_add_round(m, nm_q, ebits, mbits))]
+    else:
+        m.d.sync += out.eq(fp_add_finish(m, sm_q, ebits, mbits))
+    lat = 3 if split_finish else 2
     got = []
 
     async def bench(ctx):
-        for k in range(len(vectors) + 2):
+        for k in range(len(vectors) + lat):
             if k < len(vectors):
                 ctx.set(a, vectors[k][0])
                 ctx.set(b, vectors[k][1])
             await ctx.tick()
-            if k >= 2:
+            if k >= lat:
                 got.append(ctx.get(out))
 
     sim = Simulator(m)
@@ -230,8 +240,106 @@ def test_fp_add_registered_phases_equal_fp_add(ebits, mbits):
     bits = 1 + ebits + mbits
     want = evaluate(lambda m, a, b: fp_add(m, a, b, ebits, mbits), vec, bits, bits)
     assert staged_add(vec, ebits, mbits) == want
+    assert staged_add(vec, ebits, mbits, split_finish=True) == want
     if (ebits, mbits) == (6, 10):                # the exact reference, infinity patterns aside
         inf = lambda x: x & 0xFFFF == 0xFC00       # noqa: E731 (ref_add reads them as MAX17)
         for (a, b), s in zip(vec, want):
             if not (inf(a) or inf(b)):
                 assert s == ref_add(a, b), (hex(a), hex(b), hex(s), hex(ref_add(a, b)))
+
+
+# ---- fp_mul in registered phases -------------------------------------------------------------
+
+import fractions  # noqa: E402
+
+from hdl.lib.fp import fp_mul_finish, fp_mul_product  # noqa: E402
+
+
+def staged_mul(vectors, ebits, mbits):
+    """``fp_mul_product`` -> register -> ``fp_mul_finish`` -> register, one (a, b) pair per
+    cycle in the simulator; returns the outputs in order."""
+    bits = 1 + ebits + mbits
+    m = Module()
+    a, b = Signal(bits, name="a"), Signal(bits, name="b")
+    pr = fp_mul_product(m, a, b, ebits, mbits)
+    pr_q = Signal.like(pr, name="pr_q")
+    out = Signal(bits, name="out")
+    m.d.sync += [pr_q.eq(pr), out.eq(fp_mul_finish(m, pr_q, ebits, mbits))]
+    got = []
+
+    async def bench(ctx):
+        for k in range(len(vectors) + 1):
+            if k < len(vectors):
+                ctx.set(a, vectors[k][0])
+                ctx.set(b, vectors[k][1])
+            await ctx.tick()
+            if k >= 1:
+                got.append(ctx.get(out))
+
+    sim = Simulator(m)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+    return got
+
+
+def ref_mul_exact(a, b, ebits, mbits):
+    """The exact product of ``a`` and ``b`` (``ebits``/``mbits``, a hidden one on every
+    pattern but the zeros, the exponent-all-ones-zero-mantissa pattern read as its number)
+    rounded to ``mbits + 1`` significant bits, ties to even; the largest finite value above
+    the range, a zero signed as the product below; a NaN operand returned, ``a``'s first."""
+    bias, top, sgn = (1 << (ebits - 1)) - 1, (1 << ebits) - 1, 1 << (ebits + mbits)
+
+    def fields(x):
+        return x >> (ebits + mbits) & 1, x >> mbits & top, x & ((1 << mbits) - 1)
+
+    for x in (a, b):
+        if fields(x)[1] == top and fields(x)[2]:
+            return x
+    s = fields(a)[0] ^ fields(b)[0]
+    (_, ea, ma), (_, eb, mb) = fields(a), fields(b)
+    if not (ea or ma) or not (eb or mb):
+        return s * sgn
+    v = fractions.Fraction((ma | 1 << mbits) * (mb | 1 << mbits), 1 << 2 * mbits) * \
+        fractions.Fraction(2) ** (ea + eb - 2 * bias)
+    e = 0
+    while v >= 2:
+        v, e = v / 2, e + 1
+    while v < 1:
+        v, e = v * 2, e - 1
+    q = v * (1 << mbits)
+    fl = int(q)
+    r = q - fl
+    if r > fractions.Fraction(1, 2) or (r == fractions.Fraction(1, 2) and fl & 1):
+        fl += 1
+    if fl == 2 << mbits:
+        fl, e = 1 << mbits, e + 1
+    if e + bias >= top:
+        return s * sgn | ((top - 1) << mbits) | ((1 << mbits) - 1)
+    if e + bias <= 0:
+        return s * sgn
+    return s * sgn | ((e + bias) << mbits) | (fl & ((1 << mbits) - 1))
+
+
+@pytest.mark.parametrize("ebits,mbits", [(6, 10), (8, 23)])
+def test_fp_mul_registered_phases_equal_fp_mul(ebits, mbits):
+    """Random and edge pairs (zeros, the largest finite value, the infinity pattern, NaNs,
+    exponents that overflow or underflow): ``fp_mul``, its two registered phases and the exact
+    reference agree (and ``ref_mul`` at fp17)."""
+    rng = random.Random(100 + ebits)
+    vec = edge_operands(rng, ebits, mbits, 3000)
+    bias, top = (1 << (ebits - 1)) - 1, (1 << ebits) - 1
+    for _ in range(1500):                        # exponent sums near the range's ends
+        ea = rng.randint(1, top - 1)
+        eb = min(max(rng.choice((bias, 2 * bias + 1, bias - 1, bias + 1, 2 * bias)) - ea
+                     + rng.randint(-2, 2), 0), top)
+        vec.append(tuple(rng.getrandbits(1) << (ebits + mbits) | e << mbits
+                         | rng.getrandbits(mbits) for e in (ea, eb)))
+    bits = 1 + ebits + mbits
+    want = evaluate(lambda m, a, b: fp_mul(m, a, b, ebits, mbits), vec, bits, bits)
+    assert staged_mul(vec, ebits, mbits) == want
+    for (a, b), p in zip(vec, want):
+        r = ref_mul_exact(a, b, ebits, mbits)
+        assert p == r, (hex(a), hex(b), hex(p), hex(r))
+        if (ebits, mbits) == (6, 10):
+            assert p == ref_mul(a, b), (hex(a), hex(b), hex(p), hex(ref_mul(a, b)))
