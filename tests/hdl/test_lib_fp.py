@@ -191,7 +191,12 @@ def staged_add(vectors, ebits, mbits, split_finish=False):
         m.d.sync += [nm_q.eq(nm), out.eq(fp_add_round(m, nm_q, ebits, mbits))]
     else:
         m.d.sync += out.eq(fp_add_finish(m, sm_q, ebits, mbits))
-    lat = 3 if split_finish else 2
+    return play_pipeline(m, a, b, out, vectors, 3 if split_finish else 2)
+
+
+def play_pipeline(m, a, b, out, vectors, lat):
+    """Simulate ``m``, feeding one ``(a, b)`` pair of ``vectors`` per cycle; returns ``out``
+    ``lat`` cycles after each pair, in order."""
     got = []
 
     async def bench(ctx):
@@ -265,22 +270,7 @@ def staged_mul(vectors, ebits, mbits):
     pr_q = Signal.like(pr, name="pr_q")
     out = Signal(bits, name="out")
     m.d.sync += [pr_q.eq(pr), out.eq(fp_mul_finish(m, pr_q, ebits, mbits))]
-    got = []
-
-    async def bench(ctx):
-        for k in range(len(vectors) + 1):
-            if k < len(vectors):
-                ctx.set(a, vectors[k][0])
-                ctx.set(b, vectors[k][1])
-            await ctx.tick()
-            if k >= 1:
-                got.append(ctx.get(out))
-
-    sim = Simulator(m)
-    sim.add_clock(1e-6)
-    sim.add_testbench(bench)
-    sim.run()
-    return got
+    return play_pipeline(m, a, b, out, vectors, 1)
 
 
 def ref_mul_exact(a, b, ebits, mbits):
