@@ -149,6 +149,14 @@ class NvdlaConfig:
                 "int8_int16_fp16": ("int8", "int16", "fp16")}[self.feature_data_type]
 
     @property
+    def conv16(self) -> bool:
+        """The convolution pipeline computes INT16 and FP16 layers beside INT8 ones on one-byte
+        element sizes ("int8_int16_fp16", nv_full): 16-bit layers use entries of 2 x
+        cbuf_bank_width bytes, atomic_k / 2 kernels per atomic operation and 16-bit CMAC
+        lanes (docs/conv16.md). False for every other configuration, which builds none of it."""
+        return "int16" in self.precisions and self.bpe == 8
+
+    @property
     def memif_width(self) -> int:
         """NVDLA_MEMIF_WIDTH in bits: internal DMA data path width."""
         w = [self.primary_memif_width, self.memory_atomic * self.bpe]
