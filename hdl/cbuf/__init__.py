@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from amaranth.hdl import Module, Mux, Signal, unsigned
+from amaranth.hdl import Cat, Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.memory import Memory
@@ -47,6 +47,11 @@ class CbufGeometry:
         atoms: memory atoms per entry R (cbuf_bank_width / memory atom bytes; 1 on nv_small,
             4 on nv_small_256): with R > 1 the write ports carry a ``mask`` of R atom lanes
             (CDMA writes a feature atom into one lane of its entry, docs/conv.md "CBUF").
+        pairs: reads return the row pair of two entries (``cfg.conv16``, docs/conv16.md
+            "CBUF"): entries 2i and 2i+1 are one row of ``2 * entry_bytes`` bytes, as NVIDIA's
+            nv_full CBUF has 256 rows of 128 B per bank (UD "Convolution Buffer"); a 16-bit
+            layer's entry E is entries 2E and 2E+1, an INT8 reader takes its half. Writes are
+            unchanged. Needs an even ``depth``.
 
     Raises ValueError when ``depth``, ``entry_bytes`` or ``atoms`` is not a power of two or a
     size < 1, or ``atoms`` does not divide ``entry_bytes``.
@@ -55,6 +60,7 @@ class CbufGeometry:
     depth: int
     entry_bytes: int
     atoms: int = 1
+    pairs: bool = False
 
     def __post_init__(self):
         for name in ("banks", "depth", "entry_bytes", "atoms"):
@@ -66,13 +72,15 @@ class CbufGeometry:
                 raise ValueError(f"CBUF {name}={v} must be a power of two")
         if self.entry_bytes % self.atoms:
             raise ValueError(f"CBUF atoms={self.atoms} does not divide entry_bytes={self.entry_bytes}")
+        if self.pairs and self.depth < 2:
+            raise ValueError("CBUF pairs need a depth of 2 or more")
 
     @classmethod
     def from_config(cls, cfg: NvdlaConfig) -> "CbufGeometry":
         """The geometry of ``cfg`` (cbuf_bank_number x cbuf_bank_depth x cbuf_bank_width, R =
-        cbuf_bank_width / memory atom atoms per entry)."""
+        cbuf_bank_width / memory atom atoms per entry; row pairs when ``cfg.conv16``)."""
         return cls(cfg.cbuf_bank_number, cfg.cbuf_bank_depth, cfg.cbuf_bank_width,
-                   cfg.cbuf_bank_width // cfg.atom_bytes)
+                   cfg.cbuf_bank_width // cfg.atom_bytes, cfg.conv16)
 
     @property
     def atom_shift(self) -> int:
@@ -161,8 +169,9 @@ def rd_req_layout(geom: CbufGeometry) -> data.StructLayout:
 
 
 def rd_resp_layout(geom: CbufGeometry) -> data.StructLayout:
-    """Payload of a read response: ``data`` (the entry)."""
-    return data.StructLayout({"data": geom.entry_bits})
+    """Payload of a read response: ``data`` (the entry; with ``geom.pairs`` the row pair
+    holding the requested entry u: entry u & ~1 in the low ``entry_bits``, u | 1 above)."""
+    return data.StructLayout({"data": geom.entry_bits * (2 if geom.pairs else 1)})
 
 
 _RD_GROUP = 4             # banks per first-stage read mux (registered beside its banks)
@@ -203,8 +212,9 @@ class Cbuf(wiring.Component):
     Raises ValueError for bad sizes (see :class:`CbufGeometry`).
     """
 
-    def __init__(self, banks: int, depth: int, entry_bytes: int, atoms: int = 1):
-        self.geom = g = CbufGeometry(banks, depth, entry_bytes, atoms)
+    def __init__(self, banks: int, depth: int, entry_bytes: int, atoms: int = 1,
+                 pairs: bool = False):
+        self.geom = g = CbufGeometry(banks, depth, entry_bytes, atoms, pairs)
         super().__init__({
             "dat_wr": In(stream.Signature(wr_layout(g))),
             "wt_wr": In(stream.Signature(wr_layout(g))),
@@ -218,7 +228,7 @@ class Cbuf(wiring.Component):
     def from_config(cls, cfg: NvdlaConfig) -> "Cbuf":
         """The CBUF of ``cfg`` (:meth:`CbufGeometry.from_config`)."""
         g = CbufGeometry.from_config(cfg)
-        return cls(g.banks, g.depth, g.entry_bytes, g.atoms)
+        return cls(g.banks, g.depth, g.entry_bytes, g.atoms, g.pairs)
 
     def _bank(self, addr):
         g = self.geom
@@ -262,34 +272,45 @@ class Cbuf(wiring.Component):
                                            credits["dat"] != 0, credits["wt"] != 0)
         m.d.comb += [dr.ready.eq(dr_take), wr.ready.eq(wr_take)]
 
-        # ---- banks
+        # ---- banks (with ``pairs``: rows of two entries, entry u in half u & 1 of row
+        # (u mod depth) >> 1; a write enables only its half)
+        halves = 2 if g.pairs else 1
+        row_bits = g.entry_bits * halves
+        if g.pairs:
+            row = lambda addr: addr[1:g.depth_bits]        # noqa: E731
+        lanes = g.atoms * halves
+
+        def enables(take, here, payload):
+            if not g.pairs:
+                if g.atoms > 1:
+                    return Mux(take & here, payload.mask, 0)
+                return take & here
+            mask = payload.mask if g.atoms > 1 else 1
+            return Mux(take & here, Mux(payload.addr[0], mask << g.atoms, mask), 0)
+
+        def wdata(payload):
+            return Cat(payload.data, payload.data) if g.pairs else payload.data
+
         rd_data = []
         for b in range(g.banks):
             # never read in the cycle it is written (CDMA writes only entries CSC released,
             # CSC reads only entries CDMA reported written): bare block RAM (hdl.lib.memory)
-            mem = Memory(shape=unsigned(g.entry_bits), depth=g.depth, init=[],
+            mem = Memory(shape=unsigned(row_bits), depth=g.depth // halves, init=[],
                          attrs=RDWR_UNDEFINED)
             m.submodules[f"bank{b}"] = mem
-            wp = mem.write_port(granularity=g.entry_bits // g.atoms) if g.atoms > 1 else \
+            wp = mem.write_port(granularity=row_bits // lanes) if lanes > 1 else \
                 mem.write_port()
             rp = mem.read_port()
             d_here = self._bank(dw.payload.addr) == b
             w_here = self._bank(ww.payload.addr) == b
-            if g.atoms > 1:
-                m.d.comb += [
-                    wp.en.eq(Mux(dw_take & d_here, dw.payload.mask, 0)
-                             | Mux(ww_take & w_here, ww.payload.mask, 0)),
-                    wp.addr.eq(row(ww.payload.addr)),
-                    wp.data.eq(ww.payload.data),
-                ]
-            else:
-                m.d.comb += [
-                    wp.en.eq((dw_take & d_here) | (ww_take & w_here)),
-                    wp.addr.eq(row(ww.payload.addr)),
-                    wp.data.eq(ww.payload.data),
-                ]
+            m.d.comb += [
+                wp.en.eq(enables(dw_take, d_here, dw.payload)
+                         | enables(ww_take, w_here, ww.payload)),
+                wp.addr.eq(row(ww.payload.addr)),
+                wp.data.eq(wdata(ww.payload)),
+            ]
             with m.If(dw_take & d_here):
-                m.d.comb += [wp.addr.eq(row(dw.payload.addr)), wp.data.eq(dw.payload.data)]
+                m.d.comb += [wp.addr.eq(row(dw.payload.addr)), wp.data.eq(wdata(dw.payload))]
             dr_here = self._bank(dr.payload.addr) == b
             wr_here = self._bank(wr.payload.addr) == b
             m.d.comb += [
@@ -319,13 +340,13 @@ class Cbuf(wiring.Component):
             m.d.sync += [inflight2.eq(inflight), group_q.eq(bank_q >> sel_bits)]
             picked = []
             for k, members in enumerate(groups):
-                reg = Signal(g.entry_bits, name=f"{name}_group{k}_data")
+                reg = Signal(row_bits, name=f"{name}_group{k}_data")
                 with m.Switch(bank_q[:sel_bits]):
                     for i, d in enumerate(members):
                         with m.Case(i):
                             m.d.sync += reg.eq(d)
                 picked.append(reg)
-            fifo = SyncFIFO(width=g.entry_bits, depth=_RESP_FIFO_DEPTH)
+            fifo = SyncFIFO(width=row_bits, depth=_RESP_FIFO_DEPTH)
             m.submodules[f"{name}_resp_fifo"] = fifo
             with m.Switch(group_q):
                 for k, reg in enumerate(picked):

@@ -3,5 +3,7 @@
 is one half (CMAC_A or CMAC_B) of NVIDIA's MAC array, :class:`CmacArray` both halves joined."""
 from hdl.cmac.layouts import op_layout, psum_layout
 from hdl.cmac.mac import Cmac, CmacArray
+from hdl.cmac.mac16 import Cmac16Int, cmac16_int_latency
 
 __all__ = ["op_layout", "psum_layout", "Cmac", "CmacArray"]
+__all__ += ["Cmac16Int", "cmac16_int_latency"]     # cfg.conv16 configurations (docs/conv16.md)

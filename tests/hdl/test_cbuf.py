@@ -149,16 +149,19 @@ def test_geometry():
         CbufGeometry(32, 500, 8)
 
 
-@pytest.mark.parametrize("atoms, eb", [(4, 8), (2, 4)])
+@pytest.mark.parametrize("atoms, eb, pairs", [(4, 8, False), (2, 4, False), (2, 4, True),
+                                               (1, 2, True)])
 @pytest.mark.parametrize("same_banks", [False, True])
-def test_masked_atom_lanes(atoms, eb, same_banks):
+def test_masked_atom_lanes(atoms, eb, pairs, same_banks):
     """R > 1 memory atoms per entry (nv_small_256: 4 atoms of 8 bytes in 32-byte entries): each
     write carries a lane mask and changes only those atom lanes; the others keep what an
-    earlier write put there (reference: a plain-Python byte array per entry)."""
-    rng = random.Random(atoms * 10 + same_banks)
+    earlier write put there (reference: a plain-Python byte array per entry). With ``pairs``
+    (16-bit layers' row pairs, docs/conv16.md "CBUF") a read of entry u returns entries
+    u & ~1 and u | 1 side by side."""
+    rng = random.Random(atoms * 10 + same_banks + 100 * pairs)
     banks, abytes = 4, eb // atoms
-    g = CbufGeometry(banks, DEPTH, eb, atoms)
-    dut = Cbuf(banks, DEPTH, eb, atoms)
+    g = CbufGeometry(banks, DEPTH, eb, atoms, pairs)
+    dut = Cbuf(banks, DEPTH, eb, atoms, pairs)
     addrs = list(range(g.entries))
     if same_banks:
         dat_addrs, wt_addrs = addrs[::2], addrs[1::2]
@@ -181,6 +184,8 @@ def test_masked_atom_lanes(atoms, eb, same_banks):
                 for b in range(lane * abytes, (lane + 1) * abytes):
                     mem[a][b] = d >> (8 * b) & 0xFF
     want = {a: sum(v << (8 * i) for i, v in enumerate(bs)) for a, bs in mem.items()}
+    if pairs:
+        want = {a: want[a & ~1] | want[a | 1] << (8 * eb) for a in want}
     dat_r = [rng.choice(dat_addrs) for _ in range(50)]
     wt_r = [rng.choice(wt_addrs) for _ in range(50)]
     got = {"dat": [], "wt": []}
@@ -188,8 +193,8 @@ def test_masked_atom_lanes(atoms, eb, same_banks):
 
     def writer(port, items, key):
         async def tb(ctx):
-            await stream_put(ctx, port, [{"addr": a, "data": d, "mask": k} for a, d, k in items],
-                             rng=rng, p_stall=0.3)
+            await stream_put(ctx, port, [{"addr": a, "data": d, **({"mask": k} if atoms > 1 else {})}
+                                         for a, d, k in items], rng=rng, p_stall=0.3)
             wrote[key] = True
         return tb
     dp, dc = _mk_reader(dut.dat_rd_req, dut.dat_rd_resp, dat_r, "dat", wrote, got, rng, 0.3)
@@ -198,3 +203,16 @@ def test_masked_atom_lanes(atoms, eb, same_banks):
                      [dc, wc], [("dat_rd_resp", dut.dat_rd_resp), ("wt_rd_resp", dut.wt_rd_resp)])
     assert got["dat"] == [want[a] for a in dat_r]
     assert got["wt"] == [want[a] for a in wt_r]
+
+
+def test_pairs_from_config():
+    """16-bit configurations (cfg.conv16) read row pairs: nv_full's 16 banks of 256 x 128 B
+    (UD "Convolution Buffer"); the others do not."""
+    from hdl.cbuf import rd_resp_layout
+    from hdl.config import get_config
+    full = CbufGeometry.from_config(get_config("nv_full+feature_data_type=int8_int16_fp16"))
+    assert full.pairs and rd_resp_layout(full).size == 1024 and full.depth // 2 == 256
+    small = CbufGeometry.from_config(get_config("nv_small"))
+    assert not small.pairs and rd_resp_layout(small).size == 64
+    with pytest.raises(ValueError):
+        CbufGeometry(4, 1, 8, 1, True)
