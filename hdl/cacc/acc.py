@@ -23,6 +23,11 @@ Delivery order is the order of the ``last`` ops, which docs/conv.md makes the cu
 expects (kernel group, line, pixel). The layer ends when SDP has taken
 (DATAOUT_WIDTH+1) x (DATAOUT_HEIGHT+1) x ceil((DATAOUT_CHANNEL+1)/atomic_k) atoms, counted by
 three nested counters (no multiplier).
+
+In ``cfg.conv16`` configurations (docs/conv16.md "CACC") the same pipeline carries INT8, INT16
+(48-bit sums) and FP16 (FP48 sums, :mod:`hdl.cacc.acc16`) layers, per CACC's
+D_MISC_CFG.PROC_PRECISION: see :class:`Cacc`. Other configurations elaborate exactly as
+before (nv_small's Verilog is byte-identical).
 """
 from __future__ import annotations
 
@@ -33,16 +38,20 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
-from hdl.cmac.layouts import psum_layout
+from hdl.cacc.acc16 import (FP32N, FP48, FPW, Fp48Add, FpWordNormalize, fp48_normalize,
+                            fp48_pack)
+from hdl.cmac.layouts import PREC_FP16, PREC_INT16, cell_layout, psum16_layout, psum_layout
 from hdl.config import NvdlaConfig
 from hdl.lib.fixed import in_range, saturate
 from hdl.lib.stream import Map, PipelineStage
 from hdl.regfile import unit_layout
 from hdl.regmap import REGMAP
 
-__all__ = ["Cacc", "cacc_round", "cacc_round_shift", "cacc_round_finish", "SHIFTED", "ACC_BITS"]
+__all__ = ["Cacc", "cacc_round", "cacc_round_shift", "cacc_round_finish", "SHIFTED", "ACC_BITS",
+           "ACC16_BITS", "shifted_layout"]
 
 ACC_BITS = 34      # NVIDIA's int8 accumulator (NV_NVDLA_CACC_CALC_int8: 34-bit saturating sum)
+ACC16_BITS = 48    # NVIDIA's int16 accumulator (NV_NVDLA_CACC_CALC_int16: 48-bit saturating sum)
 
 
 def cacc_round(acc, truncate) -> tuple[Value, Value]:
@@ -62,51 +71,69 @@ def cacc_round(acc, truncate) -> tuple[Value, Value]:
     return cacc_round_finish(cacc_round_shift(acc, truncate))
 
 
-#: what :func:`cacc_round_shift` keeps of one accumulator for :func:`cacc_round_finish`
-SHIFTED = data.StructLayout({"sft": signed(ACC_BITS), "guide": 1, "sticky": 1, "neg": 1})
+def shifted_layout(acc_bits: int) -> data.StructLayout:
+    """What :func:`cacc_round_shift` keeps of one ``signed(acc_bits)`` accumulator for
+    :func:`cacc_round_finish`: the shifted value, the guide, sticky and sign bits."""
+    return data.StructLayout({"sft": signed(acc_bits), "guide": 1, "sticky": 1, "neg": 1})
+
+
+#: :func:`shifted_layout` of the int8 accumulator
+SHIFTED = shifted_layout(ACC_BITS)
 
 
 def cacc_round_shift(acc, truncate) -> Value:
-    """First half of :func:`cacc_round`: ``acc`` (signed(34)) shifted right by ``truncate``,
-    its guide bit, its sticky bit (any of the 15 bits below the guide) and its sign, as a
-    :data:`SHIFTED` value. Raises TypeError for another ``acc`` shape."""
+    """First half of :func:`cacc_round`: ``acc`` (signed(34), or signed(48): the INT16
+    accumulator, NV_NVDLA_CACC_CALC_int16, same shift and bits) shifted right by
+    ``truncate``, its guide bit, its sticky bit (any of the 15 bits below the guide) and its
+    sign, as a :func:`shifted_layout` value of ``len(acc)`` bits. Raises TypeError for another
+    ``acc`` shape."""
     acc = Value.cast(acc)
-    if len(acc) != ACC_BITS or not acc.shape().signed:
-        raise TypeError(f"acc must be signed({ACC_BITS}), not {acc.shape()!r}")
-    ext = Cat(Const(0, 16), acc).as_signed()              # signed(50)
+    bits = len(acc)
+    if bits not in (ACC_BITS, ACC16_BITS) or not acc.shape().signed:
+        raise TypeError(f"acc must be signed({ACC_BITS}) or signed({ACC16_BITS}), "
+                        f"not {acc.shape()!r}")
+    ext = Cat(Const(0, 16), acc).as_signed()              # signed(bits + 16)
     sh = ext >> truncate
-    return Cat(sh[16:16 + ACC_BITS], sh[15], sh[:15].any(), acc[-1])
+    return Cat(sh[16:16 + bits], sh[15], sh[:15].any(), acc[-1])
 
 
 def cacc_round_finish(shifted) -> tuple[Value, Value]:
     """Second half of :func:`cacc_round`: the rounding (a positive value rounds up on its guide
     bit, a negative one only with a sticky bit too) and the int32 saturation of a
-    :data:`SHIFTED` value; returns ``(value, sat)`` as :func:`cacc_round`."""
-    v = data.View(SHIFTED, Value.cast(shifted))
+    :func:`shifted_layout` value (of either accumulator width); returns ``(value, sat)`` as
+    :func:`cacc_round`."""
+    shifted = Value.cast(shifted)
+    v = data.View(shifted_layout(len(shifted) - 3), shifted)
     point5 = v.guide & (~v.neg | v.sticky)
-    rounded_v = v.sft + point5                              # signed(35)
+    rounded_v = v.sft + point5                              # signed(acc_bits + 1)
     value = saturate(rounded_v, 32)
     sat = ~in_range(rounded_v, 32)
     return value, sat
 
 
 class Cacc(wiring.Component):
-    """The convolution accumulator of one layer (docs/conv.md "CACC").
+    """The convolution accumulator of one layer (docs/conv.md "CACC"; docs/conv16.md "CACC"
+    in ``cfg.conv16`` configurations).
 
     Args:
         cfg: the configuration; atomic_k = cfg.mac_atomic_k accumulators per atom, partial sums
-            of cfg.mac_result_width bits.
+            of cfg.mac_result_width bits (int8-only configurations).
         stripe_max: assembly-buffer entries (pixels per stripe; the shape of ``pos``).
         result_bits: width of the partial sums (default cfg.mac_result_width; tests use wider
-            ones, up to 34, to reach the accumulator's saturation in few ops).
+            ones, up to 34, to reach the accumulator's saturation in few ops). Not for
+            ``cfg.conv16`` configurations, whose words have the widths of ``cell_layout``.
 
     Ports:
         regs: In(``unit_layout(REGMAP.unit("CACC"), "cfg")``) the CACC registers (stable for the
-            layer): D_DATAOUT_SIZE_0/1 (the layer's atom count), D_CLIP_CFG.CLIP_TRUNCATE.
+            layer): D_DATAOUT_SIZE_0/1 (the layer's atom count), D_CLIP_CFG.CLIP_TRUNCATE, and
+            in ``cfg.conv16`` configurations D_MISC_CFG.PROC_PRECISION (1 INT16, 2 FP16, any
+            other code INT8).
         start: In(1) one-cycle pulse: a layer starts (counters restart).
         busy: Out(1) from ``start`` until ``done``.
         done: Out(1) one-cycle pulse, the cycle after SDP took the layer's last atom.
-        psum: In(stream of ``psum_layout(atomic_k, result_bits, stripe_max)``).
+        psum: In(stream of ``psum_layout(atomic_k, result_bits, stripe_max)``), or in
+            ``cfg.conv16`` configurations of ``psum16_layout(atomic_c, atomic_k // 2,
+            stripe_max)``: one ``cell_layout`` word per MAC cell j.
         sdp: Out(stream of ``ArrayLayout(signed(32), atomic_k)``), the finished atoms in cube
             order.
         sat_count: Out(32) outputs of this layer saturated by the int32 saturation
@@ -114,20 +141,50 @@ class Cacc(wiring.Component):
             ``out_final_sat`` flags of every delivered atom into a counter that sticks at
             0xffffffff). 0 from ``start``; holds its value after ``done``.
 
-    Timing: one op per cycle in and one atom per cycle out with SDP always ready; latency from
-    a ``last`` op to its atom on ``sdp``: 4 cycles.
+    Precisions of ``cfg.conv16`` configurations (an assembly entry is a union of the three
+    accumulator arrays, 34 x atomic_k bits as in int8 builds; NVIDIA's entry is 136 B in
+    int8 and 96 B in int16/fp16, UD "Convolution Accumulator"):
+
+    * INT8: cell j's ``i8[0]``/``i8[1]`` are kernels 2j/2j+1 (NV_NVDLA_CMAC_CORE_mac.v):
+      accumulated and converted exactly as in int8 builds, in lanes 2j/2j+1.
+    * INT16: cell j is kernel j of a group of atomic_k/2; a 48-bit sum saturated at every
+      step (NV_NVDLA_CACC_CALC_int16; docs/conv16.md open question 1), converted by
+      :func:`cacc_round` with the 48-bit shift (the model's ``cacc_truncate(acc_bits=48)``),
+      int32 saturations counted; lanes 0..atomic_k/2-1, the upper lanes 0.
+    * FP16: the FP48 accumulator of :mod:`hdl.cacc.acc16` (``cacc_add``: each word added
+      exactly and rounded to 39 significant bits, ties away from zero; a NaN keeps its first
+      pattern), delivered as fp32 bit patterns (``cacc_to_fp32``: 24 bits, ties away; +0; NaN
+      as sign, exponent 255, the fp16 payload); CLIP_TRUNCATE unused, nothing counted in
+      sat_count (NVIDIA's FP calculator has no saturation flag; docs/conv16.md open question
+      4); lanes 0..atomic_k/2-1, the upper lanes 0. The words are normalized in the cycle
+      they are accepted (:class:`hdl.cacc.acc16.FpWordNormalize`), off the loop.
+    * The layer ends after (W+1)(H+1) x ceil((DATAOUT_CHANNEL+1)/group) atoms, group =
+      atomic_k in INT8 and atomic_k/2 otherwise.
+
+    In every precision the entry read when an op is accepted is added to and written back in
+    the next cycle (one combinational read-modify-write per psum, as in int8 builds); the FP
+    adders' inputs are held at 0 in INT8/INT16 layers. The FP48 add in that one cycle is the
+    unit's longest path (fmax risk: the figure measured on ECP5 is in hdl/cacc/acc16.py).
+
+    Timing: one op per cycle in and one atom per cycle out with SDP always ready, in every
+    precision and on stripes of one pixel too; latency from a ``last`` op to its atom on
+    ``sdp``: 4 cycles.
 
     Raises:
-        ValueError: stripe_max < 1 or result_bits outside 1..34.
-        NotImplementedError: cfg.feature_data_type other than int8.
+        ValueError: stripe_max < 1, result_bits outside 1..34, or result_bits given in a
+            ``cfg.conv16`` configuration.
+        NotImplementedError: cfg.feature_data_type other than int8, except the
+            ``cfg.conv16`` ones.
     """
 
     def __init__(self, cfg: NvdlaConfig, stripe_max: int, *, result_bits: int | None = None):
         if stripe_max < 1:
             raise ValueError(f"stripe_max must be >= 1, not {stripe_max}")
-        if cfg.feature_data_type != "int8":
-            raise NotImplementedError("CACC: only int8 (the 34-bit accumulator; int16/fp16 "
-                                      "use NVIDIA's 48-bit one)")
+        if cfg.feature_data_type != "int8" and not cfg.conv16:
+            raise NotImplementedError("CACC: int8, or int8_int16_fp16 on one-byte elements "
+                                      "(cfg.conv16)")
+        if cfg.conv16 and result_bits is not None:
+            raise ValueError("result_bits: conv16 words have the widths of cell_layout")
         result_bits = cfg.mac_result_width if result_bits is None else result_bits
         if not 1 <= result_bits <= ACC_BITS:
             raise ValueError(f"result_bits must be in 1..{ACC_BITS}, not {result_bits}")
@@ -138,19 +195,28 @@ class Cacc(wiring.Component):
             "start": In(1),
             "busy": Out(1),
             "done": Out(1),
-            "psum": In(stream.Signature(psum_layout(k, result_bits, stripe_max))),
+            "psum": In(stream.Signature(
+                psum16_layout(cfg.mac_atomic_c, k // 2, stripe_max) if cfg.conv16 else
+                psum_layout(k, result_bits, stripe_max))),
             "sdp": Out(stream.Signature(data.ArrayLayout(signed(32), k))),
             "sat_count": Out(32),
         })
 
     def elaborate(self, platform):
         m = Module()
-        k = self.cfg.mac_atomic_k
-        acc_l = data.ArrayLayout(signed(ACC_BITS), k)
-        out_l = data.StructLayout({"data": data.ArrayLayout(signed(32), k), "sat": k})
-        regs = self.regs
+        if self.cfg.conv16:
+            conv, groups_m1 = self._elaborate16(m)
+        else:
+            conv, groups_m1 = self._elaborate8(m)
+        self._deliver(m, conv, groups_m1)
+        return m
 
-        # ---- assembly buffer: read at accept, add + write back one cycle later
+    def _assembly(self, m, acc_l, op_l, op_in, update):
+        """The assembly stage (shared by both builds): the buffer ``abuf`` of ``stripe_max``
+        entries of ``acc_l``, read at accept (``op_in``, the ``op_l`` value registered beside
+        the read: the psum payload, or in conv16 builds its pre-normalized form), and
+        ``update(b_op, old_entry)`` -> the new entry, written back one cycle later and, on
+        ``last``, given to ``acc_reg``. Returns acc_reg (a PipelineStage of ``acc_l``)."""
         m.submodules.abuf = abuf = Memory(shape=acc_l, depth=self.stripe_max, init=[])
         wp = abuf.write_port()
         rp = abuf.read_port(domain="sync", transparent_for=(wp,))
@@ -161,7 +227,7 @@ class Cacc(wiring.Component):
         # It accepts when empty or when its op leaves (a non-last op always leaves; a last op
         # when acc_reg takes its sum), exactly a PipelineStage's rule.
         b_valid = Signal()
-        b_op = Signal.like(self.psum.payload, name="b_op")
+        b_op = Signal(op_l, name="b_op")
         leave = b_valid & (~b_op.last | acc_reg.i.ready)
         accept_ready = ~b_valid | leave
         m.d.comb += [
@@ -172,12 +238,9 @@ class Cacc(wiring.Component):
         with m.If(accept_ready):
             m.d.sync += b_valid.eq(self.psum.valid)
         with m.If(accept_ready & self.psum.valid):
-            m.d.sync += b_op.eq(self.psum.payload)
+            m.d.sync += b_op.eq(op_in)
 
-        new = Signal(acc_l, name="acc_new")
-        for i in range(k):
-            old = Mux(b_op.first, 0, rp.data[i])
-            m.d.comb += new[i].eq(saturate(old + b_op.sum[i], ACC_BITS))
+        new = update(b_op, rp.data)
         m.d.comb += [
             wp.addr.eq(b_op.pos),
             wp.data.eq(new),
@@ -185,8 +248,26 @@ class Cacc(wiring.Component):
             acc_reg.i.valid.eq(b_valid & b_op.last),
             acc_reg.i.payload.eq(new),
         ]
+        return acc_reg
 
-        # ---- output conversion and delivery buffer
+    def _elaborate8(self, m):
+        """int8-only configurations: 34-bit accumulators, int32 conversion."""
+        k = self.cfg.mac_atomic_k
+        acc_l = data.ArrayLayout(signed(ACC_BITS), k)
+        out_l = data.StructLayout({"data": data.ArrayLayout(signed(32), k), "sat": k})
+        regs = self.regs
+
+        # ---- assembly buffer: read at accept, add + write back one cycle later
+        def update(b_op, old_entry):
+            new = Signal(acc_l, name="acc_new")
+            for i in range(k):
+                old = Mux(b_op.first, 0, old_entry[i])
+                m.d.comb += new[i].eq(saturate(old + b_op.sum[i], ACC_BITS))
+            return new
+
+        acc_reg = self._assembly(m, acc_l, self.psum.payload.shape(), self.psum.payload, update)
+
+        # ---- output conversion
         truncate = regs.d_clip_cfg.clip_truncate
 
         shifted_l = data.ArrayLayout(SHIFTED, k)
@@ -208,6 +289,110 @@ class Cacc(wiring.Component):
         m.submodules.convert = conv = Map(shifted_l, out_l, finish)
         wiring.connect(m, acc_reg.o, shift_stage.i)
         wiring.connect(m, shift_stage.o, conv.i)
+        groups_m1 = Value.cast(regs.d_dataout_size_1.dataout_channel) >> exact_log2(k)
+        return conv, groups_m1
+
+    def _elaborate16(self, m):
+        """cfg.conv16 configurations: one entry per pixel holds 34-bit int8, 48-bit int16 or
+        FP48 accumulators, per D_MISC_CFG.PROC_PRECISION (see the class docstring)."""
+        cfg = self.cfg
+        k, h = cfg.mac_atomic_k, cfg.mac_atomic_k // 2
+        regs = self.regs
+        prec = Value.cast(regs.d_misc_cfg.proc_precision)
+        is_i16, is_fp, is_i8 = Signal(), Signal(), Signal()
+        m.d.comb += [is_i16.eq(prec == PREC_INT16), is_fp.eq(prec == PREC_FP16),
+                     is_i8.eq(~is_i16 & ~is_fp)]
+        cell_l = cell_layout(cfg.mac_atomic_c)
+        entry_l = data.UnionLayout({
+            "i8": data.ArrayLayout(signed(ACC_BITS), k),        # kernel 2j+e: cell j, i8[e]
+            "i16": data.ArrayLayout(signed(ACC16_BITS), h),
+            "fp": data.ArrayLayout(FP48, h),
+        })
+        out_l = data.StructLayout({"data": data.ArrayLayout(signed(32), k), "sat": k})
+        op_l = data.StructLayout({
+            "sum": data.ArrayLayout(data.UnionLayout({"raw": cell_l, "fpw": FPW}), h),
+            "pos": self.psum.payload.pos.shape(), "first": 1, "last": 1})
+
+        # ---- the op as registered beside the read: FP16 words normalized (off the loop)
+        op_in = Signal(op_l, name="op_in")
+        psum = self.psum.payload
+        m.d.comb += [op_in.pos.eq(psum.pos), op_in.first.eq(psum.first),
+                     op_in.last.eq(psum.last)]
+        for j in range(h):                     # input held at 0 outside FP16 layers
+            m.submodules[f"fpw{j}"] = norm = FpWordNormalize(cell_l.members["fp"])
+            m.d.comb += [
+                norm.word.eq(Mux(is_fp, psum.sum[j].fp.as_value(), 0)),
+                op_in.sum[j].eq(Mux(is_fp, norm.norm.as_value(), psum.sum[j].as_value())),
+            ]
+
+        def update(b_op, old_entry):
+            new = Signal(entry_l, name="acc_new")
+            n8 = Signal(data.ArrayLayout(signed(ACC_BITS), k), name="acc_new_i8")
+            for i in range(k):
+                old = Mux(b_op.first, 0, old_entry.i8[i])
+                m.d.comb += n8[i].eq(saturate(old + b_op.sum[i // 2].raw.i8[i % 2], ACC_BITS))
+            n16 = Signal(data.ArrayLayout(signed(ACC16_BITS), h), name="acc_new_i16")
+            for j in range(h):
+                old = Mux(b_op.first, 0, old_entry.i16[j])
+                m.d.comb += n16[j].eq(saturate(old + b_op.sum[j].raw.i16, ACC16_BITS))
+            nfp = Signal(data.ArrayLayout(FP48, h), name="acc_new_fp")
+            for j in range(h):                 # inputs held at 0 outside FP16 layers
+                m.submodules[f"fpacc{j}"] = add = Fp48Add()
+                m.d.comb += [
+                    add.acc.eq(Mux(b_op.first | ~is_fp, 0, old_entry.fp[j].as_value())),
+                    add.word.eq(Mux(is_fp, b_op.sum[j].fpw.as_value(), 0)),
+                    nfp[j].eq(add.new),
+                ]
+            m.d.comb += new.eq(Mux(is_fp, nfp.as_value(), Mux(is_i16, n16.as_value(),
+                                                               n8.as_value())))
+            return new
+
+        acc_reg = self._assembly(m, entry_l, op_l, op_in, update)
+
+        # ---- output conversion: int lanes as int8's (48-bit shift for INT16), FP to fp32
+        truncate = regs.d_clip_cfg.clip_truncate
+        lo_l = data.UnionLayout({"int": shifted_layout(ACC16_BITS), "fp": FP32N})
+        shifted_l = data.StructLayout({"lo": data.ArrayLayout(lo_l, h),
+                                       "hi": data.ArrayLayout(SHIFTED, k - h)})
+
+        def shift(mm, acc):
+            res = Signal(shifted_l, name="shifted")
+            for j in range(h):
+                src = Signal(signed(ACC16_BITS), name=f"int{j}")
+                mm.d.comb += src.eq(Mux(is_i8, acc.i8[j], acc.i16[j]))
+                fpn = fp48_normalize(mm, acc.fp[j], name=f"fp32n{j}")
+                mm.d.comb += res.lo[j].eq(Mux(is_fp, fpn.as_value(),
+                                              cacc_round_shift(src, truncate)))
+            for j in range(k - h):                    # kernels h.. exist in INT8 only
+                src = Signal(signed(ACC_BITS), name=f"int{h + j}")
+                mm.d.comb += [src.eq(Mux(is_i8, acc.i8[h + j], 0)),
+                              res.hi[j].eq(cacc_round_shift(src, truncate))]
+            return res
+
+        def finish(mm, sh):
+            res = Signal(out_l, name="converted")
+            for j in range(h):
+                v, s = cacc_round_finish(sh.lo[j].int)
+                mm.d.comb += [res.data[j].eq(Mux(is_fp, fp48_pack(sh.lo[j].fp), v)),
+                              res.sat[j].eq(s & ~is_fp)]
+            for j in range(k - h):
+                v, s = cacc_round_finish(sh.hi[j])
+                mm.d.comb += [res.data[h + j].eq(v), res.sat[h + j].eq(s)]
+            return res
+
+        m.submodules.shift = shift_stage = Map(entry_l, shifted_l, shift)
+        m.submodules.convert = conv = Map(shifted_l, out_l, finish)
+        wiring.connect(m, acc_reg.o, shift_stage.i)
+        wiring.connect(m, shift_stage.o, conv.i)
+        channel = Value.cast(regs.d_dataout_size_1.dataout_channel)
+        groups_m1 = Mux(is_i8, channel >> exact_log2(k), channel >> exact_log2(h))
+        return conv, groups_m1
+
+    def _deliver(self, m, conv, groups_m1):
+        """The delivery buffer after the output conversion ``conv`` and the layer's bookkeeping
+        (atoms delivered: x, y, kernel group up to ``groups_m1``; saturations)."""
+        k = self.cfg.mac_atomic_k
+        regs = self.regs
         # delivery buffer: two stripes of atoms, so that SDP (one element per cycle on
         # nv_small: 8 cycles per atom) drains a stripe while the next one accumulates
         m.submodules.dlv = dlv = SyncFIFOBuffered(width=32 * k, depth=2 * self.stripe_max)
@@ -224,7 +409,6 @@ class Cacc(wiring.Component):
         # ---- layer bookkeeping: atoms delivered (x, y, kernel group) and saturations
         width = Value.cast(regs.d_dataout_size_0.dataout_width)
         height = Value.cast(regs.d_dataout_size_0.dataout_height)
-        groups_m1 = Value.cast(regs.d_dataout_size_1.dataout_channel) >> exact_log2(k)
         x = Signal(len(width))
         y = Signal(len(height))
         g = Signal(len(groups_m1))
@@ -249,4 +433,3 @@ class Cacc(wiring.Component):
             m.d.sync += self.busy.eq(0)
         with m.If(self.start):
             m.d.sync += [x.eq(0), y.eq(0), g.eq(0), self.busy.eq(1), self.sat_count.eq(0)]
-        return m
