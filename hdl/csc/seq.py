@@ -20,7 +20,8 @@ __all__ = ["stripe_counter", "params_layout", "dop_layout", "wreq_layout", "OpSe
 DIM = 14          # sizes of the ..._EXT fields + 1 (13-bit fields)
 
 
-def params_layout(geom: CbufGeometry, atomic_c: int, atomic_k: int) -> data.StructLayout:
+def params_layout(geom: CbufGeometry, atomic_c: int, atomic_k: int,
+                  conv16: bool = False) -> data.StructLayout:
     """Layer parameters (sizes, not the registers' minus-one values), held stable for a layer:
     input ``w``/``h``, output ``wo``/``ho``, kernel ``r``/``s``, ``eps`` (entries per slice),
     strides ``sx``/``sy``, dilations ``dx``/``dy``, paddings ``pl``/``pt``, ``ncb`` channel
@@ -31,16 +32,29 @@ def params_layout(geom: CbufGeometry, atomic_c: int, atomic_k: int) -> data.Stru
     (entries; ``wt_base`` is also the size DCAP of the data-bank ring), the ``pad`` value and
     ``dat_base``, the entry of slice 0 in the data-bank ring (hdl/cbuf/keep.py); ``cw_full``:
     channels of a weight set of a channel block other than the last (atomic_c; image mode:
-    hdl/csc/image.py)."""
-    return data.StructLayout({
+    hdl/csc/image.py).
+
+    ``conv16`` (configurations computing INT16/FP16 beside INT8, ``cfg.conv16``;
+    docs/conv16.md "CSC"): ``pad`` is all 16 bits of PAD_VALUE, and four more fields:
+    ``wide`` (1 in an INT16/FP16 direct-convolution layer: 2-byte elements, entries of two
+    CBUF units), ``kg_full`` (kernels of a full kernel group: atomic_k, or atomic_k / 2 when
+    ``wide``), ``dxu``/``wu`` (dilation x and input width in CBUF units: dx, w, doubled when
+    ``wide``). Entry addresses (``sye``, ``dye``, ``pte``, ``dat_base``, ``wt_base``, ``wcap``)
+    then count CBUF units of ``geom.entry_bytes`` bytes in every precision (a 16-bit entry E
+    is units 2E and 2E+1), ``ng``/``kg_last`` count kernel groups of ``kg_full``."""
+    fields = {
         "w": DIM, "h": DIM, "wo": DIM, "ho": DIM, "r": 6, "s": 6, "eps": 15,
         "sx": 4, "sy": 4, "dx": 6, "dy": 6, "pl": 5, "pt": 5,
         "ncb": DIM, "cw_last": range(atomic_c + 1), "ng": DIM, "kg_last": range(atomic_k + 1),
         "npix": 2 * DIM, "sye": geom.addr_bits + 1, "dye": geom.addr_bits + 1,
         "pte": geom.addr_bits + 1,
         "wt_base": geom.addr_bits + 1, "wcap": geom.addr_bits + 1,
-        "pad": signed(8), "dat_base": geom.addr_bits, "cw_full": range(atomic_c + 1),
-    })
+        "pad": signed(16 if conv16 else 8), "dat_base": geom.addr_bits,
+        "cw_full": range(atomic_c + 1),
+    }
+    if conv16:
+        fields.update({"wide": 1, "kg_full": range(atomic_k + 1), "dxu": 7, "wu": DIM + 1})
+    return data.StructLayout(fields)
 
 
 def dop_layout(stripe_max: int, addr_w: int) -> data.StructLayout:
@@ -126,13 +140,19 @@ class OpSeq(wiring.Component):
     end of the layer (:func:`stripe_counter` registers what it derives from them);
     ``start`` In(1) one-cycle pulse; ``o`` Out(stream of :func:`dop_layout`); ``busy`` Out(1)
     (items left to emit).
+
+    ``conv16``: the parameters of ``params_layout(..., conv16=True)``; the address offsets
+    (``rs_off``, ``ye``) step by ``dxu``/``wu`` and the unit products, so that they count CBUF
+    units in 16-bit layers too; positions (``xb``, ``yb``, ``xs``, ``yr``) stay in elements.
     """
 
-    def __init__(self, geom: CbufGeometry, atomic_c: int, atomic_k: int, stripe_max: int):
+    def __init__(self, geom: CbufGeometry, atomic_c: int, atomic_k: int, stripe_max: int,
+                 conv16: bool = False):
         self.stripe_max = stripe_max
         self.aw = geom.addr_bits + 1
+        self.conv16 = conv16
         super().__init__({
-            "params": In(params_layout(geom, atomic_c, atomic_k)),
+            "params": In(params_layout(geom, atomic_c, atomic_k, conv16)),
             "start": In(1),
             "o": Out(stream.Signature(dop_layout(stripe_max, self.aw))),
             "busy": Out(1),
@@ -141,6 +161,8 @@ class OpSeq(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         p, o = self.params, self.o
+        # address steps of a kernel column and a channel block (CBUF units)
+        dx_a, w_a = (p.dxu, p.wu) if self.conv16 else (p.dx, p.w)
         run = Signal()
         g, cb = Signal(DIM), Signal(DIM)
         r, s = Signal(6), Signal(6)
@@ -201,13 +223,13 @@ class OpSeq(wiring.Component):
                 m.d.sync += i.eq(0)
                 m.d.sync += cur_eq((xo0, yo0, xb0, yb0, ye0))
                 with m.If(~s_end):
-                    m.d.sync += [s.eq(s + 1), xs.eq(xs + p.dx), rs_off.eq(rs_off + p.dx)]
+                    m.d.sync += [s.eq(s + 1), xs.eq(xs + p.dx), rs_off.eq(rs_off + dx_a)]
                 with m.Elif(~r_end):
                     m.d.sync += [s.eq(0), xs.eq(0), r.eq(r + 1), yr.eq(yr + p.dy),
                                  rye.eq(rye + p.dye), rs_off.eq(rye + p.dye + cbw)]
                 with m.Elif(~cb_end):
                     m.d.sync += [s.eq(0), xs.eq(0), r.eq(0), yr.eq(0), rye.eq(0),
-                                 cb.eq(cb + 1), cbw.eq(cbw + p.w), rs_off.eq(cbw + p.w)]
+                                 cb.eq(cb + 1), cbw.eq(cbw + w_a), rs_off.eq(cbw + w_a)]
                 with m.Else():                      # stripe done
                     m.d.sync += [s.eq(0), xs.eq(0), r.eq(0), yr.eq(0), rye.eq(0),
                                  cb.eq(0), cbw.eq(0), rs_off.eq(0)]
@@ -236,12 +258,21 @@ class WtSeq(wiring.Component):
 
     Ports: ``params``, ``start``, ``busy`` as :class:`OpSeq`; ``o`` Out(stream of
     :func:`wreq_layout`).
+
+    ``conv16``: the parameters of ``params_layout(..., conv16=True)``: full kernel groups of
+    ``kg_full`` kernels, sets of ``kg*cw << wide`` bytes (2-byte elements in INT16/FP16
+    layers: the offsets of format.rst / model ``read_weights(elem_bytes=2)``, docs/conv16.md
+    "CSC"). ``geom`` is then the geometry of CBUF *rows* (two units of the CBUF's, whose
+    weight-stream bytes are the same in every precision): entries, ``wt_base`` and ``wcap``
+    count rows.
     """
 
-    def __init__(self, geom: CbufGeometry, atomic_c: int, atomic_k: int, stripe_max: int):
+    def __init__(self, geom: CbufGeometry, atomic_c: int, atomic_k: int, stripe_max: int,
+                 conv16: bool = False):
         self.geom, self.ac, self.ak, self.stripe_max = geom, atomic_c, atomic_k, stripe_max
+        self.conv16 = conv16
         super().__init__({
-            "params": In(params_layout(geom, atomic_c, atomic_k)),
+            "params": In(params_layout(geom, atomic_c, atomic_k, conv16)),
             "start": In(1),
             "o": Out(stream.Signature(wreq_layout(geom, atomic_c, atomic_k))),
             "busy": Out(1),
@@ -287,11 +318,18 @@ class WtSeq(wiring.Component):
         # following the parameters (issue 10: the product was on CSC's critical path), valid
         # from the cycle after ``start`` on, the first cycle of ``run``
         n_case = Signal(data.ArrayLayout(len(n), 4))
-        m.d.sync += [n_case[2 * gl + cl].eq(Mux(gl, p.kg_last, self.ak)
-                                            * Mux(cl, p.cw_last, p.cw_full))
-                     for gl in (0, 1) for cl in (0, 1)]
+        if self.conv16:
+            kg_full = p.kg_full
+            m.d.sync += [n_case[2 * gl + cl].eq((Mux(gl, p.kg_last, kg_full)
+                                                 * Mux(cl, p.cw_last, p.cw_full)) << p.wide)
+                         for gl in (0, 1) for cl in (0, 1)]
+        else:
+            kg_full = self.ak
+            m.d.sync += [n_case[2 * gl + cl].eq(Mux(gl, p.kg_last, self.ak)
+                                                * Mux(cl, p.cw_last, p.cw_full))
+                         for gl in (0, 1) for cl in (0, 1)]
         m.d.comb += [
-            kg.eq(Mux(g_end, p.kg_last, self.ak)),
+            kg.eq(Mux(g_end, p.kg_last, kg_full)),
             cw.eq(Mux(cb_end, p.cw_last, p.cw_full)),
             n.eq(n_case[Cat(cb_end, g_end)]),
             off.eq(b[:es] if es else 0),

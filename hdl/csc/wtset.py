@@ -13,7 +13,7 @@ from amaranth.lib.wiring import In, Out
 from hdl.lib.stream import Map
 
 __all__ = ["set_entries", "entry_tag_layout", "aligned_set_layout", "wt_layout", "WtCollect",
-           "WtUnpack", "WtUnpackSerial", "serial_unpack"]
+           "WtUnpack", "WtUnpackSerial", "serial_unpack", "wt16_layout", "WtUnpack16"]
 
 
 def serial_unpack(atomic_c: int, atomic_k: int) -> bool:
@@ -294,4 +294,179 @@ class WtUnpackSerial(wiring.Component):
                 m.d.sync += wt[r * ac * 8:(r + 1) * ac * 8].eq(0)
             with m.Elif(we[r]):
                 m.d.sync += wt[r * ac * 8:(r + 1) * ac * 8].eq(q_row)
+        return m
+
+
+def wt16_layout(atomic_c: int, atomic_k: int) -> data.StructLayout:
+    """A weight set as :class:`WtUnpack16` delivers it (``cfg.conv16`` configurations):
+    ``wt`` the ``wt`` field of :func:`hdl.cmac.layouts.op16_layout` (``atomic_k / 2`` MAC
+    cells of ``atomic_c`` 16-bit lanes: an INT16/FP16 set's kernel j in cell j, an INT8 set's
+    kernels 2j and 2j+1 in the low and high bytes of cell j) and ``n`` the set's channels (the
+    lanes of every op using it)."""
+    return data.StructLayout({
+        "wt": data.ArrayLayout(data.ArrayLayout(16, atomic_c), atomic_k // 2),
+        "n": range(atomic_c + 1),
+    })
+
+
+class WtUnpack16(wiring.Component):
+    """:class:`WtUnpackSerial` for configurations computing INT16/FP16 beside INT8
+    (``cfg.conv16``; docs/conv16.md "CSC"): weight sets from CBUF *rows* (``row_bytes`` = two
+    CBUF units, 2 x atomic_c bytes: NVIDIA's 128-B nv_full read), one kernel per cycle, into
+    the MAC cells' lanes of :func:`wt16_layout`.
+
+    A set is ``kg`` kernels of ``cw`` elements (kernel-major, format.rst "Basic Weight for
+    Direct Convolution"; 2 bytes little-endian each when ``wide``, model
+    ``read_weights(elem_bytes=2)``) from byte ``tag.off`` of its first row. Kernel k is the
+    ``kb = cw << wide`` bytes at byte ``off + k*kb`` of the set's row stream; ``kb <= row_bytes``,
+    so it lies in its row and at most the next one: the same window of two rows as
+    WtUnpackSerial (``prev``, ``cur``), one ``row_bytes``-wide byte selector. The kernel goes to
+
+    * ``wide`` (INT16/FP16): all of cell k, lane c = its element c;
+    * else (INT8): byte half ``k & 1`` of cell ``k >> 1``, lane c = its byte c (NVIDIA pairs
+      kernels 2j and 2j+1 on one data byte: NV_NVDLA_CMAC_CORE_active.v). When ``cw ==
+      atomic_c`` (every block but a short last one) kernels 2j and 2j+1 are one row's
+      2 x atomic_c bytes of the window: both are taken in one step (the high byte of lane c
+      from window byte ``atomic_c + c``), one cell per cycle as NVIDIA loads them;
+
+    lanes ``c >= cw`` are 0; kernel 0's write clears every half it does not write, so kernels
+    past ``kg`` are 0. Each cell has two byte-half registers (low, high) with their own
+    enables. ``n`` = the set's ``cw``.
+
+    Ports: ``wide`` In(1), stable while sets flow; ``i`` In(stream of ``{data: row, tag:
+    entry_tag_layout(atomic_c, atomic_k, row_bytes)}``); ``o`` Out(stream of
+    :func:`wt16_layout`).
+
+    Timing as WtUnpackSerial, one step per cycle: a set of ``kg`` INT16/FP16 kernels takes
+    ``kg`` steps, one of ``kg`` INT8 kernels of full blocks ``ceil(kg / 2)`` (NVIDIA's rate,
+    NV_NVDLA_CSC_wl.v ``stripe_length``: atomic_k / 2 cycles for a full set), INT8 kernels of
+    a short last block (cw < atomic_c) one per step; one more step when the set's last one
+    ended in a row with no kernel start. The set is valid two cycles after its last step.
+
+    Raises:
+        NotImplementedError: ``row_bytes != 2 * atomic_c`` or an odd ``atomic_k``.
+    """
+
+    def __init__(self, atomic_c: int, atomic_k: int, row_bytes: int):
+        if row_bytes != 2 * atomic_c or atomic_k % 2:
+            raise NotImplementedError("WtUnpack16: rows of 2 x atomic_c bytes, even atomic_k")
+        self.ac, self.ak, self.eb = atomic_c, atomic_k, row_bytes
+        self.tag = entry_tag_layout(atomic_c, atomic_k, row_bytes)
+        super().__init__({
+            "wide": In(1),
+            "i": In(stream.Signature(data.StructLayout({"data": row_bytes * 8,
+                                                         "tag": self.tag}))),
+            "o": Out(stream.Signature(wt16_layout(atomic_c, atomic_k))),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        ac, ak, eb = self.ac, self.ak, self.eb
+        cells = ak // 2
+        tag = self.i.payload.tag
+        wide = self.wide
+        prev = Signal(eb * 8)
+        have = Signal()                         # prev holds a row of the set being unpacked
+        off = Signal(range(eb))                 # where kernel k starts in prev (bytes)
+        k = Signal(range(ak + 2))
+        kg = Signal.like(tag.kg)
+        cw = Signal.like(tag.cw)
+        pair = Signal()                         # INT8 set of full blocks: kernels in pairs
+        kb = Signal(range(eb + 1))              # bytes per kernel
+        two = Signal()                          # this step takes kernels k and k + 1
+        sb = Signal(range(eb + 1))              # bytes of this step
+        m.d.comb += [kb.eq(Mux(wide, cw << 1, cw)),
+                     two.eq(pair & (k + 1 < kg)),
+                     sb.eq(Mux(two, kb << 1, kb))]
+        # the extracted kernel, registered before its write (WtUnpackSerial's reason)
+        q_valid, q_last, q_two = Signal(), Signal(), Signal()
+        q_k = Signal(range(ak))
+        q_lo, q_hi = Signal(ac * 8), Signal(ac * 8)
+        q_n = Signal.like(cw)
+        n_out = Signal.like(cw)                 # the output set's n (the payload is comb)
+        m.d.comb += self.o.payload.n.eq(n_out)
+        wfree, commit, s2_free = Signal(), Signal(), Signal()
+        m.d.comb += [
+            wfree.eq(~self.o.valid | self.o.ready),
+            commit.eq(q_valid & wfree),
+            s2_free.eq(~q_valid | wfree),
+        ]
+
+        window = Cat(prev, self.i.payload.data)
+        ext = Signal(eb * 8)
+        m.d.comb += ext.eq((window >> Cat(Const(0, 3), off))[:eb * 8])
+        # (each vector assigned once, as a Cat: Amaranth's simulator updates a wide signal
+        # per assignment)
+        lo, hi = Signal(ac * 8), Signal(ac * 8)
+        byte = [ext[8 * i:8 * i + 8] for i in range(2 * ac)]
+        m.d.comb += [
+            lo.eq(Cat(*[Mux(cw > c, Mux(wide, byte[2 * c], byte[c]), 0) for c in range(ac)])),
+            # the high byte: the element's (wide), kernel k + 1's of a pair, else kernel k's
+            hi.eq(Cat(*[Mux(cw > c, Mux(wide, byte[2 * c + 1], Mux(two, byte[ac + c], byte[c])),
+                            0) for c in range(ac)])),
+        ]
+
+        nxt = Signal(range(2 * eb + 1))
+        last_k, needcur, need_in, emit = Signal(), Signal(), Signal(), Signal()
+        m.d.comb += [
+            nxt.eq(off + sb),
+            last_k.eq(Mux(two, k + 2 == kg, k + 1 == kg)),
+            needcur.eq(nxt > eb),
+            need_in.eq(needcur | (~last_k & (nxt >= eb))),
+            emit.eq(have & s2_free & (~need_in | self.i.valid)),
+        ]
+        with m.If(self.o.valid & self.o.ready):
+            m.d.sync += self.o.valid.eq(0)
+
+        def load_first():
+            m.d.sync += [prev.eq(self.i.payload.data), have.eq(1), off.eq(tag.off),
+                         k.eq(0), kg.eq(tag.kg), cw.eq(tag.cw),
+                         pair.eq(~wide & (tag.cw == ac))]
+
+        with m.If(~have):
+            m.d.comb += self.i.ready.eq(1)
+            with m.If(self.i.valid):
+                load_first()
+        with m.Elif(emit):
+            m.d.sync += [k.eq(k + 1 + two), off.eq(nxt)]
+            with m.If(last_k):
+                m.d.sync += have.eq(0)
+                m.d.comb += self.i.ready.eq(1)
+                with m.If(~needcur & self.i.valid):
+                    load_first()
+            with m.Elif(nxt >= eb):
+                m.d.comb += self.i.ready.eq(1)
+                m.d.sync += [prev.eq(self.i.payload.data), off.eq(nxt - eb)]
+
+        with m.If(emit):
+            m.d.sync += [q_valid.eq(1), q_lo.eq(lo), q_hi.eq(hi), q_k.eq(k), q_last.eq(last_k),
+                         q_n.eq(cw), q_two.eq(two)]
+        with m.Elif(commit):
+            m.d.sync += q_valid.eq(0)
+        with m.If(commit & q_last):
+            m.d.sync += [self.o.valid.eq(1), n_out.eq(q_n)]
+
+        # cell j: low bytes written by kernel j (wide) or 2j, high bytes by kernel j or 2j+1;
+        # kernel 0's write clears the other halves
+        clear = Signal()
+        m.d.comb += clear.eq(commit & (q_k == 0))
+        lanes = []
+        for j in range(cells):
+            regs = []
+            for half, q, kk in (("lo", q_lo, 2 * j), ("hi", q_hi, 2 * j + 1)):
+                reg = Signal(ac * 8, name=f"cell{j}_{half}")
+                we = Signal(name=f"we{j}_{half}")
+                zero = Signal(name=f"zero{j}_{half}")
+                sel = q_k == kk
+                if half == "hi":                # a pair is written by its even kernel
+                    sel = Mux(q_two, q_k == 2 * j, sel)
+                m.d.comb += [we.eq(commit & Mux(wide, q_k == j, sel)),
+                             zero.eq(clear & ~we)]
+                with m.If(zero):
+                    m.d.sync += reg.eq(0)
+                with m.Elif(we):
+                    m.d.sync += reg.eq(q)
+                regs.append(reg)
+            lanes += [Cat(regs[0][8 * c:8 * c + 8], regs[1][8 * c:8 * c + 8]) for c in range(ac)]
+        m.d.comb += self.o.payload.wt.eq(Cat(*lanes))
         return m
