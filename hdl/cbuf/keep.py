@@ -25,6 +25,11 @@ is below DCAP and one compare-and-subtract maps ``dat_base + offset`` into the r
 where they are (weight entry n at ring slot n mod WCAP from slot 0), so kept weights are exactly
 where a fetch would have put them, provided they fit the weight banks (D_WEIGHT_BYTES <= WCAP
 entries; a layer whose weights overflow the ring cannot keep them).
+
+In 16-bit configurations (``geom.pairs``, docs/conv16.md "CBUF") addresses count
+cbuf_bank_width-byte units: an INT16/FP16 layer's entry is two units, so its slice step is
+2 x (ENTRIES+1) units, and D_MISC_CFG.PROC_PRECISION joins the reuse key (slices kept by a layer
+of another precision are dropped: the model refuses that reuse, docs/conv16.md open question 2).
 """
 from __future__ import annotations
 
@@ -59,18 +64,22 @@ def keep_layout(geom: CbufGeometry) -> data.StructLayout:
                               "dat_next": geom.addr_bits, "dat_reused": 1, "wt_reused": 1})
 
 
-def keep_reference(layers, depth: int) -> list[dict]:
+def keep_reference(layers, depth: int, pairs: bool = False) -> list[dict]:
     """Plain-Python reference of :class:`CbufKeep`: for each layer (a dict of the CSC fields
     ``CONV_MODE``, ``DATAIN_FORMAT``, ``DATA_BANK``, ``WEIGHT_BANK``, ``DATA_REUSE``,
     ``WEIGHT_REUSE``, ``SKIP_DATA_RLS``, ``SKIP_WEIGHT_RLS``, ``RLS_SLICES``,
     ``DATAIN_HEIGHT_EXT``, ``ENTRIES``), what it finds at its start: a dict of the
-    :func:`keep_layout` fields. ``depth``: entries per CBUF bank."""
+    :func:`keep_layout` fields. ``depth``: entries per CBUF bank. ``pairs``: a 16-bit
+    configuration (then each layer also has ``PROC_PRECISION``; addresses count units)."""
     left = None
     out = []
     for r in layers:
         key = (r["CONV_MODE"], r["DATAIN_FORMAT"], r["DATA_BANK"], r["WEIGHT_BANK"])
         cap = (r["DATA_BANK"] + 1) * depth
         eps = r["ENTRIES"] + 1
+        if pairs:
+            key += (r["PROC_PRECISION"],)
+            eps *= 2 if r["PROC_PRECISION"] else 1
         match = left is not None and left["key"] == key
         use = bool(r["DATA_REUSE"]) and match
         cur = {"dat_base": left["base"] if use else 0, "dat_kept": left["kept"] if use else 0,
@@ -132,13 +141,22 @@ class CbufKeep(wiring.Component):
         conv_mode, fmt = misc.conv_mode.as_value(), regs.d_datain_format.datain_format.as_value()
         data_reuse, weight_reuse = misc.data_reuse.as_value(), misc.weight_reuse.as_value()
         skip_data, skip_weight = misc.skip_data_rls.as_value(), misc.skip_weight_rls.as_value()
-        key = Signal(len(conv_mode) + len(fmt) + len(regs.d_bank.data_bank)
-                     + len(regs.d_bank.weight_bank))
-        m.d.comb += key.eq(Cat(conv_mode, fmt, regs.d_bank.data_bank, regs.d_bank.weight_bank))
+        fields = [conv_mode, fmt, regs.d_bank.data_bank, regs.d_bank.weight_bank]
+        if g.pairs:
+            # 16-bit configurations (docs/conv16.md "CBUF"): the precision is part of the key
+            # (the model refuses reuse across a PROC_PRECISION change; dropping the kept
+            # slices is the safe reading), and a 16-bit layer's entry is two units
+            prec = misc.proc_precision.as_value()
+            fields.append(prec)
+        key = Signal(sum(len(f) for f in fields))
+        m.d.comb += key.eq(Cat(*fields))
         cap = Signal(ab + 1)
-        eps = Signal(len(regs.d_entry_per_slice.entries) + 1)
-        m.d.comb += [cap.eq(g.wt_base(regs.d_bank.data_bank)),
-                     eps.eq(regs.d_entry_per_slice.entries + 1)]
+        eps = Signal(len(regs.d_entry_per_slice.entries) + 1 + g.pairs)
+        m.d.comb += cap.eq(g.wt_base(regs.d_bank.data_bank))
+        if g.pairs:
+            m.d.comb += eps.eq((regs.d_entry_per_slice.entries + 1) << (prec != 0))
+        else:
+            m.d.comb += eps.eq(regs.d_entry_per_slice.entries + 1)
 
         # ---- what the last finished layer left
         l_valid, l_key = Signal(), Signal.like(key)

@@ -23,11 +23,13 @@ FIELDS = {  # CSC cfg view path of each field
 }
 
 
-def rand_layer(rng):
+def rand_layer(rng, pairs=False):
     db = rng.choice([0, 1, 1, 3])
     eps = rng.randint(1, 5)
-    h = rng.randint(1, (db + 1) * DEPTH // eps)            # the input fits the data banks
-    return {"CONV_MODE": 0, "DATAIN_FORMAT": rng.choice([0, 0, 0, 1]), "DATA_BANK": db,
+    prec = rng.choice([0, 1, 1, 2]) if pairs else 0
+    units = eps * (2 if prec else 1)
+    h = rng.randint(1, (db + 1) * DEPTH // units)          # the input fits the data banks
+    return {"PROC_PRECISION": prec, "CONV_MODE": 0, "DATAIN_FORMAT": rng.choice([0, 0, 0, 1]), "DATA_BANK": db,
             "WEIGHT_BANK": rng.choice([0, 2]), "DATA_REUSE": rng.random() < 0.7,
             "WEIGHT_REUSE": rng.random() < 0.5, "SKIP_DATA_RLS": rng.random() < 0.4,
             "SKIP_WEIGHT_RLS": rng.random() < 0.6,
@@ -35,14 +37,16 @@ def rand_layer(rng):
             "DATAIN_HEIGHT_EXT": h - 1, "ENTRIES": eps - 1}
 
 
-def simulate(layers, gap_rng):
-    dut = CbufKeep(GEOM)
+def simulate(layers, gap_rng, geom=GEOM):
+    dut = CbufKeep(geom)
     got = []
 
     async def tb(ctx):
         for L in layers:
             for name, (reg, field) in FIELDS.items():
                 ctx.set(getattr(getattr(dut.regs, reg), field), int(L[name]))
+            if geom.pairs:
+                ctx.set(dut.regs.d_misc_cfg.proc_precision, L["PROC_PRECISION"])
             ctx.set(dut.start, 1)
             got.append({k: ctx.get(getattr(dut.layer, k))
                         for k in ("dat_base", "dat_kept", "dat_next", "dat_reused", "wt_reused")})
@@ -72,6 +76,24 @@ def test_keep_matches_reference(seed):
     rng = random.Random(seed)
     layers = [rand_layer(rng) for _ in range(40)]
     assert simulate(layers, rng) == keep_reference(layers, DEPTH)
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_keep_pairs_16bit_layers(seed):
+    """16-bit configurations (docs/conv16.md "CBUF"): addresses count units, an INT16/FP16
+    slice step is 2 x EPS units, and a precision change drops the kept slices."""
+    rng = random.Random(100 + seed)
+    layers = [rand_layer(rng, pairs=True) for _ in range(40)]
+    geom = CbufGeometry(8, DEPTH, 8, 1, True)
+    got = simulate(layers, rng, geom)
+    assert got == keep_reference(layers, DEPTH, pairs=True)
+    # the reference itself: a 16-bit layer kept after a same-precision one starts at 2 x EPS x RLS
+    a = {"CONV_MODE": 0, "DATAIN_FORMAT": 0, "DATA_BANK": 3, "WEIGHT_BANK": 0, "DATA_REUSE": 0,
+         "WEIGHT_REUSE": 0, "SKIP_DATA_RLS": 0, "SKIP_WEIGHT_RLS": 0, "RLS_SLICES": 1,
+         "DATAIN_HEIGHT_EXT": 4, "ENTRIES": 2, "PROC_PRECISION": 1}
+    b = dict(a, DATA_REUSE=1)
+    assert keep_reference([a, b], DEPTH, pairs=True)[1]["dat_base"] == 2 * 3 * 2
+    assert keep_reference([a, dict(b, PROC_PRECISION=2)], DEPTH, pairs=True)[1]["dat_kept"] == 0
 
 
 def test_keep_rules_by_hand():
