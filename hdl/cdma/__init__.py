@@ -31,6 +31,33 @@ Feature data is stored as it is in memory (no converter in DC mode: the model's
 past DATAIN_CHANNEL in the last surface are whatever memory holds (CSC pairs them with zero
 weights).
 
+16-bit layers (configurations with ``cfg.conv16``, nv_full's ``int8_int16_fp16``; nothing of
+this is built elsewhere; docs/conv16.md "CDMA"): CDMA's D_MISC_CFG.PROC_PRECISION INT16 or FP16
+(IN_PRECISION is not read: in DC mode it equals PROC_PRECISION, the model refuses anything else,
+``ConvCore._check_common``). CBUF's write ports keep their cbuf_bank_width-byte *units* (the
+entries above), and every count CDMA gives CSC and CbufKeep (``wt_entries``, ``wt_released``,
+``wt_read``, WT_AHEAD, the set and group-0 limits, ``keep``) counts units in every precision;
+``dat_slices`` counts slices.
+
+* DC data: memory atoms hold ``atom_bytes / 2`` little-endian 16-bit channels (format.rst
+  "Feature Data Format"), so the surfaces are of ``memory_atomic / 2`` channels (the feature DMA
+  is built so and given DATAIN_CHANNEL halved in INT8 layers, as hdl/sdp/rdma.py). A 16-bit
+  entry is 2 x cbuf_bank_width bytes (the model's ``entry_bytes``; D_ENTRY_PER_SLICE counts
+  them), units 2E and 2E+1, and holds R16 = 2R atoms, laid out as int8 entries with R16 for R
+  (:meth:`Cdma.packed_entries`, the model's ``feature_entries_per_slice(..., elem_bytes=2)``);
+  atom lane j of 16-bit entry E goes to unit ``2E + j // R``, lane ``j mod R``; slice y starts
+  at unit ``dat_next + 2 y EPS`` of the data-bank ring.
+* The converter (:meth:`Cdma.feature_convert`): INT16 elements through the int8 cells,
+  saturated to 16 bits; FP16 data unchanged but for D_NAN_FLUSH_TO_ZERO (NaN -> +0).
+* Weights: the same bytes in the same units as in INT8 (weight byte b in unit ``b //
+  cbuf_bank_width``); FP16 weights NaN -> +0 with D_NAN_FLUSH_TO_ZERO (a register stage on the
+  weight path, any data format: the model's ``ConvCore._weights``); kernel group 0 of the
+  weights-first limit is BYTE_PER_KERNEL x atomic_k / 2 bytes.
+* INT8 layers behave exactly as on an int8-only configuration.
+* Image input in a 16-bit layer is not built: the pixels are fetched and converted as the int8
+  formats are (as on every configuration before), so such a layer's CBUF data is meaningless.
+* The FP16 D_NAN/INF_INPUT_* counters read 0 (not modelled, docs/conv16.md open question 3).
+
 Image input (D_DATAIN_FORMAT = PIXEL): :class:`hdl.cdma.image.PixelFetch` reads the image
 lines (every int8 pixel format, x offset, mean / converter, left/right padding) and delivers
 each line's CBUF entries; :meth:`Cdma.data_fetch` selects it by D_DATAIN_FORMAT, both fetches
@@ -55,6 +82,7 @@ from hdl.config import NvdlaConfig
 from hdl.dma import read_dma_params
 from hdl.dma.cube import CUBE_DIM_BITS
 from hdl.dma.walker import log2
+from hdl.lib.fixed import round_shift, saturate
 from hdl.lib.gearbox import Merge
 from hdl.lib.stream import Map, PipelineStage, SkidBuffer
 from hdl.regfile import unit_layout
@@ -71,6 +99,22 @@ SLICE_COUNT_BITS = 14
 WT_AHEAD = 64
 
 DatainFormat = field_enum("CDMA", "D_DATAIN_FORMAT", "DATAIN_FORMAT")
+ProcPrecision = field_enum("CDMA", "D_MISC_CFG", "PROC_PRECISION")
+NanToZero = field_enum("CDMA", "D_NAN_FLUSH_TO_ZERO", "NAN_TO_ZERO")
+
+
+def fp16_nan_flush(value, elems: int):
+    """``value`` (``elems`` little-endian fp16 bit patterns, element i in bits 16i..16i+15)
+    with every NaN (exponent 31, mantissa non-zero) replaced by +0 (CDMA's D_NAN_FLUSH_TO_ZERO
+    on FP16 data and weights: the model's ``ConvCore._fetch_feature`` / ``_weights``, from
+    NVIDIA's nvdlav1 NV_NVDLA_CDMA_cvt.v / _wt.v). Combinational; returns an unsigned value of
+    16 x ``elems`` bits."""
+    out = []
+    for i in range(elems):
+        e = value.word_select(i, 16)
+        nan = (e[10:15] == 0x1F) & (e[:10] != 0)
+        out.append(Mux(nan, 0, e))
+    return Cat(*out)
 
 
 def check_config(cfg: NvdlaConfig):
@@ -97,6 +141,7 @@ class Cdma(wiring.Component):
     Parameters: ``cfg`` (:class:`hdl.config.NvdlaConfig`); ``weights_first``: the first band
     goes first (weights at most one weight set, atomic K x atomic C bytes, ahead of CSC's
     reading meanwhile), then kernel group 0's weights (``BYTE_PER_KERNEL`` x atomic K bytes,
+    x atomic K / 2 in 16-bit layers,
     at most WCAP entries; WT_AHEAD does not hold), then the other lines, and while they come, the
     weights again at most one weight set ahead: for geometries whose CSC reads weights at
     least as fast as the bus delivers them, where the first stripe waits for group 0's
@@ -127,14 +172,14 @@ class Cdma(wiring.Component):
       ``band_cbs`` Out(14): surfaces of the band completely written (same timing as
       ``dat_slices``);
       ``wt_entries`` Out(32): weight entries written this layer (counted the same way; keeps
-      counting past WCAP);
+      counting past WCAP; cbuf_bank_width-byte units in 16-bit layers too);
       ``wt_released`` In(32): weight entries CSC no longer needs, cumulative this layer (0 from
       the cycle after ``start``; it only grows);
       ``wt_read`` In(32): one past the furthest weight entry CSC has read this layer (same
       timing as ``wt_released``);
       ``hw`` Out(unit_layout(CDMA, "hw")): CDMA's status register fields for its register
       file: S_CBUF_FLUSH_STATUS.FLUSH_DONE = 1 (CBUF needs no flush here), D_NAN/INF_* = 0
-      (int8), and the D_PERF_* counters (below);
+      (int8; not counted in FP16 layers either), and the D_PERF_* counters (below);
       ``keep`` In(:func:`hdl.cbuf.keep.keep_layout`): what the layer finds in CBUF (from
       :class:`hdl.cbuf.keep.CbufKeep`; sampled at ``start``; all zero: nothing kept). Its
       ``dat_kept`` slices count as written from the cycle after ``start``; the fetched slices
@@ -185,20 +230,32 @@ class Cdma(wiring.Component):
         })
 
     # ------------------------------------------------------------------ data
-    def data_fetch(self, m: Module, start, hold):
+    def data_fetch(self, m: Module, start, hold, dc16=None):
         """The data fetch of the layer's input format, started by ``start``.
 
         Returns ``(atoms, busy, slice_end)``: a stream of entry-wide atoms in CBUF entry order
         (slice after slice, inside a slice consecutive entries), the fetch's busy signal and
         the end of an image slice (``slice_last`` of the image entry on ``atoms``; feature
         slices end by their size). D_DATAIN_FORMAT selects the feature fetch or
-        :class:`hdl.cdma.image.PixelFetch`; both share the ``dat_dma`` client."""
+        :class:`hdl.cdma.image.PixelFetch`; both share the ``dat_dma`` client.
+
+        ``dc16`` (16-bit configurations, ``cfg.conv16``): the 1-bit value "a DC layer of 16-bit
+        elements"; the feature DMA is then built with surfaces of ``memory_atomic / 2``
+        channels and given DATAIN_CHANNEL halved in INT8 layers (hdl/sdp/rdma.py's precedent:
+        the same surfaces either way, no wider channel count)."""
         cfg, regs = self.cfg, self.regs
         pixel = Signal()
         m.d.comb += pixel.eq(regs.d_datain_format.datain_format == DatainFormat.PIXEL)
-        m.submodules.dat_fetch = dma = FeatureReadDma(**read_dma_params(cfg))
+        if dc16 is None:
+            m.submodules.dat_fetch = dma = FeatureReadDma(**read_dma_params(cfg))
+            channel = regs.d_datain_size_1.datain_channel[:CUBE_DIM_BITS]
+        else:
+            m.submodules.dat_fetch = dma = FeatureReadDma(
+                **dict(read_dma_params(cfg), atom_elems=cfg.memory_atomic // 2))
+            ch = regs.d_datain_size_1.datain_channel[:CUBE_DIM_BITS]
+            channel = Mux(dc16, ch, ch >> 1)
         m.submodules.img_fetch = img = PixelFetch(cfg)
-        size0, size1 = regs.d_datain_size_0, regs.d_datain_size_1
+        size0 = regs.d_datain_size_0
         m.d.comb += [
             img.start.eq(start & pixel),
             img.regs.eq(regs),
@@ -212,7 +269,7 @@ class Cdma(wiring.Component):
             dma.cube.surface_stride.eq(regs.d_surf_stride.as_value()),
             dma.cube.width.eq(size0.datain_width[:CUBE_DIM_BITS]),
             dma.cube.height.eq(size0.datain_height[:CUBE_DIM_BITS]),
-            dma.cube.channel.eq(size1.datain_channel[:CUBE_DIM_BITS]),
+            dma.cube.channel.eq(channel),
         ]
         # one MCIF client for both (the layer's format is stable while either is busy)
         port, f, i = self.dat_dma, dma.dma, img.dma
@@ -237,7 +294,7 @@ class Cdma(wiring.Component):
             i.rsp.payload.eq(port.rsp.payload),
             port.rsp.ready.eq(Mux(pixel, i.rsp.ready, f.rsp.ready)),
         ]
-        fatoms = self.feature_convert(m, dma.atoms)
+        fatoms = self.feature_convert(m, dma.atoms, dc16)
         atoms = stream.Signature(unsigned(cfg.cbuf_bank_width * 8)).create()
         m.d.comb += [
             atoms.valid.eq(Mux(pixel, img.atoms.valid, fatoms.valid)),
@@ -247,24 +304,48 @@ class Cdma(wiring.Component):
         ]
         return atoms, dma.busy | img.busy, img.atoms.payload.slice_last
 
-    def feature_convert(self, m: Module, atoms):
+    def feature_convert(self, m: Module, atoms, dc16=None):
         """CDMA's input converter on feature atoms (D_CVT_CFG.CVT_EN; the model's
         ``ConvCore._fetch_feature`` records it from NVIDIA's nv_small RTL: the converter takes
         the direct-convolution writes too, each byte a signed int8 with CVT_OFFSET, never the
         means). An input register and three :class:`hdl.lib.stream.Map` stages (product;
         rounding bias; shift and saturation), so 4 cycles of latency at one entry per cycle;
         with CVT_EN off the bytes pass unchanged.
+
+        ``dc16`` (16-bit configurations only: the 1-bit value "DC layer of 16-bit elements",
+        from D_MISC_CFG.PROC_PRECISION; IN_PRECISION equals it in DC mode, the model refuses
+        anything else): INT16 atoms hold ``atom_bytes / 2`` little-endian elements; cell i of
+        the first half takes element i sign-extended (its 18-bit difference and 34-bit product
+        fit a 16-bit element: the model's ``cdma_convert(..., out_bits=16)``, checked on
+        601,500 vectors of NVIDIA's cell) and saturates to 16 bits (to 17 then 16 in NVIDIA's
+        cell: the same values), CVT_OFFSET only; the other cells' results are unused. FP16
+        atoms pass unchanged whatever CVT_EN says, each NaN made +0 when
+        D_NAN_FLUSH_TO_ZERO.NAN_TO_ZERO is set (NVIDIA's nvdlav1 NV_NVDLA_CDMA_cvt.v, the
+        model's ``_fetch_feature``). Same latency and rate.
         Returns the converted stream of memory atoms."""
         cfg, regs = self.cfg, self.regs
         lanes = cfg.atom_bytes
         cvt = regs.d_cvt_cfg
+        elems = lanes // 2                      # 16-bit elements of an atom (dc16)
+        if dc16 is not None:
+            prec = regs.d_misc_cfg.proc_precision
+            fp16 = Signal(name="fcvt_fp16")
+            flush = Signal(name="fcvt_nan_flush")
+            m.d.comb += [fp16.eq(dc16 & (prec == ProcPrecision.FP16)),
+                         flush.eq(regs.d_nan_flush_to_zero.nan_to_zero == NanToZero.ENABLE)]
+
+        def element(p, i):
+            # cell i's input: byte i (INT8) or, in the first half, element i (INT16)
+            if dc16 is None or i >= elems:
+                return p.word_select(i, 8).as_signed()
+            return Mux(dc16, p.word_select(i, 16).as_signed(), p.word_select(i, 8).as_signed())
         mid = data.StructLayout({"byte": unsigned(lanes * 8),
                                  "prod": data.ArrayLayout(CVT_PRODUCT_SHAPE, lanes)})
         biased = data.StructLayout({"byte": unsigned(lanes * 8),
                                     "biased": data.ArrayLayout(CVT_BIASED_SHAPE, lanes)})
 
         def product(mm, p):
-            return {"byte": p, "prod": Cat(*(cvt_product(mm, p.word_select(i, 8).as_signed(),
+            return {"byte": p, "prod": Cat(*(cvt_product(mm, element(p, i),
                                                          regs.d_cvt_offset.cvt_offset,
                                                          regs.d_cvt_scale.cvt_scale, f"fdiff{i}")
                                              for i in range(lanes)))}
@@ -275,7 +356,12 @@ class Cdma(wiring.Component):
 
         def finish(mm, p):
             conv = Cat(*(cvt_saturate(p.biased[i], cvt.cvt_truncate) for i in range(lanes)))
-            return Mux(cvt.cvt_en == CvtEn.ENABLE, conv, p.byte)
+            if dc16 is None:
+                return Mux(cvt.cvt_en == CvtEn.ENABLE, conv, p.byte)
+            conv16 = Cat(*(saturate(round_shift(p.biased[i], cvt.cvt_truncate,
+                                                CVT_PRODUCT_SHAPE), 16) for i in range(elems)))
+            plain = Mux(fp16 & flush, fp16_nan_flush(p.byte, elems), p.byte)
+            return Mux((cvt.cvt_en == CvtEn.ENABLE) & ~fp16, Mux(dc16, conv16, conv), plain)
 
         # the atoms are registered first: the latency buffer's block RAM read (4.3 ns on ECP5)
         # in front of the product was CDMA's critical path (issue 10)
@@ -292,7 +378,7 @@ class Cdma(wiring.Component):
         return s3.o
 
     def packed_entries(self, m: Module, begin, feature, band, x, yb, nband, cb, w_max, cb_max,
-                       eps, dcap, fire, end_slice):
+                       eps, dcap, fire, end_slice, dc16=None):
         """Feature entries when a CBUF entry holds R > 1 memory atoms (docs/conv.md "Where
         things live in CBUF"): memory surface ``cb`` is lane ``cb mod R`` of channel block
         ``cb // R``; block g of line y takes W entries from ``slice(y) + g*W``, except the last
@@ -302,6 +388,15 @@ class Cdma(wiring.Component):
         ``feature_entries_per_slice``). Walks in step with the fetch order of :meth:`elaborate`
         (the band surface by surface, then line by line; the same counters ``x``, ``yb``,
         ``cb``).
+
+        ``dc16`` (16-bit configurations only; then also built for R = 1): the 1-bit value "DC
+        layer of 16-bit elements". Such a layer has entries of 2 x cbuf_bank_width bytes (the
+        model's ``entry_bytes``, EPS counts them) holding R16 = 2R memory atoms (surfaces of
+        ``memory_atomic / 2`` channels), laid out by the same rule with R16 (the model's
+        ``feature_entries_per_slice(..., elem_bytes=2)``); its entry E is the CBUF units 2E
+        and 2E+1 (CBUF's write-port address counts cbuf_bank_width-byte units, docs/conv16.md
+        "Interface changes"), so atom lane j of entry E is written to unit 2E + j // R, lane
+        j mod R. The counters below count units (EPS and W doubled).
 
         Returns ``(addr, lane, block_done)``: the entry (ring address) and atom lane of the
         atom being written, and 1 when the band surface being finished completes a block."""
@@ -313,27 +408,67 @@ class Cdma(wiring.Component):
         gofs = Signal(abits, name="pk_block_offset")     # (cb // R) * W
         band0 = Signal(abits, name="pk_band_base")       # the band's first slice
         after = Signal(abits, name="pk_after_band")      # the slice after the band
-        lsh = geom.last_block_shift(m, cb_max[:lr], "pk_last_shift")   # log2 P, last block
-        last_block = (cb >> lr) == (cb_max >> lr)
-        sh = Signal(range(lr + 1), name="pk_shift")
-        m.d.comb += sh.eq(Mux(feature & last_block, lsh, 0))
-        xo = Signal(abits + 1, name="pk_x_entry")
-        lane = Signal(lr, name="pk_lane")
-        with m.Switch(sh):
-            for k in range(lr + 1):
-                with m.Case(k):
-                    m.d.comb += [xo.eq(x >> k),
-                                 lane.eq(cb[:lr] | ((x[:k] << (lr - k)) if k else 0))]
-        raw = Signal(abits + 2, name="pk_raw")
+        block_end = Signal(name="pk_block_end")        # surface cb is the last of its block
+        if dc16 is None:
+            lsh = geom.last_block_shift(m, cb_max[:lr], "pk_last_shift")   # log2 P, last block
+            last_block = (cb >> lr) == (cb_max >> lr)
+            sh = Signal(range(lr + 1), name="pk_shift")
+            m.d.comb += sh.eq(Mux(feature & last_block, lsh, 0))
+            xo = Signal(abits + 1, name="pk_x_entry")
+            lane = Signal(lr, name="pk_lane")
+            with m.Switch(sh):
+                for k in range(lr + 1):
+                    with m.Case(k):
+                        m.d.comb += [xo.eq(x >> k),
+                                     lane.eq(cb[:lr] | ((x[:k] << (lr - k)) if k else 0))]
+            raw = Signal(abits + 2, name="pk_raw")
+            w_u, eps_u = w, eps
+            m.d.comb += block_end.eq((cb[:lr] == R - 1) | (cb == cb_max))
+        else:
+            # the int8 layout (R lanes) and the 16-bit one (R16 = 2R lanes of 2R-atom entries)
+            lr16 = lr + 1
+            g16 = CbufGeometry(geom.banks, geom.depth, 2 * geom.entry_bytes, 2 * R)
+            lsh16 = g16.last_block_shift(m, cb_max[:lr16], "pk16_last_shift")
+            last16 = (cb >> lr16) == (cb_max >> lr16)
+            sh16 = Signal(range(lr16 + 1), name="pk16_shift")
+            m.d.comb += sh16.eq(Mux(feature & last16, lsh16, 0))
+            xo16 = Signal(abits + 1, name="pk16_x_entry")
+            lane16 = Signal(lr16, name="pk16_lane")
+            with m.Switch(sh16):
+                for k in range(lr16 + 1):
+                    with m.Case(k):
+                        m.d.comb += [xo16.eq(x >> k),
+                                     lane16.eq(cb[:lr16] | ((x[:k] << (lr16 - k)) if k else 0))]
+            xo8 = Signal(abits + 1, name="pk_x_entry")
+            lane8 = Signal(lr, name="pk_lane")
+            if lr:
+                lsh = geom.last_block_shift(m, cb_max[:lr], "pk_last_shift")
+                last_block = (cb >> lr) == (cb_max >> lr)
+                sh = Signal(range(lr + 1), name="pk_shift")
+                m.d.comb += sh.eq(Mux(feature & last_block, lsh, 0))
+                with m.Switch(sh):
+                    for k in range(lr + 1):
+                        with m.Case(k):
+                            m.d.comb += [xo8.eq(x >> k),
+                                         lane8.eq(cb[:lr] | ((x[:k] << (lr - k)) if k else 0))]
+            else:
+                m.d.comb += xo8.eq(x)
+            # in units: 16-bit entry e is units 2e, 2e+1; lane j of it unit 2e + j // R
+            xo = Signal(abits + 2, name="pk_x_unit")
+            lane = Signal(lr, name="pk_unit_lane")
+            m.d.comb += [xo.eq(Mux(dc16, Cat(lane16[lr], xo16), xo8)),
+                         lane.eq(Mux(dc16, lane16[:lr], lane8))]
+            raw = Signal(abits + 3, name="pk_raw")
+            w_u, eps_u = Mux(dc16, w << 1, w), Mux(dc16, eps << 1, eps)
+            m.d.comb += block_end.eq(Mux(dc16, cb[:lr16] == 2 * R - 1, cb[:lr] == R - 1)
+                                     | (cb == cb_max))
         addr = Signal(abits, name="pk_addr")
 
         def wrap(v):                                     # into the data-bank ring (v < 2*DCAP)
             return Mux(v >= dcap, v - dcap, v)
         m.d.comb += [raw.eq(lsb + gofs + xo), addr.eq(wrap(raw))]
         lsb_next = Signal(abits + 1, name="pk_line_next")
-        m.d.comb += lsb_next.eq(lsb + eps)
-        block_end = Signal(name="pk_block_end")        # surface cb is the last of its block
-        m.d.comb += block_end.eq((cb[:lr] == R - 1) | (cb == cb_max))
+        m.d.comb += lsb_next.eq(lsb + eps_u)
         with m.If(fire & band):
             with m.If((x == w_max) & (cb == 0) & (yb == nband - 1)):
                 m.d.sync += after.eq(wrap(lsb_next))
@@ -341,7 +476,7 @@ class Cdma(wiring.Component):
                 with m.If(yb != nband - 1):
                     m.d.sync += lsb.eq(wrap(lsb_next))
                 with m.Elif(cb != cb_max):
-                    m.d.sync += [lsb.eq(band0), gofs.eq(Mux(block_end, gofs + w, gofs))]
+                    m.d.sync += [lsb.eq(band0), gofs.eq(Mux(block_end, gofs + w_u, gofs))]
                 with m.Else():                          # band complete (the next one's base)
                     nxt = Mux(cb == 0, wrap(lsb_next), after)
                     m.d.sync += [lsb.eq(nxt), band0.eq(nxt), gofs.eq(0)]
@@ -349,7 +484,7 @@ class Cdma(wiring.Component):
             with m.If(end_slice):
                 m.d.sync += [lsb.eq(wrap(lsb_next)), gofs.eq(0)]
             with m.Elif((x == w_max) & block_end):
-                m.d.sync += gofs.eq(gofs + w)
+                m.d.sync += gofs.eq(gofs + w_u)
         with m.If(begin):
             m.d.sync += [lsb.eq(keep.dat_next), band0.eq(keep.dat_next), gofs.eq(0)]
         return addr, lane, block_end
@@ -370,10 +505,27 @@ class Cdma(wiring.Component):
         # ---------------- data: atoms to consecutive entries, slice after slice ----------------
         # (a ring over the data banks: the slices start at keep.dat_next, after the kept ones)
         dat_hold = Signal()                      # the lines after the band wait (weights first)
-        atoms, dat_busy, img_slice_end = self.data_fetch(m, begin & dat_fetch, dat_hold)
+        if cfg.conv16:
+            # 16-bit layers (docs/conv16.md "CDMA"): PROC_PRECISION INT16 or FP16 (the reserved
+            # code 3 counts as INT16); DC data in 16-bit surfaces and entries (``dc16``),
+            # weights in kernel groups of atomic_k / 2 and FP16's NaN flush in either format
+            prec = regs.d_misc_cfg.proc_precision
+            wt16, dc16, wt_flush = Signal(), Signal(), Signal()
+            m.d.comb += [
+                wt16.eq(prec != ProcPrecision.INT8),
+                dc16.eq(wt16 & feature),
+                wt_flush.eq((prec == ProcPrecision.FP16)
+                            & (regs.d_nan_flush_to_zero.nan_to_zero == NanToZero.ENABLE)),
+            ]
+        else:
+            dc16 = None
+        atoms, dat_busy, img_slice_end = self.data_fetch(m, begin & dat_fetch, dat_hold, dc16)
         w_max = regs.d_datain_size_0.datain_width[:CUBE_DIM_BITS]
         h_max = regs.d_datain_size_0.datain_height[:CUBE_DIM_BITS]
         cb_max = regs.d_datain_size_1.datain_channel[:CUBE_DIM_BITS] >> log2(cfg.memory_atomic)
+        if cfg.conv16:                          # surfaces of memory_atomic / 2 16-bit channels
+            cb_max = Mux(dc16, regs.d_datain_size_1.datain_channel[:CUBE_DIM_BITS]
+                         >> log2(cfg.memory_atomic // 2), cb_max)
         eps = regs.d_entry_per_slice.entries + 1
         x, cb = Signal(CUBE_DIM_BITS), Signal(CUBE_DIM_BITS)
         entry = Signal(abits)                   # entry of the next atom
@@ -404,10 +556,19 @@ class Cdma(wiring.Component):
         # (cb 0: run0 is the slice base of line yb) goes one slice past the band's last line
         after = Signal(abits)
         band_after_w = Mux(cb == 0, run_next_w, after)
-        if geom.atoms > 1:
+        if geom.atoms == 1 and cfg.conv16:
+            # one atom per unit: int8 feature atoms at consecutive units (``entry``), 16-bit
+            # ones packed two to a 16-bit entry (:meth:`packed_entries`)
+            pk_addr, _, pk_done = self.packed_entries(
+                m, begin, feature, band, x, yb, nband, cb, w_max, cb_max, eps, dcap, dat_fire,
+                end_slice, dc16)
+            wr_addr = Mux(dc16, pk_addr, entry)
+            wr_data = atoms.payload
+            block_done = Mux(dc16, pk_done, 1)
+        elif geom.atoms > 1:
             pk_addr, wr_lane, block_done = self.packed_entries(
                 m, begin, feature, band, x, yb, nband, cb, w_max, cb_max, eps, dcap, dat_fire,
-                end_slice)
+                end_slice, dc16)
             wr_addr = Mux(feature, pk_addr, entry)     # image lines: consecutive entries
             m.d.comb += self.dat_wr.payload.mask.eq(Mux(feature, 1 << wr_lane,
                                                          (1 << geom.atoms) - 1))
@@ -500,9 +661,12 @@ class Cdma(wiring.Component):
             bpk = Signal(19)
             g0 = Signal(ENTRY_COUNT_BITS)
             g0c = Signal(ENTRY_COUNT_BITS)
+            lk = log2(cfg.mac_atomic_k)
+            # kernel group 0: BYTE_PER_KERNEL x atomic_k bytes (16-bit layers: atomic_k / 2
+            # kernels of BYTE_PER_KERNEL = R*S*C*2 bytes), in units
+            g0_bytes = bpk << lk if not cfg.conv16 else Mux(wt16, bpk << (lk - 1), bpk << lk)
             m.d.comb += [bpk.eq(regs.d_weight_size_0.byte_per_kernel + 1),
-                         g0.eq((bpk << log2(cfg.mac_atomic_k)) + (cfg.cbuf_bank_width - 1)
-                               >> eb_sh),
+                         g0.eq(g0_bytes + (cfg.cbuf_bank_width - 1) >> eb_sh),
                          g0c.eq(Mux(g0 < wcap, g0, wcap))]
             # registers: stable in a layer
             m.d.sync += g0_atoms.eq(Mux(g0c < n_entries, g0c, n_entries) << geom.atom_shift)
@@ -542,15 +706,27 @@ class Cdma(wiring.Component):
             wdma.entries.eq(n_entries << lr if lr else n_entries),
             wdma.limit.eq(limit << lr if lr else limit),
         ]
+        watoms = wdma.atoms
+        if cfg.conv16:
+            # FP16 with D_NAN_FLUSH_TO_ZERO: NaN weights written as +0 (the model's
+            # ``ConvCore._weights``, from NVIDIA's nvdlav1 NV_NVDLA_CDMA_wt.v); the weight stream
+            # is 2-byte aligned (D_WEIGHT_ADDR is atom aligned), so each atom holds whole
+            # elements. A register stage of its own, in every layer.
+            elems = cfg.atom_bytes // 2
+            m.submodules.wt_flush = wfl = Map(
+                unsigned(cfg.atom_bytes * 8), unsigned(cfg.atom_bytes * 8),
+                lambda mm, p: Mux(wt_flush, fp16_nan_flush(p, elems), p))
+            wiring.connect(m, watoms, wfl.i)
+            watoms = wfl.o
         if geom.atoms > 1:
             # R consecutive atoms of the weight stream make one entry (atom j in lane j)
             m.submodules.wt_pack = pack = Merge(unsigned(cfg.atom_bytes * 8), geom.atoms)
             m.d.comb += pack.count.eq(geom.atoms)
-            wiring.connect(m, wdma.atoms, pack.i)
+            wiring.connect(m, watoms, pack.i)
             wentries = pack.o
             m.d.comb += self.wt_wr.payload.mask.eq((1 << geom.atoms) - 1)
         else:
-            wentries = wdma.atoms
+            wentries = watoms
         ring = Signal(abits)                    # n % WCAP of the next entry
         wt_fire = Signal()
         m.d.comb += [
