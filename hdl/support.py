@@ -9,7 +9,12 @@ from __future__ import annotations
 
 from hdl.config import NvdlaConfig
 
-__all__ = ["UnbuiltConfig", "unbuilt", "check_buildable"]
+__all__ = ["UnbuiltConfig", "unbuilt", "check_buildable", "CONV16_UNBUILT"]
+
+
+#: what the RTL lacks of the 16-bit precisions beside INT8 (``cfg.conv16``, nv_full's
+#: int8_int16_fp16; issue 33, docs/conv16.md); empty once every unit computes them
+CONV16_UNBUILT = ("FP16 in SDP", "INT16/FP16 image convolution")
 
 
 class UnbuiltConfig(ValueError):
@@ -20,8 +25,14 @@ def unbuilt(cfg: NvdlaConfig) -> list[str]:
     """The features ``cfg`` names that the RTL does not build yet, each a short phrase; empty
     when ``hdl.top.NV_nvdla(cfg)`` builds exactly what ``cfg`` names."""
     missing = []
-    if cfg.feature_data_type != "int8" or cfg.weight_data_type != "int8":
-        missing.append("int16/fp16 data")
+    # the weights' precision is each layer's (D_MISC_CFG.PROC_PRECISION): weight_data_type
+    # names nothing more than the feature data's
+    if cfg.feature_data_type == "int16_fp16" or cfg.weight_data_type not in ("int8", cfg.feature_data_type):
+        missing.append(f"{cfg.feature_data_type} feature data with {cfg.weight_data_type} "
+                       f"weights (int8, and int8_int16_fp16 with int8 or int8_int16_fp16 "
+                       f"weights, are built)")
+    elif cfg.conv16:
+        missing.extend(CONV16_UNBUILT)
     for flag, what in (("winograd", "Winograd convolution"), ("batch", "multi-batch convolution"),
                        ("weight_compression", "weight compression")):
         if getattr(cfg, flag):

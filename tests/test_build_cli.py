@@ -78,6 +78,8 @@ def test_set_overrides_the_configuration(tmp_path, capsys, no_elaboration):
                                            "a 256-bit primary one"),
     ("nv_full", "Winograd convolution; multi-batch convolution; weight compression yet"),
     ("nv_small+bdma=True", "BDMA on AXI beats of 8 bytes (it moves 32-byte atoms)"),
+    ("nv_small+feature_data_type=int8_int16_fp16", "FP16 in SDP"),
+    ("nv_small+weight_data_type=int8_int16_fp16", "int8 feature data with int8_int16_fp16 weights"),
     ("nv_large+rubik=True+rubik_contract=True", "RUBIK without both contract and split/merge"),
     ("nv_small+rubik=True+rubik_contract=True+rubik_reshape=True",
      "RUBIK on AXI beats of 8 bytes (it moves 32-byte atoms)"),
