@@ -32,7 +32,8 @@ tag FIFOs (4 deep).
 INT16/FP16 (``cfg.conv16`` configurations, docs/conv16.md "CSC"): the same structure on CBUF
 row pairs; addresses count CBUF units (a 16-bit entry is two), the weight path is WtSeq over
 rows -> WtUnpack16 (one MAC cell per cycle) -> stage -> current set, and ``op`` carries 16-bit
-lanes with the op's channel count ``n`` (:class:`Csc`).
+lanes with the op's channel count ``n`` (:class:`Csc`); image input too (ImgData in
+16-bit lanes, the INT8 half or the 16-bit row pair of each read).
 
 Facts from NVIDIA (cited, not copied): CSC's own PAD_LEFT/PAD_TOP, strides and dilations drive
 the positions (nv_small RTL NV_NVDLA_CSC_dl: datain_w_cnt_st = -pad_left); the pad value is the
@@ -113,8 +114,17 @@ class Csc(wiring.Component):
       full block; NVIDIA's rate, kg or ceil(kg/2) cycles per set); CDMA's counters
       (``wt_entries``, ``wt_released``, ``wt_read``, ``keep``) count units: row e is read once
       ``wt_entries > 2e + 1``, and released/read count whole rows.
-    * Image input stays INT8 only: a 16-bit image layer runs as an INT8 one (its results are
-      meaningless; not built).
+    * Image input (hdl/csc/image.py) in every precision: a CBUF line is the same element
+      sequence in INT8, INT16 and FP16 (atomic_c elements per entry; a 16-bit entry E is
+      units 2E, 2E+1 from an even ``dat_base``, docs/conv16.md "CDMA"), so ImgData walks it in
+      elements as in INT8 and assembles atomic_c 16-bit lanes (INT8: the byte in bits 7:0)
+      with the 16-bit pad on pad lines; INT16/FP16 image weight sets are the INT8 ones with
+      2-byte elements in kernel groups of atomic_k / 2 (model ``read_weights(elem_bytes=2)``
+      with S = 1, ``read_weights_post_ext(elem_bytes=2)``), ``n`` the set's lanes (ext x cw
+      with post-extension). The op order is the INT8 one: kernel group, stripe, (channel
+      chunk of atomic_c elements, kernel row) or row group, pixel: ``conv_img_fp16``'s
+      accumulation order, and with post-extension one op per row group whose lanes are the
+      windows of its lines (the FP16 words' shared exponents depend on that grouping).
 
     Args:
         cfg: the configuration; needs int8 features (or ``cfg.conv16``), ``cbuf_bank_width ==
@@ -260,8 +270,9 @@ class Csc(wiring.Component):
         wide = Signal()
         m.d.comb += [c.eq(rg.d_datain_size_ext_1.datain_channel_ext + 1),
                      k.eq(rg.d_weight_size_ext_1.weight_kernel + 1),
-                     # a 16-bit image layer is not built: it runs as an INT8 one
-                     wide.eq(((prec == PREC_INT16) | (prec == PREC_FP16)) & ~is_image(rg))]
+                     # INT16/FP16, direct convolution or image (the image path has its own
+                     # parameters, hdl/csc/image.py; the weight path takes these)
+                     wide.eq((prec == PREC_INT16) | (prec == PREC_FP16))]
         eps = rg.d_entry_per_slice.entries + 1
         eps_u = Signal(16)                         # entries per slice in CBUF units
         m.d.comb += eps_u.eq(eps << wide)
@@ -315,7 +326,7 @@ class Csc(wiring.Component):
         # weight path is shared, with the image parameters of the weight sets
         img = Signal()
         m.d.sync += img.eq(is_image(self.regs))
-        q = img_params(m, self.regs, self.keep.dat_base, gi, ac, ak)
+        q = img_params(m, self.regs, self.keep.dat_base, gi, ac, ak, c16)
 
         # layer control: the sequencers start two cycles after `start` (parameters settled)
         start_d = Signal(2)
@@ -400,11 +411,11 @@ class Csc(wiring.Component):
               | ((dq.y < self.band_end) & (dq.cb < self.band_cbs)))
         dfork = m.submodules.dfork = Fork(daddr_l, 2)
         wiring.connect(m, dgated, dfork.i)
-        imgd = m.submodules.img = ImgData(gi, ac, ak, sm)
+        imgd = m.submodules.img = ImgData(gi, ac, ak, sm, c16)
         m.d.comb += [imgd.params.eq(q), imgd.start.eq(start_d[1] & img),
                      imgd.dat_slices.eq(self.dat_slices)]
         if c16:
-            self._img_halves(m, img, imgd, dfork.o_0)
+            self._img_halves(m, img, imgd, dfork.o_0, q.wide)
         else:
             m.d.comb += [
                 self.dat_rd_req.valid.eq(Mux(img, imgd.dat_rd_req.valid, dfork.o_0.valid)),
@@ -599,15 +610,24 @@ class Csc(wiring.Component):
             return {"addr": Mux(pad, 0, ring), "y": d.y[:DIM], "cb": d.cb, "tag": tag}
         return daddr
 
-    def _img_halves(self, m: Module, img, imgd, dc_req):
-        """Image input (INT8 only) on row-pair reads: ImgData reads units; each request's
-        ``addr & 1`` waits in a FIFO (8 deep, more than ImgData's reads in flight; a request
-        waits while it is full) and selects the half of its response. Drives the data read
-        port's valid/addr/ready from ``img``, ImgData and the DC fork output ``dc_req``; sets
-        ``self._img_resp_ready`` (the response's ready in image mode)."""
+    def _img_halves(self, m: Module, img, imgd, dc_req, wide):
+        """Image input on row-pair reads: ImgData reads units and takes entries as atomic_c
+        16-bit lanes (:class:`hdl.csc.image.ImgData` ``conv16``). ``wide`` (an INT16/FP16
+        layer): the row pair is the 16-bit entry (ImgData reads its even unit 2E), lane c its
+        element c. INT8: each request's ``addr & 1`` waits in a FIFO (8 deep, more than
+        ImgData's reads in flight; a request waits while it is full) and selects the half of
+        its response, byte c going to bits 7:0 of lane c (bits 15:8 are the row's, unused).
+        Drives the data read port's valid/addr/ready from ``img``, ImgData and the DC fork
+        output ``dc_req``; sets ``self._img_resp_ready`` (the response's ready in image
+        mode)."""
         eb8 = self.geom.entry_bits
         hq = m.submodules.img_half = SyncFIFO(width=1, depth=8)
         req, resp = self.dat_rd_req, self.dat_rd_resp
+        row = resp.payload.data
+        half = Signal(eb8, name="img_half_data")
+        m.d.comb += half.eq(Mux(hq.r_data, row[eb8:], row[:eb8]))
+        lanes = Cat(*[Cat(Mux(wide, row[16 * c:16 * c + 8], half[8 * c:8 * c + 8]),
+                          row[16 * c + 8:16 * c + 16]) for c in range(self.ac)])
         m.d.comb += [
             req.valid.eq(Mux(img, imgd.dat_rd_req.valid & hq.w_rdy, dc_req.valid)),
             req.payload.addr.eq(Mux(img, imgd.dat_rd_req.payload.addr, dc_req.payload.addr)),
@@ -616,8 +636,7 @@ class Csc(wiring.Component):
             hq.w_en.eq(imgd.dat_rd_req.valid & req.ready & img & hq.w_rdy),
             hq.w_data.eq(imgd.dat_rd_req.payload.addr[0]),
             imgd.dat_rd_resp.valid.eq(resp.valid & img & hq.r_rdy),
-            imgd.dat_rd_resp.payload.data.eq(Mux(hq.r_data, resp.payload.data[eb8:],
-                                                 resp.payload.data[:eb8])),
+            imgd.dat_rd_resp.payload.data.eq(lanes),
             hq.r_en.eq(resp.valid & img & imgd.dat_rd_resp.ready),
         ]
         self._img_resp_ready = Signal(name="img_resp_ready")
@@ -690,8 +709,9 @@ class Csc(wiring.Component):
         """The op's data lanes (``op16_layout``): the row pair ``rd`` rotated down by the
         tag's lane (an INT8 entry's half and lane, a 16-bit entry's packed lane; no wrap: the
         pixel's atoms end inside the row); lane c = 16-bit element c (INT16/FP16) or byte c
-        in bits 7:0 (INT8; bits 15:8 unspecified), ImgData's byte c in image mode, and the
-        16-bit PAD_VALUE outside the input (INT8: its low byte)."""
+        in bits 7:0 (INT8; bits 15:8 unspecified), ImgData's lane c in image mode (16-bit
+        lanes, hdl/csc/image.py), and the 16-bit PAD_VALUE outside the input (INT8: its low
+        byte)."""
         g, ac = self.geom, self.ac
         bits = 2 * g.entry_bits
         abits = g.entry_bits // g.atoms                   # one memory atom
@@ -700,9 +720,10 @@ class Csc(wiring.Component):
         pad = p.pad.as_unsigned()
         lanes = []
         for c in range(ac):
-            lo = Mux(img, img_data[8 * c:8 * c + 8],
+            lo = Mux(img, img_data[16 * c:16 * c + 8],
                      Mux(dtag_v.pad, pad[:8],
                          Mux(p.wide, dat[16 * c:16 * c + 8], dat[8 * c:8 * c + 8])))
-            hi = Mux(dtag_v.pad & ~img, pad[8:], dat[16 * c + 8:16 * c + 16])
+            hi = Mux(img, img_data[16 * c + 8:16 * c + 16],
+                     Mux(dtag_v.pad, pad[8:], dat[16 * c + 8:16 * c + 16]))
             lanes.append(Cat(lo, hi))
         m.d.comb += op.data.eq(Cat(*lanes))

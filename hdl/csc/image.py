@@ -41,9 +41,23 @@ One CBUF read per op when its bytes lie in one entry per line (NVIDIA's img_* tr
 sx = 2, every op aligned), so such layers run at one op per cycle; two reads per line
 otherwise.
 
+INT16/FP16 image layers (``cfg.conv16`` configurations, nv_full; docs/conv16.md "CSC",
+"CDMA"): a CBUF line is the same sequence of (PAD_LEFT + W + PAD_RIGHT) x C elements, 2-byte
+ones, atomic_c to a 16-bit entry (64 per 128-B entry on nv_full; entry E of the data ring is
+CBUF units 2E, 2E+1). Everything above holds with "byte" read as "element": the element
+offsets (``xo*sx*C + cb*atomic_c``, NVIDIA nvdlav1 NV_NVDLA_CSC_dl ``pixel_x_byte_stride``
+doubled in bytes) and the post-extension limits (``cw*ext <= atomic_c``, ``sx*C*ext <=
+atomic_c``, model ``ConvCore.run``) count elements; only the entry addresses count two units
+per entry, the kernel groups hold atomic_k / 2 kernels, the lanes are 16 bits and the pad is
+all 16 bits of PAD_VALUE. The op grouping is FP16's accumulation order (model
+``conv_img_fp16``): chunks of atomic_c elements outermost, then kernel rows; with
+post-extension one op per row group, its lanes the windows of the group's lines in order.
+In these configurations the path always carries 16-bit lanes (INT8: the byte in bits 7:0).
+
 Facts from NVIDIA (cited, not copied): the pad value is the low byte of CSC's
-D_ZERO_PADDING_VALUE (nv_small NV_NVDLA_CSC_dl pad_value[7:0]); CSC's PAD_LEFT is not used in
-image mode (CDMA inserted the left/right padding; model ``ConvCore.run``).
+D_ZERO_PADDING_VALUE (nv_small NV_NVDLA_CSC_dl pad_value[7:0]; all 16 bits in nvdlav1's
+INT16/FP16); CSC's PAD_LEFT is not used in image mode (CDMA inserted the left/right padding;
+model ``ConvCore.run``).
 """
 from __future__ import annotations
 
@@ -53,6 +67,7 @@ from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from hdl.cbuf import CbufGeometry, rd_req_layout, rd_resp_layout
+from hdl.cmac.layouts import PREC_FP16, PREC_INT16
 from hdl.csc.seq import DIM, stripe_counter
 from hdl.lib.gearbox import Fork, Join
 from hdl.lib.stream import PipelineStage, SkidBuffer
@@ -72,7 +87,8 @@ def is_image(regs):
     return regs.d_datain_format.datain_format == PIXEL
 
 
-def img_params_layout(geom: CbufGeometry, atomic_c: int, atomic_k: int) -> data.StructLayout:
+def img_params_layout(geom: CbufGeometry, atomic_c: int, atomic_k: int,
+                      conv16: bool = False) -> data.StructLayout:
     """Image-mode layer parameters (sizes, not minus-one values), stable for a layer:
 
     ``h`` input lines, ``wo``/``ho`` output size, ``npix`` = wo*ho, ``eps`` entries per slice,
@@ -83,24 +99,41 @@ def img_params_layout(geom: CbufGeometry, atomic_c: int, atomic_k: int) -> data.
     ``nl_last`` lines of a row group / of the last one (post-extension), ``ext_e`` = ext*eps
     (``sye``, ``pte``, ``ext_e`` modulo 2**(addr_bits+1), as entry addresses: see
     :func:`img_op_layout`),
-    ``wt_base`` (= DCAP), ``dat_base``, ``pad``."""
-    return data.StructLayout({
+    ``wt_base`` (= DCAP), ``dat_base``, ``pad``.
+
+    ``conv16`` (configurations computing INT16/FP16 beside INT8, ``cfg.conv16``): ``pad`` is
+    all 16 bits of PAD_VALUE and one more field, ``wide`` (1 in an INT16/FP16 image layer);
+    the entry addresses ``eps``, ``sye``, ``pte``, ``ext_e`` (and ``dat_base``, ``wt_base``)
+    count CBUF units, two per 16-bit entry when ``wide``; ``ng``/``kg_last`` count kernel
+    groups of atomic_k / 2 when ``wide``. Everything else counts elements in every
+    precision (a 16-bit line is the same element sequence as an INT8 one, atomic_c elements
+    per entry: docs/conv16.md "CSC", "CDMA")."""
+    fields = {
         "h": DIM, "wo": DIM, "ho": DIM, "npix": 2 * DIM, "eps": 15,
         "sy": 4, "sye": geom.addr_bits + 1, "pt": 5, "pte": geom.addr_bits + 1, "sxc": 7,
         "ng": DIM, "kg_last": range(atomic_k + 1), "ncb": DIM, "nr": 6,
         "ext": 1, "cw": DIM, "cw_last": range(atomic_c + 1),
         "nl_full": range(MAX_EXT + 1), "nl_last": range(MAX_EXT + 1),
         "ext_e": geom.addr_bits + 1,
-        "wt_base": geom.addr_bits + 1, "dat_base": geom.addr_bits, "pad": signed(8),
-    })
+        "wt_base": geom.addr_bits + 1, "dat_base": geom.addr_bits,
+        "pad": signed(16 if conv16 else 8),
+    }
+    if conv16:
+        fields["wide"] = 1
+    return data.StructLayout(fields)
 
 
-def img_params(m: Module, regs, dat_base, geom: CbufGeometry, atomic_c: int, atomic_k: int):
+def img_params(m: Module, regs, dat_base, geom: CbufGeometry, atomic_c: int, atomic_k: int,
+               conv16: bool = False):
     """The image-mode parameters of :func:`img_params_layout` from CSC's typed ``cfg`` view
     ``regs`` and ``dat_base`` (hdl/cbuf/keep.py), registered every cycle (stable one cycle
-    after the registers). Returns the Signal."""
+    after the registers). Returns the Signal.
+
+    ``conv16``: ``wide`` from CSC's D_MISC_CFG.PROC_PRECISION (1 INT16 or 2 FP16); a 16-bit
+    entry is two CBUF units (``dat_base`` must then be even, as CDMA writes a 16-bit entry
+    E at units 2E, 2E+1), kernel groups hold atomic_k / 2 kernels (docs/conv16.md "CSC")."""
     ac, ak = atomic_c, atomic_k
-    q = Signal(img_params_layout(geom, ac, ak))
+    q = Signal(img_params_layout(geom, ac, ak, conv16))
     lc, lk = (ac - 1).bit_length(), (ak - 1).bit_length()
     cw, k, r, c = Signal(DIM), Signal(DIM), Signal(6), Signal(DIM)
     ys = Signal(2)
@@ -118,6 +151,9 @@ def img_params(m: Module, regs, dat_base, geom: CbufGeometry, atomic_c: int, ato
     ho = regs.d_dataout_size_0.dataout_height + 1
     ext = Const(1, 3) << ys
     post = ys != 0
+    if conv16:
+        return _img_params16(m, regs, q, dat_base, geom, ac, ak, cw, k, r, c, ys, eps, sy, sx,
+                             pt, wo, ho, ext, post)
     m.d.sync += [
         q.h.eq(regs.d_datain_size_ext_0.datain_height_ext + 1),
         q.wo.eq(wo), q.ho.eq(ho), q.npix.eq(wo * ho), q.eps.eq(eps),
@@ -133,6 +169,39 @@ def img_params(m: Module, regs, dat_base, geom: CbufGeometry, atomic_c: int, ato
         q.dat_base.eq(dat_base),
         # NVIDIA nv_small RTL NV_NVDLA_CSC_dl: pad_value[7:0], a signed byte
         q.pad.eq(regs.d_zero_padding_value.pad_value[:8]),
+    ]
+    return q
+
+
+def _img_params16(m: Module, regs, q, dat_base, geom: CbufGeometry, ac: int, ak: int,
+                  cw, k, r, c, ys, eps, sy, sx, pt, wo, ho, ext, post):
+    """:func:`img_params`' registers in ``cfg.conv16`` configurations (INT8 as there; INT16 and
+    FP16 with entry sizes in units doubled, kernel groups of atomic_k / 2, the 16-bit pad)."""
+    lc, lk = (ac - 1).bit_length(), (ak - 1).bit_length()
+    ak2 = ak // 2
+    prec = regs.d_misc_cfg.proc_precision.as_value()
+    wide = Signal(name="img_wide")
+    eps_u = Signal(16, name="img_eps_units")
+    m.d.comb += [wide.eq((prec == PREC_INT16) | (prec == PREC_FP16)),
+                 eps_u.eq(eps << wide)]
+    m.d.sync += [
+        q.h.eq(regs.d_datain_size_ext_0.datain_height_ext + 1),
+        q.wo.eq(wo), q.ho.eq(ho), q.npix.eq(wo * ho), q.eps.eq(eps_u),
+        q.sy.eq(sy), q.sye.eq(sy * eps_u), q.pt.eq(pt), q.pte.eq(pt * eps_u),
+        q.sxc.eq(sx * c[:3]),
+        q.ng.eq(Mux(wide, (k + ak2 - 1) >> (lk - 1), (k + ak - 1) >> lk)),
+        q.kg_last.eq(Mux(wide, ((k - 1) & (ak2 - 1)) + 1, ((k - 1) & (ak - 1)) + 1)),
+        q.ncb.eq(Mux(post, (r + ext - 1) >> ys, (cw + ac - 1) >> lc)),
+        q.nr.eq(Mux(post, 1, r)),
+        q.ext.eq(post), q.cw.eq(cw), q.cw_last.eq(((cw - 1) & (ac - 1)) + 1),
+        q.nl_full.eq(ext), q.nl_last.eq(((r - 1) & (ext - 1)) + 1),
+        q.ext_e.eq(eps_u << ys),
+        q.wt_base.eq(geom.wt_base(regs.d_bank.data_bank)),
+        q.dat_base.eq(dat_base),
+        # NVIDIA nvdlav1 NV_NVDLA_CSC_dl: pad_value[7:0] in INT8 (the low byte of a lane), all
+        # 16 bits in INT16/FP16 (model ConvCore.run pad_csc, conv_img_fp16's pad)
+        q.pad.eq(regs.d_zero_padding_value.pad_value),
+        q.wide.eq(wide),
     ]
     return q
 
@@ -196,12 +265,17 @@ class ImgOpSeq(wiring.Component):
     Ports: ``params`` In(:func:`img_params_layout`) stable from the cycle before ``start`` to
     the layer's end (:func:`hdl.csc.seq.stripe_counter` registers what it derives from them);
     ``start`` In(1); ``o`` Out(stream of :func:`img_op_layout`); ``busy`` Out(1).
+
+    ``conv16``: the parameters of ``img_params_layout(..., conv16=True)``; the same sequence
+    (positions and offsets in elements, ``ye`` in CBUF units from the unit-counted ``eps``
+    products).
     """
 
-    def __init__(self, geom: CbufGeometry, atomic_c: int, atomic_k: int, stripe_max: int):
+    def __init__(self, geom: CbufGeometry, atomic_c: int, atomic_k: int, stripe_max: int,
+                 conv16: bool = False):
         self.ac, self.stripe_max = atomic_c, stripe_max
         super().__init__({
-            "params": In(img_params_layout(geom, atomic_c, atomic_k)),
+            "params": In(img_params_layout(geom, atomic_c, atomic_k, conv16)),
             "start": In(1),
             "o": Out(stream.Signature(img_op_layout(atomic_c, stripe_max, geom.addr_bits + 1))),
             "busy": Out(1),
@@ -296,14 +370,19 @@ class ImgReads(wiring.Component):
     is registered once more); ``i`` In(stream of :func:`img_op_layout`);
     ``o`` Out(stream of ``{addr, y, tag}``): CBUF entry address, line ``y`` (wait for
     ``dat_slices > y`` unless ``tag.pad``), tag :func:`img_tag_layout`.
+
+    ``conv16``: the parameters of ``img_params_layout(..., conv16=True)``; when ``wide`` an
+    entry is two CBUF units, so the entry offset ``(bo >> log2(atomic_c)) + second`` counts
+    twice (``addr`` is the entry's first unit, even when ``dat_base`` is).
     """
 
-    def __init__(self, geom: CbufGeometry, atomic_c: int, atomic_k: int, stripe_max: int):
-        self.geom, self.ac = geom, atomic_c
+    def __init__(self, geom: CbufGeometry, atomic_c: int, atomic_k: int, stripe_max: int,
+                 conv16: bool = False):
+        self.geom, self.ac, self.conv16 = geom, atomic_c, conv16
         self.o_layout = data.StructLayout({"addr": geom.addr_bits, "y": DIM,
                                            "tag": img_tag_layout(geom, atomic_c, stripe_max)})
         super().__init__({
-            "params": In(img_params_layout(geom, atomic_c, atomic_k)),
+            "params": In(img_params_layout(geom, atomic_c, atomic_k, conv16)),
             "i": In(stream.Signature(img_op_layout(atomic_c, stripe_max, geom.addr_bits + 1))),
             "o": Out(stream.Signature(self.o_layout)),
         })
@@ -336,7 +415,8 @@ class ImgReads(wiring.Component):
             pad.eq(below[j] | (op.line >= h_j[j])),
             off.eq(op.bo[:es] if es else 0),
             two.eq((off + op.seg > eb) & ~pad),
-            addr.eq(ye + (op.bo >> es) + second),
+            addr.eq(ye + (((op.bo >> es) + second) << p.wide) if self.conv16 else
+                    ye + (op.bo >> es) + second),
             # inside the input: dat_base + offset < 2*DCAP (hdl/cbuf/keep.py)
             ring.eq(Mux(addr >= p.wt_base, addr - p.wt_base, addr)),
             seg_done.eq(~two | second),
@@ -361,48 +441,59 @@ class ImgReads(wiring.Component):
 
 
 class ImgAssemble(wiring.Component):
-    """Assemble the data atom of each op from its CBUF reads (in order): a segment's bytes are
-    the entry (or the two entries) shifted down by ``off`` bytes, or the pad value on a pad
-    line, placed at lanes ``[ls, ls+seg)``; lanes outside every segment are 0. The op's last
-    read outputs ``{data, tag}`` (registered; one read per cycle).
+    """Assemble the data atom of each op from its CBUF reads (in order): a segment's elements
+    are the entry (or the two entries) shifted down by ``off`` lanes, or the pad value on a
+    pad line, placed at lanes ``[ls, ls+seg)``; lanes outside every segment are 0. The op's
+    last read outputs ``{data, tag}`` (registered; one read per cycle).
 
-    Ports: ``pad`` In(signed(8)); ``i`` In(stream of ``{data: entry, tag:
-    img_tag_layout}``); ``o`` Out(stream of ``{data: atomic_c bytes, tag: op_tag_layout}``).
+    An entry is ``atomic_c`` lanes of ``lane_bits`` bits: 8 (bytes, int8-only
+    configurations) or 16 (``cfg.conv16``: a 16-bit entry's elements, or an INT8 entry's
+    bytes in the lanes' bits 7:0, hdl/csc/__init__.py).
+
+    Ports: ``pad`` In(signed(lane_bits)); ``i`` In(stream of ``{data: atomic_c lanes, tag:
+    img_tag_layout}``); ``o`` Out(stream of ``{data: atomic_c lanes, tag: op_tag_layout}``).
+
+    Raises:
+        NotImplementedError: ``entry_bytes != atomic_c`` or ``lane_bits`` not 8 or 16.
     """
 
-    def __init__(self, geom: CbufGeometry, atomic_c: int, stripe_max: int):
+    def __init__(self, geom: CbufGeometry, atomic_c: int, stripe_max: int, lane_bits: int = 8):
         if geom.entry_bytes != atomic_c:
             raise NotImplementedError("ImgAssemble: entry_bytes must equal atomic_c")
-        self.geom, self.ac = geom, atomic_c
-        self.i_layout = data.StructLayout({"data": geom.entry_bits,
+        if lane_bits not in (8, 16):
+            raise NotImplementedError("ImgAssemble: lanes of 8 or 16 bits")
+        self.geom, self.ac, self.lb = geom, atomic_c, lane_bits
+        self.i_layout = data.StructLayout({"data": lane_bits * atomic_c,
                                            "tag": img_tag_layout(geom, atomic_c, stripe_max)})
-        self.o_layout = data.StructLayout({"data": 8 * atomic_c,
+        self.o_layout = data.StructLayout({"data": lane_bits * atomic_c,
                                            "tag": op_tag_layout(stripe_max)})
         super().__init__({
-            "pad": In(signed(8)),
+            "pad": In(signed(lane_bits)),
             "i": In(stream.Signature(self.i_layout)),
             "o": Out(stream.Signature(self.o_layout)),
         })
 
     def elaborate(self, platform):
         m = Module()
-        ac, eb8 = self.ac, self.geom.entry_bits
+        ac, lb = self.ac, self.lb
+        lsh = lb.bit_length() - 1             # log2(lane_bits)
+        eb8 = lb * ac
         d, t = self.i.payload.data, self.i.payload.tag
         prev = Signal(eb8)
-        acc = Signal(8 * ac)
-        win = Signal(8 * ac)
-        placed = Signal(8 * ac)
-        new = Signal(8 * ac)
+        acc = Signal(lb * ac)
+        win = Signal(lb * ac)
+        placed = Signal(lb * ac)
+        new = Signal(lb * ac)
         m.d.comb += [
             win.eq(Mux(t.pad, self.pad.as_unsigned().replicate(ac),
-                       (Cat(Mux(t.two, prev, d), d) >> Cat(Const(0, 3), t.off))[:8 * ac])),
-            placed.eq((win << Cat(Const(0, 3), t.ls))[:8 * ac]),
+                       (Cat(Mux(t.two, prev, d), d) >> Cat(Const(0, lsh), t.off))[:lb * ac])),
+            placed.eq((win << Cat(Const(0, lsh), t.ls))[:lb * ac]),
         ]
         for lane in range(ac):
             inseg = lane < t.ls + t.seg
             if lane < ac - 1:                  # (ls <= ac-1 always: no constant compare)
                 inseg = inseg & (t.ls <= lane)
-            sl = slice(8 * lane, 8 * lane + 8)
+            sl = slice(lb * lane, lb * lane + lb)
             m.d.comb += new[sl].eq(Mux(inseg, placed[sl], Mux(t.j0, 0, acc[sl])))
         m.d.comb += self.i.ready.eq(~self.o.valid | self.o.ready | ~t.op_last)
         with m.If(self.o.valid & self.o.ready):
@@ -426,18 +517,30 @@ class ImgData(wiring.Component):
     ``dat_slices`` In(14); ``dat_rd_req`` Out / ``dat_rd_resp`` In (CBUF data read port);
     ``o`` Out(stream of ``{data, tag}``, :class:`ImgAssemble`); ``busy`` Out(1) (ops left to
     sequence).
+
+    ``conv16`` (``cfg.conv16`` configurations; docs/conv16.md "CSC"): the parameters of
+    ``img_params_layout(..., conv16=True)``; requests address CBUF units (a 16-bit entry E
+    read at unit ``2E``); ``dat_rd_resp`` carries an entry as atomic_c 16-bit lanes
+    (``{data: 16 x atomic_c}``: a 16-bit entry's elements, or an INT8 entry's bytes in bits
+    7:0 of each lane, the caller's choice by the request's unit); ``o``'s ``data`` is atomic_c
+    16-bit lanes (INT8: the byte in bits 7:0), the pad all 16 bits of PAD_VALUE.
     """
 
-    def __init__(self, geom: CbufGeometry, atomic_c: int, atomic_k: int, stripe_max: int):
+    def __init__(self, geom: CbufGeometry, atomic_c: int, atomic_k: int, stripe_max: int,
+                 conv16: bool = False):
         self.geom, self.ac, self.ak, self.sm = geom, atomic_c, atomic_k, stripe_max
-        self.o_layout = data.StructLayout({"data": 8 * atomic_c,
+        self.conv16 = conv16
+        self.lb = lb = 16 if conv16 else 8
+        self.o_layout = data.StructLayout({"data": lb * atomic_c,
                                            "tag": op_tag_layout(stripe_max)})
+        resp_l = (data.StructLayout({"data": lb * atomic_c}) if conv16
+                  else rd_resp_layout(geom))
         super().__init__({
-            "params": In(img_params_layout(geom, atomic_c, atomic_k)),
+            "params": In(img_params_layout(geom, atomic_c, atomic_k, conv16)),
             "start": In(1),
             "dat_slices": In(14),
             "dat_rd_req": Out(stream.Signature(rd_req_layout(geom))),
-            "dat_rd_resp": In(stream.Signature(rd_resp_layout(geom))),
+            "dat_rd_resp": In(stream.Signature(resp_l)),
             "o": Out(stream.Signature(self.o_layout)),
             "busy": Out(1),
         })
@@ -445,10 +548,11 @@ class ImgData(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         geom, ac, ak, sm = self.geom, self.ac, self.ak, self.sm
-        seq = m.submodules.seq = ImgOpSeq(geom, ac, ak, sm)
+        c16 = self.conv16
+        seq = m.submodules.seq = ImgOpSeq(geom, ac, ak, sm, c16)
         m.d.comb += [seq.params.eq(self.params), seq.start.eq(self.start),
                      self.busy.eq(seq.busy)]
-        reads = m.submodules.reads = ImgReads(geom, ac, ak, sm)
+        reads = m.submodules.reads = ImgReads(geom, ac, ak, sm, c16)
         m.d.comb += reads.params.eq(self.params)
         # the ops through a skid buffer: the op's line (yb + lo, an adder after the sequencer's
         # registers) does not reach ImgReads' line checks and read expansion in the same cycle,
@@ -473,14 +577,14 @@ class ImgData(wiring.Component):
         tags = m.submodules.tags = SyncFIFO(width=tag_l.size, depth=TAG_FIFO_DEPTH)
         m.d.comb += [tags.w_en.eq(fork.o_1.valid), tags.w_data.eq(fork.o_1.payload.tag),
                      fork.o_1.ready.eq(tags.w_rdy)]
-        join = m.submodules.join = Join({"data": geom.entry_bits, "tag": tag_l})
+        join = m.submodules.join = Join({"data": self.lb * ac, "tag": tag_l})
         m.d.comb += [join.en.eq(0b11),
                      join.i_data.valid.eq(self.dat_rd_resp.valid),
                      join.i_data.payload.eq(self.dat_rd_resp.payload.data),
                      self.dat_rd_resp.ready.eq(join.i_data.ready),
                      join.i_tag.valid.eq(tags.r_rdy), join.i_tag.payload.eq(tags.r_data),
                      tags.r_en.eq(join.i_tag.ready)]
-        asm = m.submodules.assemble = ImgAssemble(geom, ac, sm)
+        asm = m.submodules.assemble = ImgAssemble(geom, ac, sm, self.lb)
         m.d.comb += asm.pad.eq(self.params.pad)
         wiring.connect(m, join.o, asm.i)
         wiring.connect(m, asm.o, wiring.flipped(self.o))
