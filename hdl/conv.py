@@ -33,6 +33,7 @@ from hdl.cbuf.keep import CbufKeep
 from hdl.cdma import Cdma
 from hdl.cdma.dma import BAND_BITS
 from hdl.cmac import CmacArray
+from hdl.cmac.array16 import CmacArray16
 from hdl.config import NvdlaConfig
 from hdl.csc import STRIPE_MAX, Csc
 from hdl.unit import DatapathUnit
@@ -96,8 +97,10 @@ def conv_unit(cfg: NvdlaConfig, name: str):
     make = {"cdma": lambda: Cdma(cfg, weights_first(cfg)),
             "cbuf": lambda: Cbuf.from_config(cfg),
             "csc": lambda: Csc(cfg, STRIPE_MAX),
-            "cmac": lambda: CmacArray(cfg.mac_atomic_c, cfg.mac_atomic_k, cfg.mac_result_width,
-                                      STRIPE_MAX),
+            "cmac": lambda: (CmacArray16(cfg.mac_atomic_c, cfg.mac_atomic_k, STRIPE_MAX)
+                             if cfg.conv16 else
+                             CmacArray(cfg.mac_atomic_c, cfg.mac_atomic_k, cfg.mac_result_width,
+                                       STRIPE_MAX)),
             "cacc": lambda: Cacc(cfg, STRIPE_MAX)}
     return make[name]()
 
@@ -138,6 +141,10 @@ class ConvPipeline(DatapathUnit):
         # register views and layer control
         m.d.comb += [cdma.regs.eq(rfs["CDMA"].cfg), csc.regs.eq(rfs["CSC"].cfg),
                      cacc.regs.eq(rfs["CACC"].cfg)]
+        if cfg.conv16:
+            # each CMAC half computes in its own D_MISC_CFG.PROC_PRECISION (docs/conv16.md)
+            m.d.comb += [cmac.prec_a.eq(rfs["CMAC_A"].cfg.d_misc_cfg.proc_precision.as_value()),
+                         cmac.prec_b.eq(rfs["CMAC_B"].cfg.d_misc_cfg.proc_precision.as_value())]
         # The layer is done when CACC has delivered its last atom AND CDMA has finished: CDMA
         # may still be fetching weight bytes no atomic operation uses (D_WEIGHT_BYTES rounded up
         # to 128 bytes: dc_1x1x8 fetches 128 bytes for its 8 weights), and the next layer's

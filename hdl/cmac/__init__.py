@@ -7,3 +7,5 @@ from hdl.cmac.mac16 import Cmac16Int, cmac16_int_latency
 
 __all__ = ["op_layout", "psum_layout", "Cmac", "CmacArray"]
 __all__ += ["Cmac16Int", "cmac16_int_latency"]     # cfg.conv16 configurations (docs/conv16.md)
+from hdl.cmac.fp16 import Cmac16Fp  # noqa: E402
+__all__ += ["Cmac16Fp"]     # the FP16 engine of cfg.conv16 configurations (docs/conv16.md)
