@@ -54,14 +54,20 @@ entries above), and every count CDMA gives CSC and CbufKeep (``wt_entries``, ``w
   weight path, any data format: the model's ``ConvCore._weights``); kernel group 0 of the
   weights-first limit is BYTE_PER_KERNEL x atomic_k / 2 bytes.
 * INT8 layers behave exactly as on an int8-only configuration.
-* Image input in a 16-bit layer is not built: the pixels are fetched and converted as the int8
-  formats are (as on every configuration before), so such a layer's CBUF data is meaningless.
+* Image input: :class:`hdl.cdma.image.PixelFetch` decodes the 16-bit and packed 10-bit pixel
+  formats in 16-bit layers and converts every channel to a 16-bit element (INT16, or FP16 with
+  the int17 -> fp16 rounding; fp16 pixels unchanged but for the NaN flush; 16-bit pads); a
+  line's units come in pairs (its 16-bit entries) and slice y starts at unit ``dat_next + 2 y
+  EPS``. An INT8 layer with a 16-bit pixel format (NVIDIA's unmodelled "shrink") reads it as
+  T_A8B8G8R8, as before (image.py's PixelFetch docstring lists the behaviour of every program
+  the model refuses).
 * The FP16 D_NAN/INF_INPUT_* counters read 0 (not modelled, docs/conv16.md open question 3).
 
 Image input (D_DATAIN_FORMAT = PIXEL): :class:`hdl.cdma.image.PixelFetch` reads the image
-lines (every int8 pixel format, x offset, mean / converter, left/right padding) and delivers
-each line's CBUF entries; :meth:`Cdma.data_fetch` selects it by D_DATAIN_FORMAT, both fetches
-share the ``cdma_dat`` client (layers never overlap, so nothing of the other is in flight).
+lines (every pixel format of the configuration, x offset, mean / converter, left/right
+padding) and delivers each line's CBUF entries; :meth:`Cdma.data_fetch` selects it by
+D_DATAIN_FORMAT, both fetches share the ``cdma_dat`` client (layers never overlap, so nothing
+of the other is in flight).
 The slice writer puts a line's entries consecutively from its slice's first entry (as feature
 atoms) and goes to the next slice after the entry marked ``slice_last``; no band (``band_end``
 = ``keep.dat_kept``).
@@ -545,7 +551,14 @@ class Cdma(wiring.Component):
         m.d.comb += dcap.eq(geom.wt_base(regs.d_bank.data_bank))
         entry_inc = Signal(abits + 1)
         slice_next = Signal(abits + 1)
-        m.d.comb += [entry_inc.eq(entry + 1), slice_next.eq(slice_base + eps)]
+        if cfg.conv16:
+            # 16-bit image lines: slices of EPS 16-bit entries, 2 x EPS units apart
+            img16 = Signal()
+            m.d.comb += img16.eq(wt16 & ~feature)
+            m.d.comb += [entry_inc.eq(entry + 1),
+                         slice_next.eq(slice_base + Mux(img16, eps << 1, eps))]
+        else:
+            m.d.comb += [entry_inc.eq(entry + 1), slice_next.eq(slice_base + eps)]
         entry_inc_w = Mux(entry_inc == dcap, 0, entry_inc)
         slice_next_w = Mux(slice_next >= dcap, slice_next - dcap, slice_next)
         run_next, cb_next = Signal(abits + 1), Signal(abits + 1)

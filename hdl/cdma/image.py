@@ -44,10 +44,38 @@ cycle) -> :class:`hdl.lib.stream.SkidBuffer` -> four :class:`hdl.lib.stream.Map`
 (reorder and converter difference, product, rounding bias, shift and saturation) ->
 :class:`EntryPacker`. The walker's run labels reach the plane FIFOs through a SkidBuffer.
 Throughput: one pixel per cycle when memory keeps up.
+
+16-bit layers (``cfg.conv16`` configurations only, nv_full's ``int8_int16_fp16``;
+docs/conv16.md "CDMA", Image; the model's ``ConvCore._fetch_pixels``, bit-exact with NVIDIA's
+nvdlav1 RTL on 15 INT16 and 11 FP16 random image layers): with D_MISC_CFG.PROC_PRECISION INT16
+or FP16 the formats of :data:`PIXEL_FORMATS_16` (16-bit containers of 2 or 8 bytes per pixel;
+semi-planar planes of 2 and 4 bytes) and :data:`PIXEL_FORMATS_10` (packed 10-bit words) are
+decoded besides the int8 ones, and every channel is a 16-bit element:
+
+* component ``x``: the 16-bit word (a 10-bit field ``f << 6``, the 2-bit alpha ``a << 14``)
+  or, for int8 formats, the byte; zero-extended, or sign-extended from its top bit with
+  PIXEL_SIGN_OVERRIDE, to 17 bits;
+* INT16 container (or int8) with CVT_EN: the same converter cell (mean or offset, scale,
+  truncate), saturated to int16 (PROC INT16) or to int17, clipped to +-65504 and rounded to
+  the nearest fp16, ties to even, never -0 (PROC FP16; :func:`fp16_of_int_prepare`,
+  :func:`fp16_of_int_finish`); without CVT_EN the word unchanged;
+* FP16 container: the bits unchanged whatever CVT_EN says, a NaN made +0 with
+  D_NAN_FLUSH_TO_ZERO.NAN_TO_ZERO;
+* pads: all 16 bits of D_ZERO_PADDING_VALUE (not converted, not flushed);
+* a line's ``(PAD_LEFT + W + PAD_RIGHT) * C`` elements, 2 bytes each little-endian, fill
+  16-bit CBUF entries of ``2 x entry_bytes`` bytes (64 elements per 128-byte entry on nv_full,
+  the model's ``entry_bytes(cfg, 2)``), the last one zero-filled; each 16-bit entry leaves as
+  two entries of ``entry_bytes`` (CBUF units 2E and 2E+1 from the slice's first unit), so a
+  line always has an even number of them (:class:`EntryPacker` ``pairs``).
+
+Two more :class:`hdl.lib.stream.Map` stages (the fp16 rounding in two halves) follow the four
+on those configurations, for every layer; one pixel per cycle still, plus one cycle for a line
+whose last 16-bit entry ends in its first half (the zero unit). Behaviour for programs the
+model refuses is listed in :class:`PixelFetch`.
 """
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed, unsigned
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed, unsigned
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -69,6 +97,8 @@ __all__ = ["PIXEL_FORMATS", "PixelFetch", "PixelWalker", "PixelReadDma", "PlaneU
 
 PixelFormat = field_enum("CDMA", "D_DATAIN_FORMAT", "PIXEL_FORMAT")
 SignOverride = field_enum("CDMA", "D_DATAIN_FORMAT", "PIXEL_SIGN_OVERRIDE")
+ProcPrecision = field_enum("CDMA", "D_MISC_CFG", "PROC_PRECISION")
+NanToZero = field_enum("CDMA", "D_NAN_FLUSH_TO_ZERO", "NAN_TO_ZERO")
 MeanFormat = field_enum("CDMA", "D_MEAN_FORMAT", "MEAN_FORMAT")
 CvtEn = field_enum("CDMA", "D_CVT_CFG", "CVT_EN")
 
@@ -146,26 +176,63 @@ PIXEL_FORMATS = {
 }
 _DEFAULT_FORMAT = "T_A8B8G8R8"
 
+#: nv_full's 16-bit-container pixel formats (format.rst tab_pixel_formats; the facts the model
+#: records from NVIDIA's nvdlav1 RTL NV_NVDLA_CDMA_IMG_ctrl/_IMG_sg, verif/model/conv.py
+#: PIXEL_FORMATS_16): name -> (bytes per pixel of each plane, container (1 INT16, 2 FP16),
+#: channel order). ``order[i]`` is the 16-bit little-endian element of the pixel (plane-0
+#: elements, then plane-1 elements) that becomes channel i; the whole word is the component
+#: (10/12-bit formats are not shifted). Built on ``cfg.conv16`` configurations only.
+PIXEL_FORMATS_16 = {
+    "T_R10": ((2,), 1, (0,)), "T_R12": ((2,), 1, (0,)), "T_R16": ((2,), 1, (0,)),
+    "T_R16_I": ((2,), 1, (0,)), "T_R16_F": ((2,), 2, (0,)),
+    "T_A16B16G16R16": ((8,), 1, (0, 1, 2, 3)), "T_X16B16G16R16": ((8,), 1, (0, 1, 2, 3)),
+    "T_A16B16G16R16_F": ((8,), 2, (0, 1, 2, 3)),
+    "T_A16Y16U16V16": ((8,), 1, (2, 1, 0, 3)), "T_V16U16Y16A16": ((8,), 1, (1, 2, 3, 0)),
+    "T_A16Y16U16V16_F": ((8,), 2, (2, 1, 0, 3)),
+    "T_Y10___U10V10_N444": ((2, 4), 1, (0, 2, 1)), "T_Y10___V10U10_N444": ((2, 4), 1, (0, 1, 2)),
+    "T_Y12___U12V12_N444": ((2, 4), 1, (0, 2, 1)), "T_Y12___V12U12_N444": ((2, 4), 1, (0, 1, 2)),
+    "T_Y16___U16V16_N444": ((2, 4), 1, (0, 2, 1)), "T_Y16___V16U16_N444": ((2, 4), 1, (0, 1, 2)),
+}
+#: nv_full's packed 10-bit formats (one 32-bit little-endian word per pixel, INT16 container;
+#: verif/model/conv.py PIXEL_FORMATS_10, from NVIDIA's nvdlav1 NV_NVDLA_CDMA_IMG_pack): name ->
+#: (``a2low``, channel order). The word's three 10-bit fields f and its 2-bit alpha a become
+#: 16-bit components ``f << 6`` and ``a << 14``: elements e0, e1, e2 are the fields from the
+#: word's bit 0, 10, 20 and e3 the alpha at bit 30 (``a2low`` 0), or the fields from bit 2, 12,
+#: 22 and the alpha at bit 0 (``a2low`` 1); ``order[i]`` is the element of channel i.
+PIXEL_FORMATS_10 = {
+    "T_A2B10G10R10": (0, (0, 1, 2, 3)),
+    "T_A2R10G10B10": (0, (2, 1, 0, 3)),
+    "T_A2Y10U10V10": (0, (2, 1, 0, 3)),
+    "T_B10G10R10A2": (1, (0, 1, 2, 3)),
+    "T_V10U10Y10A2": (1, (0, 1, 2, 3)),
+    "T_R10G10B10A2": (1, (2, 1, 0, 3)),
+}
+
 #: bits of a plane line's byte count (W * 4 <= 8192 * 4)
 LINE_BYTES_BITS = 16
+#: the same with 16-bit pixel formats (W * 8 <= 8192 * 8)
+LINE_BYTES_BITS_16 = 17
 #: most bytes of a pixel (all planes) and most channels
 PIXEL_BYTES = 4
+#: most bytes of a pixel with 16-bit pixel formats (4 channels of 2 bytes)
+PIXEL_BYTES_16 = 8
 
 
-def pixel_geom_layout(addr_width: int) -> data.StructLayout:
+def pixel_geom_layout(addr_width: int, line_bytes_bits: int = LINE_BYTES_BITS) -> data.StructLayout:
     """The image geometry :class:`PixelWalker` walks (sampled at ``start``).
 
     Fields: ``base`` (2 x ``addr_width`` bits: byte address of the first byte of line 0 of
     plane 0 / 1, x offset included, any alignment), ``stride`` (2 x 32 bits: line strides,
-    bytes), ``bytes`` (2 x :data:`LINE_BYTES_BITS`: bytes of one line of each plane, W x bytes
-    per pixel, >= 1), ``pix_log2`` (2 x 2 bits: log2 of each plane's bytes per pixel, for the
+    bytes), ``bytes`` (2 x ``line_bytes_bits``, :data:`LINE_BYTES_BITS` or, with 16-bit pixel
+    formats, :data:`LINE_BYTES_BITS_16`: bytes of one line of each plane, W x bytes per pixel,
+    >= 1), ``pix_log2`` (2 x 2 bits: log2 of each plane's bytes per pixel, 0..3, for the
     balance between planes), ``planes2`` (1: two planes, else plane 1 is ignored), ``height``
     (lines minus one, 13 bits).
     """
     return data.StructLayout({
         "base": data.ArrayLayout(unsigned(addr_width), 2),
         "stride": data.ArrayLayout(unsigned(STRIDE_BITS), 2),
-        "bytes": data.ArrayLayout(unsigned(LINE_BYTES_BITS), 2),
+        "bytes": data.ArrayLayout(unsigned(line_bytes_bits), 2),
         "pix_log2": data.ArrayLayout(unsigned(2), 2),
         "planes2": 1,
         "height": unsigned(CUBE_DIM_BITS),
@@ -205,9 +272,14 @@ class PixelWalker(RunWalker):
     two cycles after ``start``. Addresses wrap modulo ``2**addr_width``.
     """
 
+    #: bits of a plane line's byte count (``geom.bytes``)
+    line_bytes_bits = LINE_BYTES_BITS
+    #: most bytes of one plane's pixel (an atom must hold whole pixels)
+    max_pixel_bytes = PIXEL_BYTES
+
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
-        self.geom = Signal(pixel_geom_layout(self.addr_width), name="geom")
+        self.geom = Signal(pixel_geom_layout(self.addr_width, self.line_bytes_bits), name="geom")
         self.info = Signal(pixel_info_layout(self.atom_bytes), name="info")
 
     def elaborate(self, platform):
@@ -234,15 +306,17 @@ class PixelWalker(RunWalker):
         # counts started CDMA's critical path). Each plane's next run (``seg_end``, ``count``)
         # comes from its own registers, the plane choice only selects between the two (issue
         # 10: choice -> count -> subtract-compare was CDMA's critical path, 13.4 ns on ECP5).
-        cov_diff = Signal(signed(LINE_BYTES_BITS + 3))
-        natoms = [Signal(LINE_BYTES_BITS + 1, name=f"natoms{p}") for p in (0, 1)]
+        lbb = self.line_bytes_bits
+        cov_diff = Signal(signed(lbb + 3))
+        natoms = [Signal(lbb + 1, name=f"natoms{p}") for p in (0, 1)]
         tail = [Signal(range(A + 1), name=f"tail{p}") for p in (0, 1)]
         done = [Signal(name=f"done{p}") for p in (0, 1)]
         fin = [Signal(name=f"fin{p}") for p in (0, 1)]
         avail = [Signal(range(self.max_atoms + 1), name=f"avail{p}") for p in (0, 1)]
         p_end = [Signal(name=f"seg_end{p}") for p in (0, 1)]          # plane p's run ends its line
         p_count = [Signal(range(self.max_atoms + 1), name=f"count{p}") for p in (0, 1)]
-        assert a_sh >= 2, "an atom must hold a whole pixel of up to 4 bytes"
+        assert A >= self.max_pixel_bytes, \
+            f"an atom must hold a whole pixel of up to {self.max_pixel_bytes} bytes"
         pix_sh = [Signal(range(a_sh + 1), name=f"pix_sh{p}") for p in (0, 1)]   # log2(A / pixel)
         m.d.comb += [pix_sh[p].eq(a_sh - g.pix_log2[p]) for p in (0, 1)]
         for p in (0, 1):
@@ -309,6 +383,15 @@ class PixelWalker(RunWalker):
         return m
 
 
+class PixelWalker16(PixelWalker):
+    """:class:`PixelWalker` for the 16-bit pixel formats too (``cfg.conv16`` configurations):
+    pixels of up to 8 bytes in a plane, lines of up to 8192 x 8 bytes (``geom.bytes`` of
+    :data:`LINE_BYTES_BITS_16`)."""
+
+    line_bytes_bits = LINE_BYTES_BITS_16
+    max_pixel_bytes = PIXEL_BYTES_16
+
+
 class PixelReadDma(ReadDma):
     """CDMA_DAT image fetch: :class:`hdl.dma.ReadDma` in :class:`PixelWalker` order.
     Parameters and ports as ReadDma (``cube`` unused: tie to 0) plus ``geom``
@@ -317,12 +400,19 @@ class PixelReadDma(ReadDma):
     walker_class = PixelWalker
 
     def dma_members(self):
-        return {**super().dma_members(), "geom": In(pixel_geom_layout(self.addr_width))}
+        return {**super().dma_members(),
+                "geom": In(pixel_geom_layout(self.addr_width, self.walker_class.line_bytes_bits))}
 
     def add_walker(self, m: Module):
         walker, *rest = super().add_walker(m)
         m.d.comb += walker.geom.eq(self.geom)
         return (walker, *rest)
+
+
+class PixelReadDma16(PixelReadDma):
+    """:class:`PixelReadDma` walking with :class:`PixelWalker16` (16-bit pixel formats)."""
+
+    walker_class = PixelWalker16
 
 
 class PlaneUnpacker(wiring.Component):
@@ -334,8 +424,8 @@ class PlaneUnpacker(wiring.Component):
     Ports:
       ``i`` In(stream of {data: A*8, lo: log2(A) bits, hi: log2(A)+1 bits}): an atom of which
       bytes ``[lo, hi)`` (0 <= lo < hi <= A) belong to the plane's byte stream;
-      ``pix_log2`` In(2): log2 of the bytes taken per transfer of ``o`` (b = 1, 2 or 4 <=
-      ``out_bytes``), stable while items flow;
+      ``pix_log2`` In(2): log2 of the bytes taken per transfer of ``o`` (b = 1, 2, 4 or 8,
+      b <= ``out_bytes`` and b <= A), stable while items flow;
       ``o`` Out(stream of out_bytes*8 bits): the next b bytes of the stream (byte 0 first) in
       the low bytes, the bytes above 0.
 
@@ -361,7 +451,7 @@ class PlaneUnpacker(wiring.Component):
         cap = 2 * A
         buf = Signal(cap * 8)
         cnt = Signal(range(cap + 1))
-        b = Signal(range(PIXEL_BYTES + 1))
+        b = Signal(range(self.out_bytes + 1))
         m.d.comb += b.eq(1 << self.pix_log2)
         take = Signal()
         push = Signal()
@@ -405,16 +495,23 @@ class EntryPacker(wiring.Component):
 
     Throughput: one pixel per cycle (an entry leaves in the cycle a pixel enters); the last
     entry of a line and the line's next pixel share a cycle.
+
+    ``pairs`` (16-bit configurations): an extra port ``pair`` In(1), stable while items flow.
+    With ``pair`` set a line always takes an even number of entries (the 16-bit CBUF entry of
+    2E bytes is two entries, docs/conv16.md "CBUF"): when its bytes end in the first entry of a
+    pair, one more all-zero entry follows, carrying ``slice_last`` (one cycle in which no
+    pixel enters).
     """
 
-    def __init__(self, entry_bytes: int, pixel_bytes: int = PIXEL_BYTES):
+    def __init__(self, entry_bytes: int, pixel_bytes: int = PIXEL_BYTES, pairs: bool = False):
         if pixel_bytes > entry_bytes:
             raise ValueError(f"pixel of {pixel_bytes} B wider than the entry ({entry_bytes} B)")
-        self.entry_bytes, self.pixel_bytes = entry_bytes, pixel_bytes
+        self.entry_bytes, self.pixel_bytes, self.pairs = entry_bytes, pixel_bytes, pairs
         super().__init__({
             "i": In(stream.Signature(data.StructLayout({"data": unsigned(pixel_bytes * 8),
                                                         "last": 1}))),
             "channels": In(range(pixel_bytes + 1)),
+            **({"pair": In(1)} if pairs else {}),
             "o": Out(stream.Signature(image_atom_layout(entry_bytes))),
         })
 
@@ -428,9 +525,22 @@ class EntryPacker(wiring.Component):
         pop = Signal()
         push = Signal()
         end = Signal()
+        if not self.pairs:
+            m.d.comb += [
+                end.eq(flush & (cnt <= E)),
+                self.o.valid.eq((cnt >= E) | (flush & (cnt != 0))),
+            ]
+        else:
+            second = Signal()                   # the next entry is the second of its pair
+            fill = Signal()                     # a zero entry still owed to the line's pair
+            m.d.comb += [
+                fill.eq(self.pair & second),
+                end.eq(flush & (cnt <= E) & (~self.pair | second)),
+                self.o.valid.eq((cnt >= E) | (flush & ((cnt != 0) | fill))),
+            ]
+            with m.If(pop):
+                m.d.sync += second.eq(~second & ~end)
         m.d.comb += [
-            end.eq(flush & (cnt <= E)),
-            self.o.valid.eq((cnt >= E) | (flush & (cnt != 0))),
             self.o.payload.data.eq(buf[:E * 8]),
             self.o.payload.slice_last.eq(end),
             pop.eq(self.o.valid & self.o.ready),
@@ -439,8 +549,13 @@ class EntryPacker(wiring.Component):
         ]
         cnt_after = Signal(range(cap + 1))
         buf_after = Signal(cap * 8)
-        m.d.comb += [cnt_after.eq(Mux(pop, Mux(end, 0, cnt - E), cnt)),
-                     buf_after.eq(Mux(pop, Mux(end, 0, buf >> (E * 8)), buf))]
+        if not self.pairs:
+            m.d.comb += [cnt_after.eq(Mux(pop, Mux(end, 0, cnt - E), cnt)),
+                         buf_after.eq(Mux(pop, Mux(end, 0, buf >> (E * 8)), buf))]
+        else:                                   # the first of a pair may end a line's bytes
+            short = cnt <= E
+            m.d.comb += [cnt_after.eq(Mux(pop, Mux(short, 0, cnt - E), cnt)),
+                         buf_after.eq(Mux(pop, Mux(short, 0, buf >> (E * 8)), buf))]
         mask = Signal(P * 8)
         m.d.comb += mask.eq((Const(1, P * 8 + 1) << (self.channels << 3)) - 1)
         new = Signal(cap * 8)
@@ -461,6 +576,59 @@ def _format_table():
     for name, (bpp, order) in PIXEL_FORMATS.items():
         rows.append((PixelFormat[name], len(bpp) == 2, (bpp + (1,))[:2], len(order), order))
     return rows
+
+
+def _format_table16():
+    """[(PixelFormat member, planes2, (bpp0, bpp1), channels, order, container, packed10,
+    a2low)] of :data:`PIXEL_FORMATS_16` and :data:`PIXEL_FORMATS_10` (container 1 INT16, 2
+    FP16; ``packed10``: a :data:`PIXEL_FORMATS_10` word)."""
+    rows = []
+    for name, (bpp, cont, order) in PIXEL_FORMATS_16.items():
+        rows.append((PixelFormat[name], len(bpp) == 2, (bpp + (1,))[:2], len(order), order,
+                     cont, 0, 0))
+    for name, (a2low, order) in PIXEL_FORMATS_10.items():
+        rows.append((PixelFormat[name], False, (4, 1), len(order), order, 1, 1, a2low))
+    return rows
+
+
+#: :func:`fp16_of_int_prepare`'s result (the register between the two halves)
+FP16_PREP_LAYOUT = data.StructLayout({"sign": 1, "mag": 16, "lz": range(17)})
+
+
+def fp16_of_int_prepare(m: Module, v, name: str):
+    """The int17 -> fp16 rounding of CDMA's converter in FP16 image layers (the model's
+    ``ConvCore._fetch_pixels``: ``clip(v, -65504, 65504)`` to the nearest fp16, ties to even,
+    never -0; from NVIDIA's nvdlav1 NV_NVDLA_CDMA_cvt), first half: ``v`` (signed(17)) as its
+    sign, its magnitude clipped to 65504 (16 bits) and the magnitude's leading zeros in 16 bits
+    (16 for 0). Returns a :data:`FP16_PREP_LAYOUT` value (combinational; signals named
+    ``name``...)."""
+    v = Value.cast(v)
+    neg = v[-1]
+    mag = Signal(17, name=f"{name}_abs")
+    m.d.comb += mag.eq(Mux(neg, -v, v))
+    clip = Signal(16, name=f"{name}_mag")
+    m.d.comb += clip.eq(Mux(mag > 65504, 65504, mag))
+    lz = Signal(range(17), name=f"{name}_lz")
+    m.d.comb += lz.eq(16)
+    for b in range(16):                 # the highest set bit wins (the last assignment)
+        with m.If(clip[b]):
+            m.d.comb += lz.eq(15 - b)
+    return Cat(neg, clip, lz)
+
+
+def fp16_of_int_finish(m: Module, p, name: str):
+    """Second half of :func:`fp16_of_int_prepare`: ``p`` (a :data:`FP16_PREP_LAYOUT` view) to
+    the fp16 pattern (16 bits): the magnitude normalised, rounded to 11 significant bits to
+    nearest with ties to even, exponent ``30 - lz`` (+1 when the rounding carries); +0 for a
+    zero magnitude. Magnitudes up to 65504 never round past the largest finite value."""
+    norm = Signal(16, name=f"{name}_norm")          # the leading one at bit 15
+    m.d.comb += norm.eq(p.mag << p.lz)
+    q = Signal(12, name=f"{name}_q")
+    m.d.comb += q.eq(norm[5:] + (norm[4] & (norm[:4].any() | norm[5])))
+    exp = Signal(5, name=f"{name}_exp")
+    m.d.comb += exp.eq(30 - p.lz + q[11])
+    res = Cat(Mux(q[11], q[1:11], q[:10]), exp, p.sign)
+    return Mux(p.mag == 0, 0, res)
 
 
 class PixelFetch(wiring.Component):
@@ -487,11 +655,30 @@ class PixelFetch(wiring.Component):
     PIXEL_Y_OFFSET and PIXEL_MAPPING must be 0 (pitch linear; programming guide Limitation:
     Image); a PIXEL_FORMAT outside :data:`PIXEL_FORMATS` reads as T_A8B8G8R8.
 
-    Raises ValueError: a configuration whose CBUF entry is narrower than a pixel (4 bytes).
+    On ``cfg.conv16`` configurations (module docstring, "16-bit layers"): D_MISC_CFG
+    PROC_PRECISION and D_NAN_FLUSH_TO_ZERO are read too; IN_PRECISION is not (the container
+    comes from PIXEL_FORMAT; the model refuses an IN_PRECISION that differs from it). In a
+    16-bit layer ``atoms`` carries ``2 x ceil((PAD_LEFT + W + PAD_RIGHT) * C / entry_bytes)``
+    entries per line. Programs the model refuses (``ConvCore._check_image_precision``) get
+    this behaviour, chosen here, not compared with NVIDIA's RTL:
+
+    * an INT8 layer with a 16-bit or 10-bit format (NVIDIA's converter "shrink" path, not
+      modelled: docs/conv16.md open question 5) reads it as T_A8B8G8R8, as int8-only
+      hardware does, so INT8 layers are exactly as on other configurations;
+    * an int8 format in a 16-bit layer without CVT_EN: each byte zero-extended (sign-extended
+      with PIXEL_SIGN_OVERRIDE) to 16 bits;
+    * an INT16 container in an FP16 layer without CVT_EN: the word unchanged (as in INT16);
+    * an FP16 container in an INT16 layer: the fp16 bits (NaN flush included) unchanged;
+    * a PIXEL_X_OFFSET of a 16-bit format beyond one atom's pixels: its in-atom part, with the
+      int8 formats' one-atom-later rule.
+
+    Raises ValueError: a configuration whose CBUF entry is narrower than a pixel (4 bytes; on
+    ``cfg.conv16`` configurations 8 bytes, also the memory atom).
     """
 
     def __init__(self, cfg: NvdlaConfig):
         self.cfg = cfg
+        self.conv16 = cfg.conv16
         self.dma_params = read_dma_params(cfg)
         super().__init__({
             "regs": In(unit_layout(REGMAP.unit("CDMA"), "cfg")),
@@ -500,8 +687,10 @@ class PixelFetch(wiring.Component):
             "dma": Out(DmaReadSignature(cfg.mem_address_width, cfg.primary_memif_width)),
             "atoms": Out(stream.Signature(image_atom_layout(cfg.cbuf_bank_width))),
         })
-        if cfg.cbuf_bank_width < PIXEL_BYTES:
-            raise ValueError(f"{cfg.name}: CBUF entry of {cfg.cbuf_bank_width} B")
+        most = PIXEL_BYTES_16 if self.conv16 else PIXEL_BYTES
+        if cfg.cbuf_bank_width < most or (self.conv16 and cfg.atom_bytes < most):
+            raise ValueError(f"{cfg.name}: CBUF entry of {cfg.cbuf_bank_width} B, memory atom "
+                             f"of {cfg.atom_bytes} B: a pixel has up to {most} B")
 
     def elaborate(self, platform):
         m = Module()
@@ -522,22 +711,47 @@ class PixelFetch(wiring.Component):
         default = next(r for r in table if r[0] == PixelFormat[_DEFAULT_FORMAT])
 
         def decode(row):
-            _, two, bpp, nch, ordr = row
+            _, two, bpp, nch, ordr = row[:5]
             ordr = tuple(ordr) + tuple(range(len(ordr), PIXEL_BYTES))
             return [planes2.eq(two), bpp_log2[0].eq(log2(bpp[0])), bpp_log2[1].eq(log2(bpp[1])),
                     channels.eq(nch), *[order[i].eq(ordr[i]) for i in range(PIXEL_BYTES)]]
-        with m.Switch(fmt):
-            for row in table:
-                with m.Case(row[0]):
-                    m.d.comb += decode(row)
-            with m.Default():
-                m.d.comb += decode(default)
+        if not self.conv16:
+            with m.Switch(fmt):
+                for row in table:
+                    with m.Case(row[0]):
+                        m.d.comb += decode(row)
+                with m.Default():
+                    m.d.comb += decode(default)
+        else:
+            # 16-bit layers (PROC_PRECISION INT16/FP16) also decode the 16-bit and packed
+            # 10-bit formats; INT8 layers read them as T_A8B8G8R8, as int8-only hardware does
+            # (the 16-bit-container-to-INT8 "shrink" is not modelled: class docstring)
+            prec = regs.d_misc_cfg.proc_precision
+            layer16 = Signal(name="img16")
+            cont = Signal(2, name="container")      # 0 bytes, 1 INT16, 2 FP16 elements
+            packed10 = Signal(name="packed10")
+            a2low = Signal(name="a2low")
+            m.d.comb += layer16.eq(prec != ProcPrecision.INT8)
+            with m.Switch(fmt):
+                for row in table:
+                    with m.Case(row[0]):
+                        m.d.comb += decode(row)
+                for row in _format_table16():
+                    with m.Case(row[0]):
+                        with m.If(layer16):
+                            m.d.comb += [*decode(row), cont.eq(row[5]), packed10.eq(row[6]),
+                                         a2low.eq(row[7])]
+                        with m.Else():
+                            m.d.comb += decode(default)
+                with m.Default():
+                    m.d.comb += decode(default)
 
         # ---------------- geometry ----------------
         w = regs.d_datain_size_0.datain_width[:CUBE_DIM_BITS]
         h = regs.d_datain_size_0.datain_height[:CUBE_DIM_BITS]
         xoff = regs.d_pixel_offset.pixel_x_offset
-        geom = Signal(pixel_geom_layout(aw))
+        geom = Signal(pixel_geom_layout(aw, LINE_BYTES_BITS_16 if self.conv16
+                                        else LINE_BYTES_BITS))
         bases = [Cat(regs.d_dain_addr_low_0.as_value(), regs.d_dain_addr_high_0.as_value()),
                  Cat(regs.d_dain_addr_low_1.as_value(), regs.d_dain_addr_high_1.as_value())]
         strides = [regs.d_line_stride.as_value(), regs.d_line_uv_stride.as_value()]
@@ -565,18 +779,19 @@ class PixelFetch(wiring.Component):
         m.d.comb += [geom.planes2.eq(planes2), geom.height.eq(h)]
 
         # ---------------- memory: the DMA and a replica walker labelling its atoms ----------------
-        m.submodules.dma = dma = PixelReadDma(**params)
+        m.submodules.dma = dma = (PixelReadDma16 if self.conv16 else PixelReadDma)(**params)
         wiring.connect(m, wiring.flipped(self.dma), dma.dma)
         walker_args = {k: params[k] for k in ("addr_width", "atom_bytes", "atom_elems",
                                               "beat_bytes", "max_burst")}
-        m.submodules.labels = lab = PixelWalker(**walker_args)
+        m.submodules.labels = lab = (PixelWalker16 if self.conv16 else PixelWalker)(**walker_args)
         m.d.comb += [dma.start.eq(begin), dma.geom.eq(geom), dma.cube.eq(0),
                      lab.start.eq(begin), lab.geom.eq(geom), lab.cube.eq(0)]
 
         unp = []
         fifos = []
         for p in (0, 1):
-            u = PlaneUnpacker(A)
+            # 16-bit formats: plane 0 pixels of up to 8 bytes, plane 1 (UV) up to 4
+            u = PlaneUnpacker(A, PIXEL_BYTES_16 if self.conv16 and p == 0 else PIXEL_BYTES)
             m.submodules[f"unpack{p}"] = u
             q = fifo.SyncFIFOBuffered(width=u.in_layout.size,
                                       depth=cfg.primary_memif_max_burst + 2)
@@ -632,14 +847,34 @@ class PixelFetch(wiring.Component):
         m.d.sync += [x_last.eq(pl + w + pr), x_data_end.eq(pl + w)]
         in_data = Signal()                      # x is a pixel of the line (not padding): a
         # register following x (issue 10: x against the bounds was on the unpackers' ready path)
-        pix_layout = data.StructLayout({"raw": unsigned(PIXEL_BYTES * 8), "pad": 1, "last": 1})
+        raw_bytes = PIXEL_BYTES_16 if self.conv16 else PIXEL_BYTES
+        pix_layout = data.StructLayout({"raw": unsigned(raw_bytes * 8), "pad": 1, "last": 1})
         pix = stream.Signature(pix_layout).create()
         both = Signal()
+        if not self.conv16:
+            raw = Mux(planes2, Cat(unp[0].o.payload[:8], unp[1].o.payload[:24]),
+                      unp[0].o.payload)
+        else:
+            # the pixel's elements: bytes (int8 formats), 16-bit words, or a packed 10-bit
+            # word's fields as 16-bit elements e0..e3 (PIXEL_FORMATS_10)
+            u0, u1 = unp[0].o.payload, unp[1].o.payload
+            wd = u0[:32]
+            z6, z14 = Const(0, 6), Const(0, 14)
+            hi2 = Cat(z6, wd[0:10], z6, wd[10:20], z6, wd[20:30], z14, wd[30:32])
+            lo2 = Cat(z6, wd[2:12], z6, wd[12:22], z6, wd[22:32], z14, wd[0:2])
+            sp8 = Cat(u0[:8], u1[:24])
+            sp16 = Cat(u0[:16], u1[:32])
+            raw = Signal(raw_bytes * 8, name="pix_raw")
+            with m.If(packed10):
+                m.d.comb += raw.eq(Mux(a2low, lo2, hi2))
+            with m.Elif(planes2):
+                m.d.comb += raw.eq(Mux(cont != 0, sp16, sp8))
+            with m.Else():
+                m.d.comb += raw.eq(u0)
         m.d.comb += [
             both.eq(unp[0].o.valid & (unp[1].o.valid | ~planes2)),
             pix.valid.eq(seq_active & (~in_data | both)),
-            pix.payload.raw.eq(Mux(planes2, Cat(unp[0].o.payload[:8], unp[1].o.payload[:24]),
-                                   unp[0].o.payload)),
+            pix.payload.raw.eq(raw),
             pix.payload.pad.eq(~in_data),
             pix.payload.last.eq(x == x_last),
             unp[0].o.ready.eq(seq_active & in_data & both & pix.ready),
@@ -656,81 +891,84 @@ class PixelFetch(wiring.Component):
         with m.If(begin):
             m.d.sync += [x.eq(0), y.eq(0), seq_active.eq(1), in_data.eq(pl == 0)]
 
-        # ---------------- reorder and converter: four register stages ----------------
-        df = regs.d_datain_format
-        signed_in = df.pixel_sign_override == SignOverride.SIGNED_INT
-        mean_on = regs.d_mean_format.mean_format == MeanFormat.ENABLE
-        means = [regs.d_mean_global_0.mean_ry, regs.d_mean_global_0.mean_gu,
-                 regs.d_mean_global_1.mean_bv, regs.d_mean_global_1.mean_ax]
-        cvt = regs.d_cvt_cfg
-        cvt_on = cvt.cvt_en == CvtEn.ENABLE
-        diff_layout = data.StructLayout({
-            "byte": data.ArrayLayout(unsigned(8), PIXEL_BYTES),
-            "diff": data.ArrayLayout(signed(18), PIXEL_BYTES),
-            "pad": 1, "last": 1})
-        mid_layout = data.StructLayout({
-            "byte": data.ArrayLayout(unsigned(8), PIXEL_BYTES),
-            "prod": data.ArrayLayout(CVT_PRODUCT_SHAPE, PIXEL_BYTES),
-            "pad": 1, "last": 1})
-        biased_layout = data.StructLayout({
-            "byte": data.ArrayLayout(unsigned(8), PIXEL_BYTES),
-            "biased": data.ArrayLayout(CVT_BIASED_SHAPE, PIXEL_BYTES),
-            "pad": 1, "last": 1})
+        if self.conv16:
+            self.convert16(m, pix, order, channels, cont, layer16)
+        else:
+            # ---------------- reorder and converter: four register stages ----------------
+            df = regs.d_datain_format
+            signed_in = df.pixel_sign_override == SignOverride.SIGNED_INT
+            mean_on = regs.d_mean_format.mean_format == MeanFormat.ENABLE
+            means = [regs.d_mean_global_0.mean_ry, regs.d_mean_global_0.mean_gu,
+                     regs.d_mean_global_1.mean_bv, regs.d_mean_global_1.mean_ax]
+            cvt = regs.d_cvt_cfg
+            cvt_on = cvt.cvt_en == CvtEn.ENABLE
+            diff_layout = data.StructLayout({
+                "byte": data.ArrayLayout(unsigned(8), PIXEL_BYTES),
+                "diff": data.ArrayLayout(signed(18), PIXEL_BYTES),
+                "pad": 1, "last": 1})
+            mid_layout = data.StructLayout({
+                "byte": data.ArrayLayout(unsigned(8), PIXEL_BYTES),
+                "prod": data.ArrayLayout(CVT_PRODUCT_SHAPE, PIXEL_BYTES),
+                "pad": 1, "last": 1})
+            biased_layout = data.StructLayout({
+                "byte": data.ArrayLayout(unsigned(8), PIXEL_BYTES),
+                "biased": data.ArrayLayout(CVT_BIASED_SHAPE, PIXEL_BYTES),
+                "pad": 1, "last": 1})
 
-        # the reorder and the mean/offset difference in a stage before the multiplier (issue
-        # 10: reorder, difference and product in one cycle were CDMA's critical path)
-        def stage0(mm, p):
-            out = {"pad": p.pad, "last": p.last}
-            byte = []
-            diff = []
-            for i in range(PIXEL_BYTES):
-                b = Signal(8, name=f"ch{i}")
-                mm.d.comb += b.eq(p.raw.word_select(order[i], 8))
-                xv = Mux(signed_in, b.as_signed(), Cat(b, Const(0, 1)).as_signed())
-                off = Mux(mean_on, means[i], regs.d_cvt_offset.cvt_offset)
-                byte.append(b)
-                diff.append(cvt_diff(mm, xv, off, f"diff{i}"))
-            out["byte"] = Cat(*byte)
-            out["diff"] = Cat(*diff)
-            return out
+            # the reorder and the mean/offset difference in a stage before the multiplier (issue
+            # 10: reorder, difference and product in one cycle were CDMA's critical path)
+            def stage0(mm, p):
+                out = {"pad": p.pad, "last": p.last}
+                byte = []
+                diff = []
+                for i in range(PIXEL_BYTES):
+                    b = Signal(8, name=f"ch{i}")
+                    mm.d.comb += b.eq(p.raw.word_select(order[i], 8))
+                    xv = Mux(signed_in, b.as_signed(), Cat(b, Const(0, 1)).as_signed())
+                    off = Mux(mean_on, means[i], regs.d_cvt_offset.cvt_offset)
+                    byte.append(b)
+                    diff.append(cvt_diff(mm, xv, off, f"diff{i}"))
+                out["byte"] = Cat(*byte)
+                out["diff"] = Cat(*diff)
+                return out
 
-        def stage1(mm, p):
-            return {"byte": p.byte, "pad": p.pad, "last": p.last,
-                    "prod": Cat(*(p.diff[i] * regs.d_cvt_scale.cvt_scale
-                                  for i in range(PIXEL_BYTES)))}
+            def stage1(mm, p):
+                return {"byte": p.byte, "pad": p.pad, "last": p.last,
+                        "prod": Cat(*(p.diff[i] * regs.d_cvt_scale.cvt_scale
+                                      for i in range(PIXEL_BYTES)))}
 
-        pad_byte = regs.d_zero_padding_value.pad_value[:8]
+            pad_byte = regs.d_zero_padding_value.pad_value[:8]
 
-        def stage2(mm, p):
-            return {"byte": p.byte, "pad": p.pad, "last": p.last,
-                    "biased": Cat(*(cvt_bias(p.prod[i], cvt.cvt_truncate)
-                                    for i in range(PIXEL_BYTES)))}
+            def stage2(mm, p):
+                return {"byte": p.byte, "pad": p.pad, "last": p.last,
+                        "biased": Cat(*(cvt_bias(p.prod[i], cvt.cvt_truncate)
+                                        for i in range(PIXEL_BYTES)))}
 
-        def stage3(mm, p):
-            lanes = []
-            for i in range(PIXEL_BYTES):
-                conv = cvt_saturate(p.biased[i], cvt.cvt_truncate)
-                v = Mux(p.pad, pad_byte, Mux(cvt_on, conv.as_unsigned(), p.byte[i]))
-                lanes.append(Mux(i < channels, v, 0))
-            return {"data": Cat(*lanes), "last": p.last}
+            def stage3(mm, p):
+                lanes = []
+                for i in range(PIXEL_BYTES):
+                    conv = cvt_saturate(p.biased[i], cvt.cvt_truncate)
+                    v = Mux(p.pad, pad_byte, Mux(cvt_on, conv.as_unsigned(), p.byte[i]))
+                    lanes.append(Mux(i < channels, v, 0))
+                return {"data": Cat(*lanes), "last": p.last}
 
-        m.submodules.cvt0 = s0 = Map(pix_layout, diff_layout, stage0)
-        m.submodules.cvt1 = s1 = Map(diff_layout, mid_layout, stage1)
-        pk_layout = data.StructLayout({"data": unsigned(PIXEL_BYTES * 8), "last": 1})
-        m.submodules.cvt2 = s2 = Map(mid_layout, biased_layout, stage2)
-        m.submodules.cvt3 = s3 = Map(biased_layout, pk_layout, stage3)
-        m.submodules.packer = pk = EntryPacker(cfg.cbuf_bank_width, PIXEL_BYTES)
-        # a skid buffer between the sequencer and the converter: the packer's ready no longer
-        # runs through the converter stages into the plane unpackers' byte shifters (issue 10)
-        m.submodules.pix_skid = pix_skid = SkidBuffer(pix_layout)
-        wiring.connect(m, pix, pix_skid.i)
-        wiring.connect(m, pix_skid.o, s0.i)
-        wiring.connect(m, s0.o, s1.i)
-        wiring.connect(m, s1.o, s2.i)
-        wiring.connect(m, s2.o, s3.i)
-        wiring.connect(m, s3.o, pk.i)
-        wiring.connect(m, pk.o, wiring.flipped(self.atoms))
-        m.d.comb += pk.channels.eq(channels)
+            m.submodules.cvt0 = s0 = Map(pix_layout, diff_layout, stage0)
+            m.submodules.cvt1 = s1 = Map(diff_layout, mid_layout, stage1)
+            pk_layout = data.StructLayout({"data": unsigned(PIXEL_BYTES * 8), "last": 1})
+            m.submodules.cvt2 = s2 = Map(mid_layout, biased_layout, stage2)
+            m.submodules.cvt3 = s3 = Map(biased_layout, pk_layout, stage3)
+            m.submodules.packer = pk = EntryPacker(cfg.cbuf_bank_width, PIXEL_BYTES)
+            # a skid buffer between the sequencer and the converter: the packer's ready no longer
+            # runs through the converter stages into the plane unpackers' byte shifters (issue 10)
+            m.submodules.pix_skid = pix_skid = SkidBuffer(pix_layout)
+            wiring.connect(m, pix, pix_skid.i)
+            wiring.connect(m, pix_skid.o, s0.i)
+            wiring.connect(m, s0.o, s1.i)
+            wiring.connect(m, s1.o, s2.i)
+            wiring.connect(m, s2.o, s3.i)
+            wiring.connect(m, s3.o, pk.i)
+            wiring.connect(m, pk.o, wiring.flipped(self.atoms))
+            m.d.comb += pk.channels.eq(channels)
 
         # ---------------- busy: until the last line's last entry is taken ----------------
         active = Signal()
@@ -743,3 +981,125 @@ class PixelFetch(wiring.Component):
             m.d.sync += [active.eq(1), out_y.eq(0)]
         m.d.comb += self.busy.eq(active)
         return m
+
+    def convert16(self, m: Module, pix, order, channels, cont, layer16):
+        """The reorder, converter and packer of ``cfg.conv16`` configurations (INT8 layers
+        as :meth:`elaborate` builds them elsewhere, plus the 16-bit layers: class docstring):
+        ``pix`` (the sequencer's stream of 8-byte raw pixels) through a skid buffer and six
+        register stages (reorder and difference; product; rounding bias; shift and
+        saturation; the fp16 rounding's leading zeros; its normalisation, rounding and the
+        lane packing) to an :class:`EntryPacker` of 8-byte pixels with ``pairs``, whose
+        entries drive ``atoms``. One pixel per cycle."""
+        cfg, regs = self.cfg, self.regs
+        N = PIXEL_BYTES                          # channels (lanes)
+        df = regs.d_datain_format
+        signed_in = df.pixel_sign_override == SignOverride.SIGNED_INT
+        mean_on = regs.d_mean_format.mean_format == MeanFormat.ENABLE
+        means = [regs.d_mean_global_0.mean_ry, regs.d_mean_global_0.mean_gu,
+                 regs.d_mean_global_1.mean_bv, regs.d_mean_global_1.mean_ax]
+        cvt = regs.d_cvt_cfg
+        cvt_on = cvt.cvt_en == CvtEn.ENABLE
+        prec = regs.d_misc_cfg.proc_precision
+        wide = Signal(name="cont16")            # 16-bit components (INT16 or FP16 container)
+        fp_cont = Signal(name="cont_fp16")      # fp16 components: never converted
+        flush = Signal(name="img_nan_flush")
+        to_fp = Signal(name="cvt_to_fp16")      # converted values rounded to fp16
+        to_16 = Signal(name="cvt_to_int16")     # converted values saturated to int16
+        m.d.comb += [
+            wide.eq(cont != 0),
+            fp_cont.eq(cont == 2),
+            flush.eq(regs.d_nan_flush_to_zero.nan_to_zero == NanToZero.ENABLE),
+            to_fp.eq(layer16 & cvt_on & ~fp_cont & (prec == ProcPrecision.FP16)),
+            to_16.eq(layer16 & cvt_on & ~fp_cont & (prec != ProcPrecision.FP16)),
+        ]
+        elem = data.ArrayLayout(unsigned(16), N)
+        diff_layout = data.StructLayout({"elem": elem, "diff": data.ArrayLayout(signed(18), N),
+                                         "pad": 1, "last": 1})
+        mid_layout = data.StructLayout({"elem": elem,
+                                        "prod": data.ArrayLayout(CVT_PRODUCT_SHAPE, N),
+                                        "pad": 1, "last": 1})
+        biased_layout = data.StructLayout({"elem": elem,
+                                           "biased": data.ArrayLayout(CVT_BIASED_SHAPE, N),
+                                           "pad": 1, "last": 1})
+        val_layout = data.StructLayout({"val": data.ArrayLayout(unsigned(17), N), "fp": 1,
+                                        "last": 1})
+        prep_layout = data.StructLayout({"low": elem,
+                                         "prep": data.ArrayLayout(FP16_PREP_LAYOUT, N),
+                                         "fp": 1, "last": 1})
+        pk_layout = data.StructLayout({"data": unsigned(PIXEL_BYTES_16 * 8), "last": 1})
+
+        def stage0(mm, p):
+            # channel i: byte order[i] (int8 formats) or 16-bit element order[i], zero- or
+            # (PIXEL_SIGN_OVERRIDE) sign-extended to 17 bits; the mean or offset subtracted
+            diffs, elems = [], []
+            for i in range(N):
+                b = Signal(8, name=f"ch{i}")
+                e = Signal(16, name=f"el{i}")
+                x = Signal(signed(17), name=f"x{i}")
+                mm.d.comb += [b.eq(p.raw.word_select(order[i], 8)),
+                              e.eq(p.raw.word_select(order[i], 16)),
+                              x.eq(Mux(wide, Mux(signed_in, e.as_signed(), e),
+                                       Mux(signed_in, b.as_signed(), b)))]
+                off = Mux(mean_on, means[i], regs.d_cvt_offset.cvt_offset)
+                elems.append(Mux(wide, e, x[:16]))
+                diffs.append(cvt_diff(mm, x, off, f"diff{i}"))
+            return {"elem": Cat(*elems), "diff": Cat(*diffs), "pad": p.pad, "last": p.last}
+
+        def stage1(mm, p):
+            return {"elem": p.elem, "pad": p.pad, "last": p.last,
+                    "prod": Cat(*(p.diff[i] * regs.d_cvt_scale.cvt_scale for i in range(N)))}
+
+        def stage2(mm, p):
+            return {"elem": p.elem, "pad": p.pad, "last": p.last,
+                    "biased": Cat(*(cvt_bias(p.prod[i], cvt.cvt_truncate) for i in range(N)))}
+
+        pad16 = regs.d_zero_padding_value.pad_value[:16]
+
+        def stage3(mm, p):
+            lanes = []
+            for i in range(N):
+                q = round_shift(p.biased[i], cvt.cvt_truncate, CVT_PRODUCT_SHAPE)
+                e = p.elem[i]
+                nan = (e[10:15] == 0x1F) & (e[:10] != 0)
+                v = Signal(17, name=f"val{i}")
+                with mm.If(p.pad):
+                    mm.d.comb += v.eq(Mux(layer16, pad16, pad16[:8]))
+                with mm.Elif(~layer16):
+                    mm.d.comb += v.eq(Mux(cvt_on, saturate(q, 8).as_unsigned(), e[:8]))
+                with mm.Elif(to_fp):
+                    mm.d.comb += v.eq(saturate(q, 17))
+                with mm.Elif(to_16):
+                    mm.d.comb += v.eq(saturate(q, 16).as_unsigned())
+                with mm.Else():
+                    mm.d.comb += v.eq(Mux(fp_cont & flush & nan, 0, e))
+                lanes.append(Mux(i < channels, v, 0))
+            return {"val": Cat(*lanes), "fp": to_fp & ~p.pad, "last": p.last}
+
+        def stage4(mm, p):
+            return {"low": Cat(*(p.val[i][:16] for i in range(N))),
+                    "prep": Cat(*(fp16_of_int_prepare(mm, p.val[i].as_signed(), f"f16_{i}")
+                                  for i in range(N))),
+                    "fp": p.fp, "last": p.last}
+
+        def stage5(mm, p):
+            lanes = [Mux(p.fp, fp16_of_int_finish(mm, p.prep[i], f"f16_{i}"), p.low[i])
+                     for i in range(N)]
+            return {"data": Mux(layer16, Cat(*lanes), Cat(*(p.low[i][:8] for i in range(N)))),
+                    "last": p.last}
+
+        m.submodules.pix_skid = pix_skid = SkidBuffer(pix.payload.shape())
+        m.submodules.cvt0 = s0 = Map(pix.payload.shape(), diff_layout, stage0)
+        m.submodules.cvt1 = s1 = Map(diff_layout, mid_layout, stage1)
+        m.submodules.cvt2 = s2 = Map(mid_layout, biased_layout, stage2)
+        m.submodules.cvt3 = s3 = Map(biased_layout, val_layout, stage3)
+        m.submodules.cvt4 = s4 = Map(val_layout, prep_layout, stage4)
+        m.submodules.cvt5 = s5 = Map(prep_layout, pk_layout, stage5)
+        m.submodules.packer = pk = EntryPacker(cfg.cbuf_bank_width, PIXEL_BYTES_16, pairs=True)
+        chain = [pix, pix_skid.i, pix_skid.o, s0.i, s0.o, s1.i, s1.o, s2.i, s2.o, s3.i, s3.o,
+                 s4.i, s4.o, s5.i, s5.o, pk.i]
+        for a, b in zip(chain[::2], chain[1::2]):
+            wiring.connect(m, a, b)
+        wiring.connect(m, pk.o, wiring.flipped(self.atoms))
+        m.d.comb += [pk.channels.eq(Mux(layer16, channels << 1, channels)),
+                     pk.pair.eq(layer16)]
+
