@@ -54,6 +54,10 @@ def _recip_round(v: np.ndarray, recip: int, out_bits: int) -> np.ndarray:
 #: only when a window's total reaches 2**13).
 INT_WIDTHS = {("v2", 0): (11, 14, 15, 11, 8), ("v1", 0): (11, 14, 14, 11, 8),
               ("v1", 1): (22, 22, 22, 19, 16)}
+# a v2-register-map configuration computing INT16 (e.g. nv_small+feature_data_type=
+# int8_int16_fp16, the project's small 16-bit geometry) is no NVIDIA configuration: nvdlav1's is
+# the only INT16 PDP there is, so its widths apply (as hdl/pdp/core16.py builds them)
+INT_WIDTHS[("v2", 1)] = INT_WIDTHS[("v1", 1)]
 
 
 def pool_plane(x: np.ndarray, method: int, kw: int, kh: int, sx: int, sy: int,
