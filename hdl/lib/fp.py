@@ -489,3 +489,144 @@ def fp_of_fraction(m, f: ValueLike, ebits: int, mbits: int, name: str = "fpfrac"
     m.d.comb += e.eq(bias - 1 - z + carry)
     res = Cat(Mux(carry, q[1:mbits + 1], q[:mbits]), e[:ebits], Const(0, 1))
     return Mux((z == bits) | (e < 1), 0, res)
+
+
+# ---- nv_full's SDP in FP16: fp16 <-> fp32, fp16 -> int16, MAX / MIN --------------------------
+# (NVIDIA's cmod/hls Fp16ToFp32, Fp32ToFp16, Fp16ToInt16 and FpCmp as the bit-exact model
+# verif/model/fp.py states them: ``fp16_to_fp32``, ``fp32_to_fp16``, ``fp16_to_int16``,
+# ``fp_pick``; checked against it by tests/hdl/test_sdp_fp16.py)
+
+FLT_MAX_BITS = 0x7F7FFFFF           #: the largest finite fp32 magnitude
+
+
+def fp16_to_fp32(m, x: ValueLike, name: str = "f16to32") -> Value:
+    """fp32 pattern of the fp16 pattern ``x``: exact (fp16 denormals normalised), infinity to
+    +-FLT_MAX, a NaN keeps its sign and its 10-bit payload in the low mantissa bits (not
+    shifted up). Returns 32 bits (combinational)."""
+    x = Value.cast(x)
+    s, e, mant = x[15], x[10:15], x[:10]
+    z = _leading_zeros(m, mant, f"{name}_lz")               # 0..9 for a denormal
+    den_e = Signal(8, name=f"{name}_de")
+    m.d.comb += den_e.eq(112 - z)
+    den = Cat(Const(0, 13), (mant << (z + 1))[:10], den_e, s)
+    norm = Cat(Const(0, 13), mant, (e + 112)[:8], s)
+    special = Mux(mant.any(), Cat(mant, Const(0, 13), Const(0xFF, 8), s),
+                  Cat(Const(FLT_MAX_BITS, 31), s))
+    res = Mux(e.any(), norm, Mux(mant.any(), den, Cat(Const(0, 31), s)))
+    return Mux(e.all(), special, res)
+
+
+def fp32_to_fp16(m, x: ValueLike, name: str = "f32to16") -> Value:
+    """fp16 pattern of the fp32 pattern ``x``: nearest with ties to even, into fp16's
+    denormals where needed (a signed zero below half the smallest one); +-65504 (0x7BFF) from
+    65520 up and for infinity (never an infinity); fp32 denormals give a signed zero; a NaN
+    gives (sign, 31, its low 10 mantissa bits), the infinity pattern when those are 0.
+    Returns 16 bits (combinational)."""
+    x = Value.cast(x)
+    s, e, mant = x[31], x[23:31], x[:23]
+    full = Cat(mant, Const(1, 1))                               # 24 bits
+    q = _round_even(full[13:], full[12], full[:12].any())       # 11 bits + carry
+    en = Signal(9, name=f"{name}_en")                           # 1..31 in the normal range
+    m.d.comb += en.eq(e - 112 + q[11])
+    max16 = Cat(Const(0x3FF, 10), Const(30, 5), s)
+    normal = Mux(en >= 31, max16, Cat(q[:10], en[:5], s))
+    # denormal results (input exponents 102..112): value / 2**-24 = full >> (126 - e),
+    # rounded; ``wide`` holds full << 10 >> (126 - e - 14): integer part from bit 24
+    n = Signal(4, name=f"{name}_dsh")                           # 0..10
+    m.d.comb += n.eq(Mux(e >= 102, 112 - e, 10))
+    wide = Signal(34, name=f"{name}_dw")
+    m.d.comb += wide.eq(Cat(Const(0, 10), full) >> n)
+    qd = _round_even(wide[24:], wide[23], wide[:23].any())      # up to 0x400 (smallest normal)
+    den = Cat(qd[:11], Const(0, 4), s)
+    res = Mux(e >= 113, normal, Mux(e >= 102, den, Cat(Const(0, 15), s)))
+    res = Mux(e >= 143, max16, res)
+    return Mux(fp_is_nan(x, 8, 23), Cat(mant[:10], Const(31, 5), s), res)
+
+
+def fp16_to_int16(m, x: ValueLike, name: str = "f16toi16") -> Value:
+    """int16 of the fp16 pattern ``x`` as NVIDIA's Fp16ToInt16: ``(1024 + mantissa) *
+    2**(exponent - 25)`` (a hidden one even for exponent 0, so denormals read as normals of
+    exponent 1 less), rounded half away from zero, saturated to -32768..32767 (infinity
+    too); a NaN gives -32768. Returns a signed(16) Value (combinational)."""
+    x = Value.cast(x)
+    s, e, mant = x[15], x[10:15], x[:10]
+    full = Cat(mant, Const(1, 1))                               # 11 bits
+    big = e >= 25
+    left = Signal(17, name=f"{name}_l")                         # exponent 25..31: << 0..6
+    m.d.comb += left.eq(full << (e - 25)[:3])
+    # exponent < 25: shift right by 25 - e (1..25): floor((full >> (sh - 1)) + 1) / 2)
+    sh1 = Signal(5, name=f"{name}_sh")                          # sh - 1 = 24 - e
+    m.d.comb += sh1.eq(Mux(e >= 13, 24 - e, 11))
+    right = ((full >> sh1) + 1)[1:]
+    mag = Signal(17, name=f"{name}_mag")
+    m.d.comb += mag.eq(Mux(big, left, right))
+    pos = Mux(mag > 32767, 32767, mag)
+    neg = Mux(mag > 32768, 32768, mag)
+    res = Mux(s, -neg, pos)
+    return Mux(fp_is_nan(x, 5, 10), Const(0x8000, 16), res[:16]).as_signed()
+
+
+def fp_pick(m, a: ValueLike, b: ValueLike, ebits: int, mbits: int, take_max: ValueLike,
+            name: str = "fppick") -> Value:
+    """MAX (``take_max`` 1) or MIN (0) of two patterns as NVIDIA's FpCmp picks them: by sign
+    and the magnitude of the raw bits (+0 above -0; no other reading of the value), one input
+    passed unchanged; a NaN wins, ``a``'s before ``b``'s. Returns ``1 + ebits + mbits`` bits
+    (combinational)."""
+    a, b = Value.cast(a), Value.cast(b)
+    top = ebits + mbits
+    sa, sb = a[top], b[top]
+    gt = Signal(name=f"{name}_gt")
+    m.d.comb += gt.eq(a[:top] > b[:top])
+    take_a_max = Mux(sa == sb, Mux(sa, ~gt, gt), ~sa)
+    take_a_min = Mux(sa == sb, Mux(sa, gt, ~gt), sa)
+    res = Mux(Mux(take_max, take_a_max, take_a_min), a, b)
+    res = Mux(fp_is_nan(b, ebits, mbits), b, res)
+    return Mux(fp_is_nan(a, ebits, mbits), a, res)
+
+
+__all__ += ["FLT_MAX_BITS", "fp16_to_fp32", "fp32_to_fp16", "fp16_to_int16", "fp_pick"]
+
+
+def _lz_tree(v: Value):
+    """(all zero, leading zeros) of ``v`` as a balanced tree (depth log2(len(v)))."""
+    n = len(v)
+    if n == 1:
+        return ~v[0], ~v[0]
+    lo_len = n // 2
+    zh, ch = _lz_tree(v[lo_len:])
+    zl, cl = _lz_tree(v[:lo_len])
+    return zh & zl, Mux(zh, (n - lo_len) + cl, ch)
+
+
+def fp_leading_zeros(m, value: ValueLike, name: str = "lzc") -> Signal:
+    """Leading zeros of unsigned ``value`` in its width (the width for 0), counted by a tree
+    of ``log2(width)`` levels (a priority chain over a wide value is long: 35 bits took an
+    :func:`fp_of_fraction` to 60 MHz on ECP5). Returns a Signal of ``range(width + 1)``."""
+    value = Value.cast(value)
+    z = Signal(range(len(value) + 1), name=name)
+    m.d.comb += z.eq(_lz_tree(value)[1])
+    return z
+
+
+def fp_of_fraction_round(m, norm: ValueLike, z: ValueLike, ebits: int, mbits: int,
+                         name: str = "fpfrac") -> Value:
+    """Last phase of :func:`fp_of_fraction` for pipelines that register between its phases:
+    ``norm`` = ``f << z`` (``f``'s width; its leading one on top) and ``z`` = the leading
+    zeros of ``f`` (:func:`fp_leading_zeros`, ``len(f)`` for 0), both registered; rounds to
+    nearest even and builds the float as :func:`fp_of_fraction` does (the same result)."""
+    norm, z = Value.cast(norm), Value.cast(z)
+    bits = len(norm)
+    bias = (1 << (ebits - 1)) - 1
+    if bits - 1 > mbits:
+        q = _round_even(norm[bits - 1 - mbits:], norm[bits - 2 - mbits],
+                        norm[:bits - 2 - mbits].any() if bits - 2 - mbits > 0 else Const(0, 1))
+    else:
+        q = Cat(Const(0, mbits + 1 - bits), norm, Const(0, 1))
+    carry = q[mbits + 1]
+    e = Signal(range(-bits - 1, bias + 2), name=f"{name}_e")
+    m.d.comb += e.eq(bias - 1 - z + carry)
+    res = Cat(Mux(carry, q[1:mbits + 1], q[:mbits]), e[:ebits], Const(0, 1))
+    return Mux((z == bits) | (e < 1), 0, res)
+
+
+__all__ += ["fp_leading_zeros", "fp_of_fraction_round"]

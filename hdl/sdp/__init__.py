@@ -93,11 +93,27 @@ end to end as the bit-exact model computes it (verif/model/sdp.py ``SdpCore._che
 
 Only PROC_PRECISION = 1 selects INT16; OUT_PRECISION and SDP_RDMA's D_FEATURE_MODE_CFG
 precisions are not read (the model refuses anything but INT16 to INT16 with SDP_RDMA agreeing).
-FP16 layers (PROC_PRECISION = 2) are not built: they run through the INT8 datapath as before and
-their results are meaningless.
 
-Not implemented (the registers exist and read back): batches, Winograd, FP16, the NaN/Inf
-counters.
+FP16 (the same configurations, :func:`hdl.sdp.rdma.has_fp16`; built only there): a layer with
+SDP D_DATA_FORMAT.PROC_PRECISION = 2 runs FP16 as the bit-exact model computes it
+(verif/model/sdp.py ``SdpCore.run``, ``x_subunit_fp``, ``_y_subunit_fp``, ``sdp_lut_fp``;
+:mod:`hdl.sdp.fp16` has the arithmetic and its sources):
+
+* it has INT16's two-byte atoms: everything above about INT16's DMAs, operand groups, counts,
+  the 1 x 1 x one-atom test, the on-the-fly counters and the packed output atoms holds for it
+  (``is16`` below is "two-byte layer"); MRDMA's elements are fp16 patterns, CACC's on-the-fly
+  items fp32 patterns in lanes 0 .. atom_bytes/2 - 1 (the lanes above ignored), widened /
+  taken as fp32 by the core (``fp_cfg.in_fp32`` = FLYING_MODE), a NaN flushed to +0 with
+  D_FEATURE_MODE_CFG.NAN_TO_ZERO (NV_NVDLA_SDP_cmux.v);
+* BS / BN / EW operands (register or memory) are fp16 patterns, EW's register operands fp32
+  patterns; the LUT reads its entries and slope scales as fp16, START / END as fp32;
+* the output is fp16, or int16 with OUT_PRECISION = INT16 (the only OUT_PRECISION read); the
+  CVT_* registers are not used; compare mode writes nothing as in INT8 / INT16 (the low 16 bits
+  of EW's result reach WDMA, whose bytes D_STATUS.STATUS_UNEQUAL ORs);
+* D_PERF_LUT_* count as in INT16 (the model's statistics); D_PERF_OUT_SATURATION counts nothing
+  in FP16 layers (not settled against NVIDIA's RTL).
+
+Not implemented (the registers exist and read back): batches, Winograd, the NaN/Inf counters.
 """
 from __future__ import annotations
 
@@ -114,7 +130,7 @@ from hdl.sdp.brdma import OperandUnpack, operand_cube
 from hdl.lib.fixed import sign_extend
 from hdl.lib.stream import SkidBuffer
 from hdl.sdp.core import SdpCore, core_lanes, wide_atom_layout
-from hdl.sdp.rdma import SdpRdma, atom_layout, has_int16, int16_elems, sdp_dma_elems
+from hdl.sdp.rdma import SdpRdma, atom_layout, has_fp16, has_int16, int16_elems, sdp_dma_elems
 from hdl.sdp.wdma import SdpWdma
 from hdl.sdp.x import ALU_EQL
 from hdl.unit import DatapathUnit, connect_dma
@@ -165,7 +181,8 @@ class Sdp(DatapathUnit):
     (surface, line, column order) when OUTPUT_DST = PDP; ``pdp_done`` In(1) PDP's layer-done
     pulse (any group); ``cacc_flying`` In(stream of ArrayLayout(signed(32), cfg.memory_atomic))
     the input atoms on the fly from CACC (every configuration; idle unless connected; an INT16
-    layer's atoms in lanes 0 .. atom_bytes/2 - 1, module docstring);
+    layer's atoms in lanes 0 .. atom_bytes/2 - 1, an FP16 layer's fp32 patterns there, module
+    docstring);
     ``sdp_erdma`` Out(DmaReadSignature) (Y operand client) when cfg.sdp_ew.
     """
 
@@ -266,14 +283,29 @@ class Sdp(DatapathUnit):
         # runtime INT16 (module docstring): the layer's SDP D_DATA_FORMAT.PROC_PRECISION = 1
         # selects it for the core and every DMA
         half = has_int16(cfg)
-        if half:
+        fp = has_fp16(cfg)
+        if half and not fp:
             is16 = Signal(name="int16")
             m.d.comb += [is16.eq(_field(sc, "D_DATA_FORMAT", "PROC_PRECISION") == 1),
                          core.int16.eq(is16)]
+        elif fp:
+            # runtime FP16 too (module docstring): FP16 layers (PROC_PRECISION = 2) have the
+            # two-byte atoms of INT16 layers (``is16`` below: every DMA and count of atoms)
+            prec = _field(sc, "D_DATA_FORMAT", "PROC_PRECISION")
+            is16 = Signal(name="two_byte")
+            m.d.comb += [is16.eq((prec == 1) | (prec == 2)), core.int16.eq(prec == 1),
+                         core.fp_cfg.fp16.eq(prec == 2),
+                         core.fp_cfg.nan_to_zero.eq(_field(sc, "D_FEATURE_MODE_CFG",
+                                                           "NAN_TO_ZERO")),
+                         core.fp_cfg.out_int16.eq(_field(sc, "D_DATA_FORMAT",
+                                                         "OUT_PRECISION") == 1)]
         # input: MRDMA's int8 atoms sign-extended to 32 bits, or CACC's int32 atoms on the fly
         # (D_FEATURE_MODE_CFG.FLYING_MODE = ON_FLYING; docs/conv.md "SDP on the fly")
         flying = Signal()
         m.d.comb += flying.eq(Value.cast(sc.d_feature_mode_cfg.flying_mode))
+        if fp:
+            # FP16 on the fly: CACC's fp32 patterns (MRDMA's elements are fp16)
+            m.d.comb += core.fp_cfg.in_fp32.eq(flying)
         # a skid buffer after MRDMA: the core's join (its ready from the other inputs' valid
         # and the configuration's enables) no longer runs combinationally into MRDMA's latency
         # FIFO and beat counter (issue 10: SDP's critical path on ECP5, 12.3 ns)

@@ -40,7 +40,20 @@ to 16 bits instead of 8 (the 17-bit intermediate and its count unchanged), and s
 that many groups and packs element j into bytes 2j, 2j + 1 (:func:`pack_atom`). A lane beyond
 ``e`` (``lanes`` > e) carries no channel: left out of ``sat_count`` and the LUT statistics.
 An INT16 atom then takes ``max(1, e / lanes)`` cycles. Without int16 none of this is built.
-FP16 is not built.
+
+FP16 (built when :func:`hdl.sdp.rdma.has_fp16`; the ``fp_cfg`` port,
+:func:`hdl.sdp.fp16.fp_cfg_layout`, ``fp16`` 1 in an FP16 layer): the atoms, groups and
+packing of INT16 (two-byte elements), computed by :mod:`hdl.sdp.fp16`'s stages: after step 2 a
+stage (``fp_in``) takes the elements to fp32 patterns (an fp16 pattern in an element's low 16
+bits, or CACC's fp32 with ``in_fp32``; NaN -> +0 with ``nan_to_zero``); X1, X2 and Y compute
+with their FP16 stages (:class:`hdl.sdp.x.XSubUnit` / :class:`hdl.sdp.y.YSubUnit` built with
+``fp``); step 4 is the FP16 output conversion (fp32 -> fp16, -> int16 with ``out_int16``; the
+low 16 bits in compare mode). Each is chosen by a register following ``fp16`` (the integer
+stages skip ``fp_in``; a layer's items never meet the other's stages), and the FP16 stages'
+inputs are held at 0 in the other layers. Throughput as INT16: one element per cycle per lane, an FP16 atom every
+``max(1, e / lanes)`` cycles (geometry A: 16 lanes, an atom per cycle), at a longer latency
+(X1 / X2 :data:`hdl.sdp.fp16.X_LATENCY` stages each, Y :data:`hdl.sdp.fp16.Y_LATENCY` plus
+:data:`hdl.sdp.fp16.LUT_LATENCY` with the LUT, the conversion 2).
 """
 from __future__ import annotations
 
@@ -53,10 +66,11 @@ from hdl.lib.fixed import (in_range, partial_products, partial_products_layout, 
                            round_bias_shape, round_shift, saturate, sum_partial_products)
 from hdl.lib.stream import Map, SkidBuffer
 from hdl.lib.gearbox import Join, Merge, Split, narrow_layout
-from hdl.sdp.rdma import atom_layout, has_int16, int16_elems
+from hdl.sdp.rdma import atom_layout, has_fp16, has_int16, int16_elems
 from hdl.sdp import lut
 from hdl.sdp.y import YSubUnit, y_cfg_layout
-from hdl.sdp.x import X_DATA_BITS, XSubUnit, array_signal, operand_layout, x_cfg_layout
+from hdl.sdp.x import ALU_EQL, X_DATA_BITS, XSubUnit, array_signal, operand_layout, x_cfg_layout
+from hdl.sdp.fp16 import fp_cfg_layout, input_stage, output_stages, route_in, route_out
 
 __all__ = ["SdpCore", "op_sel_layout", "core_lanes", "wide_atom_layout",
            "pack_atom"]
@@ -113,6 +127,9 @@ class SdpCore(wiring.Component):
             little endian, :func:`pack_atom`).
         int16: In(1), only when :func:`hdl.sdp.rdma.has_int16`: the layer is INT16 (module
             docstring); stable for a layer like the other configuration inputs.
+        fp_cfg: In(:func:`hdl.sdp.fp16.fp_cfg_layout`), only when
+            :func:`hdl.sdp.rdma.has_fp16`: the layer is FP16 and its FP16 controls (module
+            docstring); stable for a layer.
         bs_op / bn_op (when cfg.sdp_bs / cfg.sdp_bn): In(stream of ArrayLayout(operand_layout(),
             atom)) one operand group per input atom (lane = channel % atom), consumed only when
             the sub-unit is on and takes an operand from memory.
@@ -164,6 +181,9 @@ class SdpCore(wiring.Component):
         self.half = has_int16(cfg)
         if self.half:
             members["int16"] = In(1)
+        self.fp = has_fp16(cfg)
+        if self.fp:
+            members["fp_cfg"] = In(fp_cfg_layout())
         super().__init__(members)
 
     def elaborate(self, platform):
@@ -215,7 +235,9 @@ class SdpCore(wiring.Component):
             # first max(1, atom / 2 / lanes) groups
             e16 = int16_elems(cfg)
             groups = Signal(range(atom // lanes + 1), name="groups")
-            m.d.comb += groups.eq(Mux(self.int16, max(1, e16 // lanes), atom // lanes))
+            # (FP16 layers too: two-byte atoms)
+            two = self.int16 | self.fp_cfg.fp16 if self.fp else self.int16
+            m.d.comb += groups.eq(Mux(two, max(1, e16 // lanes), atom // lanes))
             m.submodules.split = split = Split(join.layout, atom // lanes, counted=True)
             m.d.comb += split.count.eq(groups)
         else:
@@ -245,6 +267,23 @@ class SdpCore(wiring.Component):
         m.d.comb += [skid_in.i.valid.eq(split.o.valid), split.o.ready.eq(skid_in.i.ready),
                      *[skid_in.i.payload[k].eq(v) for k, v in widen(m, split.o.payload).items()]]
         last = skid_in.o
+        if self.fp:
+            # FP16 layers: the elements to fp32 (hdl.sdp.fp16.input_stage), a stage that the
+            # other layers skip (``fp_sel``: a register following the layer's precision, as
+            # the bypass selects below)
+            fp_sel = Signal(name="fp_sel")
+            m.d.sync += fp_sel.eq(self.fp_cfg.fp16)
+            m.submodules.fp_in = fin = input_stage(lanes, narrow, self.fp_cfg)
+            out = stream.Signature(narrow).create(path=("fp_in_out",))
+            m.d.comb += [
+                fin.i.valid.eq(last.valid & fp_sel),
+                fin.i.payload.eq(Mux(fp_sel, last.payload, 0)),
+                last.ready.eq(Mux(fp_sel, fin.i.ready, out.ready)),
+                out.valid.eq(Mux(fp_sel, fin.o.valid, last.valid)),
+                out.payload.eq(Mux(fp_sel, fin.o.payload, last.payload)),
+                fin.o.ready.eq(out.ready & fp_sel),
+            ]
+            last = out
 
         # 3. X1, X2 (a skid buffer between them: the ready chain through both sub-units' stages
         # was SDP's critical path on ECP5, 10.6 ns, mostly the routing of its fan-out; issue 10).
@@ -257,9 +296,12 @@ class SdpCore(wiring.Component):
         # items never changes. Their muxes sit at skid buffers' inputs and in the ready chain
         # beside the stages' own (~valid | ready) terms.
         for i, s in enumerate(self.subs):
-            xu = XSubUnit(lanes, narrow, s)
+            xu = XSubUnit(lanes, narrow, s, fp=self.fp)
             m.submodules[f"x_{s}"] = xu
             m.d.comb += xu.cfg.eq(getattr(self, f"{s}_cfg"))
+            if self.fp:
+                m.d.comb += [xu.fp16.eq(self.fp_cfg.fp16),
+                             xu.nan_to_zero.eq(self.fp_cfg.nan_to_zero)]
             head = xu.i
             if i:
                 m.submodules[f"skid_{s}"] = skid = SkidBuffer(narrow)
@@ -278,9 +320,13 @@ class SdpCore(wiring.Component):
             last = out
         if cfg.sdp_ew:
             m.submodules.y = yu = YSubUnit(lanes, narrow, "ew", lut=cfg.sdp_lut,
-                                           half_lanes=int16_elems(cfg) if self.half else None)
+                                           half_lanes=int16_elems(cfg) if self.half else None,
+                                           fp=self.fp)
             if self.half:
                 m.d.comb += yu.int16.eq(self.int16)
+            if self.fp:
+                m.d.comb += [yu.fp16.eq(self.fp_cfg.fp16),
+                             yu.nan_to_zero.eq(self.fp_cfg.nan_to_zero)]
             m.d.comb += [yu.cfg.eq(self.ew_cfg), yu.lut_p.eq(self.lut_p),
                          yu.lut_we.eq(self.lut_we), yu.lut_table.eq(self.lut_table),
                          yu.lut_addr.eq(self.lut_addr), yu.lut_wdata.eq(self.lut_wdata),
@@ -345,11 +391,23 @@ class SdpCore(wiring.Component):
         m.submodules.cvt_trt = trt = Map(biased, trt_layout, round_saturate)
         m.submodules.skid_out = skid_out = SkidBuffer(trt_layout)
         wiring.connect(m, last, skid_mid.i)
-        wiring.connect(m, skid_mid.o, mul.i)
+        if self.fp:
+            # FP16 layers: the FP16 output conversion (hdl.sdp.fp16.output_stages) instead
+            eql = Const(0, 1)
+            if cfg.sdp_ew:
+                y = self.ew_cfg
+                eql = ~y.bypass & ~y.alu_bypass & (y.alu_algo == ALU_EQL)
+            fo_i, fo_o = output_stages(m, lanes, narrow, trt_layout, self.fp_cfg, eql)
+            route_in(m, skid_mid.o, fp_sel, mul.i, fo_i)
+        else:
+            wiring.connect(m, skid_mid.o, mul.i)
         wiring.connect(m, mul.o, msum.i)
         wiring.connect(m, msum.o, rnd.i)
         wiring.connect(m, rnd.o, trt.i)
-        wiring.connect(m, trt.o, skid_out.i)
+        if self.fp:
+            route_out(m, fp_sel, trt.o, fo_o, skid_out.i)
+        else:
+            wiring.connect(m, trt.o, skid_out.i)
         fire = trt.o.valid & trt.o.ready
         m.d.comb += self.sat_count.eq(
             Mux(fire, sum((trt.o.payload.sat[k] for k in range(1, lanes)),
@@ -361,7 +419,7 @@ class SdpCore(wiring.Component):
         if self.half:
             # 16-bit slots: the atom's bytes are picked from them by INT8 / INT16 (a 2:1 mux
             # after the Merge register); an INT16 atom of max(1, atom / 2 / lanes) groups
-            payload = pack_atom(m, merge.o.payload, lanes, atom, self.int16)
+            payload = pack_atom(m, merge.o.payload, lanes, atom, two)
             m.d.comb += merge.count.eq(groups)
         else:
             payload = merge.o.payload.as_value()

@@ -31,13 +31,13 @@ Rounding is half away from zero as NVIDIA's (:func:`hdl.lib.fixed.shift_right_ro
 """
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed, unsigned
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed, unsigned
 from amaranth.lib import data
 
 from hdl.lib.fixed import floor_log2, saturate, shift_left_sat, truncate
 
 __all__ = ["LE_ENTRIES", "LO_ENTRIES", "FRAC_BITS", "LUT_BITS", "STAT_NAMES", "index_layout",
-           "params_layout", "table_index", "table_output", "select"]
+           "params_layout", "table_index", "table_output", "select", "fp_table_index"]
 
 LE_ENTRIES, LO_ENTRIES = 65, 257
 FRAC_BITS = 35            # fraction handed from the index to the interpolation (yLutFracSize)
@@ -144,3 +144,58 @@ def select(le, lo, p):
     sel_uf = Mux(use_lo, lo.uf, le.uf)
     sel_of = Mux(use_lo, lo.of, le.of)
     return use_lo, Cat(sel_uf, sel_of, ~sel_uf & ~sel_of, le_hit, lo_hit)
+
+
+def fp_table_index(m: Module, d, entries: int, select, *, exponential=None,
+                   index_offset=None, name: str = "fidx") -> dict:
+    """Index of one sample in one table in FP16 mode (nv_full; the model's ``_fp_lut_index``
+    and :func:`verif.model.lut.fp_table_index` with SDP's 35-bit fraction, after nvdlav1
+    cmod/hls/sdp/sdp_y_idx.cpp), from ``d`` = the fp32 pattern of ``x - START``: a dict of
+    :func:`index_layout` fields (``addr`` the index on a hit, 0 on an underflow, ``entries - 1``
+    on an overflow; ``frac`` the 35-bit fraction on a hit, else 0; ``uf``, ``of``) and
+    ``addr1``, the next entry's address (``addr + 1`` capped at ``entries - 1``).
+
+    Underflow: ``d`` a NaN, a zero or negative. Linear (``select`` signed(8)): ``d * 2**-select``
+    exactly, i.e. the 24-bit mantissa M (2**23 <= M < 2**24) shifted right by ``r = 150 +
+    select - e``: the index ``M >> r`` and the fraction the next 35 bits (truncated; both 0 from
+    ``r = 59`` on); it overflows (index >= ``entries - 1`` = 2**k) exactly when ``r <= 23 - k``,
+    decided from ``r`` alone, so the shifter only serves ``r > 23 - k`` (a 9-bit index).
+    Exponential (the LE table: ``exponential`` 1 bit, ``index_offset`` signed(8)): ``L = e -
+    127``, an underflow when ``L < index_offset``, index ``L - index_offset``, fraction = the 23
+    mantissa bits followed by 12 zeros. ``entries - 1`` must be a power of two."""
+    d = Value.cast(d)
+    k = (entries - 1).bit_length() - 1
+    if 1 << k != entries - 1:
+        raise ValueError(f"{entries} entries: entries - 1 must be a power of two")
+    sign, e, mant = d[31], d[23:31], d[:23]
+    uf0 = Signal(name=f"{name}_uf0")
+    m.d.comb += uf0.eq((e.all() & mant.any()) | ~d[:31].any() | sign)
+    r = Signal(signed(11), name=f"{name}_r")
+    m.d.comb += r.eq(150 + select - e)
+    r0 = 24 - k                                     # the smallest r without an overflow
+    lin_of = ~uf0 & (r < r0)
+    # r0 <= r <= 59 (larger shifts give 0): M * 2**35 >> r, from M * 2**35 >> r0 (exact)
+    rs = Signal(range(60 - r0), name=f"{name}_rs")
+    m.d.comb += rs.eq(Mux(r > 59, 59 - r0, (r - r0)[:6]))
+    t = Signal(FRAC_BITS + k + 1, name=f"{name}_t")
+    m.d.comb += t.eq(Cat(Const(0, FRAC_BITS), mant, Const(1, 1))[r0:] >> rs)
+    lin_idx = t[FRAC_BITS:]                        # < 2**k when r >= r0
+    if exponential is not None:
+        lg = Signal(signed(9), name=f"{name}_lg")
+        m.d.comb += lg.eq(e - 127)
+        exp_idx = Signal(signed(10), name=f"{name}_xi")
+        m.d.comb += exp_idx.eq(lg - index_offset)
+        exp_uf = uf0 | (lg < index_offset)
+        exp_of = ~exp_uf & (exp_idx >= entries - 1)
+        uf = Mux(exponential, exp_uf, uf0)
+        of = Mux(exponential, exp_of, lin_of)
+        idx = Mux(exponential, exp_idx.as_unsigned()[:k], lin_idx[:k])
+        frac = Mux(exponential, Cat(Const(0, FRAC_BITS - 23), mant), t[:FRAC_BITS])
+    else:
+        uf, of, idx, frac = uf0, lin_of, lin_idx[:k], t[:FRAC_BITS]
+    ufs, ofs = Signal(name=f"{name}_uf"), Signal(name=f"{name}_of")
+    m.d.comb += [ufs.eq(uf), ofs.eq(of)]
+    hit = ~ufs & ~ofs
+    return {"addr": Mux(ufs, 0, Mux(ofs, entries - 1, idx)), "frac": Mux(hit, frac, 0),
+            "uf": ufs, "of": ofs,
+            "addr1": Mux(ufs, 1, Mux(ofs, entries - 1, Cat(idx, Const(0, 1)) + 1))}

@@ -4,7 +4,8 @@ memory. The last surface is partial when C is not a multiple of the atom; it sti
 atoms, so every surface is read as whole atoms (the padding lanes pass through the datapath like
 data lanes).
 
-INT16 layers on a configuration with runtime INT16 (:func:`has_int16`): the atoms hold
+INT16 (and FP16, :func:`has_fp16`) layers on a configuration with runtime INT16
+(:func:`has_int16`): the atoms hold
 :func:`int16_elems` two-byte channels; SDP's DMAs are then built with that many channels per
 atom (the walkers count surfaces ``channel >> log2(atom_elems)``, the only use of it) and
 :class:`hdl.sdp.Sdp` gives them the channel count halved in INT8 layers (``(C - 1) >> 1``, the
@@ -16,7 +17,7 @@ from __future__ import annotations
 from hdl.config import NvdlaConfig
 from hdl.dma import ReadDma, atom_layout, read_dma_params
 
-__all__ = ["atom_layout", "SdpRdma", "has_int16", "int16_elems", "sdp_dma_elems"]
+__all__ = ["atom_layout", "SdpRdma", "has_int16", "has_fp16", "int16_elems", "sdp_dma_elems"]
 
 
 def has_int16(cfg: NvdlaConfig) -> bool:
@@ -26,6 +27,13 @@ def has_int16(cfg: NvdlaConfig) -> bool:
     :class:`hdl.sdp.Sdp`). ``int16_fp16`` (cfg.bpe 16) has 16-bit elements in every layer
     already; configurations without int16 build nothing of it."""
     return "int16" in cfg.precisions and cfg.bpe == 8
+
+
+def has_fp16(cfg: NvdlaConfig) -> bool:
+    """The configuration computes FP16 layers too (SDP D_DATA_FORMAT.PROC_PRECISION = 2), on
+    the two-byte atoms of :func:`has_int16`: cfg.precisions has fp16 besides int16 on one-byte
+    atoms (nv_full's ``int8_int16_fp16``; :mod:`hdl.sdp.fp16`). Else nothing of it is built."""
+    return has_int16(cfg) and "fp16" in cfg.precisions
 
 
 def int16_elems(cfg: NvdlaConfig) -> int:

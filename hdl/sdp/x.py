@@ -29,6 +29,10 @@ Six pipeline stages (:class:`hdl.lib.stream.Map`): ALU operand shifter, ALU, mul
 products (:func:`hdl.lib.fixed.partial_products`), their sum, rounding bias (the truncation's
 adder, :func:`hdl.lib.fixed.round_bias`), shift/saturate/PReLU/ReLU; latency 6 cycles, one item
 (``lanes`` elements) per cycle, valid/ready back-pressure.
+
+FP16 layers (nv_full; built with ``fp``): their own stages (:func:`hdl.sdp.fp16.x_stages`: fp32
+ALU, multiplier, PReLU and ReLU on fp32 patterns with fp16 operands) between the same ports,
+chosen per layer.
 """
 from __future__ import annotations
 
@@ -39,6 +43,7 @@ from amaranth.lib.wiring import In, Out
 from hdl.lib.fixed import (partial_products, partial_products_layout, round_bias, round_bias_shape,
                            round_shift, saturate, shift_left_sat, sum_partial_products)
 from hdl.lib.stream import Map
+from hdl.sdp.fp16 import route_in, route_out, x_stages
 
 __all__ = ["X_DATA_BITS", "X_OP_BITS", "ALU_MAX", "ALU_MIN", "ALU_SUM", "ALU_EQL",
            "x_cfg_layout", "operand_layout", "x_payload_layout", "XSubUnit", "array_signal"]
@@ -87,6 +92,11 @@ class XSubUnit(wiring.Component):
             (``ArrayLayout(operand_layout(), lanes)``); other fields ride along unchanged (e.g.
             the operands of the next sub-unit). Default :func:`x_payload_layout`.
         op_field: name of the operand field this sub-unit uses.
+        fp: also build the FP16 stages (:func:`hdl.sdp.fp16.x_stages`, a configuration with
+            runtime FP16): adds the ports ``fp16`` In(1) (the layer is FP16: ``x`` holds fp32
+            patterns, the operands fp16 patterns, computed by those stages, latency
+            :data:`hdl.sdp.fp16.X_LATENCY`) and ``nan_to_zero`` In(1) (NaN operands read as
+            +0), both stable while items flow.
 
     Ports: ``i`` In(stream of ``layout``); ``o`` Out(stream of ``layout``): the same payload
     with ``x`` replaced by the results; ``cfg`` In(:func:`x_cfg_layout`), stable while items
@@ -96,7 +106,8 @@ class XSubUnit(wiring.Component):
         ValueError: ``lanes`` < 1, or ``layout`` lacks ``x``/``op_field`` of the right shapes.
     """
 
-    def __init__(self, lanes: int, layout: data.StructLayout | None = None, op_field: str = "op"):
+    def __init__(self, lanes: int, layout: data.StructLayout | None = None, op_field: str = "op",
+                 *, fp: bool = False):
         if lanes < 1:
             raise ValueError(f"lanes must be >= 1, not {lanes}")
         layout = x_payload_layout(lanes) if layout is None else layout
@@ -109,10 +120,12 @@ class XSubUnit(wiring.Component):
         self.lanes = lanes
         self.layout = layout
         self.op_field = op_field
+        self.fp = fp
         super().__init__({
             "i": In(stream.Signature(layout)),
             "o": Out(stream.Signature(layout)),
             "cfg": In(x_cfg_layout()),
+            **({"fp16": In(1), "nan_to_zero": In(1)} if fp else {}),
         })
 
     def elaborate(self, platform):
@@ -185,13 +198,25 @@ class XSubUnit(wiring.Component):
         m.submodules.mul_sum = st_sum = Map(s2p, s2, mul_sum)
         m.submodules.rnd = st_rnd = Map(s2, s3, rnd)
         m.submodules.trt = st_trt = Map(s3, layout, trt_relu)
-        wiring.connect(m, wiring.flipped(self.i), st_op.i)
+        if self.fp:
+            # FP16 layers: the FP16 stages (hdl.sdp.fp16.x_stages) beside these, chosen by a
+            # register following the layer's precision (held for the layer, set well before
+            # its first item arrives; it changes only between layers, with no item in flight)
+            sel = Signal(name="fp_sel")
+            m.d.sync += sel.eq(self.fp16)
+            fi, fo = x_stages(m, n, layout, opf, cfg, self.nan_to_zero)
+            route_in(m, self.i, sel, st_op.i, fi)
+        else:
+            wiring.connect(m, wiring.flipped(self.i), st_op.i)
         wiring.connect(m, st_op.o, st_alu.i)
         wiring.connect(m, st_alu.o, st_mul.i)
         wiring.connect(m, st_mul.o, st_sum.i)
         wiring.connect(m, st_sum.o, st_rnd.i)
         wiring.connect(m, st_rnd.o, st_trt.i)
-        wiring.connect(m, st_trt.o, wiring.flipped(self.o))
+        if self.fp:
+            route_out(m, sel, st_trt.o, fo, self.o)
+        else:
+            wiring.connect(m, st_trt.o, wiring.flipped(self.o))
         return m
 
 

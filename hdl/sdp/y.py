@@ -38,6 +38,11 @@ LUT), one item of ``lanes`` elements per cycle.
 LUT RAMs (:class:`amaranth.lib.memory.Memory`, 65 LE + 257 LO entries of 16 bits): one write
 port and one read port for the CSB access (S_LUT_ACCESS_CFG/DATA, decoded by :class:`hdl.sdp.Sdp`),
 two combinational read ports per table and lane for the interpolation.
+
+FP16 layers (nv_full; built with ``fp``): their own stages (:func:`hdl.sdp.fp16.y_stages` and
+:func:`hdl.sdp.fp16.lut_stages`: fp32 MUL and ALU, the LUT in fp17 / fp32) between the same
+ports, chosen per layer; their LUT reads the same RAMs through the interpolation's read ports
+(addresses chosen by the layer's precision).
 """
 from __future__ import annotations
 
@@ -50,6 +55,7 @@ from hdl.lib.fixed import saturate, sign_extend, truncate
 from hdl.lib.stream import Map
 from hdl.sdp import lut
 from hdl.sdp.x import ALU_EQL, ALU_MAX, ALU_MIN, X_DATA_BITS, array_signal, operand_layout
+from hdl.sdp.fp16 import lut_stages, route_in, route_out, y_stages
 
 __all__ = ["y_cfg_layout", "y_operand_cfg_layout", "YSubUnit"]
 
@@ -96,6 +102,13 @@ class YSubUnit(wiring.Component):
             converter passes 16 bits, module docstring) and lanes ``>= half_lanes`` (present
             when ``lanes`` exceeds an INT16 atom; they carry no channel) are left out of
             ``stat_counts``.
+        fp: also build the FP16 stages (a configuration with runtime FP16; needs
+            ``half_lanes``): adds the ports ``fp16`` In(1) (the layer is FP16: ``x`` holds fp32
+            patterns, computed by those stages; latency :data:`hdl.sdp.fp16.Y_LATENCY`, plus
+            :data:`hdl.sdp.fp16.LUT_LATENCY` with the LUT; the output's fields other than
+            ``x`` are 0, and compare mode's result is kept whole) and ``nan_to_zero`` In(1),
+            both stable while items flow; lanes ``>= half_lanes`` are left out of
+            ``stat_counts`` in FP16 layers.
 
     Ports: ``i`` In(stream of ``layout``); ``o`` Out(stream of ``layout``) with ``x`` replaced;
     ``cfg`` In(:func:`y_cfg_layout`); ``lut_p`` In(:func:`hdl.sdp.lut.params_layout`), both
@@ -112,7 +125,8 @@ class YSubUnit(wiring.Component):
     """
 
     def __init__(self, lanes: int, layout: data.StructLayout, op_field: str = "ew", *,
-                 lut: bool = True, out_bits: int = 8, half_lanes: int | None = None):
+                 lut: bool = True, out_bits: int = 8, half_lanes: int | None = None,
+                 fp: bool = False):
         if lanes < 1:
             raise ValueError(f"lanes must be >= 1, not {lanes}")
         if not 1 <= out_bits <= 32:
@@ -126,6 +140,9 @@ class YSubUnit(wiring.Component):
             if name not in fields or fields[name].shape != shape:
                 raise ValueError(f"layout field {name!r} must be {shape!r}")
         self.lanes, self.layout, self.op_field, self.has_lut = lanes, layout, op_field, lut
+        self.fp = fp
+        if fp and half_lanes is None:
+            raise ValueError("fp needs half_lanes (FP16 layers have two-byte atoms)")
         super().__init__({
             "i": In(stream.Signature(layout)),
             "o": Out(stream.Signature(layout)),
@@ -135,6 +152,7 @@ class YSubUnit(wiring.Component):
             "lut_rdata": Out(16),
             "stat_counts": Out(data.ArrayLayout(range(lanes + 1), len(_STATS))),
             **({"int16": In(1)} if half_lanes is not None else {}),
+            **({"fp16": In(1), "nan_to_zero": In(1)} if fp else {}),
         })
 
     def elaborate(self, platform):
@@ -178,7 +196,16 @@ class YSubUnit(wiring.Component):
         m.submodules.cvt = st_cvt = Map(layout, s1, cvt)
         m.submodules.mul = st_mul = Map(s1, s2, mul)
         m.submodules.alu = st_alu = Map(s2, s3, trt_alu)
-        wiring.connect(m, wiring.flipped(self.i), st_cvt.i)
+        if self.fp:
+            # FP16 layers: the FP16 stages (hdl.sdp.fp16.y_stages, then lut_stages) beside
+            # these, chosen by a register following the layer's precision (held for the layer,
+            # set well before its first item; it changes only with no item in flight)
+            fsel = Signal(name="fp_sel")
+            m.d.sync += fsel.eq(self.fp16)
+            fi, fo = y_stages(m, n, layout, opf, c, self.nan_to_zero)
+            route_in(m, self.i, fsel, st_cvt.i, fi)
+        else:
+            wiring.connect(m, wiring.flipped(self.i), st_cvt.i)
         wiring.connect(m, st_cvt.o, st_mul.i)
         wiring.connect(m, st_mul.o, st_alu.i)
         last = st_alu.o
@@ -231,6 +258,23 @@ class YSubUnit(wiring.Component):
             ports = {name: [(tables[name][0].read_port(domain="comb"),
                              tables[name][0].read_port(domain="comb")) for _ in range(n)]
                      for name in ("le", "lo")}
+            # with FP16, the FP16 LUT reads the same tables through these ports in its layers
+            # (the integer stages are idle then): each port's address is chosen by the layer's
+            # precision; ``int_addr`` / ``fp_ports`` hold each side's (base, next) addresses
+            if self.fp:
+                int_addr, fp_ports = {}, {}
+                for name in ("le", "lo"):
+                    size = tables[name][1]
+                    int_addr[name], fp_ports[name] = [], []
+                    for k, (r0, r1) in enumerate(ports[name]):
+                        ia = (Signal(range(size), name=f"{name}_ia0_{k}"),
+                              Signal(range(size), name=f"{name}_ia1_{k}"))
+                        fa = (Signal(range(size), name=f"{name}_fa0_{k}"),
+                              Signal(range(size), name=f"{name}_fa1_{k}"))
+                        m.d.comb += [r0.addr.eq(Mux(fsel, fa[0], ia[0])),
+                                     r1.addr.eq(Mux(fsel, fa[1], ia[1]))]
+                        int_addr[name].append(ia)
+                        fp_ports[name].append((fa[0], fa[1], r0.data, r1.data))
             s5 = data.StructLayout({"v": arr32, "pay": layout, "stat": stat_shape})
 
             def interp(m, s):
@@ -241,8 +285,9 @@ class YSubUnit(wiring.Component):
                         size = tables[name][1]
                         r0, r1 = ports[name][k]
                         ix = s[name][k]
-                        m.d.comb += [r0.addr.eq(ix.addr),
-                                     r1.addr.eq(Mux(ix.addr == size - 1, size - 1, ix.addr + 1))]
+                        a0, a1 = int_addr[name][k] if self.fp else (r0.addr, r1.addr)
+                        m.d.comb += [a0.eq(ix.addr),
+                                     a1.eq(Mux(ix.addr == size - 1, size - 1, ix.addr + 1))]
                         umin = le_umin if name == "le" else p.lo_start
                         ys[name] = lut.table_output(
                             s.v[k], ix, r0.data, r1.data, umin, getattr(p, f"{name}_end"),
@@ -263,6 +308,10 @@ class YSubUnit(wiring.Component):
             wiring.connect(m, st_idx.o, st_int.i)
             last = st_int.o
             stat_src = st_int.o.payload.stat
+            if self.fp:
+                li, fo_l = lut_stages(m, n, p, c, fp_ports, self.half_lanes)
+                wiring.connect(m, fo, li)
+                fo = fo_l
         else:
             stat_src = None
 
@@ -287,13 +336,29 @@ class YSubUnit(wiring.Component):
         res = Signal(layout)
         vals = out(m, src.payload)
         m.d.comb += [res[k].eq(v) for k, v in vals.items()]
-        m.d.comb += [o.valid.eq(src.valid), o.payload.eq(res), src.ready.eq(o.ready)]
-        fire = src.valid & src.ready
+        if self.fp:
+            # FP16: EW_BYPASS passes the input, else the result (compare mode's 0 / 1, or what
+            # the LUT made of it, whole: the FP16 output conversion keeps its low 16 bits);
+            # the other payload fields are not carried through the FP16 stages (0 here)
+            fres = Signal(layout)
+            m.d.comb += [fres.x[k].eq(Mux(c.bypass, fo.payload.x[k], fo.payload.v[k]))
+                         for k in range(n)]
+            route_out(m, fsel, src, fo, o, payloads=(res, fres))
+            fire = src.valid & src.ready
+            ffire = fo.valid & fo.ready
+        else:
+            m.d.comb += [o.valid.eq(src.valid), o.payload.eq(res), src.ready.eq(o.ready)]
+            fire = src.valid & src.ready
         for j in range(len(lut.STAT_NAMES)):
             if stat_src is None:
                 m.d.comb += self.stat_counts[j].eq(0)
             else:
                 cnt = sum((stat_src[k][j] for k in range(1, n)), stat_src[0][j].as_unsigned())
-                m.d.comb += self.stat_counts[j].eq(Mux(fire, cnt, 0))
+                if self.fp:
+                    fst = fo.payload.stat
+                    fcnt = sum((fst[k][j] for k in range(1, n)), fst[0][j].as_unsigned())
+                    m.d.comb += self.stat_counts[j].eq(Mux(fire, cnt, 0) | Mux(ffire, fcnt, 0))
+                else:
+                    m.d.comb += self.stat_counts[j].eq(Mux(fire, cnt, 0))
         return m
 
