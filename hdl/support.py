@@ -13,8 +13,8 @@ __all__ = ["UnbuiltConfig", "unbuilt", "check_buildable", "CONV16_UNBUILT"]
 
 
 #: what the RTL lacks of the 16-bit precisions beside INT8 (``cfg.conv16``, nv_full's
-#: int8_int16_fp16; issue 33, docs/conv16.md); empty once every unit computes them
-CONV16_UNBUILT = ("FP16 in SDP", "INT16/FP16 image convolution")
+#: int8_int16_fp16; issue 33, docs/conv16.md): nothing since every unit computes them
+CONV16_UNBUILT: tuple[str, ...] = ()
 
 
 class UnbuiltConfig(ValueError):

@@ -78,7 +78,6 @@ def test_set_overrides_the_configuration(tmp_path, capsys, no_elaboration):
                                            "a 256-bit primary one"),
     ("nv_full", "Winograd convolution; multi-batch convolution; weight compression yet"),
     ("nv_small+bdma=True", "BDMA on AXI beats of 8 bytes (it moves 32-byte atoms)"),
-    ("nv_small+feature_data_type=int8_int16_fp16", "FP16 in SDP"),
     ("nv_small+weight_data_type=int8_int16_fp16", "int8 feature data with int8_int16_fp16 weights"),
     ("nv_large+rubik=True+rubik_contract=True", "RUBIK without both contract and split/merge"),
     ("nv_small+rubik=True+rubik_contract=True+rubik_reshape=True",
@@ -104,7 +103,10 @@ def test_built_configurations_list_nothing_missing():
     for spec in ("nv_small", "nv_small_ew", "nv_small+primary_memif_max_burst=4", "nv_small_256",
                  "nv_small_256_full", "nv_medium_512", "nv_medium_1024_full", "nv_large",
                  "nv_medium_1024_full+secondary_memif=false",
-                 "nv_full+winograd=False+batch=False+weight_compression=False"):
+                 "nv_full+winograd=False+batch=False+weight_compression=False",
+                 "nv_small+feature_data_type=int8_int16_fp16",
+                 "nv_full+winograd=False+batch=False+weight_compression=False"
+                 "+feature_data_type=int8_int16_fp16"):
         assert unbuilt(get_config(spec)) == [], spec
 
 

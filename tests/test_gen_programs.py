@@ -246,9 +246,18 @@ WIDE_CI_SEEDS = {"dc": (1000, 1001, 1002, 1003), "sdp": (1000,), "pdp": (1000,),
 #: surface in either memory (verif.gen.common.spread_over_memories)
 CVIF_CI_SEEDS = {"dc": (1000, 1001), "sdp": (1000, 1001), "pdp": (1000,), "cdp": (1000,),
                  "img": (1000,)}
+#: seeds per layer type played on nv_small+feature_data_type=int8_int16_fp16 (issue 33: the
+#: small geometry of the 16-bit precisions beside INT8, ``cfg.conv16``): INT16, FP16 and INT8
+#: programs of every type (dc 3 int16, 0 fp16, 11 int8 with weight reuse; img 0 int16, 1 fp16,
+#: 4 int8; sdp 0 int16, 4 fp16, 9 fp16 -> int16; pdp 1 fp16, 2 int16; cdp 0 fp16, 1 int8,
+#: 3 int16; sdp_operands 1 fp16, 7 fp16 -> int16, the first of them never completing)
+CONV16_CI_SEEDS = {"dc": (0, 3, 11), "img": (0, 1, 4), "sdp": (0, 4, 9), "pdp": (1, 2),
+                   "cdp": (0, 1, 3), "sdp_operands": (1, 7)}
+CONV16_SMALL = "nv_small+feature_data_type=int8_int16_fp16"
 RTL_CI_CASES = ([("nv_small", k, s) for k, s in CI_SEEDS.items()]
                 + [("nv_small_256", k, s) for k, s in WIDE_CI_SEEDS.items()]
-                + [("nv_small_256_full", k, s) for k, s in CVIF_CI_SEEDS.items()])
+                + [("nv_small_256_full", k, s) for k, s in CVIF_CI_SEEDS.items()]
+                + [(CONV16_SMALL, k, s) for k, s in CONV16_CI_SEEDS.items()])
 
 
 @pytest.mark.rtl

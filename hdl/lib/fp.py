@@ -494,7 +494,7 @@ def fp_of_fraction(m, f: ValueLike, ebits: int, mbits: int, name: str = "fpfrac"
 # ---- nv_full's SDP in FP16: fp16 <-> fp32, fp16 -> int16, MAX / MIN --------------------------
 # (NVIDIA's cmod/hls Fp16ToFp32, Fp32ToFp16, Fp16ToInt16 and FpCmp as the bit-exact model
 # verif/model/fp.py states them: ``fp16_to_fp32``, ``fp32_to_fp16``, ``fp16_to_int16``,
-# ``fp_pick``; checked against it by tests/hdl/test_sdp_fp16.py)
+# ``fp_pick``; checked against it by tests/hdl/test_sdp_unit_fp16.py)
 
 FLT_MAX_BITS = 0x7F7FFFFF           #: the largest finite fp32 magnitude
 

@@ -9,7 +9,7 @@ programs and 13 EW programs; its facts come from NVIDIA's nvdlav1 C model (cmod/
 sdp_x.cpp, sdp_y_cvt.cpp, sdp_y_core.cpp, sdp_y_idx.cpp, sdp_y_inp.cpp, sdp_c.cpp, the HLS
 source of the FP16 RTL) and NV_NVDLA_SDP_cmux.v. The operators are :mod:`hdl.lib.fp`
 (NVIDIA's: round to nearest even, no denormal or infinite results, a NaN operand passed
-through, ``a``'s first; every one matches the model's, tests/hdl/test_sdp_fp16.py). Per
+through, ``a``'s first; every one matches the model's, tests/hdl/test_sdp_unit_fp16.py). Per
 element, on fp32 bit patterns:
 
 1. input (:func:`input_stage`): an fp16 pattern from memory (MRDMA; the low 16 bits of the
