@@ -452,31 +452,7 @@ class Csc(wiring.Component):
             m.d.comb += [self.wt_rd_req.valid.eq(wfork.o_0.valid),
                          self.wt_rd_req.payload.addr.eq(wfork.o_0.payload.addr),
                          wfork.o_0.ready.eq(self.wt_rd_req.ready)]
-            released = Signal(32)
-            read = Signal(32)
-            wt_req_fire = wfork.o_0.valid & self.wt_rd_req.ready
-            m.d.comb += [self.wt_released.eq(released), self.wt_read.eq(read)]
-            with m.If(self.start):
-                m.d.sync += [released.eq(0), read.eq(0)]
-            with m.Else():
-                with m.If(wt_req_fire & wfork.o_0.payload.rls):
-                    m.d.sync += released.eq(wfork.o_0.payload.e + wfork.o_0.payload.rls_inc)
-                with m.If(wt_req_fire & (wfork.o_0.payload.e >= read)):
-                    m.d.sync += read.eq(wfork.o_0.payload.e + 1)
-            etag_l = entry_tag_layout(ac, ak, g.entry_bytes)
-            wtag = m.submodules.wtag = SyncFIFO(width=etag_l.size, depth=TAG_FIFO_DEPTH)
-            wp = wfork.o_1.payload
-            m.d.comb += [wtag.w_en.eq(wfork.o_1.valid), wfork.o_1.ready.eq(wtag.w_rdy)]
-            wtag_w = data.View(etag_l, wtag.w_data)
-            m.d.comb += [wtag_w.set_first.eq(wp.set_first), wtag_w.set_last.eq(wp.set_last),
-                         wtag_w.off.eq(wp.off), wtag_w.kg.eq(wp.kg), wtag_w.cw.eq(wp.cw)]
-            wjoin = m.submodules.wjoin = Join({"data": g.entry_bits, "tag": etag_l})
-            m.d.comb += [wjoin.en.eq(0b11),
-                         wjoin.i_data.valid.eq(self.wt_rd_resp.valid),
-                         wjoin.i_data.payload.eq(self.wt_rd_resp.payload.data),
-                         self.wt_rd_resp.ready.eq(wjoin.i_data.ready),
-                         wjoin.i_tag.valid.eq(wtag.r_rdy), wjoin.i_tag.payload.eq(wtag.r_data),
-                         wtag.r_en.eq(wjoin.i_tag.ready)]
+            etag_l, wjoin = self._weight_reads(m, wfork, ac, ak, g.entry_bytes, g.entry_bits)
             if self.wt_serial:
                 # large sets: unpacked kernel by kernel from the entries into the unpacker's
                 # register, then two stages (the next set, the current one) as below
@@ -642,6 +618,41 @@ class Csc(wiring.Component):
         self._img_resp_ready = Signal(name="img_resp_ready")
         m.d.comb += self._img_resp_ready.eq(imgd.dat_rd_resp.ready & hq.r_rdy)
 
+    def _weight_reads(self, m: Module, wfork, ac: int, ak: int, entry_bytes: int,
+                      entry_bits: int, rows: bool = False):
+        """The weight reads' bookkeeping shared by the INT8 and 16-bit weight paths: the
+        released / read counters CDMA sees (``wt_released``, ``wt_read``: entries, or with
+        ``rows`` rows of two units reported in units), the entry tags of ``wfork``'s second
+        output queued in a FIFO and joined with CBUF's responses. Returns ``(tag layout,
+        Join)``."""
+        released = Signal(32)
+        read = Signal(32)
+        wt_req_fire = wfork.o_0.valid & self.wt_rd_req.ready
+        m.d.comb += [self.wt_released.eq(released << 1 if rows else released),
+                     self.wt_read.eq(read << 1 if rows else read)]
+        with m.If(self.start):
+            m.d.sync += [released.eq(0), read.eq(0)]
+        with m.Else():
+            with m.If(wt_req_fire & wfork.o_0.payload.rls):
+                m.d.sync += released.eq(wfork.o_0.payload.e + wfork.o_0.payload.rls_inc)
+            with m.If(wt_req_fire & (wfork.o_0.payload.e >= read)):
+                m.d.sync += read.eq(wfork.o_0.payload.e + 1)
+        etag_l = entry_tag_layout(ac, ak, entry_bytes)
+        wtag = m.submodules.wtag = SyncFIFO(width=etag_l.size, depth=TAG_FIFO_DEPTH)
+        wp = wfork.o_1.payload
+        m.d.comb += [wtag.w_en.eq(wfork.o_1.valid), wfork.o_1.ready.eq(wtag.w_rdy)]
+        wtag_w = data.View(etag_l, wtag.w_data)
+        m.d.comb += [wtag_w.set_first.eq(wp.set_first), wtag_w.set_last.eq(wp.set_last),
+                     wtag_w.off.eq(wp.off), wtag_w.kg.eq(wp.kg), wtag_w.cw.eq(wp.cw)]
+        wjoin = m.submodules.wjoin = Join({"data": entry_bits, "tag": etag_l})
+        m.d.comb += [wjoin.en.eq(0b11),
+                     wjoin.i_data.valid.eq(self.wt_rd_resp.valid),
+                     wjoin.i_data.payload.eq(self.wt_rd_resp.payload.data),
+                     self.wt_rd_resp.ready.eq(wjoin.i_data.ready),
+                     wjoin.i_tag.valid.eq(wtag.r_rdy), wjoin.i_tag.payload.eq(wtag.r_data),
+                     wtag.r_en.eq(wjoin.i_tag.ready)]
+        return etag_l, wjoin
+
     def _weights16(self, m: Module, p, q, img, start_d):
         """The weight path of ``cfg.conv16`` configurations: :class:`hdl.csc.seq.WtSeq` over
         CBUF rows (two units, the same weight-stream bytes in every precision; the ring's
@@ -671,31 +682,9 @@ class Csc(wiring.Component):
         m.d.comb += [self.wt_rd_req.valid.eq(wfork.o_0.valid),
                      self.wt_rd_req.payload.addr.eq(Cat(Const(0, 1), wfork.o_0.payload.addr)),
                      wfork.o_0.ready.eq(self.wt_rd_req.ready)]
-        released = Signal(32)                   # rows
-        read = Signal(32)                       # rows
-        wt_req_fire = wfork.o_0.valid & self.wt_rd_req.ready
-        m.d.comb += [self.wt_released.eq(released << 1), self.wt_read.eq(read << 1)]
-        with m.If(self.start):
-            m.d.sync += [released.eq(0), read.eq(0)]
-        with m.Else():
-            with m.If(wt_req_fire & wfork.o_0.payload.rls):
-                m.d.sync += released.eq(wfork.o_0.payload.e + wfork.o_0.payload.rls_inc)
-            with m.If(wt_req_fire & (wfork.o_0.payload.e >= read)):
-                m.d.sync += read.eq(wfork.o_0.payload.e + 1)
-        etag_l = entry_tag_layout(ac, ak, gr.entry_bytes)
-        wtag = m.submodules.wtag = SyncFIFO(width=etag_l.size, depth=TAG_FIFO_DEPTH)
-        wp = wfork.o_1.payload
-        m.d.comb += [wtag.w_en.eq(wfork.o_1.valid), wfork.o_1.ready.eq(wtag.w_rdy)]
-        wtag_w = data.View(etag_l, wtag.w_data)
-        m.d.comb += [wtag_w.set_first.eq(wp.set_first), wtag_w.set_last.eq(wp.set_last),
-                     wtag_w.off.eq(wp.off), wtag_w.kg.eq(wp.kg), wtag_w.cw.eq(wp.cw)]
-        wjoin = m.submodules.wjoin = Join({"data": gr.entry_bits, "tag": etag_l})
-        m.d.comb += [wjoin.en.eq(0b11),
-                     wjoin.i_data.valid.eq(self.wt_rd_resp.valid),
-                     wjoin.i_data.payload.eq(self.wt_rd_resp.payload.data),
-                     self.wt_rd_resp.ready.eq(wjoin.i_data.ready),
-                     wjoin.i_tag.valid.eq(wtag.r_rdy), wjoin.i_tag.payload.eq(wtag.r_data),
-                     wtag.r_en.eq(wjoin.i_tag.ready)]
+        # counters in rows of two units, reported in units
+        etag_l, wjoin = self._weight_reads(m, wfork, ac, ak, gr.entry_bytes, gr.entry_bits,
+                                           rows=True)
         unp = m.submodules.wunpack = WtUnpack16(ac, ak, gr.entry_bytes)
         m.d.comb += unp.wide.eq(pw.wide)
         wiring.connect(m, wjoin.o, unp.i)
