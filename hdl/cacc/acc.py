@@ -25,8 +25,8 @@ expects (kernel group, line, pixel). The layer ends when SDP has taken
 three nested counters (no multiplier).
 
 In ``cfg.conv16`` configurations (docs/conv16.md "CACC") the same pipeline carries INT8, INT16
-(48-bit sums) and FP16 (FP48 sums, :mod:`hdl.cacc.acc16`) layers, per CACC's
-D_MISC_CFG.PROC_PRECISION: see :class:`Cacc`. Other configurations elaborate exactly as
+(48-bit sums) and FP16 (FP48 sums in a 3-cycle add loop, :mod:`hdl.cacc.acc16`) layers, per
+CACC's D_MISC_CFG.PROC_PRECISION: see :class:`Cacc`. Other configurations elaborate exactly as
 before (nv_small's Verilog is byte-identical).
 """
 from __future__ import annotations
@@ -38,12 +38,12 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
-from hdl.cacc.acc16 import (FP32N, FP48, FPW, Fp48Add, FpWordNormalize, fp48_normalize,
-                            fp48_pack)
+from hdl.cacc.acc16 import (FP32N, FP48, FP_DEPTH, FPW, Fp48AccPipe, fp48_normalize,
+                            fp48_pack, fp_word_finish, fp_word_prenorm, fpa_layout)
 from hdl.cmac.layouts import PREC_FP16, PREC_INT16, cell_layout, psum16_layout, psum_layout
 from hdl.config import NvdlaConfig
 from hdl.lib.fixed import in_range, saturate
-from hdl.lib.stream import Map, PipelineStage
+from hdl.lib.stream import Map, PipelineStage, SkidBuffer
 from hdl.regfile import unit_layout
 from hdl.regmap import REGMAP
 
@@ -156,19 +156,29 @@ class Cacc(wiring.Component):
       pattern), delivered as fp32 bit patterns (``cacc_to_fp32``: 24 bits, ties away; +0; NaN
       as sign, exponent 255, the fp16 payload); CLIP_TRUNCATE unused, nothing counted in
       sat_count (NVIDIA's FP calculator has no saturation flag; docs/conv16.md open question
-      4); lanes 0..atomic_k/2-1, the upper lanes 0. The words are normalized in the cycle
-      they are accepted (:class:`hdl.cacc.acc16.FpWordNormalize`), off the loop.
+      4); lanes 0..atomic_k/2-1, the upper lanes 0. The words are normalized off the loop
+      (:func:`hdl.cacc.acc16.fp_word_prenorm` in the cycle they are accepted,
+      :func:`hdl.cacc.acc16.fp_word_finish` in the next).
     * The layer ends after (W+1)(H+1) x ceil((DATAOUT_CHANNEL+1)/group) atoms, group =
       atomic_k in INT8 and atomic_k/2 otherwise.
 
-    In every precision the entry read when an op is accepted is added to and written back in
-    the next cycle (one combinational read-modify-write per psum, as in int8 builds); the FP
-    adders' inputs are held at 0 in INT8/INT16 layers. The FP48 add in that one cycle is the
-    unit's longest path (fmax risk: the figure measured on ECP5 is in hdl/cacc/acc16.py).
+    In INT8/INT16 layers (and in int8 builds) the entry read when an op is accepted is added
+    to and written back in the next cycle (one combinational read-modify-write per psum). In
+    FP16 layers the add is a loop of D = ``FP_DEPTH`` = 3 cycles
+    (:class:`hdl.cacc.acc16.Fp48AccPipe`, one per lane; :meth:`_assembly16`): each step is
+    still one exact ``round39``, in order, but an FP16 op that is not ``first`` waits
+    (``psum.ready`` low) while the previous op on its ``pos`` was accepted less than D cycles
+    before. The FP adders' inputs are held at 0 in INT8/INT16 layers.
 
-    Timing: one op per cycle in and one atom per cycle out with SDP always ready, in every
-    precision and on stripes of one pixel too; latency from a ``last`` op to its atom on
-    ``sdp``: 4 cycles.
+    Timing: one op per cycle in and one atom per cycle out with SDP always ready: in INT8 and
+    INT16 on any stripe (one pixel too); in FP16 on stripes of at least D = 3 pixels. A
+    shorter FP16 stripe of L pixels takes D cycles per step after its first (L ops per 3
+    cycles; a stripe of one pixel: one op every 3 cycles). Latency from a ``last`` op to its
+    atom on ``sdp``: 4 cycles, 8 in FP16 (the words' second normalization stage, then D
+    stages). ECP5 (LFE5U-85F-8, out of context, scripts/cacc_fp_timing.py): one FP lane's
+    loop 119.2 MHz; the whole unit at nv_small+int8_int16_fp16 100.8 MHz, at nv_full 64.6 MHz
+    (limited there by the 1,088-bit assembly RAM's transparent read and write address fanout,
+    not by the FP loop; figures and costs in :mod:`hdl.cacc.acc16`).
 
     Raises:
         ValueError: stripe_max < 1, result_bits outside 1..34, or result_bits given in a
@@ -250,6 +260,101 @@ class Cacc(wiring.Component):
         ]
         return acc_reg
 
+    def _assembly16(self, m, entry_l, op_l, op_in, update_int, is_fp, s_bits):
+        """The assembly stage of ``cfg.conv16`` builds: the buffer ``abuf`` (``stripe_max``
+        entries of ``entry_l``) and the op ``b_op`` registered at accept (``op_in``), then
+
+        * INT8/INT16 layers: as :meth:`_assembly`, the entry read at accept,
+          ``update_int(b_op, old_entry)`` added and written back in the next cycle (one-cycle
+          forwarding through the transparent read port: one psum per cycle on any stripe);
+        * FP16 layers: in the cycle after accept (stage b) the words' normalization is
+          finished (:func:`hdl.cacc.acc16.fp_word_finish`) and the entry read (address
+          ``b_op.pos``); both enter the lanes' :class:`hdl.cacc.acc16.Fp48AccPipe` (stage s1,
+          then FP_DEPTH = D stages up to their result register r), and r is written back.
+          An op whose predecessor on its ``pos`` is in r when it enters s1 takes r's value
+          (``fwd``); one further behind reads it from the RAM (the transparent read when r
+          writes in its read cycle). An op that is not ``first`` waits (``psum.ready`` low)
+          while an op on its ``pos`` is in b or s1, i.e. accepted less than D cycles
+          before (the hazard check on the in-flight positions); a ``first`` op reads nothing
+          and never waits. All FP stages advance together, unless r holds a ``last`` op that
+          ``acc_reg`` cannot take.
+
+        Returns acc_reg (a :class:`hdl.lib.stream.SkidBuffer` of ``entry_l``: its ``i.ready``
+        is a register, for the stall's timing)."""
+        h = self.cfg.mac_atomic_k // 2
+        depth = FP_DEPTH
+        m.submodules.abuf = abuf = Memory(shape=entry_l, depth=self.stripe_max, init=[])
+        wp = abuf.write_port()
+        rp = abuf.read_port(domain="sync", transparent_for=(wp,))
+        # a skid buffer: its i.ready is a register, so the stall of every FP stage (and the
+        # INT write-back's) does not wait for the ready chain from the delivery buffer
+        m.submodules.acc_reg = acc_reg = SkidBuffer(entry_l)
+        psum = self.psum.payload
+
+        b_valid = Signal()
+        b_op = Signal(op_l, name="b_op")
+        # the FP stages after b (s1, the pipeline's inner registers, r): pos, valid, last
+        fp_pos = [Signal.like(psum.pos, name=f"fp_pos{i + 1}") for i in range(depth + 1)]
+        fp_val = [Signal(name=f"fp_valid{i + 1}") for i in range(depth + 1)]
+        fp_last = [Signal(name=f"fp_last{i + 1}") for i in range(depth + 1)]
+        stages = [(b_valid, b_op.pos)] + list(zip(fp_val, fp_pos))
+        r_valid, r_last = fp_val[-1], fp_last[-1]
+
+        fp_adv = Signal()               # every FP stage (b included) advances
+        int_leave = b_valid & (~b_op.last | acc_reg.i.ready)
+        b_move = Signal()               # b loads the next op or a bubble
+        hazard = Signal()               # FP16: a non-first op on a pos still in flight
+        take = Signal()
+        m.d.comb += [
+            fp_adv.eq(~(r_valid & r_last) | acc_reg.i.ready),
+            b_move.eq(Mux(is_fp, fp_adv, ~b_valid | int_leave)),
+            hazard.eq(is_fp & ~psum.first & Cat(*[v & (p == psum.pos)
+                                                   for v, p in stages[:depth - 1]]).any()),
+            take.eq(b_move & ~hazard),
+            self.psum.ready.eq(take),
+            # INT: read at accept; FP16: read in b, for the op entering s1
+            rp.addr.eq(Mux(is_fp, b_op.pos, psum.pos)),
+            rp.en.eq(Mux(is_fp, fp_adv, take)),
+        ]
+        with m.If(b_move):              # b_op loads bubbles too: its enable sees no hazard
+            m.d.sync += [b_valid.eq(self.psum.valid & ~hazard), b_op.eq(op_in)]
+        s1_zero, s1_fwd = Signal(), Signal()
+        with m.If(fp_adv):
+            fv, fp = stages[depth]                        # in r when b's op is in s1
+            m.d.sync += [fp_val[0].eq(b_valid & is_fp), fp_pos[0].eq(b_op.pos),
+                         fp_last[0].eq(b_op.last), s1_zero.eq(b_op.first | ~is_fp),
+                         s1_fwd.eq(fv & (fp == b_op.pos))]
+            for i in range(1, depth + 1):
+                m.d.sync += [fp_val[i].eq(fp_val[i - 1]), fp_pos[i].eq(fp_pos[i - 1]),
+                             fp_last[i].eq(fp_last[i - 1])]
+
+        fp_new = Signal(entry_l, name="fp_new")
+        for j in range(h):
+            word = fp_word_finish(m, b_op.sum[j].fpa, s_bits, name=f"fpw{j}")
+            s1_word = Signal(FPW, name=f"s1_word{j}")
+            with m.If(fp_adv):                            # held at 0 outside FP16 layers
+                m.d.sync += s1_word.eq(Mux(is_fp, word.as_value(), 0))
+            m.submodules[f"fpacc{j}"] = lane = Fp48AccPipe(depth)
+            m.d.comb += [
+                lane.ram.eq(rp.data.fp[j]),
+                lane.word.eq(s1_word),
+                lane.zero.eq(s1_zero),
+                lane.fwd.eq(s1_fwd),
+                lane.en.eq(fp_adv),
+                fp_new.fp[j].eq(lane.new),
+            ]
+
+        new = Signal(entry_l, name="acc_new_any")
+        m.d.comb += [
+            new.eq(Mux(is_fp, fp_new.as_value(), update_int(b_op, rp.data).as_value())),
+            wp.addr.eq(Mux(is_fp, fp_pos[-1], b_op.pos)),
+            wp.data.eq(new),
+            wp.en.eq(Mux(is_fp, r_valid, int_leave)),
+            acc_reg.i.valid.eq(Mux(is_fp, r_valid & r_last, b_valid & b_op.last)),
+            acc_reg.i.payload.eq(new),
+        ]
+        return acc_reg
+
     def _elaborate8(self, m):
         """int8-only configurations: 34-bit accumulators, int32 conversion."""
         k = self.cfg.mac_atomic_k
@@ -309,24 +414,23 @@ class Cacc(wiring.Component):
             "fp": data.ArrayLayout(FP48, h),
         })
         out_l = data.StructLayout({"data": data.ArrayLayout(signed(32), k), "sat": k})
+        s_bits = len(Value.cast(self.psum.payload.sum[0].fp.s))
         op_l = data.StructLayout({
-            "sum": data.ArrayLayout(data.UnionLayout({"raw": cell_l, "fpw": FPW}), h),
+            "sum": data.ArrayLayout(data.UnionLayout({"raw": cell_l,
+                                                      "fpa": fpa_layout(s_bits)}), h),
             "pos": self.psum.payload.pos.shape(), "first": 1, "last": 1})
 
-        # ---- the op as registered beside the read: FP16 words normalized (off the loop)
+        # ---- the op as registered beside the read: FP16 words half normalized (|S| and its
+        # leading zeros; the shift follows in the next cycle, off the loop)
         op_in = Signal(op_l, name="op_in")
         psum = self.psum.payload
         m.d.comb += [op_in.pos.eq(psum.pos), op_in.first.eq(psum.first),
                      op_in.last.eq(psum.last)]
-        for j in range(h):                     # input held at 0 outside FP16 layers
-            m.submodules[f"fpw{j}"] = norm = FpWordNormalize(cell_l.members["fp"])
-            m.d.comb += [
-                norm.word.eq(Mux(is_fp, psum.sum[j].fp.as_value(), 0)),
-                op_in.sum[j].eq(Mux(is_fp, norm.norm.as_value(), psum.sum[j].as_value())),
-            ]
+        for j in range(h):
+            pre = fp_word_prenorm(m, psum.sum[j].fp, name=f"fpw{j}")
+            m.d.comb += op_in.sum[j].eq(Mux(is_fp, pre.as_value(), psum.sum[j].as_value()))
 
-        def update(b_op, old_entry):
-            new = Signal(entry_l, name="acc_new")
+        def update_int(b_op, old_entry):
             n8 = Signal(data.ArrayLayout(signed(ACC_BITS), k), name="acc_new_i8")
             for i in range(k):
                 old = Mux(b_op.first, 0, old_entry.i8[i])
@@ -335,19 +439,11 @@ class Cacc(wiring.Component):
             for j in range(h):
                 old = Mux(b_op.first, 0, old_entry.i16[j])
                 m.d.comb += n16[j].eq(saturate(old + b_op.sum[j].raw.i16, ACC16_BITS))
-            nfp = Signal(data.ArrayLayout(FP48, h), name="acc_new_fp")
-            for j in range(h):                 # inputs held at 0 outside FP16 layers
-                m.submodules[f"fpacc{j}"] = add = Fp48Add()
-                m.d.comb += [
-                    add.acc.eq(Mux(b_op.first | ~is_fp, 0, old_entry.fp[j].as_value())),
-                    add.word.eq(Mux(is_fp, b_op.sum[j].fpw.as_value(), 0)),
-                    nfp[j].eq(add.new),
-                ]
-            m.d.comb += new.eq(Mux(is_fp, nfp.as_value(), Mux(is_i16, n16.as_value(),
-                                                               n8.as_value())))
+            new = Signal(entry_l, name="acc_new")
+            m.d.comb += new.eq(Mux(is_i16, n16.as_value(), n8.as_value()))
             return new
 
-        acc_reg = self._assembly(m, entry_l, op_l, op_in, update)
+        acc_reg = self._assembly16(m, entry_l, op_l, op_in, update_int, is_fp, s_bits)
 
         # ---- output conversion: int lanes as int8's (48-bit shift for INT16), FP to fp32
         truncate = regs.d_clip_cfg.clip_truncate

@@ -11,7 +11,11 @@
   ``cacc_truncate(..., acc_bits=48)`` (saturation reached, every CLIP_TRUNCATE), FP16 against
   ``cacc_add``/``cacc_to_fp32`` on words of ``cmac_words`` and crafted ones;
 * the layer's atom count per precision (groups of K in INT8, K/2 otherwise), done/busy,
-  sat_count, and one psum per cycle at full rate (stripes of one pixel included).
+  sat_count, and one psum per cycle at full rate: INT8/INT16 on any stripe (one pixel
+  included), FP16 on stripes of at least FP_DEPTH pixels (3: the pipelined FP add loop; a
+  shorter stripe takes FP_DEPTH cycles per step, exactly as :func:`accept_cycles` predicts);
+* FP16 ops on one pos back to back with random stalls (the hazard check and the forwarding
+  from the FP pipeline's result register).
 """
 from __future__ import annotations
 
@@ -26,7 +30,8 @@ from amaranth.sim import Simulator
 
 from hdl.cacc import Cacc
 from hdl.cacc.acc import cacc_round
-from hdl.cacc.acc16 import FP48, fp48_add, fp48_normalize, fp48_pack, fp_word_normalize
+from hdl.cacc.acc16 import (FP48, FP_DEPTH, fp48_add, fp48_normalize, fp48_pack,
+                            fp_word_normalize)
 from hdl.cmac.layouts import PREC_FP16, PREC_INT8, PREC_INT16, cell_layout, psum16_layout
 from hdl.config import get_config
 from streams import simulate_streams, stream_get, stream_put
@@ -278,9 +283,10 @@ def expected16(cfg, prec, accs, truncate):
 
 
 def run_cacc16(cfg, stripe_max, ops, *, prec, w, h, c, truncate, seed=0, p_in=0.3, p_out=0.3,
-               timestamps=None, p_start_gap=0):
+               timestamps=None, p_start_gap=0, psum_log=None):
     """Run one layer; returns (atoms as lists of k ints, sat_count). Checks done (one pulse,
-    the cycle after the last atom was taken) and busy."""
+    the cycle after the last atom was taken) and busy. ``psum_log``: a list receiving
+    (valid, ready, pos, first) of the psum port each cycle."""
     dut = Cacc(cfg, stripe_max)
     group = cfg.mac_atomic_k if prec == PREC_INT8 else cfg.mac_atomic_k // 2
     n_atoms = w * h * -(-c // group)
@@ -325,8 +331,16 @@ def run_cacc16(cfg, stripe_max, ops, *, prec, w, h, c, truncate, seed=0, p_in=0.
         got.extend(await stream_get(ctx, dut.sdp, n_atoms, rng=rng_out, p_stall=p_out,
                                     timestamps=timestamps))
 
+    procs = []
+    if psum_log is not None:
+        async def log_psum(ctx):
+            async for _, _, *v in ctx.tick().sample(dut.psum.valid, dut.psum.ready,
+                                                     dut.psum.payload.pos,
+                                                     dut.psum.payload.first):
+                psum_log.append(tuple(v))
+        procs.append(log_psum)
     simulate_streams(dut, [control, producer, consumer], [],
-                     [("psum", dut.psum), ("sdp", dut.sdp)])
+                     [("psum", dut.psum), ("sdp", dut.sdp)], processes=procs)
     assert len(done_cycles) == 1, "no done pulse"
     assert status["n_at_done"] == n_atoms
     assert not status["busy_at_done"] and not status["busy_after"]
@@ -496,16 +510,39 @@ def count_stalls(stream, log):
     return process
 
 
+def accept_cycles(ops, prec, depth=FP_DEPTH):
+    """The cycle each op is accepted in when offered back to back with SDP always ready: one
+    per cycle, except that in FP16 an op that is not ``first`` waits until ``depth`` cycles
+    after the previous op on its ``pos`` (the FP add loop; INT8/INT16 forward in one
+    cycle)."""
+    cycles, last_on = [], {}
+    for op in ops:
+        c = cycles[-1] + 1 if cycles else 0
+        if prec == PREC_FP16 and not op["first"] and op["pos"] in last_on:
+            c = max(c, last_on[op["pos"]] + depth)
+        cycles.append(c)
+        last_on[op["pos"]] = c
+    return cycles
+
+
 @pytest.mark.parametrize("prec,stripe,steps", [
     (PREC_FP16, 1, 12), (PREC_FP16, 4, 1), (PREC_FP16, 3, 3),
+    (PREC_FP16, 1, 1), (PREC_FP16, 2, 4),
     (PREC_INT16, 1, 8), (PREC_INT8, 1, 8), (PREC_INT16, 4, 1)])
 def test_one_psum_per_cycle_b(prec, stripe, steps):
-    """Full rate (no stalls on either side): every psum is taken in the cycle it is offered,
-    stripes of one pixel included (each op adds to the sum the previous op just wrote), and
-    with one step per stripe one atom leaves per cycle."""
+    """Full rate (no stalls on either side): INT8/INT16 take every psum in the cycle it is
+    offered, stripes of one pixel included (each op adds to the sum the previous op just
+    wrote). FP16 does so on stripes of at least FP_DEPTH (3) pixels; on shorter ones each step
+    of a stripe takes FP_DEPTH cycles (an op waits for the result of the op FP_DEPTH ahead on
+    its pos: a stripe of one pixel accepts one op every 3 cycles), except its first step (a
+    ``first`` op reads nothing and never waits: (1, 1), all ops first and last on pos 0, runs
+    at full rate). The psum stall cycles are exactly those of :func:`accept_cycles`. With one
+    step per stripe one atom leaves per cycle. Latency from the last accept to the last atom:
+    at most 6 cycles, FP_DEPTH + 1 more in FP16 (the words' normalization stage and the FP
+    add pipeline)."""
     cfg = cfg_of(GEOM_B)
     group = cfg.mac_atomic_k if prec == PREC_INT8 else cfg.mac_atomic_k // 2
-    w, h, c = 4, 2, group
+    w, h, c = 3 if stripe == 3 else 4, 2, group              # whole stripes
     rng = random.Random(stripe * 10 + steps + prec)
     ops, accs = make_layer16(rng, cfg, prec, w, h, c, stripe, (stripe,), lambda r: steps,
                              picker(cfg, prec))
@@ -535,10 +572,46 @@ def test_one_psum_per_cycle_b(prec, stripe, steps):
                      [("psum", dut.psum), ("sdp", dut.sdp)],
                      processes=[count_stalls(dut.psum, stalls)])
     assert [list(a) for a in got] == expected16(cfg, prec, accs, 2)[0]
-    assert not any(stalls)
-    assert ts[-1] <= len(ops) - 1 + 6, (ts[-1], len(ops))
+    last = accept_cycles(ops, prec)[-1]
+    assert sum(stalls) == last - (len(ops) - 1)
+    if prec != PREC_FP16 or stripe >= FP_DEPTH or steps == 1:
+        assert not any(stalls)
+    else:
+        assert any(stalls)
+    assert ts[-1] <= last + 6 + (FP_DEPTH + 1 if prec == PREC_FP16 else 0), (ts[-1], last)
     if steps == 1:
         assert ts[-1] - ts[0] == len(ts) - 1                  # one atom per cycle out
+
+
+@pytest.mark.parametrize("p_in,p_out,seed", [(0, 0.5, 40), (0.2, 0.3, 41)])
+def test_fp16_hazard_b(p_in, p_out, seed):
+    """FP16 ops on one pos back to back (stripes of 1 and 2 pixels, 4..8 steps, and stripes
+    of 3 and 4 between them) with random stalls on both streams: every word is accumulated in
+    order (the hazard check holds an op while the op before it on its pos is in the FP add
+    pipeline, then the result is forwarded from the pipeline's result register or read back
+    from the assembly RAM), against ``cacc_add``/``cacc_to_fp32``. The producer offers ops
+    back to back (p_in 0) or with gaps; ops offered within FP_DEPTH - 1 cycles of the previous
+    op on their pos are held (the hazard path is taken), never taken there."""
+    cfg = cfg_of(GEOM_B)
+    rng = random.Random(seed)
+    ops, accs = make_layer16(rng, cfg, PREC_FP16, 4, 2, cfg.mac_atomic_k // 2, 4,
+                             (1, 1, 2, 3, 4), lambda r: r.randrange(4, 9),
+                             picker(cfg, PREC_FP16))
+    log = []
+    got, sat = run_cacc16(cfg, 4, ops, prec=PREC_FP16, w=4, h=2, c=cfg.mac_atomic_k // 2,
+                          truncate=0, seed=seed, p_in=p_in, p_out=p_out, psum_log=log)
+    assert got == expected16(cfg, PREC_FP16, accs, 0)[0] and sat == 0
+    # offered within FP_DEPTH - 1 cycles of the previous op on its pos: held (the hazard);
+    # never accepted there
+    accepted, held = {}, 0
+    for cycle, (valid, ready, pos, first) in enumerate(log):
+        window = not first and pos in accepted and cycle - accepted[pos] < FP_DEPTH
+        if valid and window:
+            assert not ready, cycle
+            held += 1
+        if valid and ready:
+            accepted[pos] = cycle
+    assert held >= 5, held
 
 
 def test_ports_and_errors():
