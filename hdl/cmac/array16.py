@@ -22,8 +22,8 @@ from amaranth.lib.wiring import In, Out
 
 from hdl.cmac.fp16 import Cmac16Fp
 from hdl.cmac.layouts import PREC_FP16, op16_layout, psum16_layout
+from hdl.cmac.mac import join_halves
 from hdl.cmac.mac16 import Cmac16Int
-from hdl.lib.gearbox import Fork, Join
 
 __all__ = ["Cmac16Half", "CmacArray16"]
 
@@ -113,23 +113,5 @@ class CmacArray16(wiring.Component):
         a, b = self.cmac_a, self.cmac_b
         m.submodules.cmac_a, m.submodules.cmac_b = a, b
         m.d.comb += [a.prec.eq(self.prec_a), b.prec.eq(self.prec_b)]
-        half = len(a.psum.payload.sum)
-        m.submodules.fork = fork = Fork(self.op.payload.shape(), 2)
-        wiring.connect(m, wiring.flipped(self.op), fork.i)
-        wiring.connect(m, fork.o_0, a.op)
-        wiring.connect(m, fork.o_1, b.op)
-        m.submodules.join = join = Join({"a": a.psum.payload.shape(), "b": b.psum.payload.shape()})
-        m.d.comb += join.en.eq(0b11)
-        wiring.connect(m, a.psum, join.i_a)
-        wiring.connect(m, b.psum, join.i_b)
-        pa, pb = join.o.payload.a, join.o.payload.b
-        m.d.comb += [
-            self.psum.valid.eq(join.o.valid), join.o.ready.eq(self.psum.ready),
-            self.psum.payload.pos.eq(pa.pos),
-            self.psum.payload.first.eq(pa.first),
-            self.psum.payload.last.eq(pa.last),
-        ]
-        for k in range(half):
-            m.d.comb += [self.psum.payload.sum[k].eq(pa.sum[k]),
-                         self.psum.payload.sum[half + k].eq(pb.sum[k])]
+        join_halves(m, a, b, self.op, self.psum)
         return m

@@ -185,23 +185,31 @@ class CmacArray(wiring.Component):
         m = Module()
         a, b = self.cmac_a, self.cmac_b
         m.submodules.cmac_a, m.submodules.cmac_b = a, b
-        half = len(a.psum.payload.sum)
-        m.submodules.fork = fork = Fork(self.op.payload.shape(), 2)
-        wiring.connect(m, wiring.flipped(self.op), fork.i)
-        wiring.connect(m, fork.o_0, a.op)
-        wiring.connect(m, fork.o_1, b.op)
-        m.submodules.join = join = Join({"a": a.psum.payload.shape(), "b": b.psum.payload.shape()})
-        m.d.comb += join.en.eq(0b11)
-        wiring.connect(m, a.psum, join.i_a)
-        wiring.connect(m, b.psum, join.i_b)
-        pa, pb = join.o.payload.a, join.o.payload.b
-        m.d.comb += [
-            self.psum.valid.eq(join.o.valid), join.o.ready.eq(self.psum.ready),
-            self.psum.payload.pos.eq(pa.pos),
-            self.psum.payload.first.eq(pa.first),
-            self.psum.payload.last.eq(pa.last),
-        ]
-        for k in range(half):
-            m.d.comb += [self.psum.payload.sum[k].eq(pa.sum[k]),
-                         self.psum.payload.sum[half + k].eq(pb.sum[k])]
+        join_halves(m, a, b, self.op, self.psum)
         return m
+
+
+def join_halves(m: Module, a, b, op, psum) -> None:
+    """Feed both CMAC halves ``a`` and ``b`` from ``op`` (:class:`hdl.lib.gearbox.Fork`) and
+    join their partial sums into ``psum`` (:class:`hdl.lib.gearbox.Join`): ``a``'s words
+    first, then ``b``'s; pos/first/last from ``a`` (equal latencies keep the halves in step).
+    Used by :class:`CmacArray` and :class:`hdl.cmac.array16.CmacArray16`."""
+    half = len(a.psum.payload.sum)
+    m.submodules.fork = fork = Fork(op.payload.shape(), 2)
+    wiring.connect(m, wiring.flipped(op), fork.i)
+    wiring.connect(m, fork.o_0, a.op)
+    wiring.connect(m, fork.o_1, b.op)
+    m.submodules.join = join = Join({"a": a.psum.payload.shape(), "b": b.psum.payload.shape()})
+    m.d.comb += join.en.eq(0b11)
+    wiring.connect(m, a.psum, join.i_a)
+    wiring.connect(m, b.psum, join.i_b)
+    pa, pb = join.o.payload.a, join.o.payload.b
+    m.d.comb += [
+        psum.valid.eq(join.o.valid), join.o.ready.eq(psum.ready),
+        psum.payload.pos.eq(pa.pos),
+        psum.payload.first.eq(pa.first),
+        psum.payload.last.eq(pa.last),
+    ]
+    for k in range(half):
+        m.d.comb += [psum.payload.sum[k].eq(pa.sum[k]),
+                     psum.payload.sum[half + k].eq(pb.sum[k])]
