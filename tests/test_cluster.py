@@ -335,33 +335,53 @@ def test_worker_killed_mid_batch_loses_no_item(tmp_path, allowed_failures):
     c = DaskCluster(tmp_path, env={"DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES":
                                    str(allowed_failures)})
     try:
-        got, killed = {}, None
+        got, killed, in_flight = {}, None, ()
         with Client(c.address) as client:
+            pids = client.run(os.getpid)                  # {worker address: its pid}
             for i, r in dc.run_traces(client, dirs, "rtl", NV_SMALL, per_task=1):
                 assert i not in got, f"{r.name} reported twice"
                 got[i] = r
-                if len(got) == 1:
-                    # both workers are busy with the next traces: kill one mid-task
-                    busy = [w for w, keys in client.processing().items() if keys]
-                    pids = client.run(os.getpid)          # {worker address: its pid}
-                    victim = next((p, w) for w in busy for p in c.workers
-                                  if _is_child(pids.get(w), p.pid))
-                    c.kill(victim[0])
-                    killed = victim[1]
+                if killed is None:
+                    killed, in_flight = _kill_mid_task(c, client, pids)
         assert sorted(got) == list(range(len(dirs)))
+        assert killed, "no worker was caught with a task in flight: nothing was tested"
         # the victim was running a task when it died, and is gone from the cluster
         assert killed and killed not in info_after(c.address)
         remote = {r.name: (r.status, r.cycles) for r in got.values()}
         if allowed_failures:
             assert remote == local
         else:
+            # every task the scheduler had on the victim when it died (the one executing, and
+            # one queued behind it if any) comes back KilledWorker; the others as locally
             lost = [r for r in got.values() if r.status == "FAIL"]
-            assert len(lost) == 1 and "KilledWorker" in lost[0].message \
-                and killed in lost[0].message, [r.message for r in lost]
-            assert {n: v for n, v in remote.items() if n != lost[0].name} == \
-                {n: v for n, v in local.items() if n != lost[0].name}
+            assert len(lost) == len(in_flight) and all(
+                "KilledWorker" in r.message and killed in r.message for r in lost), \
+                (in_flight, [r.message for r in lost])
+            names = {r.name for r in lost}
+            assert {n: v for n, v in remote.items() if n not in names} == \
+                {n: v for n, v in local.items() if n not in names}
     finally:
         c.stop()
+
+
+def _kill_mid_task(c: DaskCluster, client, pids: dict) -> tuple[str | None, tuple]:
+    """SIGKILL a worker that certainly has a task in flight: each busy worker is frozen
+    (SIGSTOP of its process group: nanny, worker and simulator), and after a second, so that
+    a result it sent before freezing reaches the scheduler, the scheduler is asked what the
+    frozen worker still has. Returns ``(worker address, its task keys)``, or ``(None, ())``
+    when no busy worker still had a task (it is let go on; the caller tries again later)."""
+    for w in [w for w, keys in client.processing().items() if keys]:
+        p = next((p for p in c.workers if _is_child(pids.get(w), p.pid)), None)
+        if p is None:
+            continue
+        os.killpg(p.pid, signal.SIGSTOP)
+        time.sleep(1.0)
+        keys = tuple(client.processing([w]).get(w, ()))
+        if keys:
+            c.kill(p)
+            return w, keys
+        os.killpg(p.pid, signal.SIGCONT)
+    return None, ()
 
 
 def info_after(address: str) -> dict:
