@@ -115,7 +115,7 @@ def _csa(m: Module, vectors: list, n: int, name: str) -> tuple:
             x, y, z = vectors[3 * i:3 * i + 3]
             s = Signal(SLOT * n, name=f"{name}_s{level}_{i}")
             c = Signal(SLOT * n, name=f"{name}_c{level}_{i}")
-            m.d.comb += [s.eq(x ^ y ^ z), c.eq((((x & y) | (x & z) | (y & z)) << 1) & keep)]
+            m.d.comb += [s.eq(x ^ y ^ z), c.eq(((x & y) | (x & z) | (y & z)).shift_left(1) & keep)]
             out += [s, c]
         vectors = out + vectors[3 * k:]
         level += 1
@@ -157,9 +157,12 @@ def booth_pairs(m: Module, ys: list, zs: list, negs: list, name: str = "booth") 
     m.d.comb += [
         y.eq(Cat(*(Cat(Const(0, 1), yl, Const(0, SLOT - MANT_BITS - 1))
                    ^ Mux(neg, (1 << (MANT_BITS + 3)) - 1, 0) for yl, neg in zip(ys, negs)))),
-        x.eq(y ^ (y >> 1)),                 # bit 2i: row i's |digit| is 1 (triplets 1 2 5 6)
-        two.eq((x >> 1) & ~x),              # triplets 3, 4
-        nd.eq((y >> 2) & ~((y >> 1) & y)),  # triplets 4, 5, 6
+        # (constant shifts as shift_left/shift_right: slices, where ``<<``/``>>`` by an int
+        # make shift cells whose every output bit depends on every input bit, and Amaranth's
+        # combinational-cycle check is quadratic in these SLOT*n-bit vectors)
+        x.eq(y ^ y.shift_right(1)),         # bit 2i: row i's |digit| is 1 (triplets 1 2 5 6)
+        two.eq(x.shift_right(1) & ~x),      # triplets 3, 4
+        nd.eq(y.shift_right(2) & ~(y.shift_right(1) & y)),  # triplets 4, 5, 6
     ]
     q, nbits = [], []
     for i in range(8):
@@ -171,17 +174,17 @@ def booth_pairs(m: Module, ys: list, zs: list, negs: list, name: str = "booth") 
                             ~nd[b], Const(0, SLOT - 17)))
         m.d.comb += qi.eq(Cat(*rows))
         q.append(qi)
-        nbits.append((nd >> (2 * i)) & lsb)
+        nbits.append(nd.shift_right(2 * i) & lsb)
 
     def group(i, g):
-        return _csa(m, [q[i], (q[i + 1] << 2) | nbits[i],
-                        (q[i + 2] << 4) | (nbits[i + 1] << 2),
-                        (q[i + 3] << 6) | (nbits[i + 2] << 4),
-                        nbits[i + 3] << 6], n, f"{name}_{g}")
+        return _csa(m, [q[i], q[i + 1].shift_left(2) | nbits[i],
+                        q[i + 2].shift_left(4) | nbits[i + 1].shift_left(2),
+                        q[i + 3].shift_left(6) | nbits[i + 2].shift_left(4),
+                        nbits[i + 3].shift_left(6)], n, f"{name}_{g}")
     a0, a1 = group(0, "a")
     b0, b1 = group(4, "b")
     keep = _slots(n, 8, PAIR_BITS)
-    u0, u1 = _csa(m, [a0, a1, (b0 << 8) & keep, (b1 << 8) & keep], n, f"{name}_u")
+    u0, u1 = _csa(m, [a0, a1, b0.shift_left(8) & keep, b1.shift_left(8) & keep], n, f"{name}_u")
     return ([u0[SLOT * i:SLOT * i + PAIR_BITS] for i in range(n)],
             [u1[SLOT * i:SLOT * i + PAIR_BITS] for i in range(n)])
 
@@ -223,6 +226,17 @@ def _split(v: Value, width: int) -> list:
     """A flat vector -> its ``width``-bit elements."""
     v = Value.cast(v)
     return [v[i:i + width] for i in range(0, len(v), width)]
+
+
+def _sig(m: Module, v, name: str) -> Signal:
+    """``v`` (a field of a stage payload) as a named signal of ``m``. Elaboration cost: a slice
+    of a signal costs its own width, but a slice of a slice (a payload field's lane) makes
+    Amaranth re-emit the whole inner slice at every use, which is quadratic in these wide
+    payloads (512 lanes per CMAC half on nv_full)."""
+    v = Value.cast(v)
+    s = Signal(len(v), name=name)
+    m.d.comb += s.eq(v)
+    return s
 
 
 def _sext(v: Value, width: int) -> Value:
@@ -312,10 +326,12 @@ class Cmac16Fp(wiring.Component):
         def decode(mm, op):
             lane_in = Signal(ac, name="lane_in")            # c < n
             mm.d.comb += lane_in.eq(~(Const((1 << ac) - 1, ac) << op.n))
-            dsplit = [fp16_split(op.data[c]) for c in range(ac)]
+            data_in = _split(_sig(mm, op.data, "data"), 16)
+            wt_in = _split(_sig(mm, op.wt, "wt"), 16)
+            dsplit = [fp16_split(data_in[c]) for c in range(ac)]
             act, t, mw, neg, wnan = [], [], [], [], []
             for k in range(cells):
-                wts = op.wt[fc + k]
+                wts = wt_in[(fc + k) * ac:(fc + k + 1) * ac]
                 cands = []
                 for c in range(ac):
                     sw, hw, mwc, nzw, nanw = fp16_split(wts[c])
@@ -326,7 +342,7 @@ class Cmac16Fp(wiring.Component):
                     neg.append(sw ^ sd)
                     cands.append(Cat(nanw & lane_in[c], wts[c][0:10], sw))
                 wnan += _first_nan(mm, cands, _NAN_GROUP_LEVELS, f"wnan{k}")
-            dcands = [Cat(dsplit[c][4] & lane_in[c], op.data[c][0:10], dsplit[c][0])
+            dcands = [Cat(dsplit[c][4] & lane_in[c], data_in[c][0:10], dsplit[c][0])
                       for c in range(ac)]
             return {"act": Cat(*act), "t": Cat(*t), "mw": Cat(*mw), "neg": Cat(*neg),
                     "md": Cat(*(d[2] for d in dsplit)), "wnan": Cat(*wnan),
@@ -341,10 +357,11 @@ class Cmac16Fp(wiring.Component):
                                    ok=lanes, t=4 * cells, nan=NAN_BITS * cells)
 
         def booth(mm, d):
-            act, t = _split(d.act, 1), _split(d.t, 4)
-            mw, neg, md = _split(d.mw, MANT_BITS), _split(d.neg, 1), _split(d.md, MANT_BITS)
-            dnan = _first_nan(mm, _split(d.dnan, NAN_BITS), groups, "dnan")[0]
-            wnan = _split(d.wnan, NAN_BITS)
+            act, t = _split(_sig(mm, d.act, "act"), 1), _split(_sig(mm, d.t, "t"), 4)
+            mw, neg = _split(_sig(mm, d.mw, "mw"), MANT_BITS), _split(_sig(mm, d.neg, "neg"), 1)
+            md = _split(_sig(mm, d.md, "md"), MANT_BITS)
+            dnan = _first_nan(mm, _split(_sig(mm, d.dnan, "dnan"), NAN_BITS), groups, "dnan")[0]
+            wnan = _split(_sig(mm, d.wnan, "wnan"), NAN_BITS)
             u0, u1 = booth_pairs(mm, mw, md * cells, neg)
             shift, ok, tw, nan = [], [], [], []
             for k in range(cells):
@@ -372,8 +389,9 @@ class Cmac16Fp(wiring.Component):
         bias = Const(BOOTH_BIAS, PAIR_BITS)
 
         def align(mm, p):
-            u0, u1 = _split(p.u0, PAIR_BITS), _split(p.u1, PAIR_BITS)
-            shift, ok = _split(p.k, 3), _split(p.ok, 1)
+            u0 = _split(_sig(mm, p.u0, "u0"), PAIR_BITS)
+            u1 = _split(_sig(mm, p.u1, "u1"), PAIR_BITS)
+            shift, ok = _split(_sig(mm, p.k, "k"), 3), _split(_sig(mm, p.ok, "ok"), 1)
             out = []
             for i in range(lanes):
                 # (U0 >> s) + (U1 >> s) = ((U0 + U1) >> s) - (the carry into bit s of U0 + U1)
@@ -406,8 +424,8 @@ class Cmac16Fp(wiring.Component):
                 c=(width + step) * out_n * cells, t=4 * cells, nan=NAN_BITS * cells)
 
             def add(mm, p, n=n, width=width, step=step, final=final, o_layout=o_layout):
-                vals = [v.as_signed() for v in _split(p.c, width)]
-                tw, nan = _split(p.t, 4), _split(p.nan, NAN_BITS)
+                vals = [v.as_signed() for v in _split(_sig(mm, p.c, "c"), width)]
+                tw, nan = _split(_sig(mm, p.t, "t"), 4), _split(_sig(mm, p.nan, "nan"), NAN_BITS)
                 sums = []
                 for k in range(cells):
                     vk = vals[k * n:(k + 1) * n]
