@@ -160,7 +160,9 @@ class Cacc(wiring.Component):
       (:func:`hdl.cacc.acc16.fp_word_prenorm` in the cycle they are accepted,
       :func:`hdl.cacc.acc16.fp_word_finish` in the next).
     * The layer ends after (W+1)(H+1) x ceil((DATAOUT_CHANNEL+1)/group) atoms, group =
-      atomic_k in INT8 and atomic_k/2 otherwise.
+      atomic_k in INT8 and atomic_k/2 otherwise; in the last group the lanes past
+      DATAOUT_CHANNEL are delivered as 0 (an FP16 NaN datum makes even a zero-weight cell's
+      word NaN; NVIDIA's nv_full RTL delivers zeros there, see ``_deliver``).
 
     In INT8/INT16 layers (and in int8 builds) the entry read when an op is accepted is added
     to and written back in the next cycle (one combinational read-modify-write per psum). In
@@ -497,7 +499,7 @@ class Cacc(wiring.Component):
             dlv.w_stream.payload.eq(conv.o.payload.data),
             conv.o.ready.eq(dlv.w_stream.ready),
             self.sdp.valid.eq(dlv.r_stream.valid),
-            self.sdp.payload.eq(dlv.r_stream.payload),
+            *([] if self.cfg.conv16 else [self.sdp.payload.eq(dlv.r_stream.payload)]),
             dlv.r_stream.ready.eq(self.sdp.ready),
         ]
         entered = conv.o.valid & conv.o.ready
@@ -508,6 +510,23 @@ class Cacc(wiring.Component):
         x = Signal(len(width))
         y = Signal(len(height))
         g = Signal(len(groups_m1))
+        if self.cfg.conv16:
+            # lanes past DATAOUT_CHANNEL in the last kernel group go to SDP as 0: in FP16 a
+            # NaN datum makes even a zero-weight cell's word NaN (verif/model/conv_fp16.py
+            # cmac_words), but NVIDIA's nv_full RTL delivers the model's zeros there (random
+            # FP16 DC programs with NaN data and K % 16 != 0, e.g. seeds 177 and 249 of
+            # verif/gen/dc.py on nv_full, give the model's bytes on it and differ when those
+            # lanes carry the cells' NaN words). INT8/INT16 lanes there are 0 already
+            # (zero weights). Group: atomic_k lanes in INT8, atomic_k/2 otherwise.
+            prec = Value.cast(regs.d_misc_cfg.proc_precision)
+            is_i8 = (prec != PREC_INT16) & (prec != PREC_FP16)
+            channel = Value.cast(regs.d_dataout_size_1.dataout_channel)
+            last_lane = Mux(is_i8, channel[:exact_log2(k)], channel[:exact_log2(k // 2)])
+            in_last = Signal(name="dlv_last_group")
+            m.d.comb += in_last.eq(g == groups_m1)
+            m.d.comb += [self.sdp.payload[i].eq(Mux(in_last & (last_lane < i), 0,
+                                                    dlv.r_stream.payload[32 * i:32 * (i + 1)]))
+                         for i in range(k)]
         taken = self.sdp.valid & self.sdp.ready
         layer_end = taken & (x == width) & (y == height) & (g == groups_m1)
 
