@@ -251,7 +251,9 @@ CVIF_CI_SEEDS = {"dc": (1000, 1001), "sdp": (1000, 1001), "pdp": (1000,), "cdp":
 #: programs of every type (dc 3 int16, 0 fp16, 11 int8 with weight reuse; img 0 int16, 1 fp16,
 #: 4 int8; sdp 0 int16, 4 fp16, 9 fp16 -> int16; pdp 1 fp16, 2 int16; cdp 0 fp16, 1 int8,
 #: 3 int16; sdp_operands 1 fp16, 7 fp16 -> int16, the first of them never completing)
-CONV16_CI_SEEDS = {"dc": (0, 3, 11), "img": (0, 1, 4), "sdp": (0, 4, 9), "pdp": (1, 2),
+#: dc 1334 and img 1401: FP16 NaN data with K not a multiple of the kernel group (CACC's lanes
+#: past DATAOUT_CHANNEL are delivered as 0, not as the padding cells' NaN words)
+CONV16_CI_SEEDS = {"dc": (0, 3, 11, 1334), "img": (0, 1, 4, 1401), "sdp": (0, 4, 9), "pdp": (1, 2),
                    "cdp": (0, 1, 3), "sdp_operands": (1, 7)}
 CONV16_SMALL = "nv_small+feature_data_type=int8_int16_fp16"
 RTL_CI_CASES = ([("nv_small", k, s) for k, s in CI_SEEDS.items()]
