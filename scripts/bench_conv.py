@@ -38,25 +38,24 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from hdl.config import add_config_arguments, config_from_args  # noqa: E402
 from hdl.csc import STRIPE_MAX  # noqa: E402
 from verif.axi_slave import MemTiming  # noqa: E402
+from verif.trace.parser import last_writes as _regs  # noqa: E402
 from verif.trace.parser import load_trace  # noqa: E402
+from verif.trace.parser import reg_field as _field  # noqa: E402
 from verif.trace.reference import measured_cycles, nvidia_cycles, suite_dir  # noqa: E402
 from verif.trace.rtl_runner import run_rtl  # noqa: E402
 
 BIG = "dc_32x26x76_6x3x76x270_int8_0"
 
 
-def _regs(trace) -> dict:
-    """Last value written to each ``UNIT.REGISTER`` by the trace's program."""
-    out = {}
-    for c in trace.commands:
-        if c.kind == "reg_write":
-            ref = c.args["reg"]
-            out[f"{ref.unit.name}.{ref.reg.name}"] = c.args["value"]
-    return out
-
-
-def _field(regs: dict, unit: str, reg: str, lsb: int, width: int) -> int:
-    return (regs.get(f"{unit}.{reg}", 0) >> lsb) & ((1 << width) - 1)
+def dc_dims(r: dict) -> tuple[int, int, int, int, int, int]:
+    """A DC layer's output width, height, kernels K, channels C, kernel width S and height R
+    from CSC's registers (``verif.trace.parser.last_writes``)."""
+    return (_field(r, "CSC", "D_DATAOUT_SIZE_0", 0, 13) + 1,
+            _field(r, "CSC", "D_DATAOUT_SIZE_0", 16, 13) + 1,
+            _field(r, "CSC", "D_WEIGHT_SIZE_EXT_1", 16, 13) + 1,
+            _field(r, "CSC", "D_WEIGHT_SIZE_EXT_1", 0, 13) + 1,
+            _field(r, "CSC", "D_WEIGHT_SIZE_EXT_0", 0, 5) + 1,
+            _field(r, "CSC", "D_WEIGHT_SIZE_EXT_0", 16, 5) + 1)
 
 
 def layer_work(trace, cfg, per_beat: int, latency: int) -> dict:
@@ -64,12 +63,7 @@ def layer_work(trace, cfg, per_beat: int, latency: int) -> dict:
     layer, from its CSC / CDMA / SDP registers (field positions: hdl/regmap, NVIDIA's RDL);
     ``per_beat``: bus cycles per AXI beat, ``latency``: memory read latency in cycles."""
     r = _regs(trace)
-    wo = _field(r, "CSC", "D_DATAOUT_SIZE_0", 0, 13) + 1
-    ho = _field(r, "CSC", "D_DATAOUT_SIZE_0", 16, 13) + 1
-    k = _field(r, "CSC", "D_WEIGHT_SIZE_EXT_1", 16, 13) + 1
-    c = _field(r, "CSC", "D_WEIGHT_SIZE_EXT_1", 0, 13) + 1
-    s = _field(r, "CSC", "D_WEIGHT_SIZE_EXT_0", 0, 5) + 1
-    rr = _field(r, "CSC", "D_WEIGHT_SIZE_EXT_0", 16, 5) + 1
+    wo, ho, k, c, s, rr = dc_dims(r)
     atoms = wo * ho * math.ceil(k / cfg.mac_atomic_k) * rr * s * math.ceil(c / cfg.mac_atomic_c)
     wi = _field(r, "CDMA", "D_DATAIN_SIZE_0", 0, 13) + 1
     hi = _field(r, "CDMA", "D_DATAIN_SIZE_0", 16, 13) + 1

@@ -32,27 +32,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from hdl.config import add_config_arguments, config_from_args  # noqa: E402
+from scripts.bench_conv import dc_dims  # noqa: E402
 from verif.axi_slave import MemTiming  # noqa: E402
 from verif.gen.dc import generate  # noqa: E402
 from verif.gen.run import prepare  # noqa: E402
+from verif.trace.parser import last_writes as _regs  # noqa: E402
 from verif.trace.parser import load_trace  # noqa: E402
+from verif.trace.parser import reg_field as _field  # noqa: E402
 from verif.trace.runner import run  # noqa: E402
 
 PREC_NAMES = ("int8", "int16", "fp16")
-
-
-def _regs(trace) -> dict:
-    """Last value written to each ``UNIT.REGISTER`` by the trace's program."""
-    out = {}
-    for c in trace.commands:
-        if c.kind == "reg_write":
-            ref = c.args["reg"]
-            out[f"{ref.unit.name}.{ref.reg.name}"] = c.args["value"]
-    return out
-
-
-def _field(regs: dict, unit: str, reg: str, lsb: int, width: int) -> int:
-    return (regs.get(f"{unit}.{reg}", 0) >> lsb) & ((1 << width) - 1)
 
 
 def layer_work(trace, cfg) -> dict:
@@ -61,12 +50,7 @@ def layer_work(trace, cfg) -> dict:
     r = _regs(trace)
     prec = _field(r, "CSC", "D_MISC_CFG", 12, 2)      # PROC_PRECISION
     eb = 2 if prec else 1
-    wo = _field(r, "CSC", "D_DATAOUT_SIZE_0", 0, 13) + 1
-    ho = _field(r, "CSC", "D_DATAOUT_SIZE_0", 16, 13) + 1
-    k = _field(r, "CSC", "D_WEIGHT_SIZE_EXT_1", 16, 13) + 1
-    c = _field(r, "CSC", "D_WEIGHT_SIZE_EXT_1", 0, 13) + 1
-    s = _field(r, "CSC", "D_WEIGHT_SIZE_EXT_0", 0, 5) + 1
-    rr = _field(r, "CSC", "D_WEIGHT_SIZE_EXT_0", 16, 5) + 1
+    wo, ho, k, c, s, rr = dc_dims(r)
     group = cfg.mac_atomic_k // eb
     ops = wo * ho * math.ceil(k / group) * rr * s * math.ceil(c / cfg.mac_atomic_c)
     wi = _field(r, "CDMA", "D_DATAIN_SIZE_0", 0, 13) + 1

@@ -263,6 +263,23 @@ def load_trace(directory: Path) -> Trace:
     return Trace(directory.name, directory, cfgs[0], cmds)
 
 
+def last_writes(trace: Trace) -> dict:
+    """The last value ``trace``'s program writes to each register, keyed ``UNIT.REGISTER``
+    (for figures computed from a layer's registers, e.g. scripts/bench_conv.py)."""
+    out = {}
+    for c in trace.commands:
+        if c.kind == "reg_write":
+            ref = c.args["reg"]
+            out[f"{ref.unit.name}.{ref.reg.name}"] = c.args["value"]
+    return out
+
+
+def reg_field(regs: dict, unit: str, reg: str, lsb: int, width: int) -> int:
+    """Bits ``lsb .. lsb+width-1`` of ``regs["UNIT.REG"]`` (:func:`last_writes`; 0 when the
+    register is never written)."""
+    return (regs.get(f"{unit}.{reg}", 0) >> lsb) & ((1 << width) - 1)
+
+
 def find_traces(paths) -> list[Path]:
     """Trace directories under PATHs: a directory with a ``.cfg`` (or, a v1 trace, an
     ``input.txn``) is a trace; otherwise its immediate subdirectories that hold one. Sorted by name within each PATH."""
