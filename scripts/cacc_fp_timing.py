@@ -41,6 +41,7 @@ from amaranth.lib.wiring import In, Out  # noqa: E402
 from hdl import synth  # noqa: E402
 from hdl.cacc.acc16 import FP48, FPW, Fp48AccPipe  # noqa: E402
 from hdl.config import get_config  # noqa: E402
+from scripts.fp_timing import print_summary, verdict_line  # noqa: E402
 
 GEOMETRIES = {
     "A": "nv_full+winograd=False+batch=False+weight_compression=False+"
@@ -152,14 +153,11 @@ def main(argv=None) -> int:
     for loop in args.loop:
         for depth in args.depth:
             t = measure(depth, loop, args.out / f"{loop}_d{depth}", args.freq, args.quiet)
-            verdict = "meets" if t.fmax >= args.freq else "MISSES"
-            line = (f"depth {depth} loop {loop}: {t.fmax:6.1f} MHz ({1000 / t.fmax:5.1f} ns) "
-                    f"{verdict} {args.freq:g} MHz; {t.lut4} LUT4, {t.ff} FF, {t.dp16k} DP16KD; "
-                    f"path {t.start} -> {t.end}")
+            line = verdict_line(f"depth {depth} loop {loop}", t, args.freq,
+                                f"{t.lut4} LUT4, {t.ff} FF, {t.dp16k} DP16KD")
             print(line, flush=True)
             rows.append(line)
-    if len(rows) > 1:
-        print("\n".join(["", "summary:", *rows]))
+    print_summary(rows)
     return 0
 
 

@@ -103,6 +103,20 @@ def measure(op: str, fmt: str, out_dir: Path, freq: float, quiet: bool) -> synth
     return synth.place_and_route(out_dir, "fp_bench", freq=freq, quiet=quiet)
 
 
+def verdict_line(label: str, t: synth.Timing, freq: float, resources: str) -> str:
+    """One measurement as printed: ``label``, Fmax and period, whether it meets ``freq`` MHz,
+    ``resources`` and the critical path (scripts/fp_timing.py, scripts/cacc_fp_timing.py)."""
+    verdict = "meets" if t.fmax >= freq else "MISSES"
+    return (f"{label}: {t.fmax:6.1f} MHz ({1000 / t.fmax:5.1f} ns) {verdict} {freq:g} MHz; "
+            f"{resources}; path {t.start} -> {t.end}")
+
+
+def print_summary(rows: list[str]) -> None:
+    """Repeat the lines of several measurements together at the end."""
+    if len(rows) > 1:
+        print("\n".join(["", "summary:", *rows]))
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -120,14 +134,11 @@ def main(argv=None) -> int:
     for fmt in args.format:
         for op in args.op:
             t = measure(op, fmt, args.out / f"{op}_{fmt}", args.freq, args.quiet)
-            verdict = "meets" if t.fmax >= args.freq else "MISSES"
-            line = (f"{op:<11} {fmt}: {t.fmax:6.1f} MHz ({1000 / t.fmax:5.1f} ns) {verdict} "
-                    f"{args.freq:g} MHz; {t.lut4} LUT4, {t.ff} FF, {t.mult18} MULT18; "
-                    f"path {t.start} -> {t.end}")
+            line = verdict_line(f"{op:<11} {fmt}", t, args.freq,
+                                f"{t.lut4} LUT4, {t.ff} FF, {t.mult18} MULT18")
             print(line, flush=True)
             rows.append(line)
-    if len(rows) > 1:
-        print("\n".join(["", "summary:", *rows]))
+    print_summary(rows)
     return 0
 
 
