@@ -67,7 +67,7 @@ def layer_work(trace, cfg) -> dict:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("-n", type=int, default=4, help="compute-bound layers per precision (default 4)")
     ap.add_argument("--seed", type=int, default=0, help="first seed tried (default 0)")
     ap.add_argument("--tries", type=int, default=400, help="seeds tried at most (default 400)")

@@ -4,8 +4,10 @@ items 1, 2, 9; generators in verif/gen/).
     python scripts/sweep.py --unit sdp|pdp|cdp|sdp_operands|dc|img|bdma|rubik|deconv|all -n N --seed S -j 2
         [--mem-profile random|nvidia|fast] [--mem-seed M] [--per-process 16]
         [--keep /tmp/gen_fails] [--config nv_small] [--set NAME=VALUE] [--rtl-filelist F]
+        [--precision int16 --precision fp16]
 
-Programs use seeds S..S+N-1 per layer type; their expected bytes are the model's (check_crc
+Programs use seeds S..S+N-1 per layer type (with ``--precision``: the first N from S on with
+a layer in one of those precisions); their expected bytes are the model's (check_crc
 lines hold the CRCs of the model's output). They run in batches of ``--per-process`` programs
 per simulator process, ``-j`` processes at a time, with a tqdm progress bar.
 Every program that does not pass is kept under ``--keep`` (its trace directory) and reported
@@ -36,7 +38,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hdl.config import add_config_arguments, config_from_args  # noqa: E402
 from verif import cluster as dc  # noqa: E402
-from verif.gen.run import KINDS, OPTIONAL_KINDS, kinds_for, prepare_all, run_programs  # noqa: E402
+from verif.gen.common import PRECISIONS, program_precisions  # noqa: E402
+from verif.gen.run import (KINDS, OPTIONAL_KINDS, generate, kinds_for, prepare_all,  # noqa: E402
+                           run_programs)
 from tqdm import tqdm  # noqa: E402
 
 
@@ -69,6 +73,11 @@ def main(argv=None) -> int:
     ap.add_argument("--any-axi-id", action="store_true",
                     help="let the AXI monitor accept any ID (e.g. our RTL built elsewhere through --rtl-filelist)")
     ap.add_argument("--work", type=Path, default=None, help="work directory (default: a temporary one)")
+    ap.add_argument("--precision", action="append", choices=PRECISIONS, default=None,
+                    help="only programs with a layer computing in this precision (repeatable: "
+                         "any of them); seeds without one are skipped, -n counts the programs "
+                         "kept. The summary counts programs per precision whenever the "
+                         "configuration computes more than one")
     add_config_arguments(ap)
     dc.add_cluster_arguments(ap)
     args = ap.parse_args(argv)
@@ -82,24 +91,27 @@ def main(argv=None) -> int:
     if args.unit in OPTIONAL_KINDS and args.unit not in kinds_for(cfg):
         ap.exit(2, f"error: --unit {args.unit}: configuration {cfg.name} has no "
                    f"{OPTIONAL_KINDS[args.unit].upper()}\n")
-    seeds = range(args.seed, args.seed + args.n)
+    if args.precision and not set(args.precision) & set(cfg.precisions):
+        ap.exit(2, f"error: --precision {','.join(args.precision)}: configuration {cfg.name} "
+                   f"computes {', '.join(cfg.precisions)} only\n")
+    seeds, precs = _select_seeds(kinds, args.seed, args.n, cfg, args.precision)
     stats: dict[str, Counter] = defaultdict(Counter)
     failures = []
     records = []
     t0 = time.monotonic()
     if spec is not None:
         try:
-            _sweep_on_cluster(args, spec, cfg, kinds, seeds, stats, failures, records)
+            _sweep_on_cluster(args, spec, cfg, kinds, seeds, precs, stats, failures, records)
         except dc.ClusterError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
-        return _summary(args, cfg, kinds, stats, failures, records, spec, t0)
+        return _summary(args, cfg, kinds, seeds, stats, failures, records, spec, t0)
     work = args.work or Path(tempfile.mkdtemp(prefix="sweep_"))
     bar = _progress(len(kinds) * args.n)
     chunk = max(args.per_process * args.jobs, 1)
     for kind in kinds:
-        for lo in range(0, len(seeds), chunk):
-            part = seeds[lo:lo + chunk]
+        for lo in range(0, len(seeds[kind]), chunk):
+            part = seeds[kind][lo:lo + chunk]
             preps, errors = prepare_all([kind], part, work, cfg)
             for e in errors:
                 stats[kind]["gen error"] += 1
@@ -118,9 +130,12 @@ def main(argv=None) -> int:
                                   warmup=args.warmup):
                 stats[kind]["run"] += 1
                 stats[kind][o.status] += 1
+                p = precs.get((kind, o.seed))
+                _tally(stats, kind, p, o.ok)
                 records.append(dc.ItemRecord(f"{o.kind} seed {o.seed}", "pass" if o.ok else "fail",
                                              0.0, o.message,
-                                             {"status": o.status, "cycles": o.cycles}))
+                                             {"status": o.status, "cycles": o.cycles}
+                                             | ({"precisions": sorted(p)} if p else {})))
                 if not o.ok:
                     kept = args.keep / o.dir.name
                     if kept.exists():
@@ -135,20 +150,52 @@ def main(argv=None) -> int:
     bar.close()
     if args.work is None:
         shutil.rmtree(work, ignore_errors=True)
-    return _summary(args, cfg, kinds, stats, failures, records, None, t0)
+    return _summary(args, cfg, kinds, seeds, stats, failures, records, None, t0)
 
 
-def _sweep_on_cluster(args, spec, cfg, kinds, seeds, stats, failures, records) -> None:
+def _select_seeds(kinds, first: int, n: int, cfg, precision) -> tuple[dict, dict]:
+    """Per layer type the ``n`` seeds to run from ``first`` on (with ``precision``: only those
+    whose program has a layer in one of them; at most 50 n seeds are tried, fewer programs
+    when that is not enough), and, when ``cfg`` computes more than one precision, each
+    program's precisions (``{(type, seed): frozenset}``; a generator error: none)."""
+    seeds, precs = {}, {}
+    several = len(cfg.precisions) > 1
+    for kind in kinds:
+        chosen = []
+        for seed in range(first, first + (50 * n if precision else n)):
+            if len(chosen) == n:
+                break
+            if several:
+                try:
+                    precs[(kind, seed)] = program_precisions(generate(kind, seed, cfg), cfg)
+                except Exception:       # the sweep reports generator errors itself
+                    if precision:
+                        continue
+            if precision and not precs[(kind, seed)] & set(precision):
+                continue
+            chosen.append(seed)
+        seeds[kind] = chosen
+    return seeds, precs
+
+
+def _tally(stats, kind: str, precisions, ok: bool) -> None:
+    """Count one program per precision it computes in (``stats[kind][(p, "run"/"pass")]``)."""
+    for p in precisions or ():
+        stats[kind][(p, "run")] += 1
+        stats[kind][(p, "pass")] += ok
+
+
+def _sweep_on_cluster(args, spec, cfg, kinds, seeds, precs, stats, failures, records) -> None:
     """``--cluster``: every (type, seed) on the Dask workers (``verif.cluster.run_sweep``),
     reported in that order; fills ``stats``, ``failures`` and ``records`` as the local loop
     does. Raises ClusterError when the scheduler cannot be reached."""
-    programs = [(k, s) for k in kinds for s in seeds]
+    programs = [(k, s) for k in kinds for s in seeds[k]]
     if spec.kind == "local":
         # the workers share this machine's build cache: build (or find) the model once here
         from verif.trace.pgo import build_sim
         build_sim(cfg.name, rtl_filelist=args.rtl_filelist)
     with dc.connect(spec) as client:
-        per = min(args.per_process, max(1, math.ceil(len(seeds) / dc.slots(client))))
+        per = min(args.per_process, max(1, math.ceil(args.n / dc.slots(client))))
         bar = _progress(len(programs))
 
         def done():
@@ -163,8 +210,11 @@ def _sweep_on_cluster(args, spec, cfg, kinds, seeds, stats, failures, records) -
             kind, seed = programs[i]
             stats[kind]["run"] += 1
             ok = status in ("pass", "hang-ok")
+            p = precs.get((kind, seed))
+            _tally(stats, kind, p, ok)
             records.append(dc.ItemRecord(f"{kind} seed {seed}", "pass" if ok else "fail", 0.0,
-                                         msg, {"status": status, "cycles": cycles}))
+                                         msg, {"status": status, "cycles": cycles}
+                                         | ({"precisions": sorted(p)} if p else {})))
             if status == "gen error":
                 stats[kind]["gen error"] += 1
                 failures.append(msg)
@@ -179,7 +229,7 @@ def _sweep_on_cluster(args, spec, cfg, kinds, seeds, stats, failures, records) -
         bar.close()
 
 
-def _summary(args, cfg, kinds, stats, failures, records, spec, t0) -> int:
+def _summary(args, cfg, kinds, seeds, stats, failures, records, spec, t0) -> int:
     """Print the per-type table, write the reports; returns the exit status."""
     print(f"\n{'type':<12} {'run':>5} {'passed':>7} {'mismatch':>9} {'fail':>5} {'gen-err':>8}")
     for kind in kinds:
@@ -187,8 +237,18 @@ def _summary(args, cfg, kinds, stats, failures, records, spec, t0) -> int:
         passed = s["pass"] + s["hang-ok"]
         print(f"{kind:<12} {s['run']:>5} {passed:>7} {s['mismatch']:>9} "
               f"{s['fail'] + s['illegal-bad']:>5} {s['gen error']:>8}")
+    if len(cfg.precisions) > 1:
+        print("programs per precision (passed/run; a program counts for each precision it "
+              "computes in):")
+        for kind in kinds:
+            s = stats[kind]
+            print(f"{kind:<12} " + ", ".join(f"{p} {s[(p, 'pass')]}/{s[(p, 'run')]}"
+                                             for p in cfg.precisions))
+    last = max((x for v in seeds.values() for x in v), default=args.seed)
     print(f"(memory profile {args.mem_profile}, seed {args.mem_seed}; config {cfg.name}; "
-          f"seeds {args.seed}..{args.seed + args.n - 1}; failing traces kept under {args.keep})")
+          f"seeds {args.seed}..{last}"
+          + (f" with a layer in {' or '.join(args.precision)}" if args.precision else "")
+          + f"; failing traces kept under {args.keep})")
     if spec is not None:
         print(f"(cluster {spec}, {time.monotonic() - t0:.1f} s)")
     dc.write_reports(records, suite="sweep", junit=args.junit_xml, report=args.report,

@@ -211,6 +211,38 @@ def test_sdp_and_cdp_programs_all_precisions_on_nv_full(tmp_path):
     assert seen == {"lut", "eql", "mem", "cdp0", "cdp1", "cdp2"}, seen
 
 
+@pytest.mark.parametrize("spec", ["nv_full+feature_data_type=int8_int16_fp16",
+                                  "nv_small+feature_data_type=int8_int16_fp16"])
+def test_program_precisions_and_sweep_selection(spec):
+    """``program_precisions`` (v1 and v2 register maps) names the precisions the layer
+    descriptions name (dc/img/pdp/cdp descriptions start with int16 or fp16, or with neither
+    for INT8), and the sweep's ``--precision`` selection keeps exactly the first programs with
+    a layer in the precisions asked for."""
+    import re
+    from hdl.config import get_config
+    from scripts.sweep import _select_seeds
+    from verif.gen.common import program_precisions
+    cfg = get_config(spec)
+    seen = set()
+    for kind in ("dc", "img", "pdp", "cdp"):
+        for seed in range(12):
+            prog = generate(kind, seed, cfg)
+            want = set()
+            for lay in prog.layers:
+                m = re.search(r"(?:^|; )(int16|fp16)[ ;]", lay.desc) or re.match(r"(int8|int16|fp16) ",
+                                                                                 lay.desc)
+                want.add(m.group(1) if m else "int8")
+            got = program_precisions(prog, cfg)
+            assert got == want, (kind, seed, got, prog.describe())
+            seen |= got
+    assert seen == {"int8", "int16", "fp16"}
+    seeds, precs = _select_seeds(["pdp", "dc"], 5, 6, cfg, ["fp16"])
+    for kind, chosen in seeds.items():
+        assert len(chosen) == 6 and chosen[0] >= 5
+        for seed in range(5, chosen[-1] + 1):
+            assert (seed in chosen) == ("fp16" in precs[(kind, seed)]), (kind, seed)
+
+
 def test_sdp_operand_programs_rejected_name_both_sides(tmp_path):
     """Issue 36 item 1: an ``sdp_operands`` program the model rejects (NVIDIA's RTL never
     finishes it) is rejected with ModelConfigError naming SDP_RDMA's DMA register and SDP's

@@ -116,6 +116,33 @@ def draw_precision(rng: random.Random, cfg, among=PRECISIONS) -> int:
     return ps[0] if len(ps) == 1 else rng.choice(ps)
 
 
+#: fields that set the precision a unit computes in (v1 register map: the convolution units'
+#: and SDP's PROC_PRECISION, PDP's and CDP's INPUT_DATA)
+COMPUTE_PRECISION_FIELDS = ("PROC_PRECISION", "INPUT_DATA")
+
+
+def program_precisions(prog: Program, cfg) -> frozenset[str]:
+    """Precisions (of :data:`PRECISIONS`) ``prog``'s layers compute in: the values its register
+    writes give the fields of :data:`COMPUTE_PRECISION_FIELDS` in ``cfg``'s register map (an
+    unwritten field reads 0, INT8; a layer writing none of them computes in INT8). Image layers
+    count their processing precision, not the pixels'. Raises KeyError for a write to a
+    register the map lacks."""
+    from hdl.regmap import decode, regmap_for
+    rm = regmap_for(cfg)
+    out = set()
+    for lay in prog.layers:
+        found = False
+        for unit, reg, value in lay.writes:
+            r = rm.lookup(f"{unit}.{reg}").reg
+            for name, v in decode(r, value).items():
+                if name in COMPUTE_PRECISION_FIELDS:
+                    out.add(PRECISIONS[v] if v < len(PRECISIONS) else "int16")  # 3 reads as INT16
+                    found = True
+        if not found:
+            out.add("int8")
+    return frozenset(out)
+
+
 #: the magnitudes (powers of two) :func:`fp16_values` draws from
 FP16_SCALES = (-12, -4, 0, 4, 10)
 
