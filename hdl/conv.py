@@ -6,8 +6,10 @@ folder: ``hdl/cdma``, ``hdl/cbuf``, ``hdl/csc``, ``hdl/cmac``, ``hdl/cacc``):
 * the register files of CDMA, CSC, CMAC_A, CMAC_B and CACC, and one hardware-layer control for
   all five (v1_hwarch.rst "Ping-pong synchronization"): a layer starts when all five consumer
   groups are armed, and all five complete together when CACC has delivered the layer's last
-  atom to SDP and CDMA has finished its fetches; CDMA_DAT, CDMA_WT and CACC interrupt in that cycle (as ``verif/model/nvdla.py``
-  completes them). Layers of the pipeline never overlap.
+  atom to SDP and CDMA has finished its fetches; CACC interrupts in that cycle (as
+  ``verif/model/nvdla.py`` completes the layer), CDMA_DAT and CDMA_WT earlier, when CDMA's
+  data fetch and weight fetch end (as NVIDIA's CDMA: its v1 traces wait for them one at a
+  time). Layers of the pipeline never overlap.
 * CDMA's two MCIF read clients ``cdma_dat`` / ``cdma_wt``, CBUF between CDMA and CSC, the
   atomic operations broadcast to CMAC_A (kernels ``[0, atomic_k/2)``) and CMAC_B (the other
   half; NVIDIA's split), their partial sums joined for CACC, and CACC's atoms to SDP
@@ -111,7 +113,8 @@ class ConvPipeline(DatapathUnit):
     Ports (hdl/unit.py convention): ``csb_cdma``, ``csb_csc``, ``csb_cmac_a``, ``csb_cmac_b``,
     ``csb_cacc``; read clients ``cdma_dat``, ``cdma_wt``; ``done_grp`` (CACC's interrupt),
     ``busy``; and ``done_cdma_dat`` / ``done_cdma_wt`` Out(2) (CDMA's two interrupt sources,
-    pulsing with CACC's), ``sdp_flying`` Out(stream of :func:`sdp_flying_layout`).
+    pulsing when CDMA's data and weight fetches end), ``sdp_flying`` Out(stream of
+    :func:`sdp_flying_layout`).
 
     Raises NotImplementedError (from the units) for configurations docs/conv.md excludes.
     """
@@ -170,8 +173,12 @@ class ConvPipeline(DatapathUnit):
         m.submodules.cbuf_keep = keep = CbufKeep(CbufGeometry.from_config(cfg))
         m.d.comb += [keep.regs.eq(rfs["CSC"].cfg), keep.start.eq(start), keep.done.eq(done),
                      cdma.keep.eq(keep.layer), csc.keep.eq(keep.layer)]
-        cdma_done = rfs["CDMA"].done_grp
-        m.d.comb += [self.done_cdma_dat.eq(cdma_done), self.done_cdma_wt.eq(cdma_done)]
+        # CDMA_DAT / CDMA_WT interrupt when CDMA's own fetch ends (NVIDIA's CDMA does: its
+        # v1 traces wait for each), of the running layer's group: CDMA's consumer pointer flips
+        # only at the layer's end, after both
+        grp = Mux(rfs["CDMA"].consumer, 0b10, 0b01)
+        m.d.comb += [self.done_cdma_dat.eq(Mux(cdma.dat_done, grp, 0)),
+                     self.done_cdma_wt.eq(Mux(cdma.wt_done, grp, 0))]
 
         # memory -> CDMA -> CBUF -> CSC
         wiring.connect(m, cdma.dat_dma, wiring.flipped(self.cdma_dat))

@@ -165,6 +165,27 @@ def test_rtl_golden_full(name, profile):
     assert got.data == gold.data and len(got.data) == 80 * 32 * 16 * 2
 
 
+@needs_verilator
+@pytest.mark.rtl
+@pytest.mark.slow       # hdl.build ~9 min / 6.7 GB, Verilator -O1 ~12 min: docs/conv16.md
+@pytest.mark.parametrize("profile", ["nvidia", "random"])
+def test_rtl_int16_fp16_full(profile):
+    """NVIDIA's nv_full 16-bit regression loadables through its firmware on our RTL of nv_full
+    computing int8, int16 and fp16 (issue 33): SDP_X1_L0_0 and PDP_L0_0 give their golden
+    md5; CDP_L0_0's and CONV_D_L0_0's 8x8x32 16-bit output elements equal the golden images'
+    (their md5s differ in the header only, as on the model: test_model_int16_fp16_full)."""
+    from hdl.config import get_config
+    cfg = get_config(NV_FULL_BUILT + "+feature_data_type=int8_int16_fp16")
+    timing = MemTiming.named(profile, seed=3)
+    for name in ("SDP_X1_L0_0", "PDP_L0_0"):
+        r = run_loadable(loadable(name), "rtl", cfg, timing=timing)
+        assert r.status == "PASS", r.message
+        assert r.md5 == golden_md5(name)
+    for name in ("CDP_L0_0", "CONV_D_L0_0"):
+        _same_image_as_golden(name, run_loadable(loadable(name), "rtl", cfg, timing=timing),
+                              8 * 8 * 32 * 2)
+
+
 # Listed, not run, until the model computes their precision (shown as xfailed with the reason)
 @pytest.mark.parametrize("config,name", [
     *[pytest.param("nv_full", n, marks=pytest.mark.xfail(

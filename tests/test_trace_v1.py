@@ -242,6 +242,28 @@ def test_nvidia_sanity_on_our_rtl(profile):
         [r.message for r in res if r.status != PASS]
 
 
+#: NVIDIA's int16 v1 traces (issue 33: "pass on the model and our RTL")
+INT16_V1 = INT16_CONV + ("pdp_max_pooling_int16", "sdp_relu_int16")
+
+
+@needs_v1
+@needs_verilator
+@pytest.mark.rtl
+@pytest.mark.slow       # hdl.build ~9 min / 6.7 GB, Verilator -O1 ~12 min: docs/conv16.md
+@pytest.mark.parametrize("profile", ["nvidia", "random"])
+def test_nvidia_int16_traces_on_our_rtl(profile):
+    """NVIDIA's int16 v1 traces (convolutions with SDP on the fly, pooling, SDP) on our RTL of
+    nv_full computing int8, int16 and fp16: NVIDIA's output bytes, and the convolutions' four
+    interrupts (CDMA_DAT, CDMA_WT, CACC, SDP) one per ``wait``, each cleared before the next
+    comes (CDMA's two when its fetches end: hdl/conv.py)."""
+    from hdl.config import get_config
+    res = list(run(find_traces([V1 / n for n in INT16_V1]), "rtl",
+                   get_config(NV_FULL_BUILT + "+feature_data_type=int8_int16_fp16"),
+                   timing=MemTiming.named(profile, seed=5)))
+    assert [(r.name, r.status) for r in res] == [(n, PASS) for n in INT16_V1], \
+        [r.message for r in res if r.status != PASS]
+
+
 @needs_v1
 def test_every_nvidia_v1_trace_parses():
     dirs = find_traces([V1])

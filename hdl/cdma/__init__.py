@@ -159,6 +159,13 @@ class Cdma(wiring.Component):
       restarts at 0;
       ``busy`` Out(1): a fetch runs or data is in flight (from the cycle after ``start`` until
       both fetches have written their last entry);
+      ``dat_done``, ``wt_done`` Out(1): one-cycle pulses, once per layer, in the first cycle
+      after ``start`` in which the data fetch (resp. the weight fetch) has written its last
+      entry (at once when there is nothing to fetch: kept in CBUF). GLB's CDMA_DAT and CDMA_WT
+      done interrupts: NVIDIA's CDMA raises each when its own fetch finishes, before CSC and
+      CACC are done (NV_NVDLA_CDMA_status.v on nv_full; NVIDIA's v1 traces such as
+      conv_8x8_fc_int16 wait for CDMA_DAT, CDMA_WT, CACC and SDP one at a time and clear the
+      whole status after each);
       ``dat_dma``, ``wt_dma`` Out(DmaReadSignature(mem_address_width, primary_memif_width)):
       the MCIF read clients ``cdma_dat`` and ``cdma_wt``;
       ``dat_wr``, ``wt_wr`` Out(stream of :func:`hdl.cbuf.wr_layout`): CBUF write ports, one
@@ -219,6 +226,8 @@ class Cdma(wiring.Component):
             "regs": In(unit_layout(unit, "cfg")),
             "start": In(1),
             "busy": Out(1),
+            "dat_done": Out(1),
+            "wt_done": Out(1),
             "dat_dma": Out(DmaReadSignature(aw, dw, cfg.secondary_memif)),
             "wt_dma": Out(DmaReadSignature(aw, dw, cfg.secondary_memif)),
             "dat_wr": Out(wr),
@@ -759,6 +768,15 @@ class Cdma(wiring.Component):
                          wt_active.eq(wt_fetch & (n_entries != 0))]
 
         m.d.comb += self.busy.eq(dat_active | wt_active | dat_busy | wdma.busy)
+        # each fetch's end (the done interrupts): from the cycle after ``begin`` until the pulse
+        for name, out, working in (("dat", self.dat_done, dat_active | dat_busy),
+                                   ("wt", self.wt_done, wt_active | wdma.busy)):
+            running = Signal(name=f"{name}_running")
+            m.d.comb += out.eq(running & ~working)
+            with m.If(begin):
+                m.d.sync += running.eq(1)
+            with m.Elif(out):
+                m.d.sync += running.eq(0)
 
         # ---------------- status registers ----------------
         hw = self.hw

@@ -253,7 +253,8 @@ def monitor(dut, log):
                 dut.wt_released, dut.wt_read, dut.dat_dma.req.valid, dut.dat_dma.req.ready,
                 dut.dat_dma.req.payload.len, dut.dat_dma.rsp.valid, dut.dat_dma.rsp.ready,
                 dut.wt_dma.req.valid, dut.wt_dma.req.ready, dut.wt_dma.req.payload.len,
-                dut.wt_dma.rsp.valid, dut.wt_dma.rsp.ready, dut.band_cbs, dut.band_end)
+                dut.wt_dma.rsp.valid, dut.wt_dma.rsp.ready, dut.band_cbs, dut.band_end,
+                dut.dat_done, dut.wt_done)
         async for _, _, *v in ctx.tick().sample(*sigs):
             log["samples"].append(tuple(v))
     return proc
@@ -289,7 +290,7 @@ def check_layer(cfg, mem, L, samples, reqs, perf_before, perf_after, weights_fir
                      len(samples))
     for t, s in enumerate(samples):
         (busy, start, dv, dr, da, dd, wv, wr, wa, wd, slices, entries, released, read,
-         dqv, dqr, dql, dsv, dsr, wqv, wqr, wql, wsv, wsr, band_cbs, b_end) = s
+         dqv, dqr, dql, dsv, dsr, wqv, wqr, wql, wsv, wsr, band_cbs, b_end, _, _) = s
         if t > 0:       # the counters before this edge reflect the writes taken before it
             assert (slices, band_cbs, b_end) == written_slices(L, len(dat)), (
                 t, slices, band_cbs, b_end, len(dat))
@@ -322,6 +323,7 @@ def check_layer(cfg, mem, L, samples, reqs, perf_before, perf_after, weights_fir
             outs[name] += (ql + 1 if qv and qr else 0) - bool(sv and sr)
     assert dat == want_dat
     assert wt == want_wt
+    check_done_pulses(samples, 0, {"dat": (2, 3, 26), "wt": (6, 7, 27)})
     assert samples[-1][10] == kept + (0 if L["keep"]["dat_reused"] else L["h"])
     assert samples[-1][11] == n_wt
     window = cfg.primary_memif_max_burst * cfg.axi_data_bytes
@@ -355,6 +357,20 @@ def check_layer(cfg, mem, L, samples, reqs, perf_before, perf_after, weights_fir
     else:
         assert perf_after == perf_before
     return waited
+
+
+def check_done_pulses(samples, busy, cols):
+    """CDMA_DAT / CDMA_WT done (``dat_done``/``wt_done``, GLB's interrupts) in one layer's
+    per-cycle ``samples`` (sample 0: the start cycle): one pulse each, in the cycle after the
+    fetch's last CBUF write was taken (the cycle after start when there is none), no later than
+    the first cycle ``busy`` is low. ``cols``: fetch name -> sample columns (write valid, write
+    ready, done)."""
+    end = next(t for t, s in enumerate(samples) if t > 0 and not s[busy])
+    for name, (valid, ready, done) in cols.items():
+        pulses = [t for t, s in enumerate(samples) if s[done]]
+        writes = [t for t, s in enumerate(samples) if s[valid] and s[ready]]
+        want = writes[-1] + 1 if writes else 1
+        assert pulses == [want] and want <= end, (name, pulses, want, end)
 
 
 def read_perf(ctx, dut):

@@ -32,7 +32,7 @@ import random
 import numpy as np
 from amaranth.sim import Simulator
 from streams import check_stream_stable
-from test_cdma import consumer, memory_port, releaser
+from test_cdma import check_done_pulses, consumer, memory_port, releaser
 
 from hdl.cdma import WT_AHEAD, Cdma
 from hdl.config import get_config
@@ -290,6 +290,7 @@ def run_layers(cfg, layers, *, seed, weights_first=False, p_ready=0.7, max_laten
             dut.band_cbs, dut.band_end, dut.dat_dma.req.payload.len]
     if masked:
         sigs += [dut.dat_wr.payload.mask, dut.wt_wr.payload.mask]
+    sigs += [dut.dat_done, dut.wt_done]
 
     async def monitor(ctx):
         async for _, _, *v in ctx.tick().sample(*sigs):
@@ -401,6 +402,7 @@ def check_layer(cfg, mem, f, info, samples, reqs, masked, weights_first):
         check_weights_model(cfg, mem, f, info["shape"], wt)
     assert samples[-1][9] == final_slices
     assert samples[-1][10] == len(want_wt)
+    check_done_pulses(samples, 0, {"dat": (1, 2, -2), "wt": (5, 6, -1)})
     if weights_first and 0 < b < h:
         assert first_rest_wt is not None and first_rest_wt >= g0, (first_rest_wt, g0)
     return dict(cycles=len(samples), g0=g0, first_rest_wt=first_rest_wt,

@@ -289,10 +289,15 @@ class V1Player:
                         # finished the layer at once, so 0 is what it reads then. Not a check.
                         timing_dependent = True
                         break
-                    if eng.cycle is None and not a["expected"] & 1 and got & 1 \
+                    if not a["expected"] & 1 and got & 1 \
                             and name.endswith(".S_CBUF_FLUSH_STATUS_0"):
-                        # googlenet_conv2_3x3_int16 reads FLUSH_DONE 0 early after reset: the
-                        # hardware's CBUF flush is still running then, the model's is done.
+                        # googlenet_conv2_3x3_int16 reads FLUSH_DONE 0 at its line 135, as if
+                        # the CBUF flush after reset were still running. NVIDIA's nvdlav1 CDMA
+                        # flushes for 4096 cycles after reset (NV_NVDLA_CDMA_cvt.v, a 13-bit
+                        # index) and its own Verilator bench waits 4096 cycles before playing
+                        # (verif/verilator/nvdla.cpp), so its RTL reads 1 there as well
+                        # (observed after a warm-up trace: NVIDIA's nv_full RTL reads 1 there
+                        # 45,000 times); the model and our RTL need no flush. Not a check.
                         timing_dependent = True
                         break
                     tries += 1
