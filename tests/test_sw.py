@@ -81,10 +81,14 @@ def test_model_golden_large(name):
 #: nv_full loadables whose layers are int8 (or BDMA copies): golden md5 on the model of nv_full
 #: through the nv_full build of NVIDIA's firmware (its os_initial map is v1's, hdl/regmap/v1.py)
 FULL_INT8 = ("BDMA_L0_0", "PDP_L0_0")
-#: nv_full loadables whose golden the model does not give yet (issue 33): NN_L0_0 (MNIST in
-#: fp16) runs its DLA task on the model, but the output image, which the runtime's emulator
-#: fills with its softmax of the DLA's output, comes back all zero (the emulator's softmax never
-#: computes: no expf call; not settled)
+#: nv_full loadables whose golden NVIDIA's runtime in ../shared cannot give (issue 33): NN_L0_0
+#: (MNIST in fp16) runs its DLA task, but its output image, which the runtime's emulator fills
+#: with its softmax of the DLA's output, comes back all zero. The loadable (2018) predates nvdla/sw
+#: 537e0e8 (2019-04, "runtime: Add support for INT8"), which inserted ``addressIndexOffset`` into
+#: the packed ``emu_buffer_desc`` and two scale factors into ``emu_common_op_desc``: HEAD's runtime
+#: reads the loadable's softmax buffers (old layout: address index 10 and 12, 32 bytes, format 2,
+#: 1x1x10, strides 32) as format 1 (INT8_8) with 0 channels, so it computes nothing. The golden's
+#: runtime was the older one.
 FULL_WIDE = ("NN_L0_0",)
 #: nv_full computing int8, int16 and fp16 (issue 33: the model so far)
 NV_FULL_ALL = "nv_full+feature_data_type=int8_int16_fp16"
@@ -189,7 +193,8 @@ def test_rtl_int16_fp16_full(profile):
 # Listed, not run, until the model computes their precision (shown as xfailed with the reason)
 @pytest.mark.parametrize("config,name", [
     *[pytest.param("nv_full", n, marks=pytest.mark.xfail(
-        run=False, reason="the runtime's emulator softmax of NN_L0_0 writes zeros (issue 33)"))
+        run=False, reason="NN_L0_0 predates the runtime's 2019 EMU descriptor layout: its "
+                          "softmax reads 0 channels and writes nothing (issue 33)"))
       for n in FULL_WIDE],
 ])
 def test_expected_to_fail(config, name):
