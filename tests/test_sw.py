@@ -8,9 +8,11 @@ the task and the operation.
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import shutil
 
+import numpy as np
 import pytest
 
 from needs import needs_verilator
@@ -25,7 +27,7 @@ SMALL = ("CONV_D_L0_0_small", "SDP_X1_L0_0_small", "PDP_L0_0_small", "CDP_L0_0_s
 #: the same tests for nv_large (regression/testplan/firmware_large.py)
 LARGE = tuple(n.replace("_small", "_large") for n in SMALL)
 #: NVIDIA's nv_full loadables (regression/testplan/firmware.py) that have a golden: FULL_INT8,
-#: RBK_L0_0 and FULL_WIDE below
+#: RBK_L0_0 and NN below
 
 
 
@@ -81,15 +83,16 @@ def test_model_golden_large(name):
 #: nv_full loadables whose layers are int8 (or BDMA copies): golden md5 on the model of nv_full
 #: through the nv_full build of NVIDIA's firmware (its os_initial map is v1's, hdl/regmap/v1.py)
 FULL_INT8 = ("BDMA_L0_0", "PDP_L0_0")
-#: nv_full loadables whose golden NVIDIA's runtime in ../shared cannot give (issue 33): NN_L0_0
-#: (MNIST in fp16) runs its DLA task, but its output image, which the runtime's emulator fills
-#: with its softmax of the DLA's output, comes back all zero. The loadable (2018) predates nvdla/sw
-#: 537e0e8 (2019-04, "runtime: Add support for INT8"), which inserted ``addressIndexOffset`` into
-#: the packed ``emu_buffer_desc`` and two scale factors into ``emu_common_op_desc``: HEAD's runtime
-#: reads the loadable's softmax buffers (old layout: address index 10 and 12, 32 bytes, format 2,
-#: 1x1x10, strides 32) as format 1 (INT8_8) with 0 channels, so it computes nothing. The golden's
-#: runtime was the older one.
-FULL_WIDE = ("NN_L0_0",)
+#: NN_L0_0 (MNIST in fp16, issue 33): its last task is the runtime's emulator, a softmax on the
+#: CPU of the DLA's 1x1x10 fp16 output, and the runtime in ../shared writes zeros there: the
+#: loadable (2018) predates nvdla/sw 537e0e8 (2019-04, "runtime: Add support for INT8"), which
+#: inserted ``addressIndexOffset`` into the packed ``emu_buffer_desc`` and two scale factors into
+#: ``emu_common_op_desc``, so HEAD's runtime reads the loadable's softmax buffers (old layout:
+#: address index 10 and 12, 32 bytes, format 2, 1x1x10, strides 32) as format 1 (INT8_8) with 0
+#: channels and computes nothing. The golden came from the older runtime, whose softmax
+#: (umd/core/runtime/Emulator.cpp before 537e0e8: float32 max, sum of expf, quotient stored as
+#: fp16) is reproduced here on the DLA's output: test_nn_mnist_softmax_of_dla_output.
+NN = "NN_L0_0"
 #: nv_full computing int8, int16 and fp16 (issue 33: the model so far)
 NV_FULL_ALL = "nv_full+feature_data_type=int8_int16_fp16"
 
@@ -177,7 +180,9 @@ def test_rtl_int16_fp16_full(profile):
     """NVIDIA's nv_full 16-bit regression loadables through its firmware on our RTL of nv_full
     computing int8, int16 and fp16 (issue 33): SDP_X1_L0_0 and PDP_L0_0 give their golden
     md5; CDP_L0_0's and CONV_D_L0_0's 8x8x32 16-bit output elements equal the golden images'
-    (their md5s differ in the header only, as on the model: test_model_int16_fp16_full)."""
+    (their md5s differ in the header only, as on the model: test_model_int16_fp16_full);
+    NN_L0_0's DLA output gives the golden through the older runtime's softmax
+    (test_nn_mnist_softmax_of_dla_output)."""
     from hdl.config import get_config
     cfg = get_config(NV_FULL_BUILT + "+feature_data_type=int8_int16_fp16")
     timing = MemTiming.named(profile, seed=3)
@@ -188,19 +193,43 @@ def test_rtl_int16_fp16_full(profile):
     for name in ("CDP_L0_0", "CONV_D_L0_0"):
         _same_image_as_golden(name, run_loadable(loadable(name), "rtl", cfg, timing=timing),
                               8 * 8 * 32 * 2)
+    _check_nn_softmax(run_loadable(loadable(NN), "rtl", cfg, timing=timing,
+                                   probe=("SDP.D_DST_BASE_ADDR_LOW", 32)))
 
 
-# Listed, not run, until the model computes their precision (shown as xfailed with the reason)
-@pytest.mark.parametrize("config,name", [
-    *[pytest.param("nv_full", n, marks=pytest.mark.xfail(
-        run=False, reason="NN_L0_0 predates the runtime's 2019 EMU descriptor layout: its "
-                          "softmax reads 0 channels and writes nothing (issue 33)"))
-      for n in FULL_WIDE],
-])
-def test_expected_to_fail(config, name):
+def _old_emulator_softmax(x):
+    """NVIDIA's 2018 runtime emulator's softmax of fp16 values ``x``: float32 maximum, float32
+    sum of expf(x - max) in order, each expf(x - max) / sum stored as fp16 (round to nearest
+    even). expf: the double exp rounded to float32."""
+    xf = [np.float32(v) for v in np.asarray(x, np.float16)]
+    m = max(xf)
+    e = [np.float32(math.exp(float(np.float32(v - m)))) for v in xf]
+    total = np.float32(0)
+    for v in e:
+        total = np.float32(total + v)
+    return np.array([np.float32(v / total) for v in e], np.float32).astype(np.float16)
+
+
+def _check_nn_softmax(r) -> None:
+    """NN_L0_0 ran through NVIDIA's runtime and firmware with only its output md5 wrong (the
+    emulator task, NN's comment above), and the 2018 emulator's softmax of the DLA's 1x1x10
+    output (``r.probe``: SDP's last destination atom) equals the golden image's 10 elements."""
+    from verif.sw.dimg import parse
+    assert r.message.startswith("output md5 "), r.message      # the run itself went well
+    (gold_dir,) = [p for p in golden_root().iterdir() if p.name.rsplit("_", 1)[0] == NN]
+    gold = parse((gold_dir / "dla" / "o_000000.dimg").read_bytes())
+    assert (gold.width, gold.height, gold.channel) == (1, 1, 10)
+    dla = np.frombuffer(r.probe[:20], np.float16)
+    assert _old_emulator_softmax(dla).tobytes() == gold.data, (dla, np.frombuffer(gold.data, np.float16))
+
+
+def test_nn_mnist_softmax_of_dla_output():
+    """NN_L0_0 (MNIST, fp16 convolutions, pooling and SDP) on the model of nv_full: the DLA's
+    output through the older runtime's softmax gives the golden's 10 elements bit for bit."""
     from hdl.config import get_config
-    r = run_loadable(loadable(name), "model", get_config(config))
-    assert r.status == "PASS", r.message
+    r = run_loadable(loadable(NN), "model", get_config(NV_FULL_ALL),
+                     probe=("SDP.D_DST_BASE_ADDR_LOW", 32))
+    _check_nn_softmax(r)
 
 
 @needs_verilator

@@ -41,6 +41,7 @@ async def run_sw(dut):
     out = await run_program(eng, Path(cfg["program"]), Path(cfg["loadable"]), Path(cfg["workdir"]),
                             image=Path(cfg["image"]) if cfg.get("image") else None,
                             intr_budget=int(cfg["intr_budget"]), debug=bool(cfg.get("debug")),
+                            probe=tuple(cfg["probe"]) if cfg.get("probe") else None,
                             on_timeout=(lambda: f"waveform: {waves}") if waves else None)
     err = await eng.end_check()
     msg, ok = out.message, out.ok
@@ -53,6 +54,7 @@ async def run_sw(dut):
     rec = {"ok": ok, "message": msg, "exit_code": out.exit_code, "stats": out.stats,
            "cycles": out.cycles, "firmware_errors": out.firmware_errors,
            "timeline": out.timeline,
+           "probe": out.probe.hex() if out.probe is not None else None,
            "log": str(out.log) if out.log else None,
            "sim_cycles": eng.cycle - c0, "sim_wall": time.monotonic() - t0,
            "rd_beats": ax.rd_beats, "wr_beats": ax.wr_beats, "rd_reqs": ax.rd_reqs,

@@ -67,7 +67,9 @@ class HostOutcome:
     counts (``reg_writes``, ``reg_reads``, ``mem_to_engine``/``mem_from_engine`` bytes,
     ``interrupts``, ``stale_intr``, ``tasks``) and ``cycles`` (engine cycles from the first
     kick-off to the last interrupt; None on the model); ``log``: the program's stdout/stderr;
-    ``timeline``: the kick-offs and done interrupts with their cycles (``FirmwareHost``)."""
+    ``timeline``: the kick-offs and done interrupts with their cycles (``FirmwareHost``);
+    ``probe``: with :func:`run_program`'s ``probe``, the engine's bytes at the address the
+    program last wrote to the probe register, read after the program exited (else None)."""
     ok: bool
     message: str = ""
     output: bytes | None = None
@@ -77,6 +79,7 @@ class HostOutcome:
     log: Path | None = None
     firmware_errors: list[str] = field(default_factory=list)
     timeline: list = field(default_factory=list)
+    probe: bytes | None = None
 
 
 def _kick_units(regmap=REGMAP) -> dict[int, str]:
@@ -119,6 +122,8 @@ class FirmwareHost:
         #: (cycle, "kick UNIT" | "done FIELD...") in order: kick-offs at the cycle their write
         #: was accepted, done interrupts at the cycle the firmware's wait saw dla_intr
         self.timeline: list[tuple[int | None, str]] = []
+        #: register byte address -> the last value the program wrote there (every register)
+        self.last_write: dict[int, int] = {}
 
     # ---- the requests ------------------------------------------------------------------------
     async def serve(self, chan: P.Channel) -> None:
@@ -162,6 +167,7 @@ class FirmwareHost:
                 self._count_dones(value)
                 self.timeline.append((self.last_intr, "done " + " ".join(
                     f.name for f in self.intr_status.reg.fields if (value >> f.lsb) & 1)))
+            self.last_write[addr] = value
             kick = value & 1 and addr in self.kick_units
             if kick:
                 self.kicks[self.kick_units[addr]] += 1
@@ -304,13 +310,18 @@ async def run_program(engine, program: Path, loadable: Path, workdir: Path, *,
                       image: Path | None = None, intr_budget: int = 5_000_000,
                       wall_timeout: float = 300.0, dma_base: int = 0x8000_0000,
                       dma_limit: int | None = None, on_timeout=None,
-                      debug: bool = False) -> HostOutcome:
+                      debug: bool = False, probe: tuple[str, int] | None = None) -> HostOutcome:
     """Run NVIDIA's runtime application ``program`` on ``loadable`` (and the input ``image``,
     if any) with its register, memory and interrupt requests served on ``engine``, in
     ``workdir`` (created; its ``output.dimg`` is removed first). Buffers get engine addresses
     from ``dma_base`` up to ``dma_limit`` (default: the end of the engine's address space).
     ``wall_timeout``: seconds the program may go without a request. ``debug``: the firmware's
-    debug messages go to the log. Never raises for a failed run (see HostOutcome)."""
+    debug messages go to the log. ``probe``: ``(register, size)``, e.g.
+    ``("SDP.D_DST_BASE_ADDR_LOW", 32)``: after the program exited, ``size`` bytes of the
+    engine's memory at the address it last wrote to that register (the last layer's output,
+    which the CPU may still transform, e.g. the runtime's emulator tasks) go to
+    ``HostOutcome.probe`` (None when it never wrote the register). Never raises for a failed
+    run (see HostOutcome); KeyError for a register the engine's map lacks."""
     workdir.mkdir(parents=True, exist_ok=True)
     out_path = workdir / OUTPUT_DIMG
     out_path.unlink(missing_ok=True)
@@ -350,6 +361,11 @@ async def run_program(engine, program: Path, loadable: Path, workdir: Path, *,
             code = proc.wait()
         os.close(from_child_r)
         os.close(to_child_w)
+    probed = None
+    if probe is not None:
+        addr = host.last_write.get(host.regmap.lookup(probe[0]).addr)
+        if addr is not None:
+            probed = bytes(await engine.mem_read(addr, probe[1]))
     stats = dict(host.stats, wall=round(time.monotonic() - t0, 3))
     cycles = (host.last_intr - host.first_kick
               if host.last_intr is not None and host.first_kick is not None else None)
@@ -376,4 +392,4 @@ async def run_program(engine, program: Path, loadable: Path, workdir: Path, *,
     if host.task_errors:       # errors of a task that did not finish
         msgs.append("firmware error messages: " + " / ".join(host.task_errors[:5]))
     return HostOutcome(not msgs, "; ".join(msgs), output, code, stats, cycles, log,
-                       host.firmware_errors, host.timeline)
+                       host.firmware_errors, host.timeline, probed)

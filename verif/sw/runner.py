@@ -60,7 +60,8 @@ class SwResult:
     ``golden`` md5, ``output`` (where the image was written), ``cycles`` (first kick-off to last
     interrupt on the simulated engines), ``wall`` seconds, ``stats`` (register, memory and
     interrupt counts, simulated cycles), ``log`` (the runtime's output), ``timeline`` (kick-offs
-    and done interrupts with their cycles, ``verif.sw.host.FirmwareHost.timeline``)."""
+    and done interrupts with their cycles, ``verif.sw.host.FirmwareHost.timeline``), ``probe``
+    (the bytes ``run_loadable``'s ``probe`` asked for, or None)."""
     name: str
     engine: str
     status: str
@@ -73,6 +74,7 @@ class SwResult:
     stats: dict = field(default_factory=dict)
     log: Path | None = None
     timeline: list = field(default_factory=list)
+    probe: bytes | None = None
 
 
 def loadable_name(loadable: Path) -> str:
@@ -134,6 +136,7 @@ def _run_dir(name: str, engine: str) -> Path:
 def _judge(res: SwResult, out: HostOutcome, golden: Golden | None, output: Path) -> SwResult:
     res.stats, res.cycles, res.log = dict(out.stats), out.cycles, out.log
     res.timeline = list(out.timeline)
+    res.probe = out.probe
     if out.output is not None:
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_bytes(out.output)
@@ -157,7 +160,7 @@ def run_loadable(loadable: Path, engine: str = "model", cfg: NvdlaConfig | None 
                  check_golden: bool = True, output: Path | None = None, image: Path | None = None,
                  max_cycles: int | None = None, waves: bool = False, debug: bool = False,
                  memory: str | None = None, axi_ids: dict | str | None = "auto",
-                 kmd: Path | None = None) -> SwResult:
+                 kmd: Path | None = None, probe: tuple[str, int] | None = None) -> SwResult:
     """Run ``loadable`` on ``engine`` with configuration ``cfg`` (default nv_small) and memory
     ``timing`` (default the ``nvidia`` profile), write the output image to ``output``
     (default ``o_000000.dimg`` in the run's directory, see the module docstring) and compare
@@ -166,7 +169,8 @@ def run_loadable(loadable: Path, engine: str = "model", cfg: NvdlaConfig | None 
     the reason; ValueError only for an unknown engine. rtl only: ``waves`` (FST in
     ``build/waves/sw_<name>.fst``), ``memory`` (``sim``/``python``), ``axi_ids`` (the AXI IDs
     the monitor allows, as ``verif.trace.rtl_runner.run_rtl``). ``kmd``: NVIDIA's firmware from
-    another ``kmd`` directory (``verif.sw.build.build_sw``)."""
+    another ``kmd`` directory (``verif.sw.build.build_sw``). ``probe``: as
+    :func:`verif.sw.host.run_program`'s; the bytes go to ``SwResult.probe``."""
     from hdl.config import NV_SMALL
     from verif.sw.build import SwBuildError
     if engine not in ENGINES:
@@ -192,7 +196,7 @@ def run_loadable(loadable: Path, engine: str = "model", cfg: NvdlaConfig | None 
     run_dir = _run_dir(name, engine)
     output = Path(output) if output else run_dir / "o_000000.dimg"
     budget = max_cycles or DEFAULT_INTR_BUDGET
-    kw = dict(image=image, intr_budget=budget, debug=debug)
+    kw = dict(image=image, intr_budget=budget, debug=debug, probe=probe)
     if engine == "model":
         from verif.trace.model_engine import ModelEngine
         out = asyncio.run(run_program(ModelEngine(cfg), build.program, loadable, run_dir, **kw))
@@ -248,6 +252,7 @@ def _run_rtl(cfg, timing, program, loadable, run_dir, kw, waves, memory, name,
           "image": str(Path(kw["image"]).resolve()) if kw.get("image") else None,
           "workdir": str(run_dir.resolve()), "timing": asdict(timing), "engine": eng,
           "intr_budget": kw["intr_budget"], "debug": kw.get("debug", False),
+          "probe": list(kw["probe"]) if kw.get("probe") else None,
           "config": cfg.name}     # its register map places the host's reads (v1 on nv_full)
     got, log, err = _run_batch(sim, [], sim_dir, tb, wpath, tb_module="verif.cocotb_tb.sw_tb",
                                env_name="NVDLA_SW_TB")
@@ -263,4 +268,5 @@ def _run_rtl(cfg, timing, program, loadable, run_dir, kw, waves, memory, name,
     return HostOutcome(d["ok"], d["message"], out_file.read_bytes() if out_file.is_file() else None,
                        d.get("exit_code"), stats, d.get("cycles"),
                        Path(d["log"]) if d.get("log") else None, d.get("firmware_errors") or [],
-                       [tuple(t) for t in d.get("timeline") or []])
+                       [tuple(t) for t in d.get("timeline") or []],
+                       bytes.fromhex(d["probe"]) if d.get("probe") else None)
