@@ -61,17 +61,24 @@ def dc_dims(r: dict) -> tuple[int, int, int, int, int, int]:
 def layer_work(trace, cfg, per_beat: int, latency: int) -> dict:
     """Atomic operations, memory beats and floors (cycles) of a trace's (single) convolution
     layer, from its CSC / CDMA / SDP registers (field positions: hdl/regmap, NVIDIA's RDL);
-    ``per_beat``: bus cycles per AXI beat, ``latency``: memory read latency in cycles."""
+    ``per_beat``: bus cycles per AXI beat, ``latency``: memory read latency in cycles. A
+    16-bit layer (CSC PROC_PRECISION INT16/FP16 on a ``cfg.conv16`` configuration) has
+    two-byte elements, kernel groups of atomic_k / 2 and memory atoms of memory_atomic / 2
+    channels (docs/conv16.md); ``prec`` in the result is PROC_PRECISION (0 INT8)."""
     r = _regs(trace)
     wo, ho, k, c, s, rr = dc_dims(r)
-    atoms = wo * ho * math.ceil(k / cfg.mac_atomic_k) * rr * s * math.ceil(c / cfg.mac_atomic_c)
+    prec = _field(r, "CSC", "D_MISC_CFG", 12, 2)
+    eb = 2 if prec else 1                      # bytes per element
+    kgrp = cfg.mac_atomic_k // eb              # kernels per kernel group
+    per_atom = cfg.memory_atomic // eb         # channels per memory atom
+    atoms = wo * ho * math.ceil(k / kgrp) * rr * s * math.ceil(c / cfg.mac_atomic_c)
     wi = _field(r, "CDMA", "D_DATAIN_SIZE_0", 0, 13) + 1
     hi = _field(r, "CDMA", "D_DATAIN_SIZE_0", 16, 13) + 1
     ci = _field(r, "CDMA", "D_DATAIN_SIZE_1", 0, 13) + 1
     a = cfg.atom_bytes
-    feat = wi * hi * math.ceil(ci / cfg.memory_atomic)
+    feat = wi * hi * math.ceil(ci / per_atom)
     wts = math.ceil(r.get("CDMA.D_WEIGHT_BYTES", 0) / a)
-    out = wo * ho * math.ceil(k / cfg.memory_atomic)
+    out = wo * ho * math.ceil(k / per_atom)
     beats_per_atom = a / cfg.axi_data_bytes
     # the stripes' floor of a design with NVIDIA's operation order (kernel group, stripe of
     # STRIPE_MAX output pixels as hdl.csc.seq.stripe_len chooses them, channel block, kernel row,
@@ -84,9 +91,9 @@ def layer_work(trace, cfg, per_beat: int, latency: int) -> dict:
     dy = _field(r, "CSC", "D_DILATION_EXT", 16, 5) + 1
     pt = _field(r, "CSC", "D_ZERO_PADDING", 16, 5)
     ncb = math.ceil(c / cfg.mac_atomic_c)
-    groups = math.ceil(k / cfg.mac_atomic_k)
-    block_atoms = cfg.mac_atomic_c // cfg.memory_atomic         # memory atoms per channel block
-    ci_atoms = math.ceil(ci / cfg.memory_atomic)
+    groups = math.ceil(k / kgrp)
+    block_atoms = cfg.mac_atomic_c // per_atom                  # memory atoms per channel block
+    ci_atoms = math.ceil(ci / per_atom)
     stripes, rem, p0 = [], wo * ho, 0
     while rem > 0:
         n = rem if rem <= STRIPE_MAX else (rem + 1) // 2 if rem < 2 * STRIPE_MAX else STRIPE_MAX
@@ -104,12 +111,12 @@ def layer_work(trace, cfg, per_beat: int, latency: int) -> dict:
     # the weight banks as programmed (CSC D_BANK): weight entry n (bank-width bytes) takes
     # the ring slot of entry n - WCAP, so it cannot arrive before that entry's last use (a
     # set's entries are used up with the set in its kernel group's last stripe) plus a latency
-    eb = cfg.cbuf_bank_width
+    ew = cfg.cbuf_bank_width                 # bytes of a weight entry (ring slot)
     wcap = (_field(r, "CSC", "D_BANK", 16, 5) + 1) * cfg.cbuf_bank_depth
     released = {}                        # weight entry -> cycle of its last use
-    group_bytes = cfg.mac_atomic_k * rr * s * c
+    group_bytes = kgrp * rr * s * c * eb
     for g in range(groups):
-        kg = min(cfg.mac_atomic_k, k - g * cfg.mac_atomic_k)
+        kg = min(kgrp, k - g * kgrp)
         for j, (n, rows) in enumerate(stripes):
             off = g * group_bytes        # the set's first byte in the weight stream
             for cb in range(ncb):
@@ -118,8 +125,8 @@ def layer_work(trace, cfg, per_beat: int, latency: int) -> dict:
                     for kx in range(s):
                         ring = 0
                         if j == 0:
-                            need += kg * cw          # the set's weights, first used here
-                            e_hi = -(-(off + kg * cw) // eb) - 1
+                            need += kg * cw * eb     # the set's weights, first used here
+                            e_hi = -(-(off + kg * cw * eb) // ew) - 1
                             if e_hi >= wcap:
                                 ring = released.get(e_hi - wcap, 0) + latency
                         for yo, px in rows:
@@ -130,19 +137,19 @@ def layer_work(trace, cfg, per_beat: int, latency: int) -> dict:
                             end = max(end + 1, math.ceil(need * per_byte) + latency, ring) + px - 1
                             ring = 0
                         if j == len(stripes) - 1:
-                            for e in range(off // eb, (off + kg * cw) // eb):
+                            for e in range(off // ew, (off + kg * cw * eb) // ew):
                                 released.setdefault(e, end)
-                        off += kg * cw
+                        off += kg * cw * eb
     # the epilogue: after the last operation, the last stripe's output atoms still pass SDP at
     # its BS throughput (its pixels complete one per cycle, over the last weight set)
     last_px = stripes[-1][0]
-    k_last = k - (groups - 1) * cfg.mac_atomic_k
-    epilogue = max(0, last_px * math.ceil(k_last / cfg.memory_atomic) * cfg.memory_atomic
+    k_last = k - (groups - 1) * kgrp
+    epilogue = max(0, last_px * math.ceil(k_last / per_atom) * per_atom
                    // cfg.sdp_bs_throughput - last_px)
     return {"atomic_ops": atoms, "beats": int((feat + wts + out) * beats_per_atom),
-            "stripes": end + epilogue,
+            "stripes": end + epilogue, "prec": prec,
             # SDP takes the output cube's elements (whole memory atoms) at its BS throughput
-            "sdp_cycles": wo * ho * math.ceil(k / cfg.memory_atomic) * cfg.memory_atomic
+            "sdp_cycles": wo * ho * math.ceil(k / per_atom) * per_atom
                           // cfg.sdp_bs_throughput,
             "out": f"{wo}x{ho}x{k}", "kernel": f"{s}x{rr}x{c}"}
 
