@@ -154,8 +154,11 @@ class Pdp(DatapathUnit):
         half = {"half": True} if has8 and wide else {}
         m.submodules.rdma = rdma = PdpReadDma(cfg, atom_layout(cfg), **half)
         if has8:
+            # the AVE total wraps to 14 bits in nvdlav1 (nv_full's v1 register map), 15 in
+            # nv_small (verif/model/pdp.py INT_WIDTHS; found by a random nv_full program)
             m.submodules.core = core = PdpCore(cfg.memory_atomic, cfg.pdp_throughput,
-                                               MAX_WIDTH)
+                                               MAX_WIDTH,
+                                               tot_bits=14 if cfg.register_map == "v1" else 15)
         m.submodules.wdma = wdma = PdpWriteDma(cfg, atom_layout(cfg), **half)
         # core input: PDP_RDMA, or SDP's output when FLYING_MODE = ON_FLYING (0)
         flying = Signal()

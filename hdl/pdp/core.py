@@ -55,7 +55,8 @@ class PdpCore(wiring.Component):
     """Pooling datapath (module docstring).
 
     Parameters: ``atom`` (elements per atom, cfg.memory_atomic), ``lanes`` (cfg.pdp_throughput),
-    ``max_width`` (line-buffer output columns per band).
+    ``max_width`` (line-buffer output columns per band), ``tot_bits`` (the AVE total's width,
+    :class:`hdl.pdp.pool2d.Pool2d`: 15 on nv_small, 14 on nvdlav1).
 
     Ports: ``i`` In(stream of ArrayLayout(signed(8), atom)); ``o`` Out(stream of the same);
     ``start`` In(1) layer-start pulse; ``method`` In(2); ``kw``, ``kh`` In(4) (1..8); ``sx``, ``sy``
@@ -66,10 +67,11 @@ class PdpCore(wiring.Component):
     ``pads`` In(ArrayLayout(19, 8)); ``recip_w``, ``recip_h`` In(17).
     """
 
-    def __init__(self, atom: int, lanes: int, max_width: int):
+    def __init__(self, atom: int, lanes: int, max_width: int, tot_bits: int = TOT_BITS):
         if atom % lanes:
             raise ValueError(f"atom {atom} is not a multiple of lanes {lanes}")
         self.atom, self.lanes, self.groups, self.max_width = atom, lanes, atom // lanes, max_width
+        self.tot_bits = tot_bits
         a = data.ArrayLayout(signed(8), atom)
         super().__init__({
             "i": In(stream.Signature(a)), "o": Out(stream.Signature(a)),
@@ -88,9 +90,9 @@ class PdpCore(wiring.Component):
         atom_l = data.ArrayLayout(signed(8), self.atom)
         m.submodules.split = split = Split(data.StructLayout({"v": atom_l}), G)
         m.submodules.pool1d = p1 = Pool1d(T, G)
-        m.submodules.pool2d = p2 = Pool2d(T, G, self.max_width)
+        m.submodules.pool2d = p2 = Pool2d(T, G, self.max_width, self.tot_bits)
         self.pool2d = p2        # test hook (tests/hdl/test_pdp_core.py: its ``collision``)
-        tot = data.ArrayLayout(signed(TOT_BITS), T)
+        tot = data.ArrayLayout(signed(self.tot_bits), T)
         mid = data.ArrayLayout(signed(ROW_BITS), T)
         outl = data.ArrayLayout(signed(8), T)
         ave = self.method == POOL_AVE

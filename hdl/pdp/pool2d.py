@@ -10,7 +10,8 @@ ending on this line is emitted with the item.
 
 * AVE (NVIDIA's nv_small RTL, NV_NVDLA_PDP_CORE_cal2d.v; documented in verif/model/pdp.py): the
   sum of the real lines in 14 bits; when only ``m < kh`` lines are real,
-  (PAD_VALUE_{kh-m}X * kw)[13:0] (sign-extended) is added, wrapping to 15 bits.
+  (PAD_VALUE_{kh-m}X * kw)[13:0] (sign-extended) is added, wrapping to ``tot_bits``: 15 bits
+  on nv_small (v2), 14 on nvdlav1 (nv_full; verif/model/pdp.py INT_WIDTHS[("v1", 0)]).
 * MAX / MIN: over the real lines.
 
 At the last line of a surface all open windows end: the oldest is emitted with the items, the
@@ -40,29 +41,35 @@ __all__ = ["Pool2d", "SLOTS", "ACC_BITS", "TOT_BITS"]
 
 SLOTS = 8          # kernel height <= 8: at most 8 open windows
 ACC_BITS = 14      # height-pass sum (cal2d.v)
-TOT_BITS = 15      # after the padding term
+TOT_BITS = 15      # after the padding term (v2: nv_small's cal2d.v; nvdlav1 keeps 14 bits)
 
 
 class Pool2d(wiring.Component):
     """Height pass of PDP (module docstring).
 
     Parameters: ``lanes``, ``groups`` (as :class:`hdl.pdp.pool1d.Pool1d`), ``max_width`` (output
-    columns a line buffer bank holds; a power of two; wider bands are not supported).
+    columns a line buffer bank holds; a power of two; wider bands are not supported),
+    ``tot_bits`` (the AVE total's width after the padding term: 15, :data:`TOT_BITS`, on
+    nv_small; 14 on nvdlav1, whose total wraps to 14 bits). Raises ValueError for another
+    ``tot_bits``.
 
     Ports: ``i`` In(stream of row_item_layout(lanes, groups)); ``o`` Out(stream of
-    ArrayLayout(signed(15), lanes)) in order surface, oy, ox, group (MAX/MIN: the int8 result;
-    AVE: the padded sum before the reciprocal multiplies); ``start`` In(1) pulse at layer start;
+    ArrayLayout(signed(tot_bits), lanes)) in order surface, oy, ox, group (MAX/MIN: the int8
+    result; AVE: the padded sum before the reciprocal multiplies); ``start`` In(1) pulse at layer start;
     ``method`` In(2); ``kw`` In(4); ``kh`` In(4) 1..8; ``sy`` In(5) 1..16; ``pad_top`` In(3);
     ``height`` In(14) input lines; ``out_height`` In(14) output lines; ``pads``
     In(ArrayLayout(19, 8)) raw PAD_VALUE_kX at index k.
     """
 
-    def __init__(self, lanes: int, groups: int, max_width: int):
+    def __init__(self, lanes: int, groups: int, max_width: int, tot_bits: int = TOT_BITS):
         if max_width & (max_width - 1) or groups & (groups - 1):
             raise ValueError("max_width and groups must be powers of two")
+        if tot_bits not in (ACC_BITS, TOT_BITS):
+            raise ValueError(f"tot_bits {tot_bits}: {ACC_BITS} (nvdlav1) or {TOT_BITS} (nv_small)")
         self.lanes, self.groups, self.max_width = lanes, groups, max_width
+        self.tot_bits = tot_bits
         self._row = row_item_layout(lanes, groups)
-        self._out = data.ArrayLayout(signed(TOT_BITS), lanes)
+        self._out = data.ArrayLayout(signed(tot_bits), lanes)
         super().__init__({
             "i": In(stream.Signature(self._row)),
             "o": Out(stream.Signature(self._out)),

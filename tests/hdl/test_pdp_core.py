@@ -11,7 +11,7 @@ from amaranth.sim import Simulator
 
 from hdl.pdp.core import PdpCore
 from streams import check_stream_stable, stream_get, stream_put
-from verif.model.pdp import POOL_AVE, POOL_MAX, POOL_MIN, pool_plane  # the reference
+from verif.model.pdp import INT_WIDTHS, POOL_AVE, POOL_MAX, POOL_MIN, pool_plane  # the reference
 
 ATOM = 8
 
@@ -51,7 +51,7 @@ CASES = [
 ]
 
 
-def _run(lanes, case, seed, p_stall=0.3):
+def _run(lanes, case, seed, p_stall=0.3, tot_bits=15, x_value=None, pad=None):
     name, method, w, h, surf, kw, kh, sx, sy, pl, pt, pr, pb = case
     assert (pl + w + pr - kw) % sx == 0 and (pt + h + pb - kh) % sy == 0
     ow = (pl + w + pr - kw) // sx + 1
@@ -61,14 +61,19 @@ def _run(lanes, case, seed, p_stall=0.3):
     c = surf * ATOM
     x = nrng.integers(-128, 128, size=(c, h, w))
     pads = [int(nrng.integers(0, 1 << 19)) for _ in range(7)]
+    if x_value is not None:
+        x[...] = x_value
+    if pad is not None:
+        pads = [pad] * 7
     recip_w, recip_h = _recip(kw), _recip(kh)
-    want = pool_plane(x, method, kw, kh, sx, sy, pl, pt, pr, pb, ow, oh, pads, recip_w, recip_h)
+    want = pool_plane(x, method, kw, kh, sx, sy, pl, pt, pr, pb, ow, oh, pads, recip_w, recip_h,
+                      widths=INT_WIDTHS[("v2" if tot_bits == 15 else "v1", 0)])
     items = [[int(v) for v in x[s * ATOM:(s + 1) * ATOM, yy, xx]]
              for s in range(surf) for yy in range(h) for xx in range(w)]
     expect = [[int(v) for v in want[s * ATOM:(s + 1) * ATOM, yy, xx]]
               for s in range(surf) for yy in range(oh) for xx in range(ow)]
 
-    dut = PdpCore(ATOM, lanes, 16)
+    dut = PdpCore(ATOM, lanes, 16, tot_bits)
     got = []
 
     async def producer(ctx):
@@ -114,6 +119,18 @@ def _run(lanes, case, seed, p_stall=0.3):
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_pdp_core_vs_model(lanes, case):
     _run(lanes, case, seed=CASES.index(case) * 10 + lanes)
+
+
+# nvdlav1 (nv_full) wraps the AVE total to 14 bits, nv_small to 15 (random program pdp 2042 on
+# nv_full found it): 8x8 windows of 127s, every column real, one or two lines missing,
+# PAD_VALUE 500 ((500 x 8)[13:0] = 4000 added) take totals past 8191 (6 x 1016 + 4000 =
+# 10096), which only 15 bits keep
+WRAP_CASE = ("8x8_ave_wrap", POOL_AVE, 8, 8, 1, 8, 8, 1, 1, 0, 2, 0, 2)
+
+
+@pytest.mark.parametrize("tot_bits", [14, 15])
+def test_pdp_core_ave_total_width(tot_bits):
+    _run(8, WRAP_CASE, seed=900 + tot_bits, tot_bits=tot_bits, x_value=127, pad=500)
 
 
 # one output column without stalls, so the height pass's items follow back to back: with one

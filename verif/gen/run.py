@@ -151,9 +151,15 @@ class Outcome:
         return self.status in ("pass", "hang-ok")
 
 
-def repro_command(d: Path, mem_profile: str, seed: int, rtl_filelist: Path | None = None) -> str:
+def repro_command(d: Path, mem_profile: str, seed: int, rtl_filelist: Path | None = None,
+                  cfg=None) -> str:
+    """The command that replays trace directory ``d`` as the sweep played it: memory profile
+    and seed, another NV_nvdla's file list, and the configuration ``cfg`` (its full name,
+    overrides included) unless it is nv_small, the CLI's default."""
+    name = getattr(cfg, "name", "nv_small")
     return (f"python -m verif.trace run {d} --engine rtl --mem-profile {mem_profile}"
             + (f" --seed {seed}" if mem_profile == "random" else "")
+            + (f" --config {name}" if name != "nv_small" else "")
             + (f" --rtl-filelist {rtl_filelist}" if rtl_filelist else ""))
 
 
@@ -162,7 +168,7 @@ def judge(p: Prepared, res, cfg, mem_profile: str, mem_seed: int,
     """Compare one RTL result with the model's (module docstring)."""
     from verif.trace.player import PASS
     prog = p.prog
-    cmd = repro_command(p.dir, mem_profile, mem_seed, rtl_filelist)
+    cmd = repro_command(p.dir, mem_profile, mem_seed, rtl_filelist, cfg)
     head = f"{prog.kind} seed {prog.seed}"
     if not prog.legal:
         if res.status != PASS and "no interrupt within" in res.message and "units still busy: " in res.message \
