@@ -159,13 +159,13 @@ def _select_seeds(kinds, first: int, n: int, cfg, precision) -> tuple[dict, dict
     when that is not enough), and, when ``cfg`` computes more than one precision, each
     program's precisions (``{(type, seed): frozenset}``; a generator error: none)."""
     seeds, precs = {}, {}
-    several = len(cfg.precisions) > 1
+    classify = len(cfg.precisions) > 1 or bool(precision)
     for kind in kinds:
         chosen = []
         for seed in range(first, first + (50 * n if precision else n)):
             if len(chosen) == n:
                 break
-            if several:
+            if classify:
                 try:
                     precs[(kind, seed)] = program_precisions(generate(kind, seed, cfg), cfg)
                 except Exception:       # the sweep reports generator errors itself
