@@ -156,8 +156,9 @@ def main(argv=None) -> int:
 def _select_seeds(kinds, first: int, n: int, cfg, precision) -> tuple[dict, dict]:
     """Per layer type the ``n`` seeds to run from ``first`` on (with ``precision``: only those
     whose program has a layer in one of them; at most 50 n seeds are tried, fewer programs
-    when that is not enough), and, when ``cfg`` computes more than one precision, each
-    program's precisions (``{(type, seed): frozenset}``; a generator error: none)."""
+    when that is not enough), and, when ``cfg`` computes more than one precision or
+    ``precision`` is given, each program's precisions (``{(type, seed): frozenset}``; a
+    generator error: none)."""
     seeds, precs = {}, {}
     classify = len(cfg.precisions) > 1 or bool(precision)
     for kind in kinds:
