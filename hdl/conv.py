@@ -189,14 +189,11 @@ class ConvPipeline(DatapathUnit):
         wiring.connect(m, cbuf.dat_rd_resp, csc.dat_rd_resp)
         wiring.connect(m, csc.wt_rd_req, cbuf.wt_rd_req)
         wiring.connect(m, cbuf.wt_rd_resp, csc.wt_rd_resp)
-        if weights_first(cfg):
-            # every stripe's new lines as a band: CSC's later stripes start on their lines'
-            # first channel block, as the first does (docs/conv.md "CDMA")
-            band, step = first_band_lines(m, rfs["CSC"].cfg, STRIPE_MAX, step=True)
-            m.d.comb += cdma.band_step.eq(step)
-        else:
-            band = first_band_lines(m, rfs["CSC"].cfg, STRIPE_MAX)
-        m.d.comb += [cdma.band_lines.eq(band),
+        # every stripe's new lines as a band: CSC's later stripes start on their lines' first
+        # channel block, as the first does, instead of waiting for whole lines (every
+        # configuration: docs/conv.md "CDMA")
+        band, step = first_band_lines(m, rfs["CSC"].cfg, STRIPE_MAX, step=True)
+        m.d.comb += [cdma.band_step.eq(step), cdma.band_lines.eq(band),
                      csc.band_end.eq(cdma.band_end), csc.band_cbs.eq(cdma.band_cbs)]
         m.d.comb += [csc.dat_slices.eq(cdma.dat_slices), csc.wt_entries.eq(cdma.wt_entries),
                      cdma.wt_released.eq(csc.wt_released), cdma.wt_read.eq(csc.wt_read)]

@@ -86,6 +86,10 @@ def layer_work(trace, cfg, per_beat: int, latency: int) -> dict:
     # run before the bus has carried, one read latency earlier, every byte it and the operations
     # before it read (weight sets, and input atoms by line and channel block) - whatever order
     # the fetch takes, that much must have crossed - nor before its weights have a ring slot.
+    # The lines of a surface cross in memory order (NVIDIA's CDMA and ours fetch the whole cube,
+    # each surface's lines in order; CBUF's slices fill in line order): line y of channel block
+    # cb brings every line of cb above it, read or not (strides and dilations skip lines: a
+    # layer with vertical stride 2 and dilation 2 reads 3 of its first 6 lines).
     # Walked per run of pixels on one output row.
     sy = _field(r, "CSC", "D_CONV_STRIDE_EXT", 16, 3) + 1
     dy = _field(r, "CSC", "D_DILATION_EXT", 16, 5) + 1
@@ -104,7 +108,7 @@ def layer_work(trace, cfg, per_beat: int, latency: int) -> dict:
             p = q
         stripes.append((n, rows))
         rem, p0 = rem - n, p0 + n
-    have = set()                         # (line, channel block) already counted
+    top = [-1] * ncb                     # per channel block: the last line counted
     need = 0                             # bytes read so far
     end = 0                              # cycle the previous operation ran
     per_byte = per_beat / cfg.axi_data_bytes
@@ -131,9 +135,10 @@ def layer_work(trace, cfg, per_beat: int, latency: int) -> dict:
                                 ring = released.get(e_hi - wcap, 0) + latency
                         for yo, px in rows:
                             y = yo * sy - pt + ky * dy
-                            if 0 <= y < hi and (y, cb) not in have:
-                                have.add((y, cb))
-                                need += wi * min(block_atoms, ci_atoms - cb * block_atoms) * a
+                            if 0 <= y < hi and y > top[cb]:
+                                need += ((y - top[cb]) * wi
+                                         * min(block_atoms, ci_atoms - cb * block_atoms) * a)
+                                top[cb] = y
                             end = max(end + 1, math.ceil(need * per_byte) + latency, ring) + px - 1
                             ring = 0
                         if j == len(stripes) - 1:

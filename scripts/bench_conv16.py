@@ -9,11 +9,12 @@ layer near the balance of two limits overlaps them imperfectly: it measures the 
 the MACs), and NVIDIA's operation order adds at most 1 % to the MAC limit:
 ``scripts/bench_conv.py`` ``layer_work``'s *dataflow floor* (``stripes``: kernel group
 outermost, then stripe, channel block, kernel row and column, pixel; an operation waits for
-the bus to have carried every byte it and the operations before it read, and for a weight
-ring slot). That last condition matters: kernel group 0 sweeps every input line while CDMA
-fetches them, so a layer whose input takes longer to fetch than group 0 takes to compute is
-bound by that fetch whatever its other groups do, and a layer's first operation waits for its
-first lines. ``--all`` also runs the layers that miss only this condition, reported against
+the bus to have carried every byte it and the operations before it read, each surface's lines
+in memory order, and for a weight ring slot). That last condition matters: kernel group 0
+sweeps every input line while CDMA fetches them, so a layer whose input takes longer to fetch
+than group 0 takes to compute is bound by that fetch whatever its other groups do, a layer's
+first operation waits for its first lines, and a layer whose vertical stride or dilation skips
+lines still waits for the skipped lines above the ones it reads. ``--all`` also runs the layers that miss only this condition, reported against
 their floor. An atomic operation is atomic_c channels x atomic_k kernels in INT8 and atomic_c
 channels x atomic_k/2 kernels in INT16/FP16 (v1_ias_unit_description.rst "Convolution MAC":
 1024 16-bit MACs, 2048 8-bit, on nv_full), so a layer's operations are out W x H x

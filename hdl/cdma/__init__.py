@@ -176,9 +176,7 @@ class Cdma(wiring.Component):
       DATAIN_HEIGHT+1; 0: none), fetched surface by surface;
       ``band_step`` In(14): 0, the lines after the first band line by line; otherwise in
       further bands of that many lines (the last one shorter), each surface by surface
-      (sampled at ``start``; used only after a non-empty first band, and only with
-      ``weights_first``: without it the port is ignored and nothing of the later bands is
-      built, nv_small's CDMA);
+      (sampled at ``start``; used only after a non-empty first band);
       ``band_end`` Out(14): ``keep.dat_kept`` + the lines up to the end of the band being
       written (from the cycle after ``start``; it moves on with each band): slices below it
       and at or above ``dat_slices`` hold their first ``band_cbs`` channel blocks;
@@ -276,7 +274,7 @@ class Cdma(wiring.Component):
             img.regs.eq(regs),
             dma.start.eq(start & ~pixel),
             dma.band.eq(self.band_lines),
-            dma.step.eq(self.band_step if self.weights_first else 0),
+            dma.step.eq(self.band_step),
             dma.hold.eq(hold),
             dma.cube.base.eq(Cat(regs.d_dain_addr_low_0.as_value(),
                                  regs.d_dain_addr_high_0.as_value())[:cfg.mem_address_width]),
@@ -653,7 +651,7 @@ class Cdma(wiring.Component):
                          fetched.eq(0), self.dat_slices.eq(keep.dat_kept),
                          dat_active.eq(dat_fetch),
                          band.eq(dat_fetch & feature & (band_lines != 0)), nband.eq(band_lines),
-                         step.eq(self.band_step if self.weights_first else 0),
+                         step.eq(self.band_step),
                          yb.eq(0),
                          run0.eq(keep.dat_next), cb_base.eq(keep.dat_next),
                          self.band_cbs.eq(0),

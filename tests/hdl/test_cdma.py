@@ -447,8 +447,8 @@ def test_cdma_random_layers(spec):
 @pytest.mark.parametrize("spec", CONFIGS)
 def test_cdma_first_band(spec, weights_first):
     """The first ``band_lines`` lines surface by surface (band_cbs counts their surfaces,
-    dat_slices jumps by the band at its end), then line by line or (``band_step``, with
-    ``weights_first``) in further bands surface by surface (band_end moving on with each);
+    dat_slices jumps by the band at its end), then line by line or (``band_step``) in
+    further bands surface by surface (band_end moving on with each);
     bands longer than the cube, with kept slices and a data ring that wraps."""
     cfg = get_config(spec)
     rng = random.Random("band" + spec)
@@ -456,7 +456,7 @@ def test_cdma_first_band(spec, weights_first):
     for i in range(8):
         L = random_layer(rng, cfg, reuse=i % 2 == 1)
         L["band"] = rng.randint(1, L["h"] + 2)
-        L["step"] = 0 if i < 2 or not weights_first else rng.randint(1, L["h"] + 1)
+        L["step"] = 0 if i < 2 else rng.randint(1, L["h"] + 1)
         layers.append(L)
     run_layers(cfg, layers, seed=7, weights_first=weights_first)
 

@@ -32,7 +32,7 @@ import random
 import numpy as np
 from amaranth.sim import Simulator
 from streams import check_stream_stable
-from test_cdma import check_done_pulses, consumer, memory_port, releaser
+from test_cdma import bands as cdma_bands, check_done_pulses, consumer, memory_port, releaser
 
 from hdl.cdma import WT_AHEAD, Cdma
 from hdl.config import get_config
@@ -133,7 +133,8 @@ def random_layer(rng, cfg, prec, *, small=False):
                                    0x7FFF, 0x8000]),
              CVT_TRUNCATE=rng.choice([0, 1, rng.randint(0, 20), rng.randint(0, 63), 33, 34]),
              DMA_EN=1)
-    info = dict(keep=keep, band=rng.choice([0, rng.randint(1, h + 1)]), step=0,
+    info = dict(keep=keep, band=rng.choice([0, rng.randint(1, h + 1)]),
+                step=rng.choice([0, rng.randint(1, h + 1)]),
                 shape=(k, kr, ks, c))
     return f, info
 
@@ -174,13 +175,20 @@ def element_fn(f):
     return cvt
 
 
+def bands(f, info):
+    """(first line, lines) of the bands fetched surface by surface (test_cdma's ``bands``)."""
+    return cdma_bands(dict(keep=info["keep"], band=info["band"], step=info["step"],
+                           h=f["DATAIN_HEIGHT"] + 1))
+
+
 def fetch_order(f, info, ns):
-    """(y, s, x) of every atom in fetch order: the band's lines surface by surface, then the
-    lines after it line by line."""
+    """(y, s, x) of every atom in fetch order: each band's lines surface by surface, then the
+    lines after the bands line by line."""
     w, h = f["DATAIN_WIDTH"] + 1, f["DATAIN_HEIGHT"] + 1
-    b = min(info["band"], h)
-    band = [(y, s, x) for s in range(ns) for y in range(b) for x in range(w)]
-    return band + [(y, s, x) for y in range(b, h) for s in range(ns) for x in range(w)]
+    order = [(y, s, x) for y0, nb in bands(f, info)
+             for s in range(ns) for y in range(y0, y0 + nb) for x in range(w)]
+    done = sum(nb for _, nb in bands(f, info))
+    return order + [(y, s, x) for y in range(done, h) for s in range(ns) for x in range(w)]
 
 
 def expected_data(cfg, mem, f, info):
@@ -262,12 +270,14 @@ def counters(cfg, f, info, n):
     ns = -(-(f["DATAIN_CHANNEL"] + 1) // (cfg.atom_bytes // eb))
     nblk = -(-ns // rr)
     kept = info["keep"]["dat_kept"]
-    b = min(info["band"], h)
-    if b and n < b * ns * w:
-        done = n // (b * w)
-        return kept, done // rr, kept + b
-    n -= b * ns * w
-    return kept + b + n // (ns * w), nblk if b else 0, kept + b
+    end = kept
+    for y0, nb in bands(f, info):
+        end = kept + y0 + nb
+        if n < nb * ns * w:
+            return kept + y0, n // (nb * w) // rr, end
+        n -= nb * ns * w
+    done = sum(nb for _, nb in bands(f, info))
+    return kept + done + n // (ns * w), nblk if done else 0, end
 
 
 # ------------------------------------------------------------------------------------ bench
