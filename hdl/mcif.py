@@ -6,7 +6,8 @@ port (``nvdla_core2cvsram_*``), is a second instance with the same clients (``hd
 Read side: round-robin arbitration between the read clients; each granted request is one AXI
 burst (``arlen`` = request ``len``) with ``arid`` = client index (:mod:`hdl.dma.clients`). Any
 number of bursts may be outstanding. Read data beats are routed by ``rid`` to that client's
-``rsp`` stream as they come (``rready`` follows that client's ``rsp.ready``): AXI keeps beats of
+``rsp`` stream as they come (``rready`` follows that client's ``rsp.ready``, and is high while
+no beat is offered): AXI keeps beats of
 one ID in order but may return, and interleave, different IDs in any order, which needs no
 reorder buffer here because every client receives only its own beats. Clients bound their own
 outstanding beats by their buffer space (credit rule, :class:`hdl.axi.DmaReadSignature`).
@@ -126,11 +127,17 @@ class Mcif(wiring.Component):
                      ar.o.ready.eq(axi.ar_arready)]
 
         # ---- R: routed by ID, beat by beat (any interleaving of IDs) ----
+        # rready is high while no beat is offered: a memory that offers the next beat only
+        # to a ready master (NVIDIA's trace player's memory, the ``nvidia`` and ``fast``
+        # profiles of verif/axi_slave.py) would otherwise wait forever behind a stale ``rid``
+        # whose client is full (e.g. SDP's NRDMA, all its beats received, while CDMA's are
+        # still to come: a deadlock). A client with beats in flight has room for them
+        # (credit rule), so the beat it is then offered is taken.
         for i, c in enumerate(self.rd):
             hit = axi.r_rid == i
             m.d.comb += [c.rsp.payload.eq(axi.r_rdata), c.rsp.valid.eq(axi.r_rvalid & hit)]
             with m.If(hit):
-                m.d.comb += axi.r_rready.eq(c.rsp.ready)
+                m.d.comb += axi.r_rready.eq(c.rsp.ready | ~axi.r_rvalid)
         with m.If(axi.r_rid >= self.n_read):
             m.d.comb += axi.r_rready.eq(1)       # unknown ID: drop rather than hang
 

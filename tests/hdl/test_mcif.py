@@ -51,6 +51,44 @@ def test_read_round_robin_and_routing():
     sim.run()
 
 
+def test_rready_high_while_no_beat_is_offered():
+    """``rready`` is high while ``rvalid`` is low, whatever the stale ``rid`` and that client's
+    ``rsp.ready``, and follows the addressed client's ``rsp.ready`` while a beat is offered. An
+    in-order memory that offers its next beat only to a ready master (NVIDIA's trace player's;
+    verif/axi_slave.py ``nvidia``/``fast``) otherwise deadlocks: client 1 (all its beats
+    received, its buffer full, ``rid`` still 1) held ``rready`` low while client 0's beats
+    waited (random nv_small dc programs with SDP operands from memory, seeds 62014 and 7 more of
+    62000..62199, ``--mem-profile nvidia``)."""
+    dut = Mcif(NV_SMALL, n_read=2, n_write=1)
+    ax = dut.axi
+
+    async def bench(ctx):
+        for i in range(2):
+            ctx.set(dut.rd[i].rsp.ready, 1)
+        ctx.set(ax.r_rvalid, 1)
+        ctx.set(ax.r_rid, 1)
+        await ctx.tick()
+        ctx.set(ax.r_rvalid, 0)
+        ctx.set(dut.rd[1].rsp.ready, 0)      # client 1 full, its last beat taken
+        for _ in range(3):
+            await ctx.tick()
+            assert ctx.get(ax.r_rready) == 1
+        # a memory offering beats only when rready is high now offers client 0's
+        ctx.set(ax.r_rvalid, 1)
+        ctx.set(ax.r_rid, 0)
+        assert ctx.get(ax.r_rready) == 1 and ctx.get(dut.rd[0].rsp.valid) == 1
+        ctx.set(dut.rd[0].rsp.ready, 0)
+        assert ctx.get(ax.r_rready) == 0     # offered to a client that cannot take it: held
+        ctx.set(ax.r_rid, 1)
+        ctx.set(dut.rd[0].rsp.ready, 1)
+        assert ctx.get(ax.r_rready) == 0     # client 1's beat waits for client 1
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+
+
 def axi_slave(dut, mem, rng, state, *, p_ready=0.6, max_latency=30):
     """Background testbench: a behavioural AXI4 memory slave on ``dut.axi`` (byte dict ``mem``).
 
