@@ -338,6 +338,26 @@ def test_rtl_dc_layer_handover(tmp_path):
     assert not bad, "\n".join(bad)
 
 
+#: DC programs with SDP operands from memory that deadlocked under NVIDIA's in-order memory (the
+#: ``nvidia`` profile offers the next R beat only while ``rready`` is high): MCIF's ``rready``
+#: followed the stale ``rid`` of a full SDP NRDMA while CDMA's beats were still to come, so
+#: nothing moved again (fixed: hdl/mcif.py, ``rready`` high while no beat is offered)
+DC_IN_ORDER_SEEDS = (62014, 62043)
+
+
+@pytest.mark.rtl
+@needs_verilator
+def test_rtl_dc_in_order_memory(tmp_path):
+    """DC programs whose SDP reads operands beside CDMA's fetch, on NVIDIA's in-order memory
+    profile: every layer writes exactly the model's bytes (no deadlock on the R channel)."""
+    preps = [prepare(dc_generate(s, NV_SMALL), tmp_path, NV_SMALL) for s in DC_IN_ORDER_SEEDS]
+    outs = list(run_programs(preps, NV_SMALL, mem_profile="nvidia", jobs=1,
+                             per_process=len(preps)))
+    assert len(outs) == len(preps)
+    bad = [o.message for o in outs if not o.ok]
+    assert not bad, "\n".join(bad)
+
+
 @pytest.mark.rtl
 @needs_verilator
 def test_rtl_dc_weight_bytes_not_a_multiple_of_128_hangs(tmp_path):
