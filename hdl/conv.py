@@ -54,15 +54,14 @@ def weights_first(cfg: NvdlaConfig, stripe_max: int = STRIPE_MAX) -> bool:
     return cfg.mac_atomic_c * cfg.mac_atomic_k >= stripe_max * cfg.axi_data_bytes
 
 
-def first_band_lines(m: Module, csc, stripe_max: int, step: bool = False):
-    """Input lines CSC's first stripe reads (CDMA fetches them surface by surface first,
-    docs/conv.md "CDMA"), from CSC's registers ``csc`` (typed ``cfg`` view), registered:
-    ``(rows - 1) * sy + (R - 1) * dy + 1 - pad_top`` (at least 1) for the ``rows`` =
-    ceil(stripe_max / output width) output rows of the first stripe (CDMA clips it to the
-    input height). Only the fetch order depends on it, never a result.
-
-    ``step``: also return the lines of CDMA's later bands, ``rows * sy`` (the input lines a
-    stripe of ``rows`` output rows moves on by), as a second registered Signal."""
+def first_band_lines(m: Module, csc, stripe_max: int):
+    """CDMA's band sizes (docs/conv.md "CDMA"), from CSC's registers ``csc`` (typed ``cfg``
+    view), as two registered Signals ``(band, step)``: ``band``, the input lines CSC's first
+    stripe reads, ``(rows - 1) * sy + (R - 1) * dy + 1 - pad_top`` (at least 1) for the
+    ``rows`` = ceil(stripe_max / output width) output rows of the first stripe (CDMA clips it
+    to the input height); ``step``, the lines of CDMA's later bands, ``rows * sy`` (the input
+    lines a stripe of ``rows`` output rows moves on by). Only the fetch order depends on
+    them, never a result."""
     wo = Signal(14)
     m.d.comb += wo.eq(csc.d_dataout_size_0.dataout_width + 1)
     # the smallest k with k * wo >= stripe_max: compare wo with ceil(stripe_max / k)
@@ -76,8 +75,6 @@ def first_band_lines(m: Module, csc, stripe_max: int, step: bool = False):
     m.d.comb += need.eq((rows - 1) * sy + r1 * dy + 1 - csc.d_zero_padding.pad_top)
     band = Signal(BAND_BITS)
     m.d.sync += band.eq(Mux(need < 1, 1, need))
-    if not step:
-        return band
     lines = Signal(BAND_BITS)
     m.d.sync += lines.eq(rows * sy)
     return band, lines
@@ -192,7 +189,7 @@ class ConvPipeline(DatapathUnit):
         # every stripe's new lines as a band: CSC's later stripes start on their lines' first
         # channel block, as the first does, instead of waiting for whole lines (every
         # configuration: docs/conv.md "CDMA")
-        band, step = first_band_lines(m, rfs["CSC"].cfg, STRIPE_MAX, step=True)
+        band, step = first_band_lines(m, rfs["CSC"].cfg, STRIPE_MAX)
         m.d.comb += [cdma.band_step.eq(step), cdma.band_lines.eq(band),
                      csc.band_end.eq(cdma.band_end), csc.band_cbs.eq(cdma.band_cbs)]
         m.d.comb += [csc.dat_slices.eq(cdma.dat_slices), csc.wt_entries.eq(cdma.wt_entries),
