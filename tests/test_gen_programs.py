@@ -182,6 +182,41 @@ def test_dc_programs_16_bit_on_nv_full(tmp_path):
     assert varied >= len(infos) // 2, f"only {varied} of {len(infos)} int16 outputs vary"
 
 
+def test_batch_programs_on_nv_full(tmp_path):
+    """Multi-batch programs (verif/gen/dc.py ``generate_batch``) run to their end on the model
+    of nv_full: every layer programs its N in CDMA, CSC, CACC (BATCHES) and SDP (BATCH_NUMBER),
+    checks N output cubes D_DST_BATCH_STRIDE apart (64-byte aligned base and strides), and the
+    draws cover the three precisions, inner-product layers (1 x 1 output), N of 2..4 and over
+    16, and outputs that differ between the cubes of a layer."""
+    from hdl.config import get_config
+    cfg = get_config("nv_full+winograd=False+weight_compression=False+feature_data_type=int8_int16_fp16")
+    precs, ns, fc, differ, layers = set(), set(), 0, 0, 0
+    for seed in range(20):
+        prog = generate("batch", seed, cfg)
+        p = prepare(prog, tmp_path, cfg)
+        assert p.prog.legal and len(p.model.checks) == len(prog.writer.checks)
+        data = {}                  # a region's bytes in both memories (nv_full has CVIF)
+        for c in p.model.checks:
+            data[c.base] = data.get(c.base, b"") + c.data
+        for lay in prog.layers:
+            i, n = lay.info, lay.info["batches"]
+            regs = {(u, r): v for u, r, v in lay.writes}
+            for u in ("CDMA", "CSC", "CACC"):
+                assert regs[(u, "D_BATCH_NUMBER")] & 0x1F == n - 1
+            assert regs[("SDP", "D_FEATURE_MODE_CFG")] >> 8 & 0x1F == n - 1
+            bases = [a for a, _ in lay.out]
+            stride = regs[("SDP", "D_DST_BATCH_STRIDE")]
+            assert bases == [bases[0] + b * stride for b in range(n)] and bases[0] % 64 == 0
+            assert regs[("SDP", "D_DST_LINE_STRIDE")] % 64 == regs[("SDP", "D_DST_SURFACE_STRIDE")] % 64 == 0
+            precs.add(i["prec"])
+            ns.add(n)
+            fc += (i["wo"], i["ho"]) == (1, 1)
+            layers += 1
+            differ += len({data[a] for a in bases}) > 1
+    assert precs == {0, 1, 2} and fc >= 3 and min(ns) <= 4 and max(ns) > 16
+    assert differ >= layers // 2
+
+
 def test_sdp_and_cdp_programs_all_precisions_on_nv_full(tmp_path):
     """On nv_full computing int8, int16 and fp16: SDP programs run the EW (Y) sub-unit in each
     precision, with its ALU and MUL operands from memory, the LUT (loaded once per program in

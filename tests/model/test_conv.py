@@ -594,3 +594,84 @@ def test_image_dilation_rejected():
     L.set("CSC", X_DILATION_EXT=1)
     with pytest.raises(ModelConfigError, match="dilation"):
         core.run(*L.views())
+
+
+# ----------------------------------------------------------------------------- multi-batch (nv_full)
+#: nv_full with multi-batch (Winograd and weight compression are not modelled)
+NV_FULL_BATCH = get_config("nv_full+winograd=False+weight_compression=False")
+
+
+def batch_layer(n, case, stride, dat=0x8000_0000, wt=0x9000_0000):
+    """An int8 multi-batch DC layer on nv_full (v1 register map): ``n`` cubes ``stride``
+    bytes apart (CDMA D_BATCH_STRIDE), BATCHES = n-1 in CDMA, CSC and CACC."""
+    from hdl.regmap import REGMAP_V1
+    L = Layer(REGMAP_V1)
+    ho, wo = program_dc(L, data_bank=7, weight_bank=7, **case)
+    ls = case["w"] * 32
+    L.both(ENTRIES=case["w"] * -(-case["c"] // 64) - 1, BATCHES=n - 1)
+    L.set("CDMA", LINE_STRIDE=ls, SURF_STRIDE=ls * case["h"], DATAIN_ADDR_LOW_0=dat,
+          WEIGHT_ADDR_LOW=wt)
+    L.set("CACC", BATCHES=n - 1)
+    u = L.u["CDMA"]
+    r, f = u._field_index["BATCH_STRIDE"]
+    u.groups[0][r.name] = stride & ~((1 << f.lsb) - 1)
+    return L, ho, wo
+
+
+@pytest.mark.parametrize("n,case", [
+    (3, dict(w=4, h=3, c=40, k=5, r=2, s=2, sx=1, sy=1, dx=1, dy=2, pl=1, pr=0, pt=1, pb=0, trunc=3)),
+    (17, dict(w=2, h=2, c=9, k=33, r=2, s=2, sx=1, sy=1, dx=1, dy=1, pl=0, pr=0, pt=0, pb=0, trunc=0)),
+])
+def test_multi_batch_direct_conv_nv_full(n, case):
+    """A multi-batch layer (unit description "Multi-Batch Mode"): N cubes D_BATCH_STRIDE
+    apart, one set of kernels; the model returns (N, K, H_out, W_out), each cube's output the
+    direct summation of that cube (plain loops, bit-level rounding)."""
+    rng = random.Random(f"batch{n}")
+    stride = 32 * (case["w"] * case["h"] * -(-case["c"] // 32) + 3)
+    xs = [rnd_cube(rng, case["c"], case["h"], case["w"]) for _ in range(n)]
+    w = rnd_weights(rng, case["k"], case["r"], case["s"], case["c"])
+    mem = Memory()
+    ls = case["w"] * 32
+    for b, x in enumerate(xs):
+        write_cube(mem, np.array(x, np.int64), 0x8000_0000 + b * stride, ls, ls * case["h"], 32)
+    mem.write(0x9000_0000, naive_weights_to_memory(w, 64, 32))
+    L, ho, wo = batch_layer(n, case, stride)
+    out = ConvCore(NV_FULL_BATCH, mem).run(*L.views())
+    assert out.shape == (n, case["k"], ho, wo)
+    for b, x in enumerate(xs):
+        acc = naive_dc(x, w, ho, wo, case["sx"], case["sy"], case["dx"], case["dy"], case["pl"],
+                       case["pt"], 0)
+        assert out[b].tolist() == [[[rtl_cacc(v, case["trunc"]) for v in row] for row in ch]
+                                   for ch in acc], b
+
+
+def test_multi_batch_refusals():
+    """What the model refuses in a multi-batch layer: CSC/CACC counting other batches than
+    CDMA, DATA_REUSE (into or after one), the cubes overflowing the data banks, and multi-batch
+    on a configuration without it."""
+    case = dict(w=2, h=2, c=8, k=2, r=1, s=1)
+    mem = Memory()
+    L, *_ = batch_layer(3, case, 256)
+    L.set("CSC", BATCHES=1)
+    with pytest.raises(ModelConfigError, match="CSC.D_BATCH_NUMBER.BATCHES=1 differs"):
+        ConvCore(NV_FULL_BATCH, mem).run(*L.views())
+    L, *_ = batch_layer(3, case, 256)
+    L.both(DATA_REUSE=1)
+    with pytest.raises(ModelConfigError, match="DATA_REUSE with BATCHES=2"):
+        ConvCore(NV_FULL_BATCH, mem).run(*L.views())
+    core = ConvCore(NV_FULL_BATCH, mem)
+    L, *_ = batch_layer(3, case, 256)
+    core.run(*L.views())
+    L, *_ = batch_layer(1, case, 256)
+    L.both(DATA_REUSE=1)
+    with pytest.raises(ModelConfigError, match="DATA_REUSE after a multi-batch layer"):
+        core.run(*L.views())
+    big = dict(w=16, h=60, c=64, k=1, r=1, s=1)       # 16 entries a slice, 960 a cube
+    L, *_ = batch_layer(5, big, 1 << 16)
+    L.both(DATA_BANK=7)
+    with pytest.raises(ModelConfigError, match="5 x 60 slices"):
+        ConvCore(NV_FULL_BATCH, mem).run(*L.views())
+    L, *_ = batch_layer(2, case, 256)
+    with pytest.raises(ModelConfigError, match="multi-batch is not in"):
+        ConvCore(get_config("nv_full+batch=False+winograd=False+weight_compression=False"),
+                 mem).run(*L.views())

@@ -621,3 +621,59 @@ def test_lut_layer_and_perf_registers():
     wr("NVDLA_SDP.D_PERF_ENABLE_0", 0)
     dla.sdp.on_write(dla.units["SDP"], "D_OP_ENABLE", 1)
     assert dla.read("NVDLA_SDP.D_PERF_LUT_HYBRID_0") == 0
+
+
+@pytest.mark.parametrize("w,h", [(1, 1), (3, 2)])
+def test_multi_batch_output_layout_nv_full(w, h):
+    """A multi-batch layer on nv_full (v1 register map; D_FEATURE_MODE_CFG.BATCH_NUMBER = N-1):
+    CACC's N cubes through BS/BN with register operands and the converter, cube b written
+    D_DST_BATCH_STRIDE * b after the base with the line and surface strides, a 1 x 1 cube
+    included (no 1 x 1 packing in batch mode: NVIDIA's WDMA_cmd cfg_mode_1x1_nbatch); memory
+    operands and an N other than the convolution's are refused."""
+    from hdl.config import get_config
+    from hdl.regmap import REGMAP_V1
+    cfg = get_config("nv_full+winograd=False+weight_compression=False")
+    n, c, atom = 4, 40, cfg.memory_atomic
+    rng = random.Random(f"sdp-batch-{w}x{h}")
+    sdp = UnitRegs(next(u for u in REGMAP_V1.units if u.name == "SDP"))
+    setf(sdp, "D_DATA_CUBE_WIDTH", WIDTH=w - 1)
+    setf(sdp, "D_DATA_CUBE_HEIGHT", HEIGHT=h - 1)
+    setf(sdp, "D_DATA_CUBE_CHANNEL", CHANNEL=c - 1)
+    setf(sdp, "D_FEATURE_MODE_CFG", FLYING_MODE=1, BATCH_NUMBER=n - 1)
+    setf(sdp, "D_DP_EW_CFG", EW_BYPASS=1)
+    cvt = (rng.randint(-3000, 3000), rng.randint(-400, 400), rng.randint(0, 12))
+    setf(sdp, "D_CVT_OFFSET", CVT_OFFSET=cvt[0] & 0xFFFFFFFF)
+    setf(sdp, "D_CVT_SCALE", CVT_SCALE=s16(cvt[1]))
+    setf(sdp, "D_CVT_SHIFT", CVT_SHIFT=cvt[2])
+    subs = {}
+    for sub in ("BS", "BN"):
+        p = random_sub(rng, sub)
+        p["MUL_PRELU"] = p["MUL_PRELU"] and p["ALU_BYPASS"]
+        ops = (rng.randint(-32768, 32767), rng.randint(-32768, 32767))
+        program_sub(sdp, sub, p, *ops)
+        subs[sub] = (p, ops)
+    dst, line, surf, bstride = 0x8000, 64 * w, 64 * w * h + 64, 1 << 12
+    setf(sdp, "D_DST_BASE_ADDR_LOW", DST_BASE_ADDR_LOW=dst >> 5)
+    setf(sdp, "D_DST_LINE_STRIDE", DST_LINE_STRIDE=line >> 5)
+    setf(sdp, "D_DST_SURFACE_STRIDE", DST_SURFACE_STRIDE=surf >> 5)
+    setf(sdp, "D_DST_BATCH_STRIDE", DST_BATCH_STRIDE=bstride >> 5)
+    xs = np.array([[[[rng.randint(-(1 << 20), 1 << 20) for _ in range(w)] for _ in range(h)]
+                    for _ in range(c)] for _ in range(n)])
+    mem = Memory()
+    assert SdpCore(cfg, mem).run(None, sdp.view(), xs) is None
+    for b in range(n):
+        for ci in range(c):
+            for y in range(h):
+                for x in range(w):
+                    a = dst + b * bstride + (ci // atom) * surf + y * line + x * atom + ci % atom
+                    got = int(mem.read(a, 1)[0])
+                    v = int(xs[b, ci, y, x])
+                    for sub in ("BS", "BN"):
+                        p, (al, ml) = subs[sub]
+                        v = ref_x(v, p, al, ml)
+                    assert (got - 256 if got > 127 else got) == ref_cvt(v, *cvt), (b, ci, y, x)
+    with pytest.raises(ModelConfigError, match="BATCH_NUMBER\\+1=4 but the convolution delivers 3"):
+        SdpCore(cfg, mem).run(None, sdp.view(), xs[:3])
+    rdma = UnitRegs(next(u for u in REGMAP_V1.units if u.name == "SDP_RDMA"))
+    with pytest.raises(ModelConfigError, match="operands from memory"):
+        SdpCore(cfg, mem).run(rdma.view(), sdp.view(), xs)

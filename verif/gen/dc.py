@@ -79,7 +79,7 @@ from verif.gen.common import (Alloc, Layer, Program, ceil_div, cube_extent, cube
 from verif.gen.sdp import SUBS, USE_ALU, USE_BOTH, USE_MUL, operand_image
 from verif.gen.writer import TraceWriter
 
-__all__ = ["generate", "DcKept", "dc_layer", "UNITS", "INTRS", "INTR_MASK_CONV"]
+__all__ = ["generate", "generate_batch", "DcKept", "dc_layer", "UNITS", "INTRS", "INTR_MASK_CONV"]
 
 #: the pipeline's register files, in D_OP_ENABLE order (guide Limitation / Convolution /
 #: General: reverse pipeline order; SDP first, it raises the interrupt waited for)
@@ -332,13 +332,17 @@ def _sdp_rdma_on_the_fly(mem: random.Random, cfg, alloc: Alloc, w: TraceWriter,
 def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept | None,
              allow_reuse: bool = True, max_ops: int | None = None,
              big_rate: float = 0.08, mem: random.Random | None = None,
-             last: bool = True, prec: int = 0) -> tuple[Layer, DcKept]:
+             last: bool = True, prec: int = 0, batches: int = 1,
+             fc: bool = False) -> tuple[Layer, DcKept]:
     """One random DC layer (module docstring) after ``prev`` (what the previous layer of the
     program leaves in CBUF; None for the first layer). Its memory images are loaded into ``w``.
     ``big_rate``: probability of a larger layer (up to BIG_OPS atomic operations, C up to 130,
     K up to 80); ``max_ops``: the cap on atomic operations instead. ``mem``: SDP takes operands
     from memory on the fly, drawn from this generator (SDP_RDMA joins the layer).
     ``prec``: 0 INT8, 1 INT16 or 2 FP16 (two-byte elements; module docstring).
+    ``batches`` > 1: a multi-batch layer of that many input cubes (:func:`generate_batch`; no
+    reuse, no SDP operands from memory); ``fc``: its kernel covers the whole input (an
+    inner-product layer, output 1 x 1).
     Returns the Layer (register writes of the six units, or seven with SDP_RDMA, output
     region) and what it leaves."""
     eb = 2 if prec else 1                        # bytes per element
@@ -352,6 +356,8 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
     budget = max_ops or (BIG_OPS if big else SMALL_OPS)
 
     data_mode, wt_reuse = "fetch", False
+    if batches > 1:
+        allow_reuse, mem = False, None
     if prev is not None and allow_reuse:
         if prev.skip_data and rng.random() < 0.7:
             data_mode = "full"
@@ -391,8 +397,13 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
                 K = rng.randint(1, 80)
             else:
                 K = rng.randint(1, 16) if rng.random() < 0.6 else rng.randint(17, 48)
+        if fc:
+            W, H = min(W, 7), min(H, 7)
+            R, S, cdma_h = H, W, H
         dx, dy = _dilation(rng, S), _dilation(rng, R)
         sx, sy = _stride(rng), _stride(rng)
+        if fc:
+            dx = dy = 1
         sd, rd = (S - 1) * dx + 1, (R - 1) * dy + 1
         hx = _pads_and_out(rng, W, sd, sx, 31, 63)
         vy = _pads_and_out(rng, H, rd, sy, 31, 63)
@@ -400,8 +411,11 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
             continue
         pl, pr, wo = hx
         pt, pb, ho = vy
-        ops = wo * ho * ceil_div(K, ak) * cb * R * S
-        if ops > budget or wo * ho * ceil_div(K, ak) * atom > 4 * budget:
+        if fc:                              # the kernel covers the unpadded input
+            pl = pr = pt = pb = 0
+            wo = ho = 1
+        ops = wo * ho * ceil_div(K, ak) * cb * R * S * batches
+        if ops > budget or wo * ho * ceil_div(K, ak) * atom * batches > 4 * budget:
             continue
         # ---- CBUF banks
         wbytes = R * S * C * K * eb
@@ -410,7 +424,7 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
         # that follow stay those of the same seed)
         rng.random()
         wreg = weight_bytes_reg(wbytes)
-        db_need = ceil_div(eps * H, depth)
+        db_need = ceil_div(eps * H * batches, depth)
         wb_need = ceil_div(R * S * C * min(K, ak) * eb + 128, bank_bytes)
         skip_wt = rng.random() < 0.35 and ceil_div(wreg + 128, bank_bytes) <= nbanks - db_need
         if skip_wt:
@@ -448,6 +462,8 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
     skip_data = rng.random() < 0.3
     r = rng.random()
     rls = H - 1 if r < 0.15 else 0 if r < 0.3 else rng.randint(0, H - 1)
+    if batches > 1:                 # nothing kept (model ConvCore._check_batch)
+        skip_data, rls = False, H - 1
     if skip_wt and ceil_div(wreg + 128, bank_bytes) > wb:
         skip_wt = False
     kept_next = H if skip_data else H - (rls + 1)
@@ -459,6 +475,9 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
     if W == 1 and cdma_h == 1:
         line, surf = W * ab, W * ab * cdma_h     # Limitation / Data Format: 1x1xC is packed
     n = cube_extent(W, cdma_h, C, line, surf, atom, ab)
+    # multi-batch: the cubes D_BATCH_STRIDE apart (a 32-byte multiple, sometimes with a gap)
+    bstride = 0 if batches == 1 else ceil_div(n, 32) * 32 + 32 * small_biased(rng, 8, 2)
+    n = n + bstride * (batches - 1)
     src = alloc.take(n)
     specials = 0.002 if prec == 2 and rng.random() < 0.1 else 0.0
     data_bytes = (lambda k: fp16_conv_bytes(rng, k, specials)) if prec == 2 else \
@@ -469,8 +488,18 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
     dline, dsurf = cube_strides(rng, wo, ho, ab)
     if wo == 1 and ho == 1:
         dline, dsurf = ab, ab
+    dbstride, dalign = 0, 32
+    if batches > 1:
+        # programming guide Limitation "Winograd/Batch": DST_BASE_ADDR, DST_LINE_STRIDE and
+        # DST_SURFACE_STRIDE 64-byte aligned; WDMA does not pack a 1 x 1 output then (model
+        # Sdp.run), so its surface stride is the register's
+        dline = ceil_div(dline, 64) * 64
+        dsurf = max(ceil_div(dsurf, 64) * 64, dline * ho)
+        dalign = 64
     dn = cube_extent(wo, ho, K, dline, dsurf, atom, ab)
-    dst = alloc.take(dn)
+    if batches > 1:
+        dbstride = ceil_div(dn, 64) * 64 + 64 * small_biased(rng, 4, 2)
+    dst = alloc.take(dn + dbstride * (batches - 1), dalign)
 
     # ---- registers
     n_all = R * S * C
@@ -486,7 +515,8 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
                 DATA_REUSE=int(data_mode != "fetch"), WEIGHT_REUSE=int(wt_reuse),
                 SKIP_DATA_RLS=int(skip_data), SKIP_WEIGHT_RLS=int(skip_wt))
     common = dict(misc, DATAIN_FORMAT=0, ENTRIES=eps - 1, WEIGHT_BYTES=wreg, DATA_BANK=db - 1,
-                  WEIGHT_BANK=wb - 1, WEIGHT_FORMAT=0, BATCHES=0, WMB_BYTES=rng.getrandbits(28))
+                  WEIGHT_BANK=wb - 1, WEIGHT_FORMAT=0, BATCHES=batches - 1,
+                  WMB_BYTES=rng.getrandbits(28))
     grain_max = max(0, min(4095, db * depth // eps - 1))
     cdma = dict(common, PIXEL_FORMAT=rng.randint(0, 35), PIXEL_MAPPING=rng.randint(0, 1),
                 PIXEL_SIGN_OVERRIDE=rng.randint(0, 1),
@@ -501,7 +531,8 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
                 BYTE_PER_KERNEL=R * S * C * eb - 1, WEIGHT_KERNEL=K - 1, WEIGHT_ADDR_HIGH=0,
                 WEIGHT_ADDR_LOW=wsrc, WGS_ADDR_HIGH=rng.getrandbits(8),
                 WGS_ADDR_LOW=rng.getrandbits(32) & ~31, WMB_ADDR_HIGH=rng.getrandbits(8),
-                WMB_ADDR_LOW=rng.getrandbits(32) & ~31, BATCH_STRIDE=rng.getrandbits(32) & ~31,
+                WMB_ADDR_LOW=rng.getrandbits(32) & ~31,
+                BATCH_STRIDE=(rng.getrandbits(32) & ~31) if batches == 1 else bstride,
                 MEAN_FORMAT=rng.randint(0, 1), MEAN_RY=signed(rng, 16), MEAN_GU=signed(rng, 16),
                 MEAN_BV=signed(rng, 16), MEAN_AX=signed(rng, 16),
                 **_input_converter(rng),
@@ -517,9 +548,9 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
                X_DILATION_EXT=dx - 1, Y_DILATION_EXT=dy - 1, PAD_LEFT=pl, PAD_TOP=pt,
                PAD_VALUE=pad_value, PRA_TRUNCATE=rng.randint(0, 3), CYA=rng.getrandbits(32))
     cmac = dict(CONV_MODE=0, PROC_PRECISION=prec)
-    one = int(wo == 1 and ho == 1)
+    one = int(wo == 1 and ho == 1 and batches == 1)   # guide D_DATAOUT_MAP table
     cacc = dict(CONV_MODE=0, PROC_PRECISION=prec, DATAOUT_WIDTH=wo - 1, DATAOUT_HEIGHT=ho - 1,
-                DATAOUT_CHANNEL=K - 1, DATAOUT_ADDR=dst, BATCHES=0,
+                DATAOUT_CHANNEL=K - 1, DATAOUT_ADDR=dst, BATCHES=batches - 1,
                 LINE_STRIDE=dline & 0xFFFFFF, SURF_STRIDE=dsurf & 0xFFFFFF,
                 LINE_PACKED=one, SURF_PACKED=one, CLIP_TRUNCATE=clip, CYA=rng.getrandbits(32))
     sdp_f, sdp_desc, mem_ops = _sdp_fields(rng, max(0.0, acc_bits - clip), mem, wild,
@@ -536,8 +567,8 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
     sdp = dict(sdp_f, WIDTH=wo - 1, HEIGHT=ho - 1, CHANNEL=K - 1, DST_BASE_ADDR_HIGH=0,
                DST_BASE_ADDR_LOW=dst, DST_LINE_STRIDE=dline, DST_SURFACE_STRIDE=dsurf,
                PROC_PRECISION=prec, OUT_PRECISION=out_prec, FLYING_MODE=1, OUTPUT_DST=0, WINOGRAD=0,
-               NAN_TO_ZERO=rng.randint(0, 1), BATCH_NUMBER=0, DST_RAM_TYPE=1,
-               DST_BATCH_STRIDE=rng.getrandbits(32) & ~31,
+               NAN_TO_ZERO=rng.randint(0, 1), BATCH_NUMBER=batches - 1, DST_RAM_TYPE=1,
+               DST_BATCH_STRIDE=(rng.getrandbits(32) & ~31) if batches == 1 else dbstride,
                EW_BYPASS=1, EW_ALU_BYPASS=rng.randint(0, 1), EW_ALU_ALGO=rng.randint(0, 3),
                EW_MUL_BYPASS=rng.randint(0, 1), EW_MUL_PRELU=rng.randint(0, 1), EW_LUT_BYPASS=1,
                PERF_DMA_EN=rng.randint(0, 1), PERF_LUT_EN=0, PERF_SAT_EN=rng.randint(0, 1),
@@ -566,7 +597,11 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
                 pb=pb, wo=wo, ho=ho, db=db, wb=wb, eps=eps, wbytes=wreg, data=data_mode,
                 kept=kept, cdma_h=cdma_h, wt_reuse=wt_reuse, skip_data=skip_data,
                 skip_wt=skip_wt, rls=rls, clip=clip, ops=ops, sdp_mem=dict(mem_ops), prec=prec)
-    return Layer(units, writes, [(dst, dn)], desc, info), leaves
+    if batches > 1:
+        desc = f"batch {batches} (src stride {bstride}, dst stride {dbstride}) " + desc
+        info.update(batches=batches, fc=fc)
+    return Layer(units, writes, [(dst + b * dbstride, dn) for b in range(batches)], desc,
+                 info), leaves
 
 
 def nvidia_entries_per_slice(w: int, c: int, cfg, eb: int = 1) -> int:
@@ -601,6 +636,35 @@ def generate(seed: int, cfg, *, layers: int | None = None, max_ops: int | None =
     for i in range(n):
         lay, prev = dc_layer(rng, cfg, alloc, w, prev, max_ops=max_ops, big_rate=big_rate,
                              mem=mem, last=i == n - 1, prec=prec)
+        prog.layers.append(lay)
+    w.poll(("CDMA", "S_CBUF_FLUSH_STATUS"), 1)
+    emit(prog, prologue=[("GLB", "S_INTR_MASK", INTR_MASK_CONV)], intrs=INTRS)
+    return prog
+
+
+def generate_batch(seed: int, cfg) -> Program:
+    """A random multi-batch DC program from ``seed`` (issue 34 item 2; unit description
+    "Multi-Batch Mode", programming guide "Strategy selection" c and Limitation
+    "Multi-batch", "Winograd/Batch"): 1..2 layers as :func:`generate`'s, each of N = 2..32
+    input cubes D_BATCH_STRIDE apart (mostly few: 2..4 half of the time) sharing one set of
+    kernels, SDP on the fly with register operands writing the N output cubes
+    D_DST_BATCH_STRIDE apart (64-byte aligned base, strides); a third of the layers are
+    inner-product layers (the kernel covers the input, output 1 x 1), for which the guide
+    chooses multi-batch. No CBUF reuse into or out of a batch layer (not settled on NVIDIA's
+    RTL; the model refuses it). Kind ``batch``: configurations with ``batch``."""
+    if not cfg.batch:
+        raise ValueError(f"{cfg.name} has no multi-batch mode (configuration batch=False)")
+    rng = random.Random(f"batch-{seed}")
+    prec = draw_precision(rng, cfg)
+    prog = Program("batch", seed, TraceWriter(f"batch_{seed}"))
+    alloc = Alloc(rng)
+    n = rng.choice((1, 1, 2))
+    prev = None
+    w = prog.writer
+    for i in range(n):
+        nb = rng.randint(2, 4) if rng.random() < 0.5 else rng.randint(2, cfg.max_batch)
+        lay, prev = dc_layer(rng, cfg, alloc, w, prev, allow_reuse=False, big_rate=0.0,
+                             last=i == n - 1, prec=prec, batches=nb, fc=rng.random() < 0.33)
         prog.layers.append(lay)
     w.poll(("CDMA", "S_CBUF_FLUSH_STATUS"), 1)
     emit(prog, prologue=[("GLB", "S_INTR_MASK", INTR_MASK_CONV)], intrs=INTRS)

@@ -26,7 +26,7 @@ from verif.gen.common import Program
 
 KINDS = ("sdp", "pdp", "cdp", "sdp_operands", "dc", "img")
 #: layer types of optional units, generated only for configurations that have the unit
-OPTIONAL_KINDS = {"bdma": "bdma", "rubik": "rubik", "deconv": "rubik"}
+OPTIONAL_KINDS = {"bdma": "bdma", "rubik": "rubik", "deconv": "rubik", "batch": "batch"}
 
 
 def kinds_for(cfg) -> tuple[str, ...]:
@@ -60,6 +60,8 @@ def generate(kind: str, seed: int, cfg) -> Program:
         from verif.gen.rubik import generate as g
     elif kind == "deconv":
         from verif.gen.deconv import generate as g
+    elif kind == "batch":
+        from verif.gen.dc import generate_batch as g
     else:
         raise ValueError(f"unknown layer type {kind!r} (one of "
                          f"{', '.join(KINDS + tuple(OPTIONAL_KINDS))})")

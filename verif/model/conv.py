@@ -288,7 +288,8 @@ class ConvCore:
     ``run(cdma, csc, cmac_a, cacc)`` takes the GroupViews of the layer (verif/model/regs.py) and
     returns the cube CACC delivers to SDP: shape (K, H_out, W_out) int64, int32-ranged (an
     FP16 layer on nv_full: fp32 bit patterns, verif/model/conv_fp16.py), with
-    K = CSC DATAOUT_CHANNEL+1, H_out/W_out = CSC DATAOUT_HEIGHT/WIDTH+1.
+    K = CSC DATAOUT_CHANNEL+1, H_out/W_out = CSC DATAOUT_HEIGHT/WIDTH+1; a multi-batch layer
+    (D_BATCH_NUMBER.BATCHES = N-1 > 0) returns the N cubes, shape (N, K, H_out, W_out).
 
     CBUF state kept between layers: ``self.data`` (slices left in CBUF, see :meth:`_data`) and
     ``self.weights`` (weights kept by SKIP_WEIGHT_RLS). Raises ModelConfigError for register
@@ -359,9 +360,10 @@ class ConvCore:
                 raise ModelConfigError(f"{unit}.D_WEIGHT_FORMAT=COMPRESSED: "
                                        + (f"{cfg.name} has no weight compression" if not cfg.weight_compression
                                           else "compressed weights are not modelled"))
-            if v.f("BATCHES") != 0:
+            if v.f("BATCHES") != 0 and not cfg.batch:
                 raise ModelConfigError(f"{unit}.D_BATCH_NUMBER.BATCHES={v.f('BATCHES')}: multi-batch "
-                                       + ("is not in " + cfg.name if not cfg.batch else "is not modelled"))
+                                       f"is not in {cfg.name}")
+        self._check_batch(cdma, csc, cacc)
         if cfg.feature_data_type == "int8_int16_fp16":
             names = ("INT8", "INT16", "FP16", "3")
             proc = cdma.f("PROC_PRECISION")
@@ -405,8 +407,29 @@ class ConvCore:
             raise ModelConfigError(f"CSC.D_DATAOUT_SIZE_1.DATAOUT_CHANNEL+1={csc.f('DATAOUT_CHANNEL') + 1} "
                                    f"must equal the kernel count WEIGHT_KERNEL+1={k}")
 
+    def _check_batch(self, cdma, csc, cacc) -> None:
+        """Multi-batch (unit description "Multi-Batch Mode"; programming guide "Strategy
+        selection" c and Limitation "Multi-batch"): CDMA, CSC and CACC count the same
+        D_BATCH_NUMBER.BATCHES+1 cubes; direct convolution of feature data only (unit
+        description "Image input": no multi-batch for pixel formats; Winograd is refused
+        before); the cubes are fetched whole (no DATA_REUSE into or out of a batch layer: not
+        settled on NVIDIA's RTL, refused)."""
+        n = cdma.f("BATCHES")
+        if not n and not csc.f("BATCHES") and not cacc.f("BATCHES"):
+            return
+        for unit, v in (("CSC", csc), ("CACC", cacc)):
+            if v.f("BATCHES") != n:
+                raise ModelConfigError(f"{unit}.D_BATCH_NUMBER.BATCHES={v.f('BATCHES')} differs from "
+                                       f"CDMA's {n}")
+        if cdma.f("DATAIN_FORMAT") == 1:
+            raise ModelConfigError(f"CDMA.D_BATCH_NUMBER.BATCHES={n} with image input: multi-batch is "
+                                   "for feature data only (unit description, Image input)")
+        if csc.f("DATA_REUSE"):
+            raise ModelConfigError(f"CSC.D_MISC_CFG.DATA_REUSE with BATCHES={n}: CBUF reuse across "
+                                   "multi-batch layers is not modelled")
+
     # ---------------------------------------------------------------- CDMA: data
-    def _fetch_feature(self, cdma) -> np.ndarray:
+    def _fetch_feature(self, cdma, batch: int = 0) -> np.ndarray:
         """CDMA direct-convolution fetch: the feature cube (C, H, W) int64 as stored in memory
         (format.rst "Feature Data Format"; D_LINE_STRIDE / D_SURF_STRIDE in bytes), through
         CDMA's input converter when D_CVT_CFG.CVT_EN is set.
@@ -416,9 +439,15 @@ class ConvCore:
         to 0) and on its runs of generated programs (every pixel of a CVT_EN program arrived at
         CMAC as the converted value): feature bytes are converted as signed int8 with CVT_OFFSET
         (never the per-channel means, whatever MEAN_FORMAT says), CVT_SCALE and CVT_TRUNCATE.
-        The padding CSC inserts is not converted."""
+        The padding CSC inserts is not converted.
+
+        ``batch``: the cube of that batch in a multi-batch layer, D_BATCH_STRIDE bytes after
+        the previous one (nvdlav1 RTL NV_NVDLA_CDMA_dc.v: each batch's request address is the
+        previous batch's plus the stride, the first the data address)."""
         w, h, c = cdma.f("DATAIN_WIDTH") + 1, cdma.f("DATAIN_HEIGHT") + 1, cdma.f("DATAIN_CHANNEL") + 1
         base = cdma.addr("D_DAIN_ADDR_HIGH_0", "D_DAIN_ADDR_LOW_0")
+        if batch:
+            base += batch * cdma.bytes("BATCH_STRIDE")
         eb = self._elem_bytes(cdma)
         raw = read_cube(ram(self.mem, self.cv_mem, cdma.f("DATAIN_RAM_TYPE")), base, w, h, c,
                         cdma.bytes("LINE_STRIDE"), cdma.bytes("SURF_STRIDE"),
@@ -587,6 +616,9 @@ class ConvCore:
         key = ("img" if img else "dc", csc.f("DATA_BANK"), csc.f("WEIGHT_BANK"))
         reuse = csc.f("DATA_REUSE")
         prev = self.data if (self.data is not None and self.data["key"] == key) else None
+        if reuse and prev is not None and prev.get("batches"):
+            raise ModelConfigError(f"CSC.D_MISC_CFG.DATA_REUSE after a multi-batch layer "
+                                   f"({prev['batches']} cubes): not modelled")
         if reuse and prev is not None:
             _check_reuse_precision("DATA_REUSE", "slices", prev["prec"], cdma.f("PROC_PRECISION"))
         if reuse and prev is not None and prev["skip_rls"]:
@@ -768,14 +800,27 @@ class ConvCore:
             raise ModelConfigError(f"CSC.D_ENTRY_PER_SLICE.ENTRIES+1={csc.f('ENTRIES') + 1} is less than the "
                                    f"{need_entries} CBUF entries of one input slice")
 
-        cube, mode = self._data(cdma, csc)
+        nb = cdma.f("BATCHES") + 1
+        if nb > 1:
+            cubes = [self._fetch_feature(cdma, b) for b in range(nb)]
+            cube, mode = cubes[0], "dc"
+            h_ext = csc.f("DATAIN_HEIGHT_EXT") + 1
+            if cube.shape[1] != h_ext:
+                raise ModelConfigError(f"CSC.D_DATAIN_SIZE_EXT_0.DATAIN_HEIGHT_EXT+1={h_ext} differs from "
+                                       f"CDMA's DATAIN_HEIGHT+1={cube.shape[1]} (multi-batch: no reuse)")
+        else:
+            cube, mode = self._data(cdma, csc)
+            cubes = [cube]
         h_in = cube.shape[1]
-        data_entries = (csc.f("ENTRIES") + 1) * h_in
+        # programming guide "Strategy selection" c: BATCH_NUMBER * entry_per_slice * H entries
+        # within the data banks (nvdlav1 RTL NV_NVDLA_CDMA_dc.v: entry_per_batch = data
+        # entries * batches, entries required per grain of lines = grain * entry_per_batch)
+        data_entries = (csc.f("ENTRIES") + 1) * h_in * nb
         cap = (csc.f("DATA_BANK") + 1) * (cfg.cbuf_bank_depth * cfg.cbuf_bank_width // ent_b)
         if data_entries > cap:
-            raise ModelConfigError(f"CSC.D_BANK.DATA_BANK: {h_in} slices of {csc.f('ENTRIES') + 1} entries "
-                                   f"exceed {csc.f('DATA_BANK') + 1} banks ({cap} entries); only full-input "
-                                   "mode exists (programming guide Features)")
+            raise ModelConfigError(f"CSC.D_BANK.DATA_BANK: {nb} x {h_in} slices of {csc.f('ENTRIES') + 1} "
+                                   f"entries exceed {csc.f('DATA_BANK') + 1} banks ({cap} entries); only "
+                                   "full-input mode exists (programming guide Features)")
         # output window must stay inside the padded input (Limitation: right/bottom padding)
         w_pad = pl + (w_in if not img else cdma.f("DATAIN_WIDTH") + 1) + pr
         if (wo - 1) * sx + sd > w_pad or (ho - 1) * sy + rd > pt + h_in + pb:
@@ -788,21 +833,29 @@ class ConvCore:
         # observed in NVIDIA RTL (CSC_dl): pad_value[7:0] for int8, all 16 bits for int16
         pad_csc = _s(csc.f("PAD_VALUE"), 8 * eb)
 
-        if self._fp16(cdma) and img:
-            out = conv_img_fp16(cube, wts, ho, wo, sx, sy, pt, csc.f("PAD_VALUE") & 0xFFFF, ext,
-                                cfg.mac_atomic_c)
-        elif self._fp16(cdma):
-            # fp32 patterns; CLIP_TRUNCATE does not apply (verif/model/conv_fp16.py)
-            out = conv_dc_fp16(cube, wts, ho, wo, sx, sy, dx, dy, pl, pt, csc.f("PAD_VALUE") & 0xFFFF,
-                               cfg.mac_atomic_c)
-        else:
-            if not img:
-                acc = self._conv_dc(cube, wts, ho, wo, sx, sy, dx, dy, pl, pt, pad_csc)
+        outs = []
+        for cube in cubes:
+            if self._fp16(cdma) and img:
+                out = conv_img_fp16(cube, wts, ho, wo, sx, sy, pt, csc.f("PAD_VALUE") & 0xFFFF, ext,
+                                    cfg.mac_atomic_c)
+            elif self._fp16(cdma):
+                # fp32 patterns; CLIP_TRUNCATE does not apply (verif/model/conv_fp16.py)
+                out = conv_dc_fp16(cube, wts, ho, wo, sx, sy, dx, dy, pl, pt,
+                                   csc.f("PAD_VALUE") & 0xFFFF, cfg.mac_atomic_c)
             else:
-                acc = self._conv_img(cube, wts, ho, wo, sx, sy, pt, pad_csc)
-            out = cacc_truncate(acc, cacc.f("CLIP_TRUNCATE"), 48 if eb == 2 else 34)
+                if not img:
+                    acc = self._conv_dc(cube, wts, ho, wo, sx, sy, dx, dy, pl, pt, pad_csc)
+                else:
+                    acc = self._conv_img(cube, wts, ho, wo, sx, sy, pt, pad_csc)
+                out = cacc_truncate(acc, cacc.f("CLIP_TRUNCATE"), 48 if eb == 2 else 34)
+            outs.append(out)
+        out = outs[0] if nb == 1 else np.stack(outs)
 
-        self._release_data(csc, cube, mode, cdma.f("PROC_PRECISION"))
+        if nb > 1:
+            # nothing a later layer may reuse (_check_batch refuses DATA_REUSE after it)
+            self.data = {"key": (mode, csc.f("DATA_BANK"), csc.f("WEIGHT_BANK")), "batches": nb}
+        else:
+            self._release_data(csc, cube, mode, cdma.f("PROC_PRECISION"))
         key = (mode, csc.f("DATA_BANK"), csc.f("WEIGHT_BANK"))
         if csc.f("SKIP_WEIGHT_RLS"):
             self.weights = {"key": key, "w": wts, "prec": cdma.f("PROC_PRECISION")}

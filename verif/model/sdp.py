@@ -694,8 +694,10 @@ class SdpCore:
             raise ModelConfigError("SDP.D_FEATURE_MODE_CFG.WINOGRAD=ON but the configuration has no Winograd")
         if sdp.f("BATCH_NUMBER") and not cfg.batch:
             raise ModelConfigError("SDP.D_FEATURE_MODE_CFG.BATCH_NUMBER != 0 but the configuration has no batch mode")
-        if sdp.f("WINOGRAD") or sdp.f("BATCH_NUMBER"):
-            raise ModelConfigError("SDP Winograd/multi-batch output ordering is not modelled")
+        if sdp.f("WINOGRAD"):
+            raise ModelConfigError("SDP Winograd output ordering is not modelled")
+        if sdp.f("BATCH_NUMBER"):
+            self._check_batch(rdma, sdp)
         proc, out = sdp.field("D_DATA_FORMAT", "PROC_PRECISION"), sdp.field("D_DATA_FORMAT", "OUT_PRECISION")
         # nv_full (int8_int16_fp16): INT16 end to end is modelled; its arithmetic is INT8's
         # (NVIDIA's nvdlav1 SDP, generated from cmod/hls/sdp, tests only "precision == FP16"),
@@ -830,6 +832,27 @@ class SdpCore:
         if sdp.f("OUTPUT_DST") == 1 and not cfg.pdp:
             raise ModelConfigError("SDP.D_FEATURE_MODE_CFG.OUTPUT_DST=PDP but the configuration has no PDP")
 
+    def _check_batch(self, rdma, sdp) -> None:
+        """A multi-batch layer (D_FEATURE_MODE_CFG.BATCH_NUMBER = N-1 > 0): programming guide
+        Limitation "Winograd/Batch" (SDP on the fly with the convolution; EW_ALU_ALGO != EQL);
+        what is not modelled is refused: output to PDP, and operands from memory (nvdlav1 RTL:
+        NV_NVDLA_SDP_BRDMA_ig.v has its batch mode commented out and the E/NRDMA none: their
+        operand streams do not follow the N cubes; not settled)."""
+        n = sdp.f("BATCH_NUMBER")
+        if sdp.f("FLYING_MODE") != 1:
+            raise ModelConfigError(f"SDP.D_FEATURE_MODE_CFG.BATCH_NUMBER={n} with FLYING_MODE=OFF: "
+                                   "multi-batch SDP works on the fly only (programming guide "
+                                   "Limitation: Winograd/Batch)")
+        if self._eql_mode(sdp):
+            raise ModelConfigError(f"SDP.D_FEATURE_MODE_CFG.BATCH_NUMBER={n} with EW_ALU_ALGO=EQL "
+                                   "(programming guide Limitation: Winograd/Batch)")
+        if sdp.f("OUTPUT_DST") == 1:
+            raise ModelConfigError(f"SDP.D_FEATURE_MODE_CFG.BATCH_NUMBER={n} with OUTPUT_DST=PDP: "
+                                   "not modelled")
+        if rdma is not None:
+            raise ModelConfigError(f"SDP.D_FEATURE_MODE_CFG.BATCH_NUMBER={n} with operands from "
+                                   "memory (SDP_RDMA): not modelled")
+
     def _epa(self, sdp) -> int:
         """Channels per atom (and per operand group) of the layer's PROC_PRECISION: 16 for
         INT16 on nv_full's 32-byte atoms (NVIDIA's cmod/sdp: 32 channels per group for INT8,
@@ -855,11 +878,19 @@ class SdpCore:
         c = sdp.f("CHANNEL") + 1
         cp = -(-c // atom) * atom          # the hardware processes whole atoms
 
+        nb = sdp.f("BATCH_NUMBER") + 1
         if sdp.f("FLYING_MODE") == 1:
             if flying_input is None:
                 raise ModelConfigError("SDP.D_FEATURE_MODE_CFG.FLYING_MODE=ON without a convolution layer")
-            x = flying_cube(flying_input, w, h, c, cp,
-                            "SDP.D_DATA_CUBE_WIDTH/HEIGHT/CHANNEL", "the convolution output")
+            cubes = flying_input if np.ndim(flying_input) == 4 else [flying_input]
+            if len(cubes) != nb:
+                raise ModelConfigError(f"SDP.D_FEATURE_MODE_CFG.BATCH_NUMBER+1={nb} but the convolution "
+                                       f"delivers {len(cubes)} cube(s) (CACC.D_BATCH_NUMBER)")
+            # a multi-batch layer's cubes side by side along the width: with register operands
+            # (_check_batch) every step below is per element or per channel, so the N cubes
+            # go through it as one cube N x W wide
+            x = np.concatenate([flying_cube(fi, w, h, c, cp, "SDP.D_DATA_CUBE_WIDTH/HEIGHT/CHANNEL",
+                                            "the convolution output") for fi in cubes], axis=2)
         else:
             if rdma is None:
                 raise ModelConfigError("SDP.D_FEATURE_MODE_CFG.FLYING_MODE=OFF needs SDP_RDMA (MRDMA)")
@@ -941,13 +972,19 @@ class SdpCore:
             return None
         dst = sdp.addr("D_DST_BASE_ADDR_HIGH", "D_DST_BASE_ADDR_LOW")
         # WDMA writes whole atoms (channels c..cp-1 of the last surface carry the pipeline's
-        # values for the atom's padding lanes)
-        dst_surf = atom_b if one_by_one(w, h) else sdp.reg("D_DST_SURFACE_STRIDE")
-        addrs = cube_addresses(dst, w, h, cp, sdp.reg("D_DST_LINE_STRIDE"), dst_surf, atom_b, eb)
+        # values for the atom's padding lanes). Multi-batch: cube b at D_DST_BATCH_STRIDE * b
+        # from the base, each with the line and surface strides, and no 1x1 packing (nvdlav1
+        # RTL NV_NVDLA_SDP_WDMA_cmd.v: base_addr_batch steps by the batch stride,
+        # cfg_mode_1x1_nbatch = 1x1 & !batch)
+        dst_surf = atom_b if one_by_one(w, h) and nb == 1 else sdp.reg("D_DST_SURFACE_STRIDE")
         dmem = ram(self.mem, self.cv_mem, sdp.f("DST_RAM_TYPE"))
-        dmem.scatter(addrs, out & 0xFF)
-        if eb == 2:
-            dmem.scatter(addrs + 1, (out >> 8) & 0xFF)
+        for b in range(nb):
+            addrs = cube_addresses(dst + b * sdp.bytes("DST_BATCH_STRIDE"), w, h, cp,
+                                   sdp.reg("D_DST_LINE_STRIDE"), dst_surf, atom_b, eb)
+            ob = out[:, :, b * w:(b + 1) * w]
+            dmem.scatter(addrs, ob & 0xFF)
+            if eb == 2:
+                dmem.scatter(addrs + 1, (ob >> 8) & 0xFF)
         return None
 
     @staticmethod
