@@ -1,7 +1,7 @@
 """Sweep: random register programs per layer type on the RTL against the numpy model (issue 11
 items 1, 2, 9; generators in verif/gen/).
 
-    python scripts/sweep.py --unit sdp|pdp|cdp|sdp_operands|dc|img|bdma|rubik|deconv|batch|all -n N --seed S -j 2
+    python scripts/sweep.py --unit sdp|pdp|cdp|sdp_operands|dc|img|bdma|rubik|deconv|batch|compressed|all -n N --seed S -j 2
         [--mem-profile random|nvidia|fast] [--mem-seed M] [--per-process 16]
         [--keep /tmp/gen_fails] [--config nv_small] [--set NAME=VALUE] [--rtl-filelist F]
         [--precision int16 --precision fp16]
@@ -54,8 +54,9 @@ def main(argv=None) -> int:
     ap.add_argument("--unit", default="all", choices=KINDS + tuple(OPTIONAL_KINDS) + ("conv", "all"),
                     help="layer type (all: every type the configuration has; bdma needs a "
                          "configuration with BDMA, rubik and deconv one with RUBIK, batch one with "
-                         "multi-batch, e.g. nv_full; our RTL builds no multi-batch yet: batch "
-                         "runs on the model and NVIDIA's RTL through --rtl-filelist)")
+                         "multi-batch, compressed one with weight compression, e.g. nv_full; our RTL "
+                         "builds neither yet: they run on the model and NVIDIA's RTL through "
+                         "--rtl-filelist)")
     ap.add_argument("-n", type=int, default=10, help="programs per layer type")
     ap.add_argument("--seed", type=int, default=0, help="first seed")
     ap.add_argument("-j", "--jobs", type=int, default=2,

@@ -217,6 +217,33 @@ def test_batch_programs_on_nv_full(tmp_path):
     assert differ >= layers // 2
 
 
+def test_compressed_programs_on_nv_full(tmp_path):
+    """Programs with compressed weights (verif/gen/dc.py ``generate_compressed``) run to their
+    end on the model of nv_full: every layer sets D_WEIGHT_FORMAT=COMPRESSED in CDMA and CSC,
+    leaves the last CBUF bank to the WMB, and its D_WEIGHT_BYTES / D_WMB_BYTES are the
+    compressed surfaces' sizes; the draws cover the three precisions, sparse and dense weights
+    (under 10 % and over 80 % zeros), more than one kernel group, SDP operands from memory."""
+    from hdl.config import get_config
+    cfg = get_config("nv_full+winograd=False+batch=False+feature_data_type=int8_int16_fp16")
+    precs, sp, groups, mem_ops = set(), [], 0, 0
+    for seed in range(24):
+        prog = generate("compressed", seed, cfg)
+        p = prepare(prog, tmp_path, cfg)
+        assert p.prog.legal and len(p.model.checks) == len(prog.writer.checks)
+        for lay in prog.layers:
+            i = lay.info
+            regs = {(u, r): v for u, r, v in lay.writes}
+            for u in ("CDMA", "CSC"):
+                assert regs[(u, "D_WEIGHT_FORMAT")] & 1 == 1
+                assert regs[(u, "D_WEIGHT_BYTES")] == -(-i["nz_bytes"] // 128) * 128 > 0
+            assert i["db"] + i["wb"] <= cfg.cbuf_bank_number - 1
+            precs.add(i["prec"])
+            sp.append(i["sparsity"])
+            groups += i["K"] > cfg.mac_atomic_k // (2 if i["prec"] else 1)
+            mem_ops += bool(i["sdp_mem"])
+    assert precs == {0, 1, 2} and min(sp) < 0.1 and max(sp) > 0.8 and groups and mem_ops
+
+
 def test_sdp_and_cdp_programs_all_precisions_on_nv_full(tmp_path):
     """On nv_full computing int8, int16 and fp16: SDP programs run the EW (Y) sub-unit in each
     precision, with its ALU and MUL operands from memory, the LUT (loaded once per program in

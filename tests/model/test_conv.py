@@ -675,3 +675,95 @@ def test_multi_batch_refusals():
     with pytest.raises(ModelConfigError, match="multi-batch is not in"):
         ConvCore(get_config("nv_full+batch=False+winograd=False+weight_compression=False"),
                  mem).run(*L.views())
+
+
+# ----------------------------------------------------------------------------- compressed weights
+#: nv_full with weight compression (Winograd and multi-batch off)
+NV_FULL_COMP = get_config("nv_full+winograd=False+batch=False")
+
+
+def compressed_layer(mem, case, w, sparsity_seed, wt=0x9000_0000, wmb=0xA000_0000, wgs=0xB000_0000):
+    """An int8 DC layer on nv_full (v1 map) whose weights ``w`` are stored compressed
+    (verif.gen.compress): returns the Layer, ho, wo."""
+    from hdl.regmap import REGMAP_V1
+    from verif.gen.compress import compress_weights
+    k, r, s, c = case["k"], case["r"], case["s"], case["c"]
+    dense = naive_weights_to_memory(w, 64, 32)
+    cw = compress_weights(dense, [min(32, k - g) * r * s * c for g in range(0, k, 32)])
+    mem.write(wt, cw.weights)
+    mem.write(wmb, cw.wmb)
+    mem.write(wgs, cw.wgs)
+    L = Layer(REGMAP_V1)
+    ho, wo = program_dc(L, data_bank=7, weight_bank=6, **case)
+    ls = case["w"] * 32
+    L.both(ENTRIES=case["w"] * -(-c // 64) - 1, WEIGHT_FORMAT=1, WEIGHT_BYTES=len(cw.weights))
+    L.set("CDMA", LINE_STRIDE=ls, SURF_STRIDE=ls * case["h"])
+    for unit in ("CDMA", "CSC"):
+        u = L.u[unit]
+        rr, f = u._field_index["WMB_BYTES"]
+        u.groups[0][rr.name] = len(cw.wmb)
+    u = L.u["CDMA"]
+    for name, v in (("D_WMB_ADDR_LOW", wmb), ("D_WGS_ADDR_LOW", wgs)):
+        u.groups[0][name] = v
+    return L, ho, wo, cw
+
+
+@pytest.mark.parametrize("case", [
+    dict(w=4, h=3, c=70, k=40, r=2, s=3, sx=1, sy=1, dx=1, dy=1, pl=1, pr=1, pt=0, pb=0, trunc=4),
+    dict(w=3, h=3, c=5, k=3, r=3, s=3, sx=2, sy=1, dx=1, dy=1, pl=1, pr=1, pt=1, pb=1, trunc=0),
+])
+@pytest.mark.parametrize("sparsity", [0.0, 0.6, 0.95, 1.0])
+def test_compressed_weights_nv_full(case, sparsity):
+    """D_WEIGHT_FORMAT=COMPRESSED (format.rst "Sparse Compression option"): the model expands
+    the WMB and the packed non-zero weights back and computes what the uncompressed weights
+    give (direct summation); two kernel groups in the first case (40 kernels, 32 per group)."""
+    rng = random.Random(f"comp{sparsity}{case['k']}")
+    x = rnd_cube(rng, case["c"], case["h"], case["w"])
+    w = [[[[0 if rng.random() < sparsity else rng.randint(-128, 127) for _ in range(case["c"])]
+           for _ in range(case["s"])] for _ in range(case["r"])] for _ in range(case["k"])]
+    mem = Memory()
+    write_cube(mem, np.array(x, np.int64), 0x8000_0000, case["w"] * 32, case["w"] * 32 * case["h"], 32)
+    L, ho, wo, cw = compressed_layer(mem, case, w, sparsity)
+    if sparsity == 1.0:         # nothing to fetch: refused (not settled on NVIDIA's RTL)
+        assert cw.weights == b"" and not any(cw.wmb)
+        with pytest.raises(ModelConfigError, match="no non-zero weight"):
+            ConvCore(NV_FULL_COMP, mem).run(*L.views())
+        return
+    out = ConvCore(NV_FULL_COMP, mem).run(*L.views())
+    acc = naive_dc(x, w, ho, wo, case["sx"], case["sy"], case["dx"], case["dy"], case["pl"], case["pt"], 0)
+    assert out.tolist() == [[[rtl_cacc(v, case["trunc"]) for v in row] for row in ch] for ch in acc]
+
+
+def test_compressed_weights_refusals():
+    """Compressed weights the model refuses: a WGS word that is not its kernel group's
+    non-zero bytes, D_WEIGHT_BYTES other than those bytes rounded up to 128, D_WMB_BYTES other
+    than the WMB's, the WMB bank (bank 15) given to data or weights, and compression on a
+    configuration without it."""
+    case = dict(w=2, h=2, c=40, k=40, r=1, s=1)
+    rng = random.Random(7)
+    w = rnd_weights(rng, 40, 1, 1, 40)
+    def fresh():
+        mem = Memory()
+        return mem, compressed_layer(mem, case, w, 0)
+    mem, (L, _, _, cw) = fresh()
+    mem.write(0xB000_0004, (cw.group_bytes[1] + 1).to_bytes(4, "little"))
+    with pytest.raises(ModelConfigError, match="WGS of kernel group 1"):
+        ConvCore(NV_FULL_COMP, mem).run(*L.views())
+    mem, (L, *_) = fresh()
+    L.both(WEIGHT_BYTES=len(cw.weights) + 128)
+    with pytest.raises(ModelConfigError, match="non-zero weights rounded up to 128"):
+        ConvCore(NV_FULL_COMP, mem).run(*L.views())
+    mem, (L, *_) = fresh()
+    for unit in ("CDMA", "CSC"):
+        u = L.u[unit]
+        u.groups[0]["D_WMB_BYTES"] = len(cw.wmb) + 128
+    with pytest.raises(ModelConfigError, match="D_WMB_BYTES="):
+        ConvCore(NV_FULL_COMP, mem).run(*L.views())
+    mem, (L, *_) = fresh()
+    L.both(DATA_BANK=7, WEIGHT_BANK=7)
+    with pytest.raises(ModelConfigError, match="the last CBUF bank holds the WMB"):
+        ConvCore(NV_FULL_COMP, mem).run(*L.views())
+    mem, (L, *_) = fresh()
+    with pytest.raises(ModelConfigError, match="has no weight compression"):
+        ConvCore(get_config("nv_full+winograd=False+batch=False+weight_compression=False"),
+                 mem).run(*L.views())

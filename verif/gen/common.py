@@ -147,6 +147,12 @@ def program_precisions(prog: Program, cfg) -> frozenset[str]:
 FP16_SCALES = (-12, -4, 0, 4, 10)
 
 
+class SameInBothMemories(bytes):
+    """A memory image that :func:`spread_over_memories` loads unchanged into the secondary
+    memory too: one whose bytes other images must agree with (the WMB and WGS of compressed
+    weights, whose bit and byte counts the compressed weights follow)."""
+
+
 class Fp16Bytes(bytes):
     """Bytes of fp16 data (what :func:`fp16_bytes` and :func:`fp16_conv_bytes` return): the
     second memory's copy of such an image keeps them fp16-like (:func:`spread_over_memories`)."""
@@ -338,7 +344,8 @@ def spread_over_memories(prog: Program, rng: random.Random) -> None:
     Every ``*_RAM_TYPE`` field of the program's register writes is drawn again (CV = 0 or
     MC = 1, per layer and per DMA engine); every ``mem_load`` into the primary memory is
     repeated into the secondary one with other random bytes (so that a read from the wrong
-    memory changes the result; an image given as a ``.dat`` path is loaded unchanged), every
+    memory changes the result; an image given as a ``.dat`` path or as
+    :class:`SameInBothMemories` is loaded unchanged), every
     ``mem_init`` is repeated there, and every ``check_crc`` checks the region in both memories
     (the memory a layer did not write must keep its initial bytes). Edits ``prog.writer`` in
     place; the model's CRCs are filled afterwards as for any program."""
@@ -366,7 +373,7 @@ def spread_over_memories(prog: Program, rng: random.Random) -> None:
         elif line.startswith("mem_load(pri_mem,"):
             file = line.split('"')[1]
             data = w.images[file]
-            if not isinstance(data, (bytes, bytearray)):
+            if not isinstance(data, (bytes, bytearray)) or isinstance(data, SameInBothMemories):
                 out.append(line.replace("mem_load(pri_mem,", "mem_load(sec_mem,", 1))
                 continue
             sec = f"sec_{file}"

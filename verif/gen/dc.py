@@ -72,14 +72,15 @@ import math
 import random
 from dataclasses import dataclass
 
-from verif.gen.common import (Alloc, Layer, Program, ceil_div, cube_extent, cube_strides,
+from verif.gen.common import (Alloc, Layer, Program, SameInBothMemories, ceil_div, cube_extent,
+                              cube_strides,
                               draw_precision, emit, field_writes, fp16_conv_bytes, fp16_values,
                               padded_past_entries, rand_bytes, signed, small_biased,
                               weight_bytes_reg)
 from verif.gen.sdp import SUBS, USE_ALU, USE_BOTH, USE_MUL, operand_image
 from verif.gen.writer import TraceWriter
 
-__all__ = ["generate", "generate_batch", "DcKept", "dc_layer", "UNITS", "INTRS", "INTR_MASK_CONV"]
+__all__ = ["generate", "generate_batch", "generate_compressed", "DcKept", "dc_layer", "UNITS", "INTRS", "INTR_MASK_CONV"]
 
 #: the pipeline's register files, in D_OP_ENABLE order (guide Limitation / Convolution /
 #: General: reverse pipeline order; SDP first, it raises the interrupt waited for)
@@ -333,7 +334,7 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
              allow_reuse: bool = True, max_ops: int | None = None,
              big_rate: float = 0.08, mem: random.Random | None = None,
              last: bool = True, prec: int = 0, batches: int = 1,
-             fc: bool = False) -> tuple[Layer, DcKept]:
+             fc: bool = False, compress: bool = False) -> tuple[Layer, DcKept]:
     """One random DC layer (module docstring) after ``prev`` (what the previous layer of the
     program leaves in CBUF; None for the first layer). Its memory images are loaded into ``w``.
     ``big_rate``: probability of a larger layer (up to BIG_OPS atomic operations, C up to 130,
@@ -342,7 +343,8 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
     ``prec``: 0 INT8, 1 INT16 or 2 FP16 (two-byte elements; module docstring).
     ``batches`` > 1: a multi-batch layer of that many input cubes (:func:`generate_batch`; no
     reuse, no SDP operands from memory); ``fc``: its kernel covers the whole input (an
-    inner-product layer, output 1 x 1).
+    inner-product layer, output 1 x 1). ``compress``: sparse weights stored compressed
+    (:func:`generate_compressed`; no reuse; the last CBUF bank left to the WMB).
     Returns the Layer (register writes of the six units, or seven with SDP_RDMA, output
     region) and what it leaves."""
     eb = 2 if prec else 1                        # bytes per element
@@ -358,6 +360,11 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
     data_mode, wt_reuse = "fetch", False
     if batches > 1:
         allow_reuse, mem = False, None
+    if compress:
+        allow_reuse = False
+    # banks for data and weights (compressed weights: the last bank holds the WMB, programming
+    # guide Limitation / Convolution / General)
+    nbanks -= int(compress)
     if prev is not None and allow_reuse:
         if prev.skip_data and rng.random() < 0.7:
             data_mode = "full"
@@ -425,6 +432,8 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
         rng.random()
         wreg = weight_bytes_reg(wbytes)
         db_need = ceil_div(eps * H * batches, depth)
+        if compress and R * S * C * min(K, ak) > 8 * (bank_bytes - 128):
+            continue        # a kernel group's WMB fits the WMB bank (guide, as above)
         wb_need = ceil_div(R * S * C * min(K, ak) * eb + 128, bank_bytes)
         skip_wt = rng.random() < 0.35 and ceil_div(wreg + 128, bank_bytes) <= nbanks - db_need
         if skip_wt:
@@ -483,8 +492,19 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
     data_bytes = (lambda k: fp16_conv_bytes(rng, k, specials)) if prec == 2 else \
         (lambda k: rand_bytes(rng, k))
     w.mem_load(src, data_bytes(n))              # other bytes when everything is reused
-    wsrc = alloc.take(wreg, 128)
-    w.mem_load(wsrc, data_bytes(wreg))          # other bytes when the weights are reused
+    if compress:
+        cw, sparsity = _sparse_weights(rng, data_bytes(wbytes), K, ak, R * S * C, eb, ebytes)
+        wreg = len(cw.weights)
+        wsrc = alloc.take(wreg, 256)
+        w.mem_load(wsrc, cw.weights)
+        wmb_src, wgs_src = alloc.take(len(cw.wmb), 256), alloc.take(len(cw.wgs), 256)
+        # the other memory gets other weight values under the same WMB and WGS (the counts
+        # the compressed stream must follow; verif.gen.common.spread_over_memories)
+        w.mem_load(wmb_src, SameInBothMemories(cw.wmb))
+        w.mem_load(wgs_src, SameInBothMemories(cw.wgs))
+    else:
+        wsrc = alloc.take(wreg, 128)
+        w.mem_load(wsrc, data_bytes(wreg))      # other bytes when the weights are reused
     dline, dsurf = cube_strides(rng, wo, ho, ab)
     if wo == 1 and ho == 1:
         dline, dsurf = ab, ab
@@ -515,8 +535,10 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
                 DATA_REUSE=int(data_mode != "fetch"), WEIGHT_REUSE=int(wt_reuse),
                 SKIP_DATA_RLS=int(skip_data), SKIP_WEIGHT_RLS=int(skip_wt))
     common = dict(misc, DATAIN_FORMAT=0, ENTRIES=eps - 1, WEIGHT_BYTES=wreg, DATA_BANK=db - 1,
-                  WEIGHT_BANK=wb - 1, WEIGHT_FORMAT=0, BATCHES=batches - 1,
+                  WEIGHT_BANK=wb - 1, WEIGHT_FORMAT=int(compress), BATCHES=batches - 1,
                   WMB_BYTES=rng.getrandbits(28))
+    if compress:
+        common["WMB_BYTES"] = len(cw.wmb)
     grain_max = max(0, min(4095, db * depth // eps - 1))
     cdma = dict(common, PIXEL_FORMAT=rng.randint(0, 35), PIXEL_MAPPING=rng.randint(0, 1),
                 PIXEL_SIGN_OVERRIDE=rng.randint(0, 1),
@@ -540,6 +562,8 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
                 PAD_LEFT=pl, PAD_RIGHT=pr, PAD_TOP=pt, PAD_BOTTOM=pb, PAD_VALUE=pad_value,
                 NAN_TO_ZERO=rng.randint(0, 1), DMA_EN=rng.randint(0, 1),
                 CYA=rng.getrandbits(32))
+    if compress:
+        cdma.update(WGS_ADDR_HIGH=0, WGS_ADDR_LOW=wgs_src, WMB_ADDR_HIGH=0, WMB_ADDR_LOW=wmb_src)
     csc = dict(common, DATAIN_WIDTH_EXT=W - 1, DATAIN_HEIGHT_EXT=H - 1, DATAIN_CHANNEL_EXT=C - 1,
                Y_EXTENSION=0, WEIGHT_WIDTH_EXT=S - 1, WEIGHT_HEIGHT_EXT=R - 1,
                WEIGHT_CHANNEL_EXT=C - 1, WEIGHT_KERNEL=K - 1, DATAOUT_WIDTH=wo - 1,
@@ -597,11 +621,47 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
                 pb=pb, wo=wo, ho=ho, db=db, wb=wb, eps=eps, wbytes=wreg, data=data_mode,
                 kept=kept, cdma_h=cdma_h, wt_reuse=wt_reuse, skip_data=skip_data,
                 skip_wt=skip_wt, rls=rls, clip=clip, ops=ops, sdp_mem=dict(mem_ops), prec=prec)
+    if compress:
+        desc = (f"compressed ({sparsity:.0%} zeros, {sum(cw.group_bytes)} of {wbytes} weight bytes, "
+                f"WMB {len(cw.wmb)}) " + desc)
+        info.update(compressed=True, sparsity=sparsity, nz_bytes=sum(cw.group_bytes))
     if batches > 1:
         desc = f"batch {batches} (src stride {bstride}, dst stride {dbstride}) " + desc
         info.update(batches=batches, fc=fc)
     return Layer(units, writes, [(dst + b * dbstride, dn) for b in range(batches)], desc,
                  info), leaves
+
+
+def _sparse_weights(rng: random.Random, dense: bytes, k: int, ak: int, per_kernel: int, eb: int,
+                    entry: int):
+    """Weights of ``k`` kernels of ``per_kernel`` elements (``eb`` bytes each, kernel groups of
+    ``ak``) made sparse and compressed (:func:`verif.gen.compress.compress_weights`): a
+    sparsity of 0..100 % drawn (mostly 30..90 %), each element zeroed with that probability;
+    then elements made non-zero again, one at a time, until the non-zero bytes end in the last
+    CBUF entry D_WEIGHT_BYTES (their size rounded up to 128) covers, and are not none (a
+    rounding that covers an entry the weights do not fill puts NVIDIA's weight ring out of step
+    for uncompressed weights, model ConvCore._weights: not exercised here). Returns (the
+    compressed surfaces, the sparsity drawn)."""
+    from verif.gen.compress import compress_weights
+    r = rng.random()
+    sparsity = 0.0 if r < 0.05 else 1.0 if r < 0.08 else rng.uniform(0.3, 0.9) if r < 0.8 else rng.random()
+    n = len(dense) // eb
+    d = bytearray(dense)
+    for i in range(n):
+        if rng.random() < sparsity:
+            d[i * eb:(i + 1) * eb] = bytes(eb)
+    zeros = [i for i in range(n) if not any(d[i * eb:(i + 1) * eb])]
+    rng.shuffle(zeros)
+
+    def nz_bytes() -> int:
+        return (n - len(zeros)) * eb
+
+    while zeros and (nz_bytes() == 0 or padded_past_entries(ceil_div(nz_bytes(), 128) * 128,
+                                                             nz_bytes(), entry)):
+        i = zeros.pop()
+        d[i * eb] = rng.randint(1, 255)
+    groups = [min(ak, k - g) * per_kernel for g in range(0, k, ak)]
+    return compress_weights(bytes(d), groups, eb), sparsity
 
 
 def nvidia_entries_per_slice(w: int, c: int, cfg, eb: int = 1) -> int:
@@ -636,6 +696,36 @@ def generate(seed: int, cfg, *, layers: int | None = None, max_ops: int | None =
     for i in range(n):
         lay, prev = dc_layer(rng, cfg, alloc, w, prev, max_ops=max_ops, big_rate=big_rate,
                              mem=mem, last=i == n - 1, prec=prec)
+        prog.layers.append(lay)
+    w.poll(("CDMA", "S_CBUF_FLUSH_STATUS"), 1)
+    emit(prog, prologue=[("GLB", "S_INTR_MASK", INTR_MASK_CONV)], intrs=INTRS)
+    return prog
+
+
+def generate_compressed(seed: int, cfg) -> Program:
+    """A random DC program with compressed weights from ``seed`` (issue 34 item 3; format.rst
+    "Sparse Compression option", unit description "Convolution DMA", programming guide
+    Limitation "Convolution / General"): 1..3 layers as :func:`generate`'s (SDP operands from
+    memory in some), each with sparse weights (0..100 % zeros) stored as compressed weights,
+    WMB and WGS (:mod:`verif.gen.compress`), D_WEIGHT_BYTES and D_WMB_BYTES their sizes, data
+    and weight banks leaving the last CBUF bank to the WMB; no CBUF reuse between layers.
+    Kind ``compressed``: configurations with ``weight_compression``."""
+    if not cfg.weight_compression:
+        raise ValueError(f"{cfg.name} has no weight compression (configuration "
+                         "weight_compression=False)")
+    rng = random.Random(f"compressed-{seed}")
+    mem = random.Random(f"compressed-sdp-mem-{seed}")
+    if mem.random() >= SDP_MEM_RATE:
+        mem = None
+    prec = draw_precision(rng, cfg)
+    prog = Program("compressed", seed, TraceWriter(f"compressed_{seed}"))
+    alloc = Alloc(rng)
+    n = rng.choice((1, 1, 2, 3))
+    prev = None
+    w = prog.writer
+    for i in range(n):
+        lay, prev = dc_layer(rng, cfg, alloc, w, prev, allow_reuse=False, mem=mem,
+                             last=i == n - 1, prec=prec, compress=True)
         prog.layers.append(lay)
     w.poll(("CDMA", "S_CBUF_FLUSH_STATUS"), 1)
     emit(prog, prologue=[("GLB", "S_INTR_MASK", INTR_MASK_CONV)], intrs=INTRS)

@@ -26,7 +26,8 @@ from verif.gen.common import Program
 
 KINDS = ("sdp", "pdp", "cdp", "sdp_operands", "dc", "img")
 #: layer types of optional units, generated only for configurations that have the unit
-OPTIONAL_KINDS = {"bdma": "bdma", "rubik": "rubik", "deconv": "rubik", "batch": "batch"}
+OPTIONAL_KINDS = {"bdma": "bdma", "rubik": "rubik", "deconv": "rubik", "batch": "batch",
+                  "compressed": "weight_compression"}
 
 
 def kinds_for(cfg) -> tuple[str, ...]:
@@ -62,6 +63,8 @@ def generate(kind: str, seed: int, cfg) -> Program:
         from verif.gen.deconv import generate as g
     elif kind == "batch":
         from verif.gen.dc import generate_batch as g
+    elif kind == "compressed":
+        from verif.gen.dc import generate_compressed as g
     else:
         raise ValueError(f"unknown layer type {kind!r} (one of "
                          f"{', '.join(KINDS + tuple(OPTIONAL_KINDS))})")

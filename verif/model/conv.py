@@ -27,7 +27,7 @@ import numpy as np
 
 from verif.model.conv_fp16 import conv_dc_fp16, conv_img_fp16
 from verif.model.fp import fp16_isnan
-from verif.model.memory import ram
+from verif.model.memory import Memory, ram
 from verif.model.formats import ModelConfigError, read_cube
 
 # --------------------------------------------------------------------------------------------
@@ -204,6 +204,29 @@ def read_weights(mem, base: int, k: int, r: int, s: int, c: int, atom_c: int,
     return mem.gather(base + off).view(np.int8).astype(np.int64)
 
 
+def decompress_weights(wt: bytes, wmb: bytes, n: int, elem_bytes: int = 1) -> bytes:
+    """Sparse-compressed weights (format.rst "Sparse Compression option") back to the
+    uncompressed weight bytes of ``n`` elements: WMB bit ``i`` (little-endian bits: bit ``i %
+    8`` of WMB byte ``i // 8``) says whether element ``i`` of the uncompressed order is
+    non-zero; the non-zero elements follow each other in ``wt``, ``elem_bytes`` bytes each.
+    Both streams run through the whole layer without alignment between kernel groups (NVIDIA's
+    nvdlav1 cmod, NV_NVDLA_csc get_decompressed_weight: the WMB bit and weight indices carry
+    over from one kernel group to the next; WGS only paces CDMA's fetch, NV_NVDLA_CDMA_wt.v
+    wt_required_bytes). Raises ModelConfigError when ``wmb`` has fewer than ``n`` bits or
+    ``wt`` fewer bytes than its set bits ask for."""
+    if len(wmb) * 8 < n:
+        raise ModelConfigError(f"D_WMB_BYTES={len(wmb)}: {n} weight elements need {-(-n // 8)} "
+                               "bytes of WMB")
+    bits = np.unpackbits(np.frombuffer(wmb, np.uint8), bitorder="little")[:n].astype(bool)
+    nz = int(bits.sum())
+    if nz * elem_bytes > len(wt):
+        raise ModelConfigError(f"D_WEIGHT_BYTES={len(wt)}: the WMB marks {nz} non-zero weights, "
+                               f"{nz * elem_bytes} bytes")
+    dense = np.zeros((n, elem_bytes), np.uint8)
+    dense[bits] = np.frombuffer(wt[:nz * elem_bytes], np.uint8).reshape(nz, elem_bytes)
+    return dense.tobytes()
+
+
 def read_weights_post_ext(mem, base: int, k: int, r: int, cw: int, ext: int, atom_k: int,
                           elem_bytes: int = 1) -> np.ndarray:
     """Image weights with channel post-extension ``ext`` (2 or 4 lines; format.rst "Weight
@@ -356,14 +379,23 @@ class ConvCore:
         for unit, v in (("CDMA", cdma), ("CSC", csc)):
             if cfg.feature_data_type == "int8" and v.f("IN_PRECISION") != 0:
                 raise ModelConfigError(f"{unit}.D_MISC_CFG.IN_PRECISION must be INT8 on {cfg.name}")
-            if v.f("WEIGHT_FORMAT") == 1:
-                raise ModelConfigError(f"{unit}.D_WEIGHT_FORMAT=COMPRESSED: "
-                                       + (f"{cfg.name} has no weight compression" if not cfg.weight_compression
-                                          else "compressed weights are not modelled"))
+            if v.f("WEIGHT_FORMAT") == 1 and not cfg.weight_compression:
+                raise ModelConfigError(f"{unit}.D_WEIGHT_FORMAT=COMPRESSED: {cfg.name} has no weight "
+                                       "compression")
             if v.f("BATCHES") != 0 and not cfg.batch:
                 raise ModelConfigError(f"{unit}.D_BATCH_NUMBER.BATCHES={v.f('BATCHES')}: multi-batch "
                                        f"is not in {cfg.name}")
         self._check_batch(cdma, csc, cacc)
+        if cdma.f("WEIGHT_FORMAT") != csc.f("WEIGHT_FORMAT"):
+            raise ModelConfigError(f"CDMA.D_WEIGHT_FORMAT={cdma.f('WEIGHT_FORMAT')} differs from "
+                                   f"CSC's {csc.f('WEIGHT_FORMAT')}")
+        if csc.f("WEIGHT_FORMAT") == 1:
+            # programming guide Limitation / Convolution / General: bank 15 holds the WMB
+            nb = csc.f("DATA_BANK") + 1 + csc.f("WEIGHT_BANK") + 1
+            if nb > cfg.cbuf_bank_number - 1:
+                raise ModelConfigError(f"CSC.D_BANK: DATA_BANK+1 + WEIGHT_BANK+1 = {nb} with compressed "
+                                       f"weights: at most {cfg.cbuf_bank_number - 1} (the last CBUF bank "
+                                       "holds the WMB; programming guide Limitation: Convolution)")
         if cfg.feature_data_type == "int8_int16_fp16":
             names = ("INT8", "INT16", "FP16", "3")
             proc = cdma.f("PROC_PRECISION")
@@ -685,6 +717,9 @@ class ConvCore:
         ext = 1 << csc.f("Y_EXTENSION")
         mem = ram(self.mem, self.cv_mem, cdma.f("WEIGHT_RAM_TYPE"))
         eb = self._elem_bytes(cdma)
+        if csc.f("WEIGHT_FORMAT") == 1:
+            mem, base = self._decompressed(cdma, csc, mem, base, k, r * s * c,
+                                           self.cfg.mac_atomic_k // eb, eb), 0
         if ext > 1:
             wts = read_weights_post_ext(mem, base, k, r, c, ext, self.cfg.mac_atomic_k // eb, eb)
         else:
@@ -699,6 +734,52 @@ class ConvCore:
             # NVIDIA's RTL: a random fp16 program's NaN weights did not make NaN outputs)
             wts = np.where(fp16_isnan(wts), 0, wts)
         return wts
+
+    def _decompressed(self, cdma, csc, mem, base: int, k: int, per_kernel: int, atom_k: int,
+                      eb: int):
+        """Compressed weights of ``k`` kernels of ``per_kernel`` elements, in kernel groups of
+        ``atom_k`` (D_WEIGHT_FORMAT=COMPRESSED), as a memory holding
+        their uncompressed bytes at 0 (:func:`decompress_weights`): CDMA fetches D_WEIGHT_BYTES
+        bytes of non-zero weights from D_WEIGHT_ADDR and D_WMB_BYTES bytes of WMB from
+        D_WMB_ADDR, the same memory (programming guide Limitation: "WMB and weight data MUST
+        has the same RAM type"). D_WEIGHT_BYTES is the compressed size rounded up to 128 bytes
+        (nvdlav1 RTL NV_NVDLA_CDMA_wt.v fetches D_WEIGHT_BYTES and requires it all for the last
+        kernel group; the cmod fails a layer whose CBUF weight entries are not all used), as is
+        D_WMB_BYTES the WMB's (format.rst: both surfaces aligned to 128 bytes); other counts
+        are refused. WGS, a 32-bit word per kernel group at D_WGS_ADDR, must hold each
+        group's non-zero bytes (NVIDIA's RTL paces the weight fetch by it, NV_NVDLA_CDMA_wt.v
+        wt_required_bytes: other values are refused, their outcome is not settled). Sets
+        ``self.nz_bytes`` (bytes of non-zero weights)."""
+        n = k * per_kernel
+        wbytes, wmb_bytes = csc.bytes("WEIGHT_BYTES"), csc.bytes("WMB_BYTES")
+        if cdma.bytes("WMB_BYTES") != wmb_bytes:
+            raise ModelConfigError(f"CDMA.D_WMB_BYTES={cdma.bytes('WMB_BYTES')} differs from CSC's {wmb_bytes}")
+        need_wmb = -(-(-(-n // 8)) // 128) * 128
+        if wmb_bytes != need_wmb:
+            raise ModelConfigError(f"D_WMB_BYTES={wmb_bytes} must be the WMB's {-(-n // 8)} bytes ({n} "
+                                   "weight elements, a bit each) rounded up to 128 (format.rst, Sparse "
+                                   "Compression option)")
+        wmb = mem.read(cdma.addr("D_WMB_ADDR_HIGH", "D_WMB_ADDR_LOW"), wmb_bytes)
+        dense = decompress_weights(mem.read(base, wbytes), wmb, n, eb)
+        bits = np.unpackbits(np.frombuffer(wmb, np.uint8), bitorder="little")[:n].astype(np.int64)
+        self.nz_bytes = int(bits.sum()) * eb
+        groups = -(-k // atom_k)
+        wgs = np.frombuffer(mem.read(cdma.addr("D_WGS_ADDR_HIGH", "D_WGS_ADDR_LOW"), 4 * groups), "<u4")
+        for g in range(groups):
+            nzg = int(bits[g * atom_k * per_kernel:min(k, (g + 1) * atom_k) * per_kernel].sum()) * eb
+            if int(wgs[g]) != nzg:
+                raise ModelConfigError(f"WGS of kernel group {g} (D_WGS_ADDR + {4 * g}) = {int(wgs[g])}, "
+                                       f"but the WMB marks {nzg} bytes of non-zero weights in it")
+        if not self.nz_bytes:
+            raise ModelConfigError("compressed weights with no non-zero weight (D_WEIGHT_BYTES=0): "
+                                   "not settled on NVIDIA's RTL")
+        if wbytes != -(-self.nz_bytes // 128) * 128:
+            raise ModelConfigError(f"D_WEIGHT_BYTES={wbytes} with compressed weights must be the "
+                                   f"{self.nz_bytes} bytes of non-zero weights rounded up to 128 "
+                                   "(format.rst, Sparse Compression option)")
+        out = Memory()
+        out.write(0, dense)
+        return out
 
     # ---------------------------------------------------------------- run
     def run(self, cdma, csc, cmac, cacc) -> np.ndarray:
@@ -782,7 +863,8 @@ class ConvCore:
         # NVIDIA's nv_small RTL never finishes a layer whose count is not a multiple of 128
         # (observed through --rtl-filelist: 246 bytes hang with CDMA and CSC busy, 256 pass)
         wbytes = csc.bytes("WEIGHT_BYTES")
-        if wbytes != -(-bpk * k // 128) * 128:
+        compressed = csc.f("WEIGHT_FORMAT") == 1        # D_WEIGHT_BYTES checked in _weights
+        if not compressed and wbytes != -(-bpk * k // 128) * 128:
             raise ModelConfigError(f"CSC.D_WEIGHT_BYTES={wbytes} must be R*S*C*K={bpk * k} rounded up to "
                                    "a multiple of 128 bytes (programming guide <CDMA|CSC>.WEIGHT_BYTES; "
                                    "NVIDIA's RTL hangs on a count that is not a multiple of 128)")
@@ -863,7 +945,7 @@ class ConvCore:
             # a normal release frees the entries CSC read; CDMA wrote WEIGHT_BYTES (see _weights;
             # reused weights have this layer's shape, so the same WEIGHT_BYTES)
             self.weights = None
-            drift = wbytes // ent_b - -(-bpk * k // ent_b)
+            drift = wbytes // ent_b - -(-(self.nz_bytes if compressed else bpk * k) // ent_b)
             if drift:
                 self.wt_drift = {"banks": key[1:], "entries": drift}
         return out
