@@ -432,8 +432,9 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
         rng.random()
         wreg = weight_bytes_reg(wbytes)
         db_need = ceil_div(eps * H * batches, depth)
-        if compress and R * S * C * min(K, ak) > 8 * (bank_bytes - 128):
-            continue        # a kernel group's WMB fits the WMB bank (guide, as above)
+        if compress and (R * S * C * min(K, ak) > 8 * (bank_bytes - 128) or R * S * C * K * eb <= 64):
+            continue        # a kernel group's WMB fits the WMB bank (guide, as above); see
+                            # _sparse_weights for the 64
         wb_need = ceil_div(R * S * C * min(K, ak) * eb + 128, bank_bytes)
         skip_wt = rng.random() < 0.35 and ceil_div(wreg + 128, bank_bytes) <= nbanks - db_need
         if skip_wt:
@@ -637,10 +638,11 @@ def _sparse_weights(rng: random.Random, dense: bytes, k: int, ak: int, per_kerne
     """Weights of ``k`` kernels of ``per_kernel`` elements (``eb`` bytes each, kernel groups of
     ``ak``) made sparse and compressed (:func:`verif.gen.compress.compress_weights`): a
     sparsity of 0..100 % drawn (mostly 30..90 %), each element zeroed with that probability;
-    then elements made non-zero again, one at a time, until the non-zero bytes end in the last
-    CBUF entry D_WEIGHT_BYTES (their size rounded up to 128) covers, and are not none (a
-    rounding that covers an entry the weights do not fill puts NVIDIA's weight ring out of step
-    for uncompressed weights, model ConvCore._weights: not exercised here). Returns (the
+    then elements made non-zero again (or, without 128 bytes of zeros, zero), one at a time,
+    until the non-zero bytes end in the last CBUF entry D_WEIGHT_BYTES (their size rounded up
+    to 128) covers, and are not none (a rounding that covers an entry the weights do not fill
+    is not settled for compressed weights: the model refuses it, ConvCore._decompressed).
+    Returns (the
     compressed surfaces, the sparsity drawn)."""
     from verif.gen.compress import compress_weights
     r = rng.random()
@@ -651,15 +653,26 @@ def _sparse_weights(rng: random.Random, dense: bytes, k: int, ak: int, per_kerne
         if rng.random() < sparsity:
             d[i * eb:(i + 1) * eb] = bytes(eb)
     zeros = [i for i in range(n) if not any(d[i * eb:(i + 1) * eb])]
+    nonzeros = [i for i in range(n) if any(d[i * eb:(i + 1) * eb])]
     rng.shuffle(zeros)
+    rng.shuffle(nonzeros)
 
-    def nz_bytes() -> int:
-        return (n - len(zeros)) * eb
+    def padded() -> bool:
+        b = len(nonzeros) * eb
+        return b == 0 or padded_past_entries(ceil_div(b, 128) * 128, b, entry)
 
-    while zeros and (nz_bytes() == 0 or padded_past_entries(ceil_div(nz_bytes(), 128) * 128,
-                                                             nz_bytes(), entry)):
-        i = zeros.pop()
-        d[i * eb] = rng.randint(1, 255)
+    # up (make zeros non-zero) when 128 bytes of zeros allow it or fewer than 128 bytes are
+    # non-zero (dc_layer draws more than 64 weight bytes: enough to end past the first entry),
+    # else down to a multiple of 128 bytes (more than 0)
+    up = len(zeros) * eb >= 128 or len(nonzeros) * eb < 128
+    while padded():
+        if up:
+            i = zeros.pop()
+            d[i * eb] = rng.randint(1, 255)
+            nonzeros.append(i)
+        else:
+            i = nonzeros.pop()
+            d[i * eb:(i + 1) * eb] = bytes(eb)
     groups = [min(ak, k - g) * per_kernel for g in range(0, k, ak)]
     return compress_weights(bytes(d), groups, eb), sparsity
 

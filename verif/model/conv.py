@@ -709,6 +709,9 @@ class ConvCore:
                                        "needs SKIP_WEIGHT_RLS and the same CONV_MODE, DATAIN_FORMAT and D_BANK; "
                                        "programming guide Limitation: Convolution)")
             _check_reuse_precision("WEIGHT_REUSE", "weights", w["prec"], cdma.f("PROC_PRECISION"))
+            if w.get("format", 0) != csc.f("WEIGHT_FORMAT"):
+                raise ModelConfigError("WEIGHT_REUSE of weights kept in the other D_WEIGHT_FORMAT "
+                                       "(compressed / uncompressed): not modelled")
             if w["w"].shape != shape:
                 raise ModelConfigError(f"WEIGHT_REUSE: kept weights are {w['w'].shape}, layer needs {shape}")
             return w["w"]
@@ -777,6 +780,14 @@ class ConvCore:
             raise ModelConfigError(f"D_WEIGHT_BYTES={wbytes} with compressed weights must be the "
                                    f"{self.nz_bytes} bytes of non-zero weights rounded up to 128 "
                                    "(format.rst, Sparse Compression option)")
+        ent_b = entry_bytes(self.cfg, eb)
+        if wbytes // ent_b != -(-self.nz_bytes // ent_b):
+            # the rounding covers a CBUF entry the weights do not fill: how NVIDIA's CSC
+            # releases it is not settled (uncompressed weights: _weights' ring drift)
+            raise ModelConfigError(f"D_WEIGHT_BYTES={wbytes}: {self.nz_bytes} bytes of non-zero weights "
+                                   f"fill {-(-self.nz_bytes // ent_b)} CBUF entries of {ent_b} bytes, the "
+                                   "rounding to 128 covers one more (compressed weights: not settled on "
+                                   "NVIDIA's RTL)")
         out = Memory()
         out.write(0, dense)
         return out
@@ -940,7 +951,8 @@ class ConvCore:
             self._release_data(csc, cube, mode, cdma.f("PROC_PRECISION"))
         key = (mode, csc.f("DATA_BANK"), csc.f("WEIGHT_BANK"))
         if csc.f("SKIP_WEIGHT_RLS"):
-            self.weights = {"key": key, "w": wts, "prec": cdma.f("PROC_PRECISION")}
+            self.weights = {"key": key, "w": wts, "prec": cdma.f("PROC_PRECISION"),
+                            "format": csc.f("WEIGHT_FORMAT")}
         else:
             # a normal release frees the entries CSC read; CDMA wrote WEIGHT_BYTES (see _weights;
             # reused weights have this layer's shape, so the same WEIGHT_BYTES)
