@@ -94,6 +94,9 @@ INTR_MASK_CONV = 0x3F03FC & ~(0x3F << 16)   # 0x3FC
 
 #: probability that a program's SDP takes BS/BN operands from memory on the fly (SDP_RDMA)
 SDP_MEM_RATE = 0.25
+#: alignment (bytes) of a multi-batch layer's SDP destination base, line, surface and batch
+#: strides (programming guide Limitation "Winograd/Batch": 64)
+BATCH_DST_ALIGN = 64
 SMALL_OPS = 6000          # atomic operations of a normal layer (a few seconds of simulation)
 BIG_OPS = 40000           # of an occasional larger layer
 
@@ -514,12 +517,12 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
         # programming guide Limitation "Winograd/Batch": DST_BASE_ADDR, DST_LINE_STRIDE and
         # DST_SURFACE_STRIDE 64-byte aligned; WDMA does not pack a 1 x 1 output then (model
         # Sdp.run), so its surface stride is the register's
-        dline = ceil_div(dline, 64) * 64
-        dsurf = max(ceil_div(dsurf, 64) * 64, dline * ho)
-        dalign = 64
+        dalign = BATCH_DST_ALIGN
+        dline = ceil_div(dline, dalign) * dalign
+        dsurf = max(ceil_div(dsurf, dalign) * dalign, dline * ho)
     dn = cube_extent(wo, ho, K, dline, dsurf, atom, ab)
     if batches > 1:
-        dbstride = ceil_div(dn, 64) * 64 + 64 * small_biased(rng, 4, 2)
+        dbstride = ceil_div(dn, dalign) * dalign + dalign * small_biased(rng, 4, 2)
     dst = alloc.take(dn + dbstride * (batches - 1), dalign)
 
     # ---- registers
