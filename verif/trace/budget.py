@@ -11,7 +11,8 @@ enabled layer must do:
   input cube (unless on the fly from CACC), each BRDMA/NRDMA/ERDMA operand cube it fetches
   (``*_DISABLE`` = 0: up to 2 operands of 2 bytes per element, counted as 4 cubes), SDP's output
   (unless on the fly to PDP); PDP_RDMA's input (twice; none on the fly) and PDP's output cube; CDP_RDMA's input and CDP's output (same size);
-  CDMA's input feature cube and weights (``D_WEIGHT_BYTES``); each BDMA operation's copy, read
+  CDMA's input feature cube and weights (``D_WEIGHT_BYTES``; the cubes and outputs of a
+  multi-batch layer times its N); each BDMA operation's copy, read
   and written (counted at its ``CFG_OP.EN``); RUBIK's atoms read and written, each as a whole
   beat;
 * ``ops``: element-steps of the datapaths: SDP/PDP/CDP elements (input cube, channels padded
@@ -94,6 +95,9 @@ def _layer(regs: _Regs, unit: str, cfg) -> tuple[int, int]:
         e, b = _cube(regs, "SDP", (("D_DATA_CUBE_WIDTH", "WIDTH"), ("D_DATA_CUBE_HEIGHT", "HEIGHT"),
                                    ("D_DATA_CUBE_CHANNEL", "CHANNEL")), ae)
         flying = regs.field("SDP", "D_FEATURE_MODE_CFG", "FLYING_MODE")      # input from CACC
+        if flying:      # a multi-batch convolution's N cubes (BATCH_NUMBER = N-1)
+            n = regs.field("SDP", "D_FEATURE_MODE_CFG", "BATCH_NUMBER") + 1
+            e, b = e * n, b * n
         to_pdp = regs.field("SDP", "D_FEATURE_MODE_CFG", "OUTPUT_DST")       # output to PDP
         nbytes = b * ((0 if flying else 1) + (0 if to_pdp else 1))
         for op in ("BRDMA", "NRDMA", "ERDMA"):
@@ -129,8 +133,8 @@ def _layer(regs: _Regs, unit: str, cfg) -> tuple[int, int]:
         ic = regs.field("CDMA", "D_DATAIN_SIZE_1", "DATAIN_CHANNEL") + 1
         data = iw * ih * _ceil(ic, ae) * ae * batches
         wt = regs.field("CDMA", "D_WEIGHT_BYTES", "WEIGHT_BYTES") or r * s * c * k
-        out = ow * oh * _ceil(k, ae) * ae
-        return data + wt + out, ops + ow * oh * _ceil(k, ae) * ae
+        out = ow * oh * _ceil(k, ae) * ae * batches
+        return data + wt + out, ops + out
     if unit == "RBK":
         # RUBIK moves 32-byte atoms, each counted as a whole beat (contract reads, split writes
         # and merge reads are one-atom requests), read and written
