@@ -704,16 +704,24 @@ def generate(seed: int, cfg, *, layers: int | None = None, max_ops: int | None =
     if mem.random() >= sdp_mem_rate:
         mem = None
     prec = draw_precision(rng, cfg)
-    prog = Program("dc", seed, TraceWriter(f"dc_{seed}"))
+    return _program("dc", seed, rng, lambda: layers or rng.choice((1, 1, 2, 2, 3)),
+                    lambda alloc, w, prev, last: dc_layer(
+                        rng, cfg, alloc, w, prev, max_ops=max_ops, big_rate=big_rate, mem=mem,
+                        last=last, prec=prec))
+
+
+def _program(kind: str, seed: int, rng: random.Random, count, make_layer) -> Program:
+    """A program of ``kind`` from ``seed``: ``count()`` layers, each ``make_layer(alloc,
+    writer, prev, last)`` -> (Layer, DcKept) after the previous one's DcKept ``prev``, then
+    CDMA's CBUF flush poll first and the layers in alternating groups (``emit``)."""
+    prog = Program(kind, seed, TraceWriter(f"{kind}_{seed}"))
     alloc = Alloc(rng)
-    n = layers or rng.choice((1, 1, 2, 2, 3))
+    n = count()
     prev = None
-    w = prog.writer
     for i in range(n):
-        lay, prev = dc_layer(rng, cfg, alloc, w, prev, max_ops=max_ops, big_rate=big_rate,
-                             mem=mem, last=i == n - 1, prec=prec)
+        lay, prev = make_layer(alloc, prog.writer, prev, i == n - 1)
         prog.layers.append(lay)
-    w.poll(("CDMA", "S_CBUF_FLUSH_STATUS"), 1)
+    prog.writer.poll(("CDMA", "S_CBUF_FLUSH_STATUS"), 1)
     emit(prog, prologue=[("GLB", "S_INTR_MASK", INTR_MASK_CONV)], intrs=INTRS)
     return prog
 
@@ -734,18 +742,10 @@ def generate_compressed(seed: int, cfg) -> Program:
     if mem.random() >= SDP_MEM_RATE:
         mem = None
     prec = draw_precision(rng, cfg)
-    prog = Program("compressed", seed, TraceWriter(f"compressed_{seed}"))
-    alloc = Alloc(rng)
-    n = rng.choice((1, 1, 2, 3))
-    prev = None
-    w = prog.writer
-    for i in range(n):
-        lay, prev = dc_layer(rng, cfg, alloc, w, prev, allow_reuse=False, mem=mem,
-                             last=i == n - 1, prec=prec, compress=True)
-        prog.layers.append(lay)
-    w.poll(("CDMA", "S_CBUF_FLUSH_STATUS"), 1)
-    emit(prog, prologue=[("GLB", "S_INTR_MASK", INTR_MASK_CONV)], intrs=INTRS)
-    return prog
+    return _program("compressed", seed, rng, lambda: rng.choice((1, 1, 2, 3)),
+                    lambda alloc, w, prev, last: dc_layer(
+                        rng, cfg, alloc, w, prev, allow_reuse=False, mem=mem, last=last,
+                        prec=prec, compress=True))
 
 
 def generate_batch(seed: int, cfg) -> Program:
@@ -762,16 +762,9 @@ def generate_batch(seed: int, cfg) -> Program:
         raise ValueError(f"{cfg.name} has no multi-batch mode (configuration batch=False)")
     rng = random.Random(f"batch-{seed}")
     prec = draw_precision(rng, cfg)
-    prog = Program("batch", seed, TraceWriter(f"batch_{seed}"))
-    alloc = Alloc(rng)
-    n = rng.choice((1, 1, 2))
-    prev = None
-    w = prog.writer
-    for i in range(n):
+
+    def layer(alloc, w, prev, last):
         nb = rng.randint(2, 4) if rng.random() < 0.5 else rng.randint(2, cfg.max_batch)
-        lay, prev = dc_layer(rng, cfg, alloc, w, prev, allow_reuse=False, big_rate=0.0,
-                             last=i == n - 1, prec=prec, batches=nb, fc=rng.random() < 0.33)
-        prog.layers.append(lay)
-    w.poll(("CDMA", "S_CBUF_FLUSH_STATUS"), 1)
-    emit(prog, prologue=[("GLB", "S_INTR_MASK", INTR_MASK_CONV)], intrs=INTRS)
-    return prog
+        return dc_layer(rng, cfg, alloc, w, prev, allow_reuse=False, big_rate=0.0, last=last,
+                        prec=prec, batches=nb, fc=rng.random() < 0.33)
+    return _program("batch", seed, rng, lambda: rng.choice((1, 1, 2)), layer)
