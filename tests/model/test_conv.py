@@ -682,7 +682,7 @@ def test_multi_batch_refusals():
 NV_FULL_COMP = get_config("nv_full+winograd=False+batch=False")
 
 
-def compressed_layer(mem, case, w, sparsity_seed, wt=0x9000_0000, wmb=0xA000_0000, wgs=0xB000_0000):
+def compressed_layer(mem, case, w, wt=0x9000_0000, wmb=0xA000_0000, wgs=0xB000_0000):
     """An int8 DC layer on nv_full (v1 map) whose weights ``w`` are stored compressed
     (verif.gen.compress): returns the Layer, ho, wo."""
     from hdl.regmap import REGMAP_V1
@@ -723,7 +723,7 @@ def test_compressed_weights_nv_full(case, sparsity):
            for _ in range(case["s"])] for _ in range(case["r"])] for _ in range(case["k"])]
     mem = Memory()
     write_cube(mem, np.array(x, np.int64), 0x8000_0000, case["w"] * 32, case["w"] * 32 * case["h"], 32)
-    L, ho, wo, cw = compressed_layer(mem, case, w, sparsity)
+    L, ho, wo, cw = compressed_layer(mem, case, w)
     nzb = sum(cw.group_bytes)
     if sparsity == 1.0:         # nothing to fetch: refused (not settled on NVIDIA's RTL)
         assert cw.weights == b"" and not any(cw.wmb)
@@ -751,7 +751,7 @@ def test_compressed_weights_refusals():
     w = rnd_weights(rng, 40, 1, 1, 40)
     def fresh():
         mem = Memory()
-        return mem, compressed_layer(mem, case, w, 0)
+        return mem, compressed_layer(mem, case, w)
     mem, (L, _, _, cw) = fresh()
     mem.write(0xB000_0004, (cw.group_bytes[1] + 1).to_bytes(4, "little"))
     with pytest.raises(ModelConfigError, match="WGS of kernel group 1"):

@@ -744,8 +744,8 @@ def generate_compressed(seed: int, cfg) -> Program:
     prec = draw_precision(rng, cfg)
     return _program("compressed", seed, rng, lambda: rng.choice((1, 1, 2, 3)),
                     lambda alloc, w, prev, last: dc_layer(
-                        rng, cfg, alloc, w, prev, allow_reuse=False, mem=mem, last=last,
-                        prec=prec, compress=True))
+                        rng, cfg, alloc, w, prev, mem=mem, last=last, prec=prec,
+                        compress=True))
 
 
 def generate_batch(seed: int, cfg) -> Program:
@@ -765,6 +765,6 @@ def generate_batch(seed: int, cfg) -> Program:
 
     def layer(alloc, w, prev, last):
         nb = rng.randint(2, 4) if rng.random() < 0.5 else rng.randint(2, cfg.max_batch)
-        return dc_layer(rng, cfg, alloc, w, prev, allow_reuse=False, big_rate=0.0, last=last,
-                        prec=prec, batches=nb, fc=rng.random() < 0.33)
+        return dc_layer(rng, cfg, alloc, w, prev, big_rate=0.0, last=last, prec=prec,
+                        batches=nb, fc=rng.random() < 0.33)
     return _program("batch", seed, rng, lambda: rng.choice((1, 1, 2)), layer)

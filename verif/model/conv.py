@@ -894,16 +894,8 @@ class ConvCore:
                                    f"{need_entries} CBUF entries of one input slice")
 
         nb = cdma.f("BATCHES") + 1
-        if nb > 1:
-            cubes = [self._fetch_feature(cdma, b) for b in range(nb)]
-            cube, mode = cubes[0], "dc"
-            h_ext = csc.f("DATAIN_HEIGHT_EXT") + 1
-            if cube.shape[1] != h_ext:
-                raise ModelConfigError(f"CSC.D_DATAIN_SIZE_EXT_0.DATAIN_HEIGHT_EXT+1={h_ext} differs from "
-                                       f"CDMA's DATAIN_HEIGHT+1={cube.shape[1]} (multi-batch: no reuse)")
-        else:
-            cube, mode = self._data(cdma, csc)
-            cubes = [cube]
+        cube, mode = self._data(cdma, csc)      # batch 0 (no reuse with batches: _check_batch)
+        cubes = [cube] + [self._fetch_feature(cdma, b) for b in range(1, nb)]
         h_in = cube.shape[1]
         # programming guide "Strategy selection" c: BATCH_NUMBER * entry_per_slice * H entries
         # within the data banks (nvdlav1 RTL NV_NVDLA_CDMA_dc.v: entry_per_batch = data
