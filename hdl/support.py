@@ -33,7 +33,7 @@ def unbuilt(cfg: NvdlaConfig) -> list[str]:
                        f"weights, are built)")
     elif cfg.conv16:
         missing.extend(CONV16_UNBUILT)
-    for flag, what in (("winograd", "Winograd convolution"), ("batch", "multi-batch convolution"),
+    for flag, what in (("winograd", "Winograd convolution"),
                        ("weight_compression", "weight compression")):
         if getattr(cfg, flag):
             missing.append(what)

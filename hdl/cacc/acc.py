@@ -20,9 +20,11 @@ Pipeline (one partial-sum atom per cycle in, one int32 atom per cycle out):
   channel operation, so a stripe's delivery overlaps the next stripe's accumulation.
 
 Delivery order is the order of the ``last`` ops, which docs/conv.md makes the cube order SDP
-expects (kernel group, line, pixel). The layer ends when SDP has taken
-(DATAOUT_WIDTH+1) x (DATAOUT_HEIGHT+1) x ceil((DATAOUT_CHANNEL+1)/atomic_k) atoms, counted by
-three nested counters (no multiplier).
+expects (kernel group, line, pixel; in a multi-batch layer of ``cfg.batch`` configurations
+(kernel group, line, pixel, batch): D_BATCH_NUMBER.BATCHES+1 atoms per position). The layer
+ends when SDP has taken (DATAOUT_WIDTH+1) x (DATAOUT_HEIGHT+1) x
+ceil((DATAOUT_CHANNEL+1)/atomic_k) atoms (times the batches), counted by nested counters (no
+multiplier).
 
 In ``cfg.conv16`` configurations (docs/conv16.md "CACC") the same pipeline carries INT8, INT16
 (48-bit sums) and FP16 (FP48 sums in a 3-cycle add loop, :mod:`hdl.cacc.acc16`) layers, per
@@ -529,6 +531,18 @@ class Cacc(wiring.Component):
                          for i in range(k)]
         taken = self.sdp.valid & self.sdp.ready
         layer_end = taken & (x == width) & (y == height) & (g == groups_m1)
+        if self.cfg.batch:
+            # multi-batch (D_BATCH_NUMBER.BATCHES = N-1; docs/conv.md "Multi-batch"): N atoms
+            # per output position, batch fastest (CSC's order)
+            nbm1 = Value.cast(regs.d_batch_number.batches)
+            b = Signal(len(nbm1))
+            b_last = b == nbm1
+            layer_end = layer_end & b_last
+            with m.If(taken):
+                m.d.sync += b.eq(Mux(b_last, 0, b + 1))
+            with m.If(self.start):
+                m.d.sync += b.eq(0)
+            taken = taken & b_last
 
         sat_sum = sum(conv.o.payload.sat[i] for i in range(k))
         sat_next = self.sat_count + sat_sum                      # 33 bits: carry = overflow

@@ -243,7 +243,7 @@ class Cdma(wiring.Component):
         })
 
     # ------------------------------------------------------------------ data
-    def data_fetch(self, m: Module, start, hold, dc16=None):
+    def data_fetch(self, m: Module, start, hold, dc16=None, multi=None):
         """The data fetch of the layer's input format, started by ``start``.
 
         Returns ``(atoms, busy, slice_end)``: a stream of entry-wide atoms in CBUF entry order
@@ -255,7 +255,13 @@ class Cdma(wiring.Component):
         ``dc16`` (16-bit configurations, ``cfg.conv16``): the 1-bit value "a DC layer of 16-bit
         elements"; the feature DMA is then built with surfaces of ``memory_atomic / 2``
         channels and given DATAIN_CHANNEL halved in INT8 layers (hdl/sdp/rdma.py's precedent:
-        the same surfaces either way, no wider channel count)."""
+        the same surfaces either way, no wider channel count).
+
+        ``multi`` (``cfg.batch`` configurations): the 1-bit value "a multi-batch layer"
+        (D_BATCH_NUMBER.BATCHES > 0): the feature cube is fetched BATCHES+1 times, line by line
+        (no band), each time D_BATCH_STRIDE bytes after the previous one (the feature DMA
+        restarted when it has finished a cube), so the cubes' slices follow each other
+        (docs/conv.md "Multi-batch")."""
         cfg, regs = self.cfg, self.regs
         pixel = Signal()
         m.d.comb += pixel.eq(regs.d_datain_format.datain_format == DatainFormat.PIXEL)
@@ -269,15 +275,35 @@ class Cdma(wiring.Component):
             channel = Mux(dc16, ch, ch >> 1)
         m.submodules.img_fetch = img = PixelFetch(cfg)
         size0 = regs.d_datain_size_0
+        base = Cat(regs.d_dain_addr_low_0.as_value(),
+                   regs.d_dain_addr_high_0.as_value())[:cfg.mem_address_width]
+        dstart, fetch_busy = start, dma.busy | img.busy
+        if multi is not None:
+            # the next cube when the DMA has finished one (nvdlav1 RTL NV_NVDLA_CDMA_dc.v: each
+            # batch's address is the previous batch's plus D_BATCH_STRIDE; the model's
+            # ConvCore._fetch_feature)
+            cubes = Signal(5)                   # cubes started after the first
+            bofs = Signal(cfg.mem_address_width)
+            busy_d = Signal()
+            restart = Signal()
+            m.d.sync += [busy_d.eq(dma.busy), restart.eq(0)]
+            with m.If(start):
+                m.d.sync += [cubes.eq(0), bofs.eq(0)]
+            with m.Elif(busy_d & ~dma.busy & multi
+                        & (cubes != regs.d_batch_number.batches)):
+                m.d.sync += [cubes.eq(cubes + 1), restart.eq(1),
+                             bofs.eq(bofs + regs.d_batch_stride.as_value())]
+            # (the layer's first cube from the data address: ``bofs`` is cleared at ``start``)
+            base = Mux(start, base, (base + bofs)[:cfg.mem_address_width])
+            dstart, fetch_busy = start | restart, fetch_busy | restart
         m.d.comb += [
             img.start.eq(start & pixel),
             img.regs.eq(regs),
-            dma.start.eq(start & ~pixel),
-            dma.band.eq(self.band_lines),
-            dma.step.eq(self.band_step),
+            dma.start.eq(dstart & ~pixel),
+            dma.band.eq(self.band_lines if multi is None else Mux(multi, 0, self.band_lines)),
+            dma.step.eq(self.band_step if multi is None else Mux(multi, 0, self.band_step)),
             dma.hold.eq(hold),
-            dma.cube.base.eq(Cat(regs.d_dain_addr_low_0.as_value(),
-                                 regs.d_dain_addr_high_0.as_value())[:cfg.mem_address_width]),
+            dma.cube.base.eq(base),
             dma.cube.line_stride.eq(regs.d_line_stride.as_value()),
             dma.cube.surface_stride.eq(regs.d_surf_stride.as_value()),
             dma.cube.width.eq(size0.datain_width[:CUBE_DIM_BITS]),
@@ -315,7 +341,7 @@ class Cdma(wiring.Component):
             fatoms.ready.eq(atoms.ready & ~pixel),
             img.atoms.ready.eq(atoms.ready & pixel),
         ]
-        return atoms, dma.busy | img.busy, img.atoms.payload.slice_last
+        return atoms, fetch_busy, img.atoms.payload.slice_last
 
     def feature_convert(self, m: Module, atoms, dc16=None):
         """CDMA's input converter on feature atoms (D_CVT_CFG.CVT_EN; the model's
@@ -532,9 +558,20 @@ class Cdma(wiring.Component):
             ]
         else:
             dc16 = None
-        atoms, dat_busy, img_slice_end = self.data_fetch(m, begin & dat_fetch, dat_hold, dc16)
         w_max = regs.d_datain_size_0.datain_width[:CUBE_DIM_BITS]
         h_max = regs.d_datain_size_0.datain_height[:CUBE_DIM_BITS]
+        multi = None
+        last_slice = h_max                      # the layer's last slice (fetched counts to it)
+        if cfg.batch:
+            # multi-batch (docs/conv.md "Multi-batch"): the N cubes' slices one after the other,
+            # N x (DATAIN_HEIGHT+1) slices in all, fetched line by line (no band)
+            multi = Signal()
+            last_slice = Signal(SLICE_COUNT_BITS)
+            nbm1 = regs.d_batch_number.batches
+            m.d.comb += multi.eq(feature & (nbm1 != 0))
+            m.d.sync += last_slice.eq((h_max + 1) * (nbm1 + 1) - 1)    # stable in a layer
+        atoms, dat_busy, img_slice_end = self.data_fetch(m, begin & dat_fetch, dat_hold, dc16,
+                                                         multi)
         cb_max = regs.d_datain_size_1.datain_channel[:CUBE_DIM_BITS] >> log2(cfg.memory_atomic)
         if cfg.conv16:                          # surfaces of memory_atomic / 2 16-bit channels
             cb_max = Mux(dc16, regs.d_datain_size_1.datain_channel[:CUBE_DIM_BITS]
@@ -609,6 +646,8 @@ class Cdma(wiring.Component):
         lines = Signal(BAND_BITS)
         m.d.comb += [lines.eq(h_max + 1),
                      band_lines.eq(Mux(self.band_lines > lines, lines, self.band_lines))]
+        if multi is not None:
+            band_lines = Mux(multi, 0, band_lines)
         left = Signal(BAND_BITS)                # lines after the current band
         next_nband = Signal(BAND_BITS)
         m.d.comb += [left.eq(h_max + 1 - fetched - nband),
@@ -644,7 +683,7 @@ class Cdma(wiring.Component):
             with m.If(end_slice):
                 m.d.sync += [cb.eq(0), entry.eq(slice_next_w), slice_base.eq(slice_next_w),
                              self.dat_slices.eq(self.dat_slices + 1), fetched.eq(fetched + 1)]
-                with m.If(fetched == h_max):
+                with m.If(fetched == last_slice):
                     m.d.sync += dat_active.eq(0)
         with m.If(begin):
             m.d.sync += [x.eq(0), cb.eq(0), entry.eq(keep.dat_next), slice_base.eq(keep.dat_next),

@@ -106,9 +106,7 @@ class FeatureBandWalker(RunWalker):
 
     def elaborate(self, platform):
         m = Module()
-        args = dict(addr_width=self.addr_width, atom_bytes=self.atom_bytes,
-                    atom_elems=self.atom_elems, beat_bytes=self.beat_bytes,
-                    max_burst=self.max_burst)
+        args = self.walker_args
         m.submodules.first = first = CubeWalker(**args)
         m.submodules.rest = rest = FeatureLineWalker(**args)
         cube = self.cube

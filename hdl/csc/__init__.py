@@ -55,7 +55,7 @@ from hdl.lib.gearbox import Fork, Join
 from hdl.lib.stream import Map, PipelineStage, SkidBuffer
 from hdl.regfile import unit_layout
 from hdl.regmap import REGMAP
-from hdl.csc.seq import DIM, OpSeq, WtSeq, dop_layout, params_layout, wreq_layout
+from hdl.csc.seq import BATCH_MAX, DIM, OpSeq, WtSeq, dop_layout, params_layout, wreq_layout
 from hdl.csc.wtset import (WtCollect, WtUnpack, WtUnpack16, WtUnpackSerial,
                            aligned_set_layout, entry_tag_layout, serial_unpack, wt16_layout,
                            wt_layout)
@@ -185,6 +185,10 @@ class Csc(wiring.Component):
                 f"{cfg.mac_atomic_k} (docs/conv.md)")
         if stripe_max < 1:
             raise ValueError(f"stripe_max must be >= 1, not {stripe_max}")
+        if cfg.batch and stripe_max < cfg.max_batch:
+            raise ValueError(f"stripe_max {stripe_max} below max_batch {cfg.max_batch}: a "
+                             f"multi-batch stripe holds a pixel of every batch")
+        self.batch = cfg.batch
         self.cfg = cfg
         self.stripe_max = stripe_max
         self.geom = g = CbufGeometry.from_config(cfg)
@@ -223,7 +227,7 @@ class Csc(wiring.Component):
         the registers are)."""
         g, ac, ak = self.geom, self.ac, self.ak
         rg = self.regs
-        p = Signal(params_layout(g, ac, ak, self.conv16))
+        p = Signal(params_layout(g, ac, ak, self.conv16, self.batch))
         if self.conv16:
             return self._params16(m, p)
         c = Signal(DIM)
@@ -231,6 +235,8 @@ class Csc(wiring.Component):
         m.d.comb += [c.eq(rg.d_datain_size_ext_1.datain_channel_ext + 1),
                      k.eq(rg.d_weight_size_ext_1.weight_kernel + 1)]
         eps = rg.d_entry_per_slice.entries + 1
+        if self.batch:
+            self._batch_params(m, p, eps)
         sy = rg.d_conv_stride_ext.conv_y_stride_ext + 1
         dy = rg.d_dilation_ext.y_dilation_ext + 1
         pt = rg.d_zero_padding.pad_top
@@ -259,6 +265,23 @@ class Csc(wiring.Component):
         ]
         return p
 
+    def _batch_params(self, m: Module, p, eps_u):
+        """The multi-batch parameters of ``p`` (:func:`hdl.csc.seq.params_layout` ``batch``;
+        docs/conv.md "Multi-batch"): N = D_BATCH_NUMBER.BATCHES+1 (1 in image mode, which has
+        no batches: unit description "Image input"), the stripe's pixels ``stripe_max`` // N,
+        a cube's entries H x EPS in CBUF units ``eps_u`` per slice and the N x H slices,
+        registered as the other parameters."""
+        rg, sm = self.regs, self.stripe_max
+        nb = Signal(range(BATCH_MAX + 1))
+        m.d.comb += nb.eq(Mux(is_image(rg), 1, rg.d_batch_number.batches + 1))
+        spx = Signal(DIM)
+        with m.Switch(nb):
+            for n in range(1, BATCH_MAX + 1):
+                with m.Case(n):
+                    m.d.comb += spx.eq(max(1, sm // n))
+        h = rg.d_datain_size_ext_0.datain_height_ext + 1
+        m.d.sync += [p.nb.eq(nb), p.spx.eq(spx), p.hep.eq(h * eps_u), p.nsl.eq(h * nb)]
+
     def _params16(self, m: Module, p):
         """:meth:`_params` of ``cfg.conv16`` configurations: ``wide`` (an INT16/FP16 direct
         convolution layer, from CSC's D_MISC_CFG.PROC_PRECISION) selects kernel groups of
@@ -276,6 +299,8 @@ class Csc(wiring.Component):
         eps = rg.d_entry_per_slice.entries + 1
         eps_u = Signal(16)                         # entries per slice in CBUF units
         m.d.comb += eps_u.eq(eps << wide)
+        if self.batch:
+            self._batch_params(m, p, eps_u)
         sy = rg.d_conv_stride_ext.conv_y_stride_ext + 1
         dy = rg.d_dilation_ext.y_dilation_ext + 1
         dx = rg.d_dilation_ext.x_dilation_ext + 1
@@ -337,8 +362,8 @@ class Csc(wiring.Component):
         m.d.comb += self.busy.eq(busy)
 
         # ---------------------------------------------------------------- data path
-        opseq = m.submodules.opseq = (OpSeq(gi, ac, ak, sm, conv16=True) if c16 else
-                                      OpSeq(g, ac, ak, sm))
+        opseq = m.submodules.opseq = (OpSeq(gi, ac, ak, sm, conv16=True, batch=self.batch)
+                                      if c16 else OpSeq(g, ac, ak, sm, batch=self.batch))
         m.d.comb += [opseq.params.eq(p), opseq.start.eq(start_d[1] & ~img)]
         R, lr = g.atoms, g.atom_shift
         tag_fields = {"pad": 1, "pos": range(sm), "first": 1, "last": 1, "set_last": 1, "end": 1}
@@ -406,9 +431,13 @@ class Csc(wiring.Component):
         wiring.connect(m, dmap.o, dskid.i)
         dgated = stream.Signature(daddr_l).create()
         dq = dskid.o.payload
-        _gate(m, "dat", dskid.o, dgated,
-              dq.tag.pad | (dq.y < self.dat_slices)
+        ok = (dq.tag.pad | (dq.y < self.dat_slices)
               | ((dq.y < self.band_end) & (dq.cb < self.band_cbs)))
+        if self.batch:
+            # a multi-batch layer's ops wait for all N cubes (each op's pixel is read in every
+            # cube at once; docs/conv.md "Multi-batch")
+            ok = Mux(p.nb == 1, ok, self.dat_slices >= p.nsl)
+        _gate(m, "dat", dskid.o, dgated, ok)
         dfork = m.submodules.dfork = Fork(daddr_l, 2)
         wiring.connect(m, dgated, dfork.i)
         imgd = m.submodules.img = ImgData(gi, ac, ak, sm, c16)
@@ -435,7 +464,7 @@ class Csc(wiring.Component):
         if c16:
             unpack = self._weights16(m, p, q, img, start_d)
         else:
-            wtseq = m.submodules.wtseq = WtSeq(g, ac, ak, sm)
+            wtseq = m.submodules.wtseq = WtSeq(g, ac, ak, sm, batch=self.batch)
             pw = Signal.like(p)
             iw = img_wt_params(q, ac)
             # the weight sequencer's parameters registered once more (still settled at its
@@ -662,8 +691,8 @@ class Csc(wiring.Component):
         ``o``: :func:`hdl.csc.wtset.wt16_layout` sets, in op order)."""
         g, ac, ak, sm = self.geom, self.ac, self.ak, self.stripe_max
         gr = CbufGeometry(g.banks, g.depth // 2, 2 * g.entry_bytes, 2 * g.atoms)
-        wtseq = m.submodules.wtseq = WtSeq(gr, ac, ak, sm, conv16=True)
-        pw = Signal(params_layout(gr, ac, ak, True))
+        wtseq = m.submodules.wtseq = WtSeq(gr, ac, ak, sm, conv16=True, batch=self.batch)
+        pw = Signal(params_layout(gr, ac, ak, True, self.batch))
         iw = img_wt_params(q, ac)
         # registered once more (as the INT8 path), the ring in rows
         m.d.comb += [wtseq.start.eq(start_d[1]), wtseq.params.eq(pw)]

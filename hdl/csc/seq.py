@@ -18,10 +18,11 @@ from hdl.cbuf import CbufGeometry
 __all__ = ["stripe_counter", "params_layout", "dop_layout", "wreq_layout", "OpSeq", "WtSeq"]
 
 DIM = 14          # sizes of the ..._EXT fields + 1 (13-bit fields)
+BATCH_MAX = 32    # D_BATCH_NUMBER.BATCHES is 5 bits: up to 32 batches
 
 
 def params_layout(geom: CbufGeometry, atomic_c: int, atomic_k: int,
-                  conv16: bool = False) -> data.StructLayout:
+                  conv16: bool = False, batch: bool = False) -> data.StructLayout:
     """Layer parameters (sizes, not the registers' minus-one values), held stable for a layer:
     input ``w``/``h``, output ``wo``/``ho``, kernel ``r``/``s``, ``eps`` (entries per slice),
     strides ``sx``/``sy``, dilations ``dx``/``dy``, paddings ``pl``/``pt``, ``ncb`` channel
@@ -41,7 +42,14 @@ def params_layout(geom: CbufGeometry, atomic_c: int, atomic_k: int,
     ``wide``), ``dxu``/``wu`` (dilation x and input width in CBUF units: dx, w, doubled when
     ``wide``). Entry addresses (``sye``, ``dye``, ``pte``, ``dat_base``, ``wt_base``, ``wcap``)
     then count CBUF units of ``geom.entry_bytes`` bytes in every precision (a 16-bit entry E
-    is units 2E and 2E+1), ``ng``/``kg_last`` count kernel groups of ``kg_full``."""
+    is units 2E and 2E+1), ``ng``/``kg_last`` count kernel groups of ``kg_full``.
+
+    ``batch`` (configurations with ``cfg.batch``; docs/conv.md "Multi-batch"): four more
+    fields: ``nb`` the layer's batches N (D_BATCH_NUMBER.BATCHES+1), ``spx`` the most pixels
+    of a stripe (the sequencer's ``stripe_max`` // N, so that a stripe's N x pixels fit CACC's
+    assembly buffer), ``hep`` the entries (CBUF units) of one input cube, H x EPS, modulo
+    2**(addr_bits+1) (cube b's slice y starts ``b x hep`` after cube 0's), ``nsl`` the slices of
+    all N cubes, N x H."""
     fields = {
         "w": DIM, "h": DIM, "wo": DIM, "ho": DIM, "r": 6, "s": 6, "eps": 15,
         "sx": 4, "sy": 4, "dx": 6, "dy": 6, "pl": 5, "pt": 5,
@@ -54,6 +62,9 @@ def params_layout(geom: CbufGeometry, atomic_c: int, atomic_k: int,
     }
     if conv16:
         fields.update({"wide": 1, "kg_full": range(atomic_k + 1), "dxu": 7, "wu": DIM + 1})
+    if batch:
+        fields.update({"nb": range(BATCH_MAX + 1), "spx": DIM, "hep": geom.addr_bits + 1,
+                       "nsl": DIM + 6})
     return data.StructLayout(fields)
 
 
@@ -88,20 +99,24 @@ def wreq_layout(geom: CbufGeometry, atomic_c: int, atomic_k: int) -> data.Struct
     })
 
 
-def stripe_len(m: Module, remaining, stripe_max: int) -> Signal:
+def stripe_len(m: Module, remaining, stripe_max: int, smax=None) -> Signal:
     """Pixels of the next stripe when ``remaining`` output pixels of the kernel group are left:
     ``stripe_max``, all of them when at most ``stripe_max`` are left, and half of them (rounded
     up) when fewer than two full stripes are left, so that the last two stripes are balanced
     and the last is at least ``stripe_max / 2`` pixels long. A short stripe re-uses its weight
     set for few operations and waits for the next set's CBUF reads (docs/conv.md "CSC"), so a
-    layer of 98 pixels runs as 32, 32, 17, 17 rather than 32, 32, 32, 2."""
+    layer of 98 pixels runs as 32, 32, 17, 17 rather than 32, 32, 32, 2.
+
+    ``smax`` (a signal, at most ``stripe_max``, at least 1; multi-batch layers, the
+    ``spx`` parameter): the limit in its place."""
     n = Signal(range(stripe_max + 1), name="stripe_len")
-    m.d.comb += n.eq(Mux(remaining <= stripe_max, remaining,
-                         Mux(remaining < 2 * stripe_max, (remaining + 1) >> 1, stripe_max)))
+    lim = stripe_max if smax is None else smax
+    m.d.comb += n.eq(Mux(remaining <= lim, remaining,
+                         Mux(remaining < 2 * lim, (remaining + 1) >> 1, lim)))
     return n
 
 
-def stripe_counter(m: Module, npix, stripe_max: int):
+def stripe_counter(m: Module, npix, stripe_max: int, smax=None):
     """The stripe bookkeeping of a pixel sequencer: ``last`` (the current stripe's last pixel
     index, its :func:`stripe_len` minus 1) and ``after`` (the kernel group's pixels after the
     current stripe), registers loaded when a stripe starts, from registers only (issue 10:
@@ -117,7 +132,9 @@ def stripe_counter(m: Module, npix, stripe_max: int):
       ``npix``: CSC registers its parameters from its registers and starts the sequencers two
       cycles after its own ``start`` (hdl/csc/__init__.py), so these are settled by then.
 
-    ``npix``: the kernel group's pixels (stable in a layer). Returns ``(last, again, after)``:
+    ``npix``: the kernel group's pixels (stable in a layer); ``smax``: :func:`stripe_len`'s
+    (a multi-batch layer's stripes take N cycles or more per pixel, so ``next_last`` is settled
+    in time whatever their length). Returns ``(last, again, after)``:
     the ``last`` Signal and the statements that start a group's first stripe (``again``: all
     ``npix`` pixels left) or the stripe after the current one (``after``)."""
     last = Signal(range(stripe_max), name="stripe_last_pos")
@@ -125,8 +142,8 @@ def stripe_counter(m: Module, npix, stripe_max: int):
     next_last = Signal(range(stripe_max), name="next_stripe_last_pos")
     group_last = Signal(range(stripe_max), name="group_stripe_last_pos")
     group_after = Signal(2 * DIM, name="group_remaining_after")
-    group_len = stripe_len(m, npix, stripe_max)
-    m.d.sync += [next_last.eq(stripe_len(m, after, stripe_max) - 1),
+    group_len = stripe_len(m, npix, stripe_max, smax)
+    m.d.sync += [next_last.eq(stripe_len(m, after, stripe_max, smax) - 1),
                  group_last.eq(group_len - 1), group_after.eq(npix - group_len)]
     return (last, [after.eq(group_after), last.eq(group_last)],
             [after.eq(after - (next_last + 1)), last.eq(next_last)])
@@ -144,15 +161,22 @@ class OpSeq(wiring.Component):
     ``conv16``: the parameters of ``params_layout(..., conv16=True)``; the address offsets
     (``rs_off``, ``ye``) step by ``dxu``/``wu`` and the unit products, so that they count CBUF
     units in 16-bit layers too; positions (``xb``, ``yb``, ``xs``, ``yr``) stay in elements.
+
+    ``batch`` (docs/conv.md "Multi-batch"): the parameters of ``params_layout(...,
+    batch=True)``; stripes of at most ``spx`` pixels, and each pixel of a stripe is N ops, one
+    per batch b (batch innermost), at ``pos`` = pixel x N + b, its ``ye`` ``b x hep`` further
+    into the data banks (cube b's slices follow cube 0's); ``set_last`` and ``end`` on the last
+    batch's op. With N = 1 the ops are the ordinary ones.
     """
 
     def __init__(self, geom: CbufGeometry, atomic_c: int, atomic_k: int, stripe_max: int,
-                 conv16: bool = False):
+                 conv16: bool = False, batch: bool = False):
         self.stripe_max = stripe_max
         self.aw = geom.addr_bits + 1
         self.conv16 = conv16
+        self.batch = batch
         super().__init__({
-            "params": In(params_layout(geom, atomic_c, atomic_k, conv16)),
+            "params": In(params_layout(geom, atomic_c, atomic_k, conv16, batch)),
             "start": In(1),
             "o": Out(stream.Signature(dop_layout(stripe_max, self.aw))),
             "busy": Out(1),
@@ -186,17 +210,27 @@ class OpSeq(wiring.Component):
             nye.eq(Mux(row_end, ye + p.sye, ye)),
         ]
         cube_end = row_end & (yo == p.ho - 1)
-        i_last, group_start, next_stripe = stripe_counter(m, p.npix, self.stripe_max)
+        i_last, group_start, next_stripe = stripe_counter(
+            m, p.npix, self.stripe_max, p.spx if self.batch else None)
         pix_end = (i == i_last) | cube_end
         s_end, r_end = s == p.s - 1, r == p.r - 1
         cb_end, g_end = cb == p.ncb - 1, g == p.ng - 1
         last = cb_end & r_end & s_end
+        pos, ye_b = i, ye
+        if self.batch:
+            # batch bi of the pixel (innermost), its position q = i*N + bi and cube offset
+            bi = Signal(range(BATCH_MAX))
+            q = Signal(range(self.stripe_max))
+            bofs = Signal(aw)
+            more = bi != p.nb - 1               # more batches of this pixel
+            pos, ye_b = q, (ye + bofs)[:aw]
+            pix_end = pix_end & ~more
 
         m.d.comb += [
             o.valid.eq(run), self.busy.eq(run),
-            o.payload.xb.eq(xb), o.payload.yb.eq(yb), o.payload.ye.eq(ye),
+            o.payload.xb.eq(xb), o.payload.yb.eq(yb), o.payload.ye.eq(ye_b),
             o.payload.xs.eq(xs), o.payload.yr.eq(yr), o.payload.rs_off.eq(rs_off),
-            o.payload.cb.eq(cb), o.payload.pos.eq(i),
+            o.payload.cb.eq(cb), o.payload.pos.eq(pos),
             o.payload.first.eq((cb == 0) & (r == 0) & (s == 0)),
             o.payload.last.eq(last), o.payload.set_last.eq(pix_end),
             o.payload.end.eq(pix_end & last & cube_end & g_end),
@@ -211,12 +245,22 @@ class OpSeq(wiring.Component):
         def set_stripe_start(vals):
             return cur_eq(vals) + [a.eq(b) for a, b in zip((xo0, yo0, xb0, yb0, ye0), vals)]
 
+        fire = o.valid & o.ready
+        if self.batch:
+            with m.If(self.start):
+                m.d.sync += [bi.eq(0), q.eq(0), bofs.eq(0)]
+            with m.Elif(fire):
+                with m.If(more):
+                    m.d.sync += [bi.eq(bi + 1), q.eq(q + 1), bofs.eq(bofs + p.hep)]
+                with m.Else():
+                    m.d.sync += [bi.eq(0), bofs.eq(0), q.eq(Mux(pix_end, 0, q + 1))]
+            fire = fire & ~more
         with m.If(self.start):
             m.d.sync += [run.eq(1), g.eq(0), cb.eq(0), r.eq(0), s.eq(0), i.eq(0),
                          xs.eq(0), yr.eq(0), rs_off.eq(0), rye.eq(0), cbw.eq(0)]
             m.d.sync += group_start
             m.d.sync += set_stripe_start(first_pixel())
-        with m.Elif(o.valid & o.ready):
+        with m.Elif(fire):
             with m.If(~pix_end):
                 m.d.sync += [i.eq(i + 1)] + cur_eq((nxo, nyo, nxb, nyb, nye))
             with m.Else():
@@ -259,6 +303,9 @@ class WtSeq(wiring.Component):
     Ports: ``params``, ``start``, ``busy`` as :class:`OpSeq`; ``o`` Out(stream of
     :func:`wreq_layout`).
 
+    ``batch``: the parameters of ``params_layout(..., batch=True)``: stripes of at most
+    ``spx`` pixels, as :class:`OpSeq`'s.
+
     ``conv16``: the parameters of ``params_layout(..., conv16=True)``: full kernel groups of
     ``kg_full`` kernels, sets of ``kg*cw << wide`` bytes (2-byte elements in INT16/FP16
     layers: the offsets of format.rst / model ``read_weights(elem_bytes=2)``, docs/conv16.md
@@ -268,11 +315,12 @@ class WtSeq(wiring.Component):
     """
 
     def __init__(self, geom: CbufGeometry, atomic_c: int, atomic_k: int, stripe_max: int,
-                 conv16: bool = False):
+                 conv16: bool = False, batch: bool = False):
         self.geom, self.ac, self.ak, self.stripe_max = geom, atomic_c, atomic_k, stripe_max
         self.conv16 = conv16
+        self.batch = batch
         super().__init__({
-            "params": In(params_layout(geom, atomic_c, atomic_k, conv16)),
+            "params": In(params_layout(geom, atomic_c, atomic_k, conv16, batch)),
             "start": In(1),
             "o": Out(stream.Signature(wreq_layout(geom, atomic_c, atomic_k))),
             "busy": Out(1),
@@ -349,8 +397,9 @@ class WtSeq(wiring.Component):
             en.eq(e + aligned),
             ern.eq(Mux(aligned, wrap_inc(er), er)),
         ]
-        slen = stripe_len(m, remaining, self.stripe_max)
-        stripe_last = remaining <= self.stripe_max
+        smax = p.spx if self.batch else None
+        slen = stripe_len(m, remaining, self.stripe_max, smax)
+        stripe_last = remaining <= (self.stripe_max if smax is None else smax)
 
         m.d.comb += [
             o.valid.eq(run), self.busy.eq(run),

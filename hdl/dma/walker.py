@@ -119,6 +119,13 @@ class RunWalker(wiring.Component):
             "busy": Out(1),
         })
 
+    @property
+    def walker_args(self) -> dict:
+        """The parameters this walker was built with (to build inner walkers alike)."""
+        return dict(addr_width=self.addr_width, atom_bytes=self.atom_bytes,
+                    atom_elems=self.atom_elems, beat_bytes=self.beat_bytes,
+                    max_burst=self.max_burst)
+
 
 class CubeWalker(RunWalker):
     """Run generator for one feature cube in NVDLA's traversal order.

@@ -113,7 +113,13 @@ SDP D_DATA_FORMAT.PROC_PRECISION = 2 runs FP16 as the bit-exact model computes i
 * D_PERF_LUT_* count as in INT16 (the model's statistics); D_PERF_OUT_SATURATION counts nothing
   in FP16 layers (not settled against NVIDIA's RTL).
 
-Not implemented (the registers exist and read back): batches, Winograd, the NaN/Inf counters.
+Multi-batch (``cfg.batch``, D_FEATURE_MODE_CFG.BATCH_NUMBER = N-1; docs/conv.md "Multi-batch"):
+on the fly from CACC only (the model refuses the rest: memory input, operands from memory, output
+to PDP, compare mode); CACC's atoms come batch fastest (surface, line, pixel, batch), the
+on-the-fly counters count N per position, and WDMA writes batch b's atoms D_DST_BATCH_STRIDE x b
+after the cube's address, a 1 x 1 cube not packed (:mod:`hdl.sdp.wdma`).
+
+Not implemented (the registers exist and read back): Winograd, the NaN/Inf counters.
 """
 from __future__ import annotations
 
@@ -155,18 +161,25 @@ def _field(regs, reg: str, field: str) -> Value:
 
 
 def _atom_counter(m: Module, dims: list[Value], step: Value, name: str) -> Value:
-    """Count ``step`` pulses over a cube of ``dims`` = (width, height, surfaces), each a
-    register value (size - 1), width fastest; return a 1-bit value high on the step that takes
-    the cube's last atom (the count then restarts at 0)."""
-    cnt = [Signal(len(d), name=f"{name}_{n}_cnt") for d, n in zip(dims, "whs")]
+    """Count ``step`` pulses over a cube of ``dims`` = (width, height, surfaces), or (batches,
+    width, height, surfaces) in a multi-batch configuration, each a register value (size - 1),
+    the first fastest; return a 1-bit value high on the step that takes the cube's last atom
+    (the count then restarts at 0)."""
+    names = "whs" if len(dims) == 3 else "bwhs"
+    cnt = [Signal(len(d), name=f"{name}_{n}_cnt") for d, n in zip(dims, names)]
     last = [c == d for c, d in zip(cnt, dims)]
+
+    def nest(k):
+        m.d.sync += cnt[k].eq(Mux(last[k], 0, cnt[k] + 1))
+        if k + 1 < len(dims):
+            with m.If(last[k]):
+                nest(k + 1)
     with m.If(step):
-        m.d.sync += cnt[0].eq(Mux(last[0], 0, cnt[0] + 1))
-        with m.If(last[0]):
-            m.d.sync += cnt[1].eq(Mux(last[1], 0, cnt[1] + 1))
-            with m.If(last[1]):
-                m.d.sync += cnt[2].eq(Mux(last[2], 0, cnt[2] + 1))
-    return step & last[0] & last[1] & last[2]
+        nest(0)
+    end = step
+    for x in last:
+        end = end & x
+    return end
 
 
 class Sdp(DatapathUnit):
@@ -382,6 +395,16 @@ class Sdp(DatapathUnit):
         src_1x1, dst_1x1 = Signal(name="src_1x1"), Signal(name="dst_1x1")
         m.d.sync += [src_1x1.eq((src_cube.width == 0) & (src_cube.height == 0)),
                      dst_1x1.eq((dst_cube.width == 0) & (dst_cube.height == 0))]
+        nbm1 = Signal(5, name="batches")     # D_FEATURE_MODE_CFG.BATCH_NUMBER: batches - 1
+        if cfg.batch:
+            # multi-batch (docs/conv.md "Multi-batch"): CACC's atoms come batch fastest and
+            # WDMA walks the N cubes so (hdl/sdp/wdma.py); a 1 x 1 cube is not packed then
+            # (nvdlav1 RTL NV_NVDLA_SDP_WDMA_cmd.v: cfg_mode_1x1_nbatch = 1x1_pack & !batch)
+            m.d.comb += [nbm1.eq(sc.d_feature_mode_cfg.batch_number),
+                         wdma.batches.eq(nbm1),
+                         wdma.batch_stride.eq(sc.d_dst_batch_stride.as_value())]
+            m.d.sync += dst_1x1.eq((dst_cube.width == 0) & (dst_cube.height == 0)
+                                   & (sc.d_feature_mode_cfg.batch_number == 0))
         m.d.comb += [
             rdma.cube.eq(one_run_if_1x1(src_cube, src_1x1, cfg.atom_bytes)),
             wdma.cube.eq(one_run_if_1x1(dst_cube, dst_1x1, cfg.atom_bytes)),
@@ -406,6 +429,8 @@ class Sdp(DatapathUnit):
         dims = [Signal(CUBE_DIM_BITS + 1, name=f"fly_{n}") for n in ("w", "h", "s")]
         m.d.comb += [dims[0].eq(data_cube.width), dims[1].eq(data_cube.height),
                      dims[2].eq(data_cube.channel >> log2(walk_atom))]
+        if cfg.batch:           # N atoms per position, batch fastest
+            dims = [nbm1] + dims
         fly_done = _atom_counter(m, dims, sink, "fly_out")
         fly_in_last = _atom_counter(m, dims, cacc.valid & cacc.ready, "fly_in")
 

@@ -15,7 +15,7 @@ from amaranth.sim import Simulator
 
 from hdl.cacc import Cacc, cacc_round
 from hdl.cmac import psum_layout
-from hdl.config import NV_SMALL
+from hdl.config import NV_SMALL, get_config
 from streams import simulate_streams, stream_get, stream_put
 from verif.model.conv import cacc_truncate
 
@@ -136,10 +136,12 @@ def make_layer(rng, k, w, h, groups, stripe_max, sizes, steps, pick):
 
 
 def run_cacc(cfg, stripe_max, ops, *, w, h, c, truncate, result_bits=None, seed=0,
-             p_in=0.3, p_out=0.3, timestamps=None, start_gap=0):
+             p_in=0.3, p_out=0.3, timestamps=None, start_gap=0, nb=1):
+    """``nb``: D_BATCH_NUMBER.BATCHES+1 (configurations with ``cfg.batch``): the layer is
+    N atoms per output position."""
     dut = Cacc(cfg, stripe_max, result_bits=result_bits)
     k = cfg.mac_atomic_k
-    n_atoms = w * h * -(-c // k)
+    n_atoms = w * h * -(-c // k) * nb
     rng_in, rng_out = random.Random(seed), random.Random(seed + 1)
     got, done_cycles, status = [], [], {}
 
@@ -148,6 +150,8 @@ def run_cacc(cfg, stripe_max, ops, *, w, h, c, truncate, result_bits=None, seed=
         ctx.set(dut.regs.d_dataout_size_0.dataout_height, h - 1)
         ctx.set(dut.regs.d_dataout_size_1.dataout_channel, c - 1)
         ctx.set(dut.regs.d_clip_cfg.clip_truncate, truncate)
+        if cfg.batch:
+            ctx.set(dut.regs.d_batch_number.batches, nb - 1)
         await ctx.tick()
         ctx.set(dut.start, 1)
         await ctx.tick()
@@ -206,6 +210,26 @@ def test_cacc_random_stripes_nv_small(stripe_max, seed):
         exp, exp_sat = expected_out(accs, t)
         assert got == exp
         assert sat == exp_sat
+
+
+@pytest.mark.parametrize("preset,nb", [("nv_small", 3), ("nv_small", 32), ("nv_large", 5)])
+def test_cacc_batches(preset, nb):
+    """Multi-batch (docs/conv.md "Multi-batch"): N atoms per output position (batch fastest,
+    CSC's pos = pixel * N + b): the atoms in op order, ``done`` the cycle after the N x W x H x
+    groups-th; nv_small's and nv_large's atoms (8 and 32 accumulators), both with
+    ``batch`` on."""
+    cfg = get_config(preset, ["batch=True", "max_batch=32"])
+    k = cfg.mac_atomic_k
+    rng = random.Random(nb)
+    w, h, c = 3, 2, 2 * k + 1                 # 3 kernel groups of 6 positions
+    sm = 32
+    # positions of a group: W x H x N, in stripes of stripe_max // N pixels x N batches
+    ops, accs = make_layer(rng, k, w * nb, h, 3, sm, (sm // nb * nb,),
+                           lambda r: r.choice([1, 2, 3]),
+                           lambda r: r.randrange(-(1 << 18), 1 << 18))
+    got, sat = run_cacc(cfg, sm, ops, w=w, h=h, c=c, truncate=2, seed=nb, nb=nb)
+    exp, exp_sat = expected_out(accs, 2)
+    assert got == exp and sat == exp_sat
 
 
 def test_cacc_saturation_wide_psums():

@@ -96,13 +96,16 @@ def set_layer(ctx, dut, L):
     ctx.set(dut.band_lines, L.get("band", 0))
     ctx.set(dut.band_step, L.get("step", 0))
     ctx.set(r.d_weight_size_0.byte_per_kernel, L.get("bpk", 1) - 1)
+    if hasattr(r, "d_batch_number"):
+        ctx.set(r.d_batch_number.batches, L.get("nb", 1) - 1)
+        ctx.set(r.d_batch_stride.batch_stride, L.get("bs", 0))
 
 
 def bands(L):
     """(first line, lines) of the bands fetched surface by surface: the first band's
     min(band, H) lines, then (``step`` != 0 after a non-empty first band) bands of ``step``
     lines to the end of the cube, the last one shorter; none when the data is reused."""
-    if L["keep"]["dat_reused"]:
+    if L["keep"]["dat_reused"] or L.get("nb", 1) > 1:
         return []
     b, step, h = min(L.get("band", 0), L["h"]), L.get("step", 0), L["h"]
     out = [(0, b)] if b else []
@@ -115,10 +118,15 @@ def bands(L):
 
 def fetch_segments(L):
     """The fetch order (docs/conv.md "CDMA") as segments, lists of (y, cb, x): each band's
-    lines surface by surface, then the lines after the bands line by line."""
+    lines surface by surface, then the lines after the bands line by line; in a multi-batch
+    layer (``nb`` > 1; docs/conv.md "Multi-batch") cube after cube, each line by line, as
+    (b*H + y, cb, x)."""
     if L["keep"]["dat_reused"]:
         return []
     ncb = -(-L["c"] // ATOM)
+    if L.get("nb", 1) > 1:
+        return [[(b * L["h"] + y, cb, x) for y in range(L["h"]) for cb in range(ncb)
+                 for x in range(L["w"])] for b in range(L["nb"])]
     segs = [[(y, cb, x) for cb in range(ncb) for y in range(y0, y0 + n) for x in range(L["w"])]
             for y0, n in bands(L)]
     done = sum(n for _, n in bands(L))
@@ -141,14 +149,19 @@ def expected_dat(mem, L, depth):
     out = []
     dcap = (L["db"] + 1) * depth
     for y, cb, x in fetch_order(L):
-        a = L["base"] + cb * L["ss"] + y * L["ls"] + x * ATOM
         e = (L["keep"]["dat_next"] + y * L["eps"] + cb * L["w"] + x) % dcap
-        out.append((e, atom(mem, a)))
+        out.append((e, atom(mem, _addr(L, y, cb, x))))
     return out
 
 
+def _addr(L, y, cb, x):
+    """Memory address of atom (y, cb, x) of the fetch order (y counts the N cubes' lines)."""
+    b, y = divmod(y, L["h"])
+    return L["base"] + b * L.get("bs", 0) + cb * L["ss"] + y * L["ls"] + x * ATOM
+
+
 def dat_addrs(L):
-    return [L["base"] + cb * L["ss"] + y * L["ls"] + x * ATOM for y, cb, x in fetch_order(L)]
+    return [_addr(L, y, cb, x) for y, cb, x in fetch_order(L)]
 
 
 def written_slices(L, n):
@@ -324,7 +337,7 @@ def check_layer(cfg, mem, L, samples, reqs, perf_before, perf_after, weights_fir
     assert dat == want_dat
     assert wt == want_wt
     check_done_pulses(samples, 0, {"dat": (2, 3, 26), "wt": (6, 7, 27)})
-    assert samples[-1][10] == kept + (0 if L["keep"]["dat_reused"] else L["h"])
+    assert samples[-1][10] == kept + (0 if L["keep"]["dat_reused"] else L["h"] * L.get("nb", 1))
     assert samples[-1][11] == n_wt
     window = cfg.primary_memif_max_burst * cfg.axi_data_bytes
     # feature requests: the atoms in fetch order, as runs inside burst windows, maximal inside
@@ -508,6 +521,36 @@ def test_cdma_fast_memory_no_stalls():
     layers = [random_layer(rng, cfg) for _ in range(3)]
     run_layers(cfg, layers, seed=3, p_ready=1.0, max_latency=0, p_gap=0.0, p_wr_stall=0.0,
                p_release=1.0, chunk=64)
+
+
+def batch_layer(rng, cfg, nb):
+    """A random layer of ``nb`` cubes (D_BATCH_NUMBER.BATCHES = nb - 1) ``bs`` bytes apart:
+    gaps between them, or cubes interleaved when the stride is below a cube's span; the data
+    banks hold the nb x H slices; no reuse (refused with batches: the model's ConvCore)."""
+    while True:
+        L = random_layer(rng, cfg)
+        span = (-(-L["c"] // ATOM) - 1) * L["ss"] + (L["h"] - 1) * L["ls"] + L["w"] * ATOM
+        bs = ATOM * rng.choice([rng.randint(1, 4), -(-span // ATOM) + rng.randint(0, 3)])
+        if L["base"] + (nb - 1) * bs + span <= MEM_BYTES // 2:
+            break
+        nb = max(2, nb // 2)
+    L.update(nb=nb, bs=bs, band=rng.choice([0, 2]), step=rng.choice([0, 1]))
+    L["db"] = -(-nb * L["h"] * L["eps"] // cfg.cbuf_bank_depth) - 1
+    return L
+
+
+@pytest.mark.parametrize("spec", [c + "+batch=True+max_batch=32" for c in CONFIGS])
+def test_cdma_batches(spec):
+    """Multi-batch layers (docs/conv.md "Multi-batch") between ordinary ones: the N cubes
+    fetched one after the other from D_DAIN_ADDR + b x D_BATCH_STRIDE, line by line whatever
+    band_lines says, to consecutive slices; dat_slices counting all N x H; the next layer's
+    first cube again from its own address (nv_full's geometry: tests/hdl/test_cdma16.py
+    ``test_cdma16_geometry_a_batches``)."""
+    cfg = get_config(spec)
+    rng = random.Random(spec)
+    layers = [batch_layer(rng, cfg, nb) for nb in (2, 5, 32, 3)]
+    layers.insert(2, random_layer(rng, cfg))
+    run_layers(cfg, layers, seed=len(spec))
 
 
 @pytest.mark.parametrize("spec", ["nv_small_256+mac_atomic_k=16"])

@@ -178,13 +178,15 @@ def element_fn(f):
 def bands(f, info):
     """(first line, lines) of the bands fetched surface by surface (test_cdma's ``bands``)."""
     return cdma_bands(dict(keep=info["keep"], band=info["band"], step=info["step"],
-                           h=f["DATAIN_HEIGHT"] + 1))
+                           h=f["DATAIN_HEIGHT"] + 1, nb=f.get("BATCHES", 0) + 1))
 
 
 def fetch_order(f, info, ns):
     """(y, s, x) of every atom in fetch order: each band's lines surface by surface, then the
-    lines after the bands line by line."""
+    lines after the bands line by line; with BATCHES > 0 (docs/conv.md "Multi-batch") the
+    cubes one after the other, line by line, y counting the N x H lines."""
     w, h = f["DATAIN_WIDTH"] + 1, f["DATAIN_HEIGHT"] + 1
+    h *= f.get("BATCHES", 0) + 1
     order = [(y, s, x) for y0, nb in bands(f, info)
              for s in range(ns) for y in range(y0, y0 + nb) for x in range(w)]
     done = sum(nb for _, nb in bands(f, info))
@@ -202,8 +204,9 @@ def expected_data(cfg, mem, f, info):
     ns = -(-c // epa)
     sm = SparseMemory(cfg.mem_address_width)
     sm.write(0, np.frombuffer(mem, np.uint8))
-    cube = ConvCore(cfg, sm)._fetch_feature(model_views(f)[0])            # (C, H, W)
-    assert cube.shape == (c, h, w)
+    core, view = ConvCore(cfg, sm), model_views(f)[0]
+    cubes = [core._fetch_feature(view, b) for b in range(f.get("BATCHES", 0) + 1)]
+    assert cubes[0].shape == (c, h, w)
     fn = element_fn(f)
     dt = np.uint8 if eb == 1 else np.dtype("<u2")
     eps, dcap = f["ENTRIES"] + 1, (f["DATA_BANK"] + 1) * cfg.cbuf_bank_depth
@@ -213,13 +216,15 @@ def expected_data(cfg, mem, f, info):
     assert len(used) == max(used) + 1 == feature_entries_per_slice(cfg, w, c, eb)
     out = []
     for y, s, x in fetch_order(f, info, ns):
-        a = f["DATAIN_ADDR_LOW_0"] + s * f["SURF_STRIDE"] + y * f["LINE_STRIDE"] + x * A
+        bi, yc = divmod(y, h)                   # batch, its line
+        a = (f["DATAIN_ADDR_LOW_0"] + bi * f.get("BATCH_STRIDE", 0) + s * f["SURF_STRIDE"]
+             + yc * f["LINE_STRIDE"] + x * A)
         raw = np.frombuffer(mem[a:a + A], dt).astype(np.int64)
         val = np.asarray(fn(raw), np.int64)
         for i in range(epa):                    # the model's cube on the layer's channels
             ch = s * epa + i
             if ch < c:
-                assert val[i] == cube[ch, y, x] & ((1 << (8 * eb)) - 1), (ch, y, x)
+                assert val[i] == cubes[bi][ch, yc, x] & ((1 << (8 * eb)) - 1), (ch, y, x)
         atom = int.from_bytes(val.astype(dt).tobytes(), "little")
         e, j = dc_position(cfg, eb, w, ns, s, x)
         unit = (keep["dat_next"] + eb * (y * eps + e) + j // R) % dcap
@@ -364,7 +369,7 @@ def check_layer(cfg, mem, f, info, samples, reqs, masked, weights_first):
     band_atoms = b * ns * w
     g0 = min(-(-(f["BYTE_PER_KERNEL"] + 1) * (cfg.mac_atomic_k // eb) // cfg.cbuf_bank_width),
              cap, len(want_wt))
-    final_slices = info["keep"]["dat_kept"] + h
+    final_slices = info["keep"]["dat_kept"] + h * (f.get("BATCHES", 0) + 1)
     data_done = next((t for t, s in enumerate(samples) if t > 0 and s[9] == final_slices),
                      len(samples))
     dat, wt = [], []
@@ -556,6 +561,32 @@ def test_cdma16_geometry_a():
         info["keep"]["dat_next"] = eb * rng.randrange(dcap // eb)
         layers.append((f, info))
     run_layers(cfg, layers, seed=5, weights_first=True, max_latency=6)
+
+
+def test_cdma16_geometry_a_batches():
+    """Geometry A with multi-batch (nv_full; docs/conv.md "Multi-batch"): INT8, INT16 and FP16
+    layers of N = 2..32 cubes D_BATCH_STRIDE apart (gaps, or interleaved with a stride below a
+    cube's span), each fetched line by line to the slices after the previous cube's, between
+    ordinary layers; the model's cube b (``ConvCore._fetch_feature(cdma, b)``) in every write."""
+    cfg = get_config(GEOM_A + "+batch=True+max_batch=32")
+    A = cfg.atom_bytes
+    rng = random.Random("cdma16-A-batch")
+    layers = []
+    for prec, nb in ((INT16, 3), (INT8, 32), (FP16, 2), (INT8, 1), (INT16, 9), (INT8, 5)):
+        f, info = random_layer(rng, cfg, prec, small=True)
+        eb = 1 if prec == INT8 else 2
+        h, w, c = f["DATAIN_HEIGHT"] + 1, f["DATAIN_WIDTH"] + 1, f["DATAIN_CHANNEL"] + 1
+        ns = -(-c // (A // eb))
+        span = (ns - 1) * f["SURF_STRIDE"] + (h - 1) * f["LINE_STRIDE"] + w * A
+        bs = A * rng.choice([rng.randint(1, 3), -(-span // A) + rng.randint(0, 2)])
+        eps = f["ENTRIES"] + 1
+        db = -(-nb * h * eps * eb // cfg.cbuf_bank_depth) - 1
+        base = A * rng.randrange(max(1, (MEM_BYTES // 2 - (nb - 1) * bs - span) // A))
+        f.update(BATCHES=nb - 1, BATCH_STRIDE=bs, DATA_BANK=db, DATAIN_ADDR_LOW_0=base)
+        info["keep"].update(dat_kept=0, dat_next=eb * rng.randrange((db + 1) * cfg.cbuf_bank_depth // eb))
+        assert base + (nb - 1) * bs + span <= MEM_BYTES // 2 and db < 16 - 1 - f["WEIGHT_BANK"]
+        layers.append((f, info))
+    run_layers(cfg, layers, seed=7, weights_first=True, max_latency=6)
 
 
 def test_cdma16_fetch_rate():

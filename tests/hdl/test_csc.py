@@ -32,6 +32,8 @@ from streams import as_bits, check_stream_stable, stream_get, stream_put
 from verif.model.conv import ConvCore   # the reference (tests may use the model)
 
 CFG = NV_SMALL.derive(name="nv_small+csc_test", cbuf_bank_number=16, cbuf_bank_depth=128)
+#: the same with multi-batch (docs/conv.md "Multi-batch"; CSC then needs stripe_max >= 32)
+CFG_B = CFG.derive(name="nv_small+csc_test+batch", batch=True, max_batch=32)
 AC, AK = CFG.mac_atomic_c, CFG.mac_atomic_k
 GEOM = CbufGeometry.from_config(CFG)
 EB = GEOM.entry_bytes
@@ -57,6 +59,7 @@ class Layer:
     eps_extra: int = 0          # entries per slice beyond ncb*w
     weight_bank: int | None = None
     dat_base: int = 0           # CSC's keep.dat_base: slice 0's entry in the data-bank ring
+    nb: int = 1                 # batches (D_BATCH_NUMBER.BATCHES+1; > 1 needs CFG_B)
 
     @property
     def ncb(self):
@@ -80,7 +83,7 @@ class Layer:
 
     @property
     def data_bank(self):
-        return -(-(self.h * self.eps) // GEOM.depth) - 1
+        return -(-(self.nb * self.h * self.eps) // GEOM.depth) - 1
 
     @property
     def wbytes(self):
@@ -103,7 +106,7 @@ class Layer:
 
     @property
     def ops(self):
-        return self.ng * self.ncb * self.r * self.s * self.wo * self.ho
+        return self.ng * self.ncb * self.r * self.s * self.wo * self.ho * self.nb
 
 
 def _regs_value(L: Layer) -> int:
@@ -123,6 +126,7 @@ def _regs_value(L: Layer) -> int:
         "d_dilation_ext": {"x_dilation_ext": L.dx - 1, "y_dilation_ext": L.dy - 1},
         "d_zero_padding": {"pad_left": L.pl, "pad_top": L.pt},
         "d_zero_padding_value": {"pad_value": L.pad_value},
+        "d_batch_number": {"batches": L.nb - 1},
     }
     v = 0
     for reg, fs in fields.items():
@@ -135,33 +139,39 @@ def _regs_value(L: Layer) -> int:
     return v
 
 
-def _dentry(L: Layer, y: int, cb: int, x: int) -> int:
-    """CBUF entry of atom (y, cb, x): docs/conv.md, (dat_base + y*EPS + cb*W + x) mod DCAP in
-    the ring of the data banks (DCAP = (DATA_BANK+1) * depth)."""
-    return (L.dat_base + GEOM.dat_entry(y, cb, x, L.eps, L.w)) % GEOM.wt_base(L.data_bank)
+def _dentry(L: Layer, y: int, cb: int, x: int, b: int = 0) -> int:
+    """CBUF entry of atom (y, cb, x) of batch ``b``: docs/conv.md, (dat_base + (b*H + y)*EPS +
+    cb*W + x) mod DCAP in the ring of the data banks (DCAP = (DATA_BANK+1) * depth; the
+    batches' slices one after the other, docs/conv.md "Multi-batch")."""
+    return ((L.dat_base + b * L.h * L.eps + GEOM.dat_entry(y, cb, x, L.eps, L.w))
+            % GEOM.wt_base(L.data_bank))
 
 
 def _make(L: Layer, seed: int):
+    """Random ``(cubes, wts, garbage)``: one (C, H, W) cube per batch."""
     nrng = np.random.default_rng(seed)
     cube = nrng.integers(-128, 128, size=(L.c, L.h, L.w))
     wts = nrng.integers(-128, 128, size=(L.k, L.r, L.s, L.c))
     garbage = nrng.integers(0, 256, size=(L.ncb * AC, L.h, L.w))   # lanes past C in CBUF
-    return cube, wts, garbage
+    cubes = [cube] + [nrng.integers(-128, 128, size=(L.c, L.h, L.w)) for _ in range(L.nb - 1)]
+    return cubes, wts, garbage
 
 
-def _layout_data(L: Layer, cube, garbage) -> dict:
-    """CBUF entries of the feature cube (docs/conv.md: atom (y, cb, x) at y*EPS + cb*W + x);
-    channel lanes past C hold garbage (CSC must pass them, CMAC multiplies them by 0)."""
+def _layout_data(L: Layer, cubes, garbage) -> dict:
+    """CBUF entries of the feature cubes (docs/conv.md: atom (y, cb, x) of batch b at
+    (b*H + y)*EPS + cb*W + x); channel lanes past C hold garbage (CSC must pass them, CMAC
+    multiplies them by 0)."""
     entries = {}
-    for y in range(L.h):
-        for cb in range(L.ncb):
-            for x in range(L.w):
-                v = 0
-                for ci in range(AC):
-                    c = cb * AC + ci
-                    byte = int(cube[c, y, x]) & 0xFF if c < L.c else int(garbage[c, y, x])
-                    v |= byte << (8 * ci)
-                entries[_dentry(L, y, cb, x)] = v
+    for b, cube in enumerate(cubes):
+        for y in range(L.h):
+            for cb in range(L.ncb):
+                for x in range(L.w):
+                    v = 0
+                    for ci in range(AC):
+                        c = cb * AC + ci
+                        byte = int(cube[c, y, x]) & 0xFF if c < L.c else int(garbage[c, y, x])
+                        v |= byte << (8 * ci)
+                    entries[_dentry(L, y, cb, x, b)] = v
     return entries
 
 
@@ -210,13 +220,15 @@ def test_stripe_lengths():
 
 
 def _ref_ops(L: Layer, dentries: dict, wts, stripe_max: int) -> list:
-    """The op sequence of docs/conv.md, plainly: (data lanes, wt[k][c], pos, first, last)."""
+    """The op sequence of docs/conv.md, plainly: (data lanes, wt[k][c], pos, first, last);
+    with batches, stripes of stripe_max // N pixels, each pixel N ops (batch b at pos
+    pixel*N + b)."""
     ops = []
     npix = L.wo * L.ho
     for g in range(L.ng):
         kg = min(AK, L.k - g * AK)
         p0 = 0
-        for n in _stripes(npix, stripe_max):
+        for n in _stripes(npix, stripe_max // L.nb):
             pix = range(p0, p0 + n)
             p0 += n
             for cb in range(L.ncb):
@@ -232,12 +244,13 @@ def _ref_ops(L: Layer, dentries: dict, wts, stripe_max: int) -> list:
                             yo, xo = divmod(pidx, L.wo)
                             x = xo * L.sx - L.pl + s * L.dx
                             y = yo * L.sy - L.pt + r * L.dy
-                            if 0 <= x < L.w and 0 <= y < L.h:
-                                v = dentries[_dentry(L, y, cb, x)]
-                                d = tuple(_s8(v >> (8 * ci)) for ci in range(AC))
-                            else:
-                                d = (L.pad8,) * AC
-                            ops.append((d, wt, i, int(first), int(last)))
+                            for b in range(L.nb):
+                                if 0 <= x < L.w and 0 <= y < L.h:
+                                    v = dentries[_dentry(L, y, cb, x, b)]
+                                    d = tuple(_s8(v >> (8 * ci)) for ci in range(AC))
+                                else:
+                                    d = (L.pad8,) * AC
+                                ops.append((d, wt, i * L.nb + b, int(first), int(last)))
     return ops
 
 
@@ -262,21 +275,23 @@ def _decode_ops(raw: list, stripe_max: int) -> list:
 
 def _accumulate(L: Layer, ops: list, stripe_max: int) -> np.ndarray:
     """What CMAC+CACC compute from the ops: per stripe position, first starts a sum, last
-    completes the pixel (pixels of a group in raster order). Returns (K, ho, wo)."""
-    out = np.zeros((L.ng * AK, L.ho * L.wo), dtype=np.int64)
+    completes the pixel (pixels of a group in raster order, batch fastest). Returns (N, K,
+    ho, wo)."""
+    out = np.zeros((L.nb, L.ng * AK, L.ho * L.wo), dtype=np.int64)
     acc = {}
     done = [0] * L.ng
     npix = L.wo * L.ho
-    per_group = L.ncb * L.r * L.s * npix
+    per_group = L.ncb * L.r * L.s * npix * L.nb
     for n, (d, wt, pos, first, last) in enumerate(ops):
         g = n // per_group
         psum = np.array(wt, dtype=np.int64) @ np.array(d, dtype=np.int64)
         acc[pos] = psum if first else acc[pos] + psum
         if last:
-            out[g * AK:(g + 1) * AK, done[g]] = acc[pos]
+            pix, b = divmod(done[g], L.nb)
+            out[b, g * AK:(g + 1) * AK, pix] = acc[pos]
             done[g] += 1
-    assert done == [npix] * L.ng
-    return out[:L.k].reshape(L.k, L.ho, L.wo)
+    assert done == [npix * L.nb] * L.ng
+    return out[:, :L.k].reshape(L.nb, L.k, L.ho, L.wo)
 
 
 def _run(L: Layer, stripe_max: int, seed: int, *, p_stall=0.3, slow=False,
@@ -289,18 +304,18 @@ def _run(L: Layer, stripe_max: int, seed: int, *, p_stall=0.3, slow=False,
     ``band`` slices come surface by surface (band_end / band_cbs, docs/conv.md "CDMA").
     Returns (ops, cycles from start to done)."""
     rng = random.Random(seed)
-    cube, wts, garbage = _make(L, seed)
-    dentries = _layout_data(L, cube, garbage)
+    cubes, wts, garbage = _make(L, seed)
+    dentries = _layout_data(L, cubes, garbage)
     wentries = _layout_weights(L, wts)
     wcap = GEOM.wt_cap(L.wbank)
-    assert L.h * L.eps <= GEOM.wt_base(L.data_bank)
+    assert L.nb * L.h * L.eps <= GEOM.wt_base(L.data_bank)
     assert GEOM.wt_base(L.data_bank) + wcap <= GEOM.entries
     if ring_limit:
         assert L.wentries > wcap
     else:
         assert slow or L.wentries <= wcap
 
-    csc = Csc(CFG, stripe_max, wt_serial=wt_serial)
+    csc = Csc(CFG_B if L.nb > 1 else CFG, stripe_max, wt_serial=wt_serial)
     cbuf = Cbuf(GEOM.banks, GEOM.depth, GEOM.entry_bytes)
     top = Module()
     top.domains.sync = ClockDomain()
@@ -320,7 +335,7 @@ def _run(L: Layer, stripe_max: int, seed: int, *, p_stall=0.3, slow=False,
         if not slow:
             state["preload"] = True
             await _writer_all(ctx)
-            ctx.set(csc.dat_slices, L.h)
+            ctx.set(csc.dat_slices, L.nb * L.h)
             ctx.set(csc.wt_entries, L.wentries)
         await ctx.tick()
         ctx.set(csc.start, 1)
@@ -346,10 +361,11 @@ def _run(L: Layer, stripe_max: int, seed: int, *, p_stall=0.3, slow=False,
             await ctx.tick()
             ctx.set(csc.band_cbs, cb + 1)
         ctx.set(csc.dat_slices, b)
-        for y in range(b, L.h):
+        for y in range(b, L.nb * L.h):
             # a slice's entries last first: a read before dat_slices covers it finds zeros
-            items = [{"addr": _dentry(L, y, cb, x),
-                      "data": dentries[_dentry(L, y, cb, x)]}
+            # (with batches: slice y of the N x H, batch y // H's slice y % H)
+            items = [{"addr": _dentry(L, y % L.h, cb, x, y // L.h),
+                      "data": dentries[_dentry(L, y % L.h, cb, x, y // L.h)]}
                      for cb in range(L.ncb) for x in range(L.w)][::-1]
             for _ in range(data_gap):
                 await ctx.tick()
@@ -406,8 +422,10 @@ def _run(L: Layer, stripe_max: int, seed: int, *, p_stall=0.3, slow=False,
     for n, (a, b) in enumerate(zip(ops, ref)):
         assert a == b, f"op {n}: got {a}, want {b}"
     conv = _accumulate(L, ops, stripe_max)
-    want = ConvCore._conv_dc(cube, wts, L.ho, L.wo, L.sx, L.sy, L.dx, L.dy, L.pl, L.pt, L.pad8)
-    np.testing.assert_array_equal(conv, want)
+    for b, cube in enumerate(cubes):
+        want = ConvCore._conv_dc(cube, wts, L.ho, L.wo, L.sx, L.sy, L.dx, L.dy, L.pl, L.pt,
+                                 L.pad8)
+        np.testing.assert_array_equal(conv[b], want)
     return ops, state["done_cycle"] - state["start_cycle"]
 
 
@@ -545,3 +563,28 @@ def test_throughput(capsys):
         print(f"\nCSC stripe_max={stripe_max}: {len(ops)} ops in {cycles} cycles from start to "
               f"done: {rate:.4f} ops/cycle (first to last op: {steady:.4f})")
     assert rate >= 0.97
+
+
+BATCH_CASES = {
+    # name: layer (stripe_max 32: a stripe of 32 // N pixels of every batch)
+    # an inner-product layer (1 x 1 output), N = 2 .. 32
+    "fc_n2": Layer(w=3, h=2, c=11, k=13, r=2, s=3, nb=2),
+    "fc_n32": Layer(w=1, h=1, c=20, k=9, nb=32),
+    # more output pixels than a stripe holds: N = 3, 10 pixels a stripe, balanced 13 = 7 + 6
+    "3x3_pad_n3": Layer(w=5, h=4, c=9, k=10, r=3, s=3, pl=1, pt=1, pr=1, pb=1,
+                        pad_value=0x1285, nb=3),
+    # N = 17: one pixel a stripe (32 // 17), stride and dilation, the last group short
+    "s2_d2_n17": Layer(w=5, h=3, c=5, k=11, r=2, s=2, sx=2, dx=2, pl=1, pr=1, nb=17),
+}
+
+
+@pytest.mark.parametrize("name", list(BATCH_CASES))
+def test_batch(name):
+    """Multi-batch layers (docs/conv.md "Multi-batch"): the ops of _ref_ops (each pixel of a
+    stripe in every batch, pos = pixel*N + b, the data of batch b's cube) and every cube's
+    convolution; the first one also with slices arriving slowly (the ops wait for all
+    N x H of them)."""
+    L = BATCH_CASES[name]
+    _run(L, 32, seed=sorted(BATCH_CASES).index(name) + 61)
+    if name == "fc_n2":
+        _run(L, 32, seed=71, slow=True, p_stall=0.3, data_gap=5)

@@ -16,7 +16,7 @@ import pytest
 from amaranth.sim import Simulator
 
 import hdl.top
-from hdl.config import NV_SMALL
+from hdl.config import NV_SMALL, get_config
 from hdl.regmap import REGMAP
 from hdl.sdp import Sdp
 from streams import stream_put
@@ -36,10 +36,14 @@ def a(reg):
     return REGMAP.lookup(reg).addr
 
 
-def _regs(case, w, h, c):
-    atom = NV_SMALL.memory_atomic
-    line, surf = w * atom, w * h * atom
-    regs = [("SDP.D_FEATURE_MODE_CFG", 1), ("SDP.D_DATA_FORMAT", 0),       # on the fly, int8 out
+def _regs(case, w, h, c, cfg=NV_SMALL, nb=1, bstride=0, gap=0):
+    """SDP's registers for ``case`` on a w x h x c cube (``nb`` batches ``bstride`` bytes
+    apart: D_FEATURE_MODE_CFG.BATCH_NUMBER, D_DST_BATCH_STRIDE; ``gap`` atoms between
+    surfaces). Returns (regs, bytes of one cube)."""
+    atom = cfg.memory_atomic
+    line, surf = w * atom, (w * h + gap) * atom
+    regs = [("SDP.D_FEATURE_MODE_CFG", 1 | (nb - 1) << 8), ("SDP.D_DATA_FORMAT", 0),
+            ("SDP.D_DST_BATCH_STRIDE", bstride),                          # on the fly, int8 out
             ("SDP.D_DATA_CUBE_WIDTH", w - 1), ("SDP.D_DATA_CUBE_HEIGHT", h - 1),
             ("SDP.D_DATA_CUBE_CHANNEL", c - 1), ("SDP.D_DST_BASE_ADDR_LOW", DST),
             ("SDP.D_DST_LINE_STRIDE", line), ("SDP.D_DST_SURFACE_STRIDE", surf),
@@ -88,8 +92,8 @@ def _cube(rng, cp, h, w):
     return x
 
 
-def _model(regs, cube):
-    dla = Nvdla(NV_SMALL)
+def _model(regs, cube, cfg=NV_SMALL):
+    dla = Nvdla(cfg)
     for reg, v in regs:
         dla.write(a(reg), v)
     # the SDP layer on a flying input, as verif/model/nvdla.py runs it with CACC's output
@@ -97,7 +101,9 @@ def _model(regs, cube):
     return dla
 
 
-def _run_rtl(regs, cube, *, seed, p_stall, timing):
+def _run_rtl(regs, cube, *, seed, p_stall, timing, cfg=NV_SMALL):
+    """The SDP of ``cfg`` in NvdlaCore on the flying ``cube`` (C, H, W), or (N, C, H, W) in a
+    multi-batch layer (its atoms then batch fastest, as CACC delivers them)."""
     sdps = []
 
     class RecordingSdp(Sdp):
@@ -111,17 +117,18 @@ def _run_rtl(regs, cube, *, seed, p_stall, timing):
     mp = pytest.MonkeyPatch()
     mp.setattr(hdl.top, "DATAPATH_UNITS", units)
     try:
-        dut = hdl.top.NvdlaCore(NV_SMALL)
+        dut = hdl.top.NvdlaCore(cfg)
         eng = AmaranthEngine(dut, timing=timing)
         sim = Simulator(dut)
     finally:
         mp.undo()
     sim.add_clock(PERIOD)
     sim.add_testbench(eng.axi_testbench, background=True)
-    atom = NV_SMALL.memory_atomic
-    cp, h, w = cube.shape
-    atoms = [[int(cube[s * atom + k, y, x]) for k in range(atom)]
-             for s in range(cp // atom) for y in range(h) for x in range(w)]
+    atom = cfg.memory_atomic
+    cubes = cube if cube.ndim == 4 else cube[None]
+    _, cp, h, w = cubes.shape
+    atoms = [[int(cb[s * atom + k, y, x]) for k in range(atom)]
+             for s in range(cp // atom) for y in range(h) for x in range(w) for cb in cubes]
     started, result = [], {}
     rng = random.Random(seed)
 
@@ -169,3 +176,34 @@ def test_flying_input_matches_model(name, profile, p_stall):
     assert result.get("sent"), "SDP did not take every flying atom"
     assert eng.mem.read_bytes(DST, size) == want
     assert eng.axi.rd_beats == 0          # MRDMA (and every operand DMA) stayed idle
+
+
+BATCH_CFGS = {"nv_small": NV_SMALL.derive(name="nv_small+batch", batch=True, max_batch=32),
+              "nv_small_256": get_config("nv_small_256", ["batch=True", "max_batch=32"])}
+
+
+@pytest.mark.parametrize("preset,nb,w,h,c", [("nv_small", 3, 3, 2, 12), ("nv_small", 5, 1, 1, 16),
+                                             ("nv_small_256", 4, 2, 2, 40),
+                                             ("nv_small_256", 2, 1, 1, 32)])
+def test_flying_batches(preset, nb, w, h, c):
+    """Multi-batch on the fly (docs/conv.md "Multi-batch"): CACC's atoms batch fastest, cube
+    b written D_DST_BATCH_STRIDE x b after the first (gaps between the cubes and between
+    surfaces, which stay untouched); a 1 x 1 cube is not packed (its surfaces at their
+    stride, two atoms apart): the model's bytes,
+    at nv_small's 8-byte and nv_small_256's 32-byte atoms."""
+    cfg = BATCH_CFGS[preset]
+    rng = random.Random(nb * 100 + w)
+    atom = cfg.memory_atomic
+    cp = -(-c // atom) * atom
+    cube = np.stack([_cube(rng, cp, h, w) for _ in range(nb)])
+    regs, size = _regs(CASES["bs_bn_relu"], w, h, c, cfg, nb, 0, gap=2)
+    bstride = size + 3 * atom
+    regs, size = _regs(CASES["bs_bn_relu"], w, h, c, cfg, nb, bstride, gap=2)
+    want = bytes(_model(regs, cube, cfg).mem.read(DST, nb * bstride))
+    eng, result = _run_rtl(regs, cube, seed=nb, p_stall=0.3,
+                           timing=MemTiming.named("random", seed=nb), cfg=cfg)
+    assert result.get("done"), "no SDP done interrupt"
+    assert result.get("sent"), "SDP did not take every flying atom"
+    got = eng.mem.read_bytes(DST, nb * bstride)
+    for b in range(nb):
+        assert got[b * bstride:(b + 1) * bstride] == want[b * bstride:(b + 1) * bstride], f"batch {b}"
