@@ -350,18 +350,26 @@ CVIF_CI_SEEDS = {"dc": (1000, 1001), "sdp": (1000, 1001), "pdp": (1000,), "cdp":
 CONV16_CI_SEEDS = {"dc": (0, 3, 11, 1334), "img": (0, 1, 4, 1401), "sdp": (0, 4, 9), "pdp": (1, 2),
                    "cdp": (0, 1, 3), "sdp_operands": (1, 7)}
 CONV16_SMALL = "nv_small+feature_data_type=int8_int16_fp16"
+#: multi-batch programs on nv_small's geometry with batch (issue 34; docs/conv.md "Multi-batch"):
+#: two-layer programs whose second layer's first cube once came from the first layer's last
+#: batch address (seeds 0, 1, 2, 4: CDMA's cube offset was cleared with the start, not before
+#: it), N = 31 with one pixel a stripe (3), N = 22 with a 5 x 4 output (4)
+BATCH_SMALL = "nv_small+batch=True+max_batch=32"
+BATCH_CI_SEEDS = {"batch": (0, 1, 2, 3, 4)}
 RTL_CI_CASES = ([("nv_small", k, s) for k, s in CI_SEEDS.items()]
                 + [("nv_small_256", k, s) for k, s in WIDE_CI_SEEDS.items()]
                 + [("nv_small_256_full", k, s) for k, s in CVIF_CI_SEEDS.items()]
-                + [(CONV16_SMALL, k, s) for k, s in CONV16_CI_SEEDS.items()])
+                + [(CONV16_SMALL, k, s) for k, s in CONV16_CI_SEEDS.items()]
+                + [(BATCH_SMALL, k, s) for k, s in BATCH_CI_SEEDS.items()])
 
 
 @pytest.mark.rtl
 @needs_verilator
 @pytest.mark.parametrize("config, kind, seeds", RTL_CI_CASES, ids=lambda v: v if isinstance(v, str) else "")
 def test_rtl_fixed_seeds(config, kind, seeds, tmp_path):
-    """A few programs per layer type on the RTL of nv_small, nv_small_256 and
-    nv_small_256_full (random memory profile, seed 1): those the model completes write exactly
+    """A few programs per layer type on the RTL of nv_small, nv_small_256,
+    nv_small_256_full, nv_small computing INT16/FP16 and nv_small with multi-batch (random
+    memory profile, seed 1): those the model completes write exactly
     the model's bytes (in both memories with CVIF); those it
     rejects (operand DMAs that NVIDIA's RTL never finishes, issue 36 item 1) fail on the cycle
     budget naming the busy units, never with a result."""
@@ -375,6 +383,28 @@ def test_rtl_fixed_seeds(config, kind, seeds, tmp_path):
     assert len(outs) == len(preps)
     bad = [o.message for o in outs if not o.ok]
     assert not bad, "\n".join(bad)
+
+
+#: nv_full computing int8, int16 and fp16 with multi-batch (issue 34; winograd and compressed
+#: weights are not built yet)
+BATCH_FULL = "nv_full+winograd=False+weight_compression=False+feature_data_type=int8_int16_fp16"
+
+
+@pytest.mark.rtl
+@needs_verilator
+@pytest.mark.slow       # nv_full's simulator: hdl.build ~10 min / 6.5 GB, Verilator ~15 min
+def test_rtl_batch_programs_on_nv_full(tmp_path):
+    """Multi-batch programs (seeds 0..19: INT8, INT16 and FP16, N up to 32, inner-product layers
+    among them) on our RTL of nv_full, random memory profile: the model's bytes, which are
+    NVIDIA's nv_full RTL's on these seeds (README "nv_full's multi-batch and compressed
+    weights")."""
+    from hdl.config import get_config
+    cfg = get_config(BATCH_FULL)
+    preps = [prepare(generate("batch", s, cfg), tmp_path, cfg) for s in range(20)]
+    outs = list(run_programs(preps, cfg, mem_profile="random", mem_seed=1, jobs=1,
+                             per_process=len(preps)))
+    bad = [o.message for o in outs if not o.ok]
+    assert len(outs) == len(preps) and not bad, "\n".join(bad)
 
 
 #: DC programs whose second layer SDP once took partly with the first layer's registers

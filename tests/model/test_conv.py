@@ -667,10 +667,18 @@ def test_multi_batch_refusals():
     with pytest.raises(ModelConfigError, match="DATA_REUSE after a multi-batch layer"):
         core.run(*L.views())
     big = dict(w=16, h=60, c=64, k=1, r=1, s=1)       # 16 entries a slice, 960 a cube
-    L, *_ = batch_layer(5, big, 1 << 16)
-    L.both(DATA_BANK=7)
-    with pytest.raises(ModelConfigError, match="5 x 60 slices"):
-        ConvCore(NV_FULL_BATCH, mem).run(*L.views())
+    # 8 data banks: 4,096 INT8 entries, but a multi-batch layer's N cubes within 256 a bank
+    # (programming guide, Strategy selection c; NVIDIA's RTL hangs beyond it): 2 x 960 run,
+    # 3 x 960 = 2,880 > 2,048 are refused, as 5 x 960 > 4,096
+    for n, ok in ((2, True), (3, False), (5, False)):
+        L, *_ = batch_layer(n, big, 1 << 16)
+        L.both(DATA_BANK=7)
+        if ok:
+            ConvCore(NV_FULL_BATCH, mem).run(*L.views())
+            continue
+        with pytest.raises(ModelConfigError, match=f"{n} batches x 60 slices of 16 entries "
+                                                    "exceed 8 banks of 256"):
+            ConvCore(NV_FULL_BATCH, mem).run(*L.views())
     L, *_ = batch_layer(2, case, 256)
     with pytest.raises(ModelConfigError, match="multi-batch is not in"):
         ConvCore(get_config("nv_full+batch=False+winograd=False+weight_compression=False"),

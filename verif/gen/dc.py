@@ -337,7 +337,8 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
              allow_reuse: bool = True, max_ops: int | None = None,
              big_rate: float = 0.08, mem: random.Random | None = None,
              last: bool = True, prec: int = 0, batches: int = 1,
-             fc: bool = False, compress: bool = False) -> tuple[Layer, DcKept]:
+             fc: bool = False, compress: bool = False,
+             shape: tuple[int, int, int, int] | None = None) -> tuple[Layer, DcKept]:
     """One random DC layer (module docstring) after ``prev`` (what the previous layer of the
     program leaves in CBUF; None for the first layer). Its memory images are loaded into ``w``.
     ``big_rate``: probability of a larger layer (up to BIG_OPS atomic operations, C up to 130,
@@ -347,7 +348,9 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
     ``batches`` > 1: a multi-batch layer of that many input cubes (:func:`generate_batch`; no
     reuse, no SDP operands from memory); ``fc``: its kernel covers the whole input (an
     inner-product layer, output 1 x 1). ``compress``: sparse weights stored compressed
-    (:func:`generate_compressed`; no reuse; the last CBUF bank left to the WMB).
+    (:func:`generate_compressed`; no reuse; the last CBUF bank left to the WMB). ``shape``:
+    (W, H, C, K) instead of drawn ones (benchmarks, :func:`fc_program`; the other draws are
+    made as without it).
     Returns the Layer (register writes of the six units, or seven with SDP_RDMA, output
     region) and what it leaves."""
     eb = 2 if prec else 1                        # bytes per element
@@ -407,8 +410,13 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
                 K = rng.randint(1, 80)
             else:
                 K = rng.randint(1, 16) if rng.random() < 0.6 else rng.randint(17, 48)
-        if fc:
+        if shape is not None:
+            W, H, C, K = shape
+            cb, cdma_h = ceil_div(C, ac), H
+            eps = nvidia_entries_per_slice(W, C, cfg, eb)
+        elif fc:
             W, H = min(W, 7), min(H, 7)
+        if fc:
             R, S, cdma_h = H, W, H
         dx, dy = _dilation(rng, S), _dilation(rng, R)
         sx, sy = _stride(rng), _stride(rng)
@@ -453,6 +461,8 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
             wb = wb_need if rng.random() < 0.4 else rng.randint(wb_need, nbanks - db)
             if prev is not None and prev.drift and (db, wb) == (prev.db, prev.wb):
                 continue
+        if batches > 1 and eps * H * batches > db * (cfg.cbuf_bank_depth // 2):
+            continue        # the N cubes within 256 entries a bank (model ConvCore.run)
         if wt_reuse:
             wreg = prev.wbytes
         padded = padded_past_entries(wreg, wbytes, ebytes)
@@ -724,6 +734,20 @@ def _program(kind: str, seed: int, rng: random.Random, count, make_layer) -> Pro
     prog.writer.poll(("CDMA", "S_CBUF_FLUSH_STATUS"), 1)
     emit(prog, prologue=[("GLB", "S_INTR_MASK", INTR_MASK_CONV)], intrs=INTRS)
     return prog
+
+
+def fc_program(cfg, w: int, h: int, c: int, k: int, batches: int, prec: int = 0,
+               seed: int = 0) -> Program:
+    """One inner-product layer (the kernel covers the W x H x C input, output 1 x 1 x K) of
+    ``batches`` input cubes, ``prec`` 0 INT8 / 1 INT16 / 2 FP16, the other settings (SDP's
+    operations, strides, banks) drawn from ``seed`` as :func:`generate_batch` draws them: the
+    programs of the multi-batch benchmark (scripts/bench_batch.py). Kind ``fc<N>`` (named
+    ``fc<N>_<seed>``). Raises RuntimeError when no bank split holds the layer."""
+    rng = random.Random(f"fc-{seed}")
+    return _program(f"fc{batches}", seed, rng, lambda: 1,
+                    lambda alloc, wr, prev, last: dc_layer(
+                        rng, cfg, alloc, wr, prev, big_rate=0.0, max_ops=1 << 40, last=last,
+                        prec=prec, batches=batches, fc=True, shape=(w, h, c, k)))
 
 
 def generate_compressed(seed: int, cfg) -> Program:

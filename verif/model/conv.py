@@ -902,6 +902,18 @@ class ConvCore:
         # entries * batches, entries required per grain of lines = grain * entry_per_batch)
         data_entries = (csc.f("ENTRIES") + 1) * h_in * nb
         cap = (csc.f("DATA_BANK") + 1) * (cfg.cbuf_bank_depth * cfg.cbuf_bank_width // ent_b)
+        # a multi-batch layer's cubes within 256 entries per data bank, whatever the entry size
+        # (programming guide "Strategy selection" c: ceil(BATCH_NUMBER * entry_per_slice * H /
+        # 256) <= BANKS_FOR_DATA; nv_full's banks of 256 two-unit entries, so an INT8 layer of
+        # one-unit entries gets half a bank's units): NVIDIA's nv_full RTL never finishes the
+        # batch programs beyond it (verif/gen/dc.py generate_batch seeds 36, 42 and 62 of the
+        # first 63; all 60 within it give the model's bytes)
+        bcap = (csc.f("DATA_BANK") + 1) * (cfg.cbuf_bank_depth // 2)
+        if nb > 1 and data_entries > bcap:
+            raise ModelConfigError(f"CSC.D_BANK.DATA_BANK: {nb} batches x {h_in} slices of "
+                                   f"{csc.f('ENTRIES') + 1} entries exceed {csc.f('DATA_BANK') + 1} "
+                                   f"banks of {cfg.cbuf_bank_depth // 2} (programming guide, Strategy "
+                                   "selection: multi-batch; NVIDIA's RTL hangs beyond it)")
         if data_entries > cap:
             raise ModelConfigError(f"CSC.D_BANK.DATA_BANK: {nb} x {h_in} slices of {csc.f('ENTRIES') + 1} "
                                    f"entries exceed {csc.f('DATA_BANK') + 1} banks ({cap} entries); only "
