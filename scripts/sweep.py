@@ -54,9 +54,10 @@ def main(argv=None) -> int:
     ap.add_argument("--unit", default="all", choices=KINDS + tuple(OPTIONAL_KINDS) + ("conv", "all"),
                     help="layer type (all: every type the configuration has; bdma needs a "
                          "configuration with BDMA, rubik and deconv one with RUBIK, batch one with "
-                         "multi-batch, compressed one with weight compression, e.g. nv_full; our RTL "
-                         "builds neither yet: they run on the model and NVIDIA's RTL through "
-                         "--rtl-filelist)")
+                         "multi-batch (nv_full, or e.g. nv_small --set batch=True --set "
+                         "max_batch=32), compressed one with weight compression, e.g. nv_full; our "
+                         "RTL does not build weight compression yet: compressed runs on the model "
+                         "and NVIDIA's RTL through --rtl-filelist)")
     ap.add_argument("-n", type=int, default=10, help="programs per layer type")
     ap.add_argument("--seed", type=int, default=0, help="first seed")
     ap.add_argument("-j", "--jobs", type=int, default=2,
