@@ -33,10 +33,8 @@ def unbuilt(cfg: NvdlaConfig) -> list[str]:
                        f"weights, are built)")
     elif cfg.conv16:
         missing.extend(CONV16_UNBUILT)
-    for flag, what in (("winograd", "Winograd convolution"),
-                       ("weight_compression", "weight compression")):
-        if getattr(cfg, flag):
-            missing.append(what)
+    if cfg.winograd:
+        missing.append("Winograd convolution")
     # hdl/rubik builds contract, split and merge together, on 32-byte atoms
     if cfg.rubik and not (cfg.rubik_contract and cfg.rubik_reshape):
         missing.append("RUBIK without both contract and split/merge (hdl/rubik builds both)")

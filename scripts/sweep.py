@@ -55,9 +55,8 @@ def main(argv=None) -> int:
                     help="layer type (all: every type the configuration has; bdma needs a "
                          "configuration with BDMA, rubik and deconv one with RUBIK, batch one with "
                          "multi-batch (nv_full, or e.g. nv_small --set batch=True --set "
-                         "max_batch=32), compressed one with weight compression, e.g. nv_full; our "
-                         "RTL does not build weight compression yet: compressed runs on the model "
-                         "and NVIDIA's RTL through --rtl-filelist)")
+                         "max_batch=32), compressed one with weight compression (nv_full, or "
+                         "e.g. nv_small --set weight_compression=True))")
     ap.add_argument("-n", type=int, default=10, help="programs per layer type")
     ap.add_argument("--seed", type=int, default=0, help="first seed")
     ap.add_argument("-j", "--jobs", type=int, default=2,

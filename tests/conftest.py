@@ -38,8 +38,8 @@ BUILD_FIRST = (
     "tests/test_traces.py::test_rtl_ew[wide]",
     "tests/test_gen_programs.py::test_rtl_fixed_seeds[nv_small_256_full-dc-]",
     "tests/test_traces.py::test_rtl_ew[nvidia]",
-    # nv_small with multi-batch (issue 34)
-    "tests/test_gen_programs.py::test_rtl_fixed_seeds[nv_small+batch=True+max_batch=32-batch-]",
+    # nv_small with multi-batch and compressed weights (issue 34)
+    "tests/test_gen_programs.py::test_rtl_fixed_seeds[nv_small+batch=True+max_batch=32+weight_compression=True-batch-]",
     "tests/test_rtl_reliability.py::test_xrand_one_seed_over_manifest",
 )
 

@@ -76,7 +76,7 @@ def test_set_overrides_the_configuration(tmp_path, capsys, no_elaboration):
                                      "memory atoms"),
     ("nv_large+secondary_memif_width=512", "a secondary memory interface 512 bits wide beside "
                                            "a 256-bit primary one"),
-    ("nv_full", "Winograd convolution; weight compression yet"),
+    ("nv_full", "Winograd convolution yet"),
     ("nv_small+bdma=True", "BDMA on AXI beats of 8 bytes (it moves 32-byte atoms)"),
     ("nv_small+weight_data_type=int8_int16_fp16", "int8 feature data with int8_int16_fp16 weights"),
     ("nv_large+rubik=True+rubik_contract=True", "RUBIK without both contract and split/merge"),

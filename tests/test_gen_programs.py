@@ -354,8 +354,10 @@ CONV16_SMALL = "nv_small+feature_data_type=int8_int16_fp16"
 #: two-layer programs whose second layer's first cube once came from the first layer's last
 #: batch address (seeds 0, 1, 2, 4: CDMA's cube offset was cleared with the start, not before
 #: it), N = 31 with one pixel a stripe (3), N = 22 with a 5 x 4 output (4)
-BATCH_SMALL = "nv_small+batch=True+max_batch=32"
-BATCH_CI_SEEDS = {"batch": (0, 1, 2, 3, 4)}
+#: compressed weights on the same simulator (docs/conv.md "Compressed weights"): three-layer
+#: programs of 40..87 % zeros (1, 2, 3) and one without zeros (9)
+BATCH_SMALL = "nv_small+batch=True+max_batch=32+weight_compression=True"
+BATCH_CI_SEEDS = {"batch": (0, 1, 2, 3, 4), "compressed": (1, 2, 3, 9)}
 RTL_CI_CASES = ([("nv_small", k, s) for k, s in CI_SEEDS.items()]
                 + [("nv_small_256", k, s) for k, s in WIDE_CI_SEEDS.items()]
                 + [("nv_small_256_full", k, s) for k, s in CVIF_CI_SEEDS.items()]
@@ -368,8 +370,8 @@ RTL_CI_CASES = ([("nv_small", k, s) for k, s in CI_SEEDS.items()]
 @pytest.mark.parametrize("config, kind, seeds", RTL_CI_CASES, ids=lambda v: v if isinstance(v, str) else "")
 def test_rtl_fixed_seeds(config, kind, seeds, tmp_path):
     """A few programs per layer type on the RTL of nv_small, nv_small_256,
-    nv_small_256_full, nv_small computing INT16/FP16 and nv_small with multi-batch (random
-    memory profile, seed 1): those the model completes write exactly
+    nv_small_256_full, nv_small computing INT16/FP16 and nv_small with multi-batch and
+    compressed weights (random memory profile, seed 1): those the model completes write exactly
     the model's bytes (in both memories with CVIF); those it
     rejects (operand DMAs that NVIDIA's RTL never finishes, issue 36 item 1) fail on the cycle
     budget naming the busy units, never with a result."""

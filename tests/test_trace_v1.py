@@ -105,8 +105,8 @@ def test_player_reads_back_and_compares_memory(tmp_path):
 @needs_v1
 def test_nvidia_sanity0_on_the_model():
     """NVIDIA's sanity0 (BDMA register read-back) on the model of nv_full; refused on nv_small;
-    not runnable on our RTL of the nv_full preset (Winograd, multi-batch and weight compression
-    are not built; without them it plays: the slow test_nvidia_sanity_on_our_rtl)."""
+    not runnable on our RTL of the nv_full preset (Winograd is not built; without it, multi-batch
+    and weight compression, it plays: the slow test_nvidia_sanity_on_our_rtl)."""
     res = list(run(find_traces([V1 / "sanity0"]), "model", NV_FULL))
     assert [r.status for r in res] == [PASS], res[0].message
     res = list(run(find_traces([V1 / "sanity0"]), "model", NV_SMALL))

@@ -25,6 +25,11 @@ read client (``cdma_dat``, ``cdma_wt``; :mod:`hdl.cdma.dma`):
   feature data, which CSC needs first, gets the memory bandwidth at the start of a layer instead
   of sharing it with weights needed much later; once the layer's slices are all written, only
   the ring limits the weights). ``wt_entries`` counts entries written.
+* Compressed weights (``cfg.weight_compression``, D_WEIGHT_FORMAT = COMPRESSED; docs/conv.md
+  "Compressed weights"): the D_WEIGHT_BYTES compressed bytes and the D_WMB_BYTES WMB bytes
+  through the one weight client (:class:`hdl.dma.share.ReadShare`), expanded by
+  :class:`hdl.cdma.expand.WtExpand` into the BYTE_PER_KERNEL x kernels uncompressed bytes
+  that go into the ring as above (the limits then hold the expanded atoms, not the requests).
 
 Feature data is stored as it is in memory (no converter in DC mode: the model's
 ``ConvCore._fetch_feature``, which matches NVIDIA's RTL on every nv_small dc_* trace). Channels
@@ -82,11 +87,13 @@ from hdl.axi import DmaReadSignature
 from hdl.cbuf import CbufGeometry, wr_layout
 from hdl.cbuf.keep import keep_layout
 from hdl.cdma.dma import BAND_BITS, ENTRY_COUNT_BITS, FeatureReadDma, WeightReadDma
+from hdl.cdma.expand import WtExpand
 from hdl.cdma.image import (CVT_BIASED_SHAPE, CVT_PRODUCT_SHAPE, CvtEn, PixelFetch, cvt_bias,
                             cvt_product, cvt_saturate)
 from hdl.config import NvdlaConfig
 from hdl.dma import read_dma_params
 from hdl.dma.cube import CUBE_DIM_BITS
+from hdl.dma.share import ReadShare
 from hdl.dma.walker import log2
 from hdl.lib.fixed import round_shift, saturate
 from hdl.lib.gearbox import Merge
@@ -698,11 +705,67 @@ class Cdma(wiring.Component):
 
         # ---------------- weights: a ring of WCAP entries after the data banks ----------------
         m.submodules.wt_fetch = wdma = WeightReadDma(**read_dma_params(cfg))
-        connect_dma(m, wdma.dma, self.wt_dma, regs.d_weight_ram_type.weight_ram_type)
+        if not cfg.weight_compression:
+            connect_dma(m, wdma.dma, self.wt_dma, regs.d_weight_ram_type.weight_ram_type)
         eb_sh = log2(cfg.cbuf_bank_width)
         wbytes = regs.d_weight_bytes.weight_bytes
-        n_entries = Signal(ENTRY_COUNT_BITS)
-        m.d.comb += n_entries.eq((wbytes + (cfg.cbuf_bank_width - 1)) >> eb_sh)
+        n_entries = Signal(ENTRY_COUNT_BITS)    # entries written to the ring this layer
+        # entries' worth of D_WEIGHT_BYTES (fetched; n_entries but with compressed weights)
+        w_entries = Signal(ENTRY_COUNT_BITS) if cfg.weight_compression else n_entries
+        m.d.comb += w_entries.eq((wbytes + (cfg.cbuf_bank_width - 1)) >> eb_sh)
+        lr = geom.atom_shift                    # the DMA counts memory atoms, R per entry
+        if cfg.weight_compression:
+            # compressed weights (D_WEIGHT_FORMAT = COMPRESSED; hdl/cdma/expand.py): the
+            # D_WEIGHT_BYTES compressed bytes and the D_WMB_BYTES WMB bytes come through the one
+            # weight client (NVIDIA's CDMA_WT reads both); WtExpand writes the uncompressed
+            # weights, BYTE_PER_KERNEL x kernels bytes, into the ring, which then counts their
+            # entries. WGS is not read: it only paces NVIDIA's fetch (its value is checked by
+            # the model, ConvCore._decompressed).
+            compressed = Signal()
+            dense = Signal(32)
+            m.d.comb += [
+                compressed.eq(regs.d_weight_format.weight_format.as_value() == 1),
+                dense.eq((regs.d_weight_size_0.byte_per_kernel + 1)
+                         * (regs.d_weight_size_1.weight_kernel + 1)),
+                n_entries.eq(Mux(compressed, (dense + (cfg.cbuf_bank_width - 1)) >> eb_sh,
+                                 w_entries)),
+            ]
+            m.submodules.wmb_fetch = mdma = WeightReadDma(**read_dma_params(cfg))
+            # as many requests in flight as both DMAs' buffers allow (one beat each at least):
+            # fewer would cap the weight stream below the memory's rate at a long latency
+            # (16 requests at 500 cycles: a quarter of the uncompressed rate, found by the sweep)
+            m.submodules.wt_share = share = ReadShare(cfg.mem_address_width,
+                                                      cfg.axi_data_bytes * 8,
+                                                      requests=wdma.depth + mdma.depth)
+            wiring.connect(m, wdma.dma, share.clients[0])
+            wiring.connect(m, mdma.dma, share.clients[1])
+            connect_dma(m, share.port, self.wt_dma, regs.d_weight_ram_type.weight_ram_type)
+            a_sh = log2(cfg.atom_bytes)
+            wmb_atoms = Signal(ENTRY_COUNT_BITS)
+            m.d.comb += wmb_atoms.eq((regs.d_wmb_bytes.wmb_bytes + (cfg.atom_bytes - 1)) >> a_sh)
+            m.submodules.wt_expand = wexp = WtExpand(cfg.atom_bytes, geom.atoms,
+                                                     elem16=cfg.conv16)
+            m.d.comb += [
+                mdma.start.eq(begin & wt_fetch & compressed),
+                mdma.cube.base.eq(Cat(regs.d_wmb_addr_low.as_value(),
+                                      regs.d_wmb_addr_high.as_value())[:cfg.mem_address_width]),
+                mdma.entries.eq(wmb_atoms),
+                mdma.limit.eq(wmb_atoms),
+                wexp.start.eq(begin & wt_fetch),
+                wexp.entries.eq(n_entries),
+                wexp.dense_bytes.eq(dense),
+                wexp.wt_atoms.eq(w_entries << lr if lr else w_entries),
+                wexp.wmb_atoms.eq(wmb_atoms),
+                wexp.bypass.eq(~compressed),
+            ]
+            if cfg.conv16:
+                m.d.comb += wexp.wide.eq(wt16)
+            wiring.connect(m, wdma.atoms, wexp.wt)
+            wiring.connect(m, mdma.atoms, wexp.wmb)
+            wt_busy = wdma.busy | mdma.busy | wexp.busy
+        else:
+            compressed = None
+            wt_busy = wdma.busy
         wcap = Signal(abits + 1)
         wbase = Signal(abits + 1)
         m.d.comb += [wcap.eq(geom.wt_cap(regs.d_bank.weight_bank)),
@@ -736,7 +799,8 @@ class Cdma(wiring.Component):
             with m.Elif(wq.valid & wq.ready):
                 m.d.sync += req_atoms.eq(req_atoms + ((wq.payload.len + 1)
                                                       << log2(cfg.axi_data_bytes // cfg.atom_bytes)))
-            m.d.comb += dat_hold.eq(wt_active & (req_atoms < g0_atoms))
+            if compressed is None:
+                m.d.comb += dat_hold.eq(wt_active & (req_atoms < g0_atoms))
         with m.If(begin):                       # wt_released/wt_read are the previous layer's
             m.d.sync += limit.eq(Mux(wcap < WT_AHEAD, wcap, WT_AHEAD))
         with m.Else():
@@ -757,27 +821,49 @@ class Cdma(wiring.Component):
                 data_first = first_band | (dat_active & ~dat_hold)
                 lim = Mux(data_first & (set_lim < ring_lim), set_lim, lim)
             m.d.sync += limit.eq(lim)
-        lr = geom.atom_shift                    # the DMA counts memory atoms, R per entry
         m.d.comb += [
             wdma.start.eq(begin & wt_fetch),
             wdma.cube.base.eq(Cat(regs.d_weight_addr_low.as_value(),
                                   regs.d_weight_addr_high.as_value())[:cfg.mem_address_width]),
-            wdma.entries.eq(n_entries << lr if lr else n_entries),
-            wdma.limit.eq(limit << lr if lr else limit),
+            wdma.entries.eq(w_entries << lr if lr else w_entries),
         ]
-        watoms = wdma.atoms
+        if compressed is None:
+            m.d.comb += wdma.limit.eq(limit << lr if lr else limit)
+            watoms = wdma.atoms
+        else:
+            # uncompressed: the requests are held by the ring as always (WtExpand passes the
+            # atoms on as entries); compressed: the fetch is held by the DMA's own buffer only,
+            # and each uncompressed entry waits until it is below the limit
+            m.d.comb += wdma.limit.eq(Mux(compressed, w_entries, limit) << lr)
+            passed = Signal(ENTRY_COUNT_BITS)   # entries passed this layer
+            m.submodules.wt_gate = gate = PipelineStage(unsigned(cfg.cbuf_bank_width * 8))
+            ok = Signal()
+            m.d.comb += ok.eq(passed < limit)
+            m.d.comb += [gate.i.valid.eq(wexp.o.valid & ok), wexp.o.ready.eq(gate.i.ready & ok),
+                         gate.i.payload.eq(wexp.o.payload)]
+            with m.If(begin):
+                m.d.sync += passed.eq(0)
+            with m.Elif(gate.i.valid & gate.i.ready):
+                m.d.sync += passed.eq(passed + 1)
+            watoms = gate.o
+            if self.weights_first:
+                # kernel group 0 counted in uncompressed entries passed
+                m.d.comb += dat_hold.eq(wt_active & (Mux(compressed, passed << lr, req_atoms)
+                                                     < g0_atoms))
+        # the weight stream's items: atoms, or entries when WtExpand makes them
+        wbytes_item = cfg.cbuf_bank_width if compressed is not None else cfg.atom_bytes
         if cfg.conv16:
             # FP16 with D_NAN_FLUSH_TO_ZERO: NaN weights written as +0 (the model's
             # ``ConvCore._weights``, from NVIDIA's nvdlav1 NV_NVDLA_CDMA_wt.v); the weight stream
             # is 2-byte aligned (D_WEIGHT_ADDR is atom aligned), so each atom holds whole
             # elements. A register stage of its own, in every layer.
-            elems = cfg.atom_bytes // 2
+            elems = wbytes_item // 2
             m.submodules.wt_flush = wfl = Map(
-                unsigned(cfg.atom_bytes * 8), unsigned(cfg.atom_bytes * 8),
+                unsigned(wbytes_item * 8), unsigned(wbytes_item * 8),
                 lambda mm, p: Mux(wt_flush, fp16_nan_flush(p, elems), p))
             wiring.connect(m, watoms, wfl.i)
             watoms = wfl.o
-        if geom.atoms > 1:
+        if geom.atoms > 1 and compressed is None:
             # R consecutive atoms of the weight stream make one entry (atom j in lane j)
             m.submodules.wt_pack = pack = Merge(unsigned(cfg.atom_bytes * 8), geom.atoms)
             m.d.comb += pack.count.eq(geom.atoms)
@@ -786,6 +872,8 @@ class Cdma(wiring.Component):
             m.d.comb += self.wt_wr.payload.mask.eq((1 << geom.atoms) - 1)
         else:
             wentries = watoms
+            if geom.atoms > 1:
+                m.d.comb += self.wt_wr.payload.mask.eq((1 << geom.atoms) - 1)
         ring = Signal(abits)                    # n % WCAP of the next entry
         wt_fire = Signal()
         m.d.comb += [
@@ -804,10 +892,10 @@ class Cdma(wiring.Component):
             m.d.sync += [ring.eq(0), self.wt_entries.eq(Mux(wt_fetch, 0, n_entries)),
                          wt_active.eq(wt_fetch & (n_entries != 0))]
 
-        m.d.comb += self.busy.eq(dat_active | wt_active | dat_busy | wdma.busy)
+        m.d.comb += self.busy.eq(dat_active | wt_active | dat_busy | wt_busy)
         # each fetch's end (the done interrupts): from the cycle after ``begin`` until the pulse
         for name, out, working in (("dat", self.dat_done, dat_active | dat_busy),
-                                   ("wt", self.wt_done, wt_active | wdma.busy)):
+                                   ("wt", self.wt_done, wt_active | wt_busy)):
             running = Signal(name=f"{name}_running")
             m.d.comb += out.eq(running & ~working)
             with m.If(begin):

@@ -443,9 +443,11 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
         rng.random()
         wreg = weight_bytes_reg(wbytes)
         db_need = ceil_div(eps * H * batches, depth)
-        if compress and (R * S * C * min(K, ak) > 8 * (bank_bytes - 128) or R * S * C * K * eb <= 64):
+        if compress and (R * S * C * min(K, ak) > 8 * (bank_bytes - 128)
+                         or R * S * C * K * eb <= max(64, 128 - ebytes)):
             continue        # a kernel group's WMB fits the WMB bank (guide, as above); see
-                            # _sparse_weights for the 64
+                            # _sparse_weights for the 64 (non-zero bytes must end in the last
+                            # entry of their 128: more than 128 - entry bytes of weights)
         wb_need = ceil_div(R * S * C * min(K, ak) * eb + 128, bank_bytes)
         skip_wt = rng.random() < 0.35 and ceil_div(wreg + 128, bank_bytes) <= nbanks - db_need
         if skip_wt:
