@@ -1,7 +1,7 @@
 """Sweep: random register programs per layer type on the RTL against the numpy model (issue 11
 items 1, 2, 9; generators in verif/gen/).
 
-    python scripts/sweep.py --unit sdp|pdp|cdp|sdp_operands|dc|img|bdma|rubik|deconv|batch|compressed|all -n N --seed S -j 2
+    python scripts/sweep.py --unit sdp|pdp|cdp|sdp_operands|dc|img|bdma|rubik|deconv|batch|compressed|batch_compressed|all -n N --seed S -j 2
         [--mem-profile random|nvidia|fast] [--mem-seed M] [--per-process 16]
         [--keep /tmp/gen_fails] [--config nv_small] [--set NAME=VALUE] [--rtl-filelist F]
         [--precision int16 --precision fp16]
@@ -39,8 +39,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from hdl.config import add_config_arguments, config_from_args  # noqa: E402
 from verif import cluster as dc  # noqa: E402
 from verif.gen.common import PRECISIONS, program_precisions  # noqa: E402
-from verif.gen.run import (KINDS, OPTIONAL_KINDS, generate, kinds_for, prepare_all,  # noqa: E402
-                           run_programs)
+from verif.gen.run import (KINDS, OPTIONAL_KINDS, generate, kind_flags, kinds_for,  # noqa: E402
+                           prepare_all, run_programs)
 from tqdm import tqdm  # noqa: E402
 
 
@@ -56,7 +56,7 @@ def main(argv=None) -> int:
                          "configuration with BDMA, rubik and deconv one with RUBIK, batch one with "
                          "multi-batch (nv_full, or e.g. nv_small --set batch=True --set "
                          "max_batch=32), compressed one with weight compression (nv_full, or "
-                         "e.g. nv_small --set weight_compression=True))")
+                         "e.g. nv_small --set weight_compression=True), batch_compressed both)")
     ap.add_argument("-n", type=int, default=10, help="programs per layer type")
     ap.add_argument("--seed", type=int, default=0, help="first seed")
     ap.add_argument("-j", "--jobs", type=int, default=2,
@@ -93,7 +93,7 @@ def main(argv=None) -> int:
     kinds = list(kinds_for(cfg)) if args.unit == "all" else ["dc" if args.unit == "conv" else args.unit]
     if args.unit in OPTIONAL_KINDS and args.unit not in kinds_for(cfg):
         ap.exit(2, f"error: --unit {args.unit}: configuration {cfg.name} has no "
-                   f"{OPTIONAL_KINDS[args.unit].upper()}\n")
+                   f"{' and '.join(f.upper() for f in kind_flags(args.unit))}\n")
     if args.precision and not set(args.precision) & set(cfg.precisions):
         ap.exit(2, f"error: --precision {','.join(args.precision)}: configuration {cfg.name} "
                    f"computes {', '.join(cfg.precisions)} only\n")

@@ -244,6 +244,52 @@ def test_compressed_programs_on_nv_full(tmp_path):
     assert precs == {0, 1, 2} and min(sp) < 0.1 and max(sp) > 0.8 and groups and mem_ops
 
 
+def test_batch_compressed_programs_on_nv_full(tmp_path):
+    """Multi-batch programs with compressed weights (verif/gen/dc.py
+    ``generate_batch_compressed``, kind ``batch_compressed`` on configurations with both modes)
+    run to their end on the model of nv_full: every layer programs N > 1 cubes and
+    D_WEIGHT_FORMAT=COMPRESSED with the compressed sizes, leaves the last CBUF bank to the
+    WMB; the draws cover the three precisions, inner-product layers and N over 16."""
+    from hdl.config import get_config
+    from verif.gen.run import kinds_for
+    cfg = get_config("nv_full+winograd=False+feature_data_type=int8_int16_fp16")
+    assert "batch_compressed" in kinds_for(cfg)
+    assert "batch_compressed" not in kinds_for(get_config("nv_full+winograd=False+batch=False"))
+    precs, ns, fc = set(), set(), 0
+    for seed in range(20):
+        prog = generate("batch_compressed", seed, cfg)
+        p = prepare(prog, tmp_path, cfg)
+        assert p.prog.legal and len(p.model.checks) == len(prog.writer.checks)
+        for lay in prog.layers:
+            i, n = lay.info, lay.info["batches"]
+            regs = {(u, r): v for u, r, v in lay.writes}
+            for u in ("CDMA", "CSC"):
+                assert regs[(u, "D_WEIGHT_FORMAT")] & 1 == 1
+                assert regs[(u, "D_WEIGHT_BYTES")] == -(-i["nz_bytes"] // 128) * 128 > 0
+                assert regs[(u, "D_BATCH_NUMBER")] & 0x1F == n - 1 > 0
+            assert i["db"] + i["wb"] <= cfg.cbuf_bank_number - 1
+            precs.add(i["prec"])
+            ns.add(n)
+            fc += (i["wo"], i["ho"]) == (1, 1)
+    assert precs == {0, 1, 2} and fc >= 2 and max(ns) > 16
+
+
+def test_fc_program_sparsity():
+    """``fc_program(sparsity=S)`` (scripts/bench_compressed.py): the same inner-product layer
+    with compressed weights of exactly S zeros (to the 128-byte rounding of the non-zero
+    bytes), its D_WEIGHT_BYTES / D_WMB_BYTES the compressed sizes."""
+    from hdl.config import get_config
+    from verif.gen.dc import fc_program
+    cfg = get_config("nv_full+winograd=False+batch=False")
+    lay = fc_program(cfg, 2, 2, 512, 64, 1, sparsity=0.5).layers[0]
+    regs = {(u, r): v for u, r, v in lay.writes}
+    assert abs(lay.info["nz_bytes"] - 65536) <= 128
+    assert regs[("CDMA", "D_WEIGHT_BYTES")] == -(-lay.info["nz_bytes"] // 128) * 128
+    assert regs[("CDMA", "D_WMB_BYTES")] == 2 * 2 * 512 * 64 // 8
+    dense = fc_program(cfg, 2, 2, 512, 64, 1).layers[0]
+    assert {(u, r): v for u, r, v in dense.writes}[("CDMA", "D_WEIGHT_BYTES")] == 131072
+
+
 def test_sdp_and_cdp_programs_all_precisions_on_nv_full(tmp_path):
     """On nv_full computing int8, int16 and fp16: SDP programs run the EW (Y) sub-unit in each
     precision, with its ALU and MUL operands from memory, the LUT (loaded once per program in
@@ -355,9 +401,11 @@ CONV16_SMALL = "nv_small+feature_data_type=int8_int16_fp16"
 #: batch address (seeds 0, 1, 2, 4: CDMA's cube offset was cleared with the start, not before
 #: it), N = 31 with one pixel a stripe (3), N = 22 with a 5 x 4 output (4)
 #: compressed weights on the same simulator (docs/conv.md "Compressed weights"): three-layer
-#: programs of 40..87 % zeros (1, 2, 3) and one without zeros (9)
+#: programs of 40..87 % zeros (1, 2, 3) and one without zeros (9); both modes in one layer (the
+#: batch_compressed kind)
 BATCH_SMALL = "nv_small+batch=True+max_batch=32+weight_compression=True"
-BATCH_CI_SEEDS = {"batch": (0, 1, 2, 3, 4), "compressed": (1, 2, 3, 9)}
+BATCH_CI_SEEDS = {"batch": (0, 1, 2, 3, 4), "compressed": (1, 2, 3, 9),
+                  "batch_compressed": (0, 1, 2)}
 RTL_CI_CASES = ([("nv_small", k, s) for k, s in CI_SEEDS.items()]
                 + [("nv_small_256", k, s) for k, s in WIDE_CI_SEEDS.items()]
                 + [("nv_small_256_full", k, s) for k, s in CVIF_CI_SEEDS.items()]

@@ -80,7 +80,8 @@ from verif.gen.common import (Alloc, Layer, Program, SameInBothMemories, ceil_di
 from verif.gen.sdp import SUBS, USE_ALU, USE_BOTH, USE_MUL, operand_image
 from verif.gen.writer import TraceWriter
 
-__all__ = ["generate", "generate_batch", "generate_compressed", "DcKept", "dc_layer", "UNITS", "INTRS", "INTR_MASK_CONV"]
+__all__ = ["generate", "generate_batch", "generate_compressed", "generate_batch_compressed",
+           "DcKept", "dc_layer", "UNITS", "INTRS", "INTR_MASK_CONV"]
 
 #: the pipeline's register files, in D_OP_ENABLE order (guide Limitation / Convolution /
 #: General: reverse pipeline order; SDP first, it raises the interrupt waited for)
@@ -338,7 +339,8 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
              big_rate: float = 0.08, mem: random.Random | None = None,
              last: bool = True, prec: int = 0, batches: int = 1,
              fc: bool = False, compress: bool = False,
-             shape: tuple[int, int, int, int] | None = None) -> tuple[Layer, DcKept]:
+             shape: tuple[int, int, int, int] | None = None,
+             sparsity: float | None = None) -> tuple[Layer, DcKept]:
     """One random DC layer (module docstring) after ``prev`` (what the previous layer of the
     program leaves in CBUF; None for the first layer). Its memory images are loaded into ``w``.
     ``big_rate``: probability of a larger layer (up to BIG_OPS atomic operations, C up to 130,
@@ -348,7 +350,8 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
     ``batches`` > 1: a multi-batch layer of that many input cubes (:func:`generate_batch`; no
     reuse, no SDP operands from memory); ``fc``: its kernel covers the whole input (an
     inner-product layer, output 1 x 1). ``compress``: sparse weights stored compressed
-    (:func:`generate_compressed`; no reuse; the last CBUF bank left to the WMB). ``shape``:
+    (:func:`generate_compressed`; no reuse; the last CBUF bank left to the WMB), with
+    ``sparsity`` (0..1) of the elements zero, or a drawn sparsity when None. ``shape``:
     (W, H, C, K) instead of drawn ones (benchmarks, :func:`fc_program`; the other draws are
     made as without it).
     Returns the Layer (register writes of the six units, or seven with SDP_RDMA, output
@@ -509,7 +512,8 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
         (lambda k: rand_bytes(rng, k))
     w.mem_load(src, data_bytes(n))              # other bytes when everything is reused
     if compress:
-        cw, sparsity = _sparse_weights(rng, data_bytes(wbytes), K, ak, R * S * C, eb, ebytes)
+        cw, sparsity = _sparse_weights(rng, data_bytes(wbytes), K, ak, R * S * C, eb, ebytes,
+                                       sparsity)
         wreg = len(cw.weights)
         wsrc = alloc.take(wreg, 256)
         w.mem_load(wsrc, cw.weights)
@@ -649,7 +653,7 @@ def dc_layer(rng: random.Random, cfg, alloc: Alloc, w: TraceWriter, prev: DcKept
 
 
 def _sparse_weights(rng: random.Random, dense: bytes, k: int, ak: int, per_kernel: int, eb: int,
-                    entry: int):
+                    entry: int, sparsity: float | None = None):
     """Weights of ``k`` kernels of ``per_kernel`` elements (``eb`` bytes each, kernel groups of
     ``ak``) made sparse and compressed (:func:`verif.gen.compress.compress_weights`): a
     sparsity of 0..100 % drawn (mostly 30..90 %), each element zeroed with that probability;
@@ -658,15 +662,25 @@ def _sparse_weights(rng: random.Random, dense: bytes, k: int, ak: int, per_kerne
     to 128) covers, and are not none (a rounding that covers an entry the weights do not fill
     is not settled for compressed weights: the model refuses it, ConvCore._decompressed).
     Returns (the
-    compressed surfaces, the sparsity drawn)."""
+    compressed surfaces, the sparsity drawn). ``sparsity`` given: exactly that share of the
+    elements (rounded) is zeroed, chosen at random, instead of the draw."""
     from verif.gen.compress import compress_weights
-    r = rng.random()
-    sparsity = 0.0 if r < 0.05 else 1.0 if r < 0.08 else rng.uniform(0.3, 0.9) if r < 0.8 else rng.random()
     n = len(dense) // eb
     d = bytearray(dense)
-    for i in range(n):
-        if rng.random() < sparsity:
-            d[i * eb:(i + 1) * eb] = bytes(eb)
+    if sparsity is None:
+        r = rng.random()
+        sparsity = (0.0 if r < 0.05 else 1.0 if r < 0.08 else rng.uniform(0.3, 0.9) if r < 0.8
+                    else rng.random())
+        for i in range(n):
+            if rng.random() < sparsity:
+                d[i * eb:(i + 1) * eb] = bytes(eb)
+    else:
+        zero = set(rng.sample(range(n), round(sparsity * n)))
+        for i in range(n):
+            if i in zero:
+                d[i * eb:(i + 1) * eb] = bytes(eb)
+            elif not any(d[i * eb:(i + 1) * eb]):
+                d[i * eb] = rng.randint(1, 255)     # the others non-zero
     zeros = [i for i in range(n) if not any(d[i * eb:(i + 1) * eb])]
     nonzeros = [i for i in range(n) if any(d[i * eb:(i + 1) * eb])]
     rng.shuffle(zeros)
@@ -739,17 +753,21 @@ def _program(kind: str, seed: int, rng: random.Random, count, make_layer) -> Pro
 
 
 def fc_program(cfg, w: int, h: int, c: int, k: int, batches: int, prec: int = 0,
-               seed: int = 0) -> Program:
+               seed: int = 0, sparsity: float | None = None) -> Program:
     """One inner-product layer (the kernel covers the W x H x C input, output 1 x 1 x K) of
     ``batches`` input cubes, ``prec`` 0 INT8 / 1 INT16 / 2 FP16, the other settings (SDP's
     operations, strides, banks) drawn from ``seed`` as :func:`generate_batch` draws them: the
     programs of the multi-batch benchmark (scripts/bench_batch.py). Kind ``fc<N>`` (named
-    ``fc<N>_<seed>``). Raises RuntimeError when no bank split holds the layer."""
+    ``fc<N>_<seed>``). ``sparsity`` (0..1): compressed weights with that share of zeros
+    (kind ``fc<N>c``; scripts/bench_compressed.py). Raises RuntimeError when no bank split
+    holds the layer."""
     rng = random.Random(f"fc-{seed}")
-    return _program(f"fc{batches}", seed, rng, lambda: 1,
+    compress = sparsity is not None
+    return _program(f"fc{batches}" + "c" * compress, seed, rng, lambda: 1,
                     lambda alloc, wr, prev, last: dc_layer(
                         rng, cfg, alloc, wr, prev, big_rate=0.0, max_ops=1 << 40, last=last,
-                        prec=prec, batches=batches, fc=True, shape=(w, h, c, k)))
+                        prec=prec, batches=batches, fc=True, shape=(w, h, c, k),
+                        compress=compress, sparsity=sparsity))
 
 
 def generate_compressed(seed: int, cfg) -> Program:
@@ -794,3 +812,22 @@ def generate_batch(seed: int, cfg) -> Program:
         return dc_layer(rng, cfg, alloc, w, prev, big_rate=0.0, last=last, prec=prec,
                         batches=nb, fc=rng.random() < 0.33)
     return _program("batch", seed, rng, lambda: rng.choice((1, 1, 2)), layer)
+
+
+def generate_batch_compressed(seed: int, cfg) -> Program:
+    """A random multi-batch DC program with compressed weights from ``seed`` (issue 34: the
+    modes' combinations): :func:`generate_batch`'s layers (N = 2..32 cubes, a third of them
+    inner-product layers) with :func:`generate_compressed`'s weights (0..100 % zeros, WMB,
+    WGS, the last CBUF bank left to the WMB). Kind ``batch_compressed``: configurations with
+    both ``batch`` and ``weight_compression``."""
+    if not (cfg.batch and cfg.weight_compression):
+        raise ValueError(f"{cfg.name} lacks multi-batch or weight compression (configuration "
+                         "batch, weight_compression)")
+    rng = random.Random(f"batch-compressed-{seed}")
+    prec = draw_precision(rng, cfg)
+
+    def layer(alloc, w, prev, last):
+        nb = rng.randint(2, 4) if rng.random() < 0.5 else rng.randint(2, cfg.max_batch)
+        return dc_layer(rng, cfg, alloc, w, prev, big_rate=0.0, last=last, prec=prec,
+                        batches=nb, fc=rng.random() < 0.33, compress=True)
+    return _program("batch_compressed", seed, rng, lambda: rng.choice((1, 1, 2)), layer)

@@ -25,14 +25,23 @@ import numpy as np
 from verif.gen.common import Program
 
 KINDS = ("sdp", "pdp", "cdp", "sdp_operands", "dc", "img")
-#: layer types of optional units, generated only for configurations that have the unit
+#: layer types of optional units or modes, generated only for configurations that have them:
+#: kind -> the configuration flag it needs, or a tuple of flags it needs all of
 OPTIONAL_KINDS = {"bdma": "bdma", "rubik": "rubik", "deconv": "rubik", "batch": "batch",
-                  "compressed": "weight_compression"}
+                  "compressed": "weight_compression",
+                  "batch_compressed": ("batch", "weight_compression")}
+
+
+def kind_flags(kind: str) -> tuple[str, ...]:
+    """The configuration flags optional layer type ``kind`` needs (all of them)."""
+    flag = OPTIONAL_KINDS[kind]
+    return (flag,) if isinstance(flag, str) else flag
 
 
 def kinds_for(cfg) -> tuple[str, ...]:
-    """The layer types ``cfg`` can run: ``KINDS`` and the optional ones whose unit it has."""
-    return KINDS + tuple(k for k, flag in OPTIONAL_KINDS.items() if getattr(cfg, flag))
+    """The layer types ``cfg`` can run: ``KINDS`` and the optional ones whose units and modes
+    it has."""
+    return KINDS + tuple(k for k in OPTIONAL_KINDS if all(getattr(cfg, f) for f in kind_flags(k)))
 
 
 class GenError(AssertionError):
@@ -65,6 +74,8 @@ def generate(kind: str, seed: int, cfg) -> Program:
         from verif.gen.dc import generate_batch as g
     elif kind == "compressed":
         from verif.gen.dc import generate_compressed as g
+    elif kind == "batch_compressed":
+        from verif.gen.dc import generate_batch_compressed as g
     else:
         raise ValueError(f"unknown layer type {kind!r} (one of "
                          f"{', '.join(KINDS + tuple(OPTIONAL_KINDS))})")
