@@ -168,7 +168,8 @@ class Cdma(wiring.Component):
       both fetches have written their last entry);
       ``dat_done``, ``wt_done`` Out(1): one-cycle pulses, once per layer, in the first cycle
       after ``start`` in which the data fetch (resp. the weight fetch) has written its last
-      entry (at once when there is nothing to fetch: kept in CBUF). GLB's CDMA_DAT and CDMA_WT
+      entry (at once when there is nothing to fetch: kept in CBUF; compressed weights: and has
+      taken the last compressed and WMB bytes it fetched). GLB's CDMA_DAT and CDMA_WT
       done interrupts: NVIDIA's CDMA raises each when its own fetch finishes, before CSC and
       CACC are done (NV_NVDLA_CDMA_status.v on nv_full; NVIDIA's v1 traces such as
       conv_8x8_fc_int16 wait for CDMA_DAT, CDMA_WT, CACC and SDP one at a time and clear the

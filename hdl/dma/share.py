@@ -44,7 +44,9 @@ class ReadShare(wiring.Component):
         m = Module()
         n = self.n
         tag = data.StructLayout({"client": range(n), "len": AXI_LEN_WIDTH})
-        m.submodules.tags = tags = fifo.SyncFIFOBuffered(width=tag.size, depth=self.requests)
+        # (SyncFIFO: a tag can be read the cycle after it is written, when the first beat may
+        # come back at the earliest; SyncFIFOBuffered's extra cycle would refuse that beat)
+        m.submodules.tags = tags = fifo.SyncFIFO(width=tag.size, depth=self.requests)
         # round-robin: the first client offering a request from ``nxt`` on
         nxt = Signal(range(n))
         sel = Signal(range(n))

@@ -99,6 +99,12 @@ def set_layer(ctx, dut, L):
     if hasattr(r, "d_batch_number"):
         ctx.set(r.d_batch_number.batches, L.get("nb", 1) - 1)
         ctx.set(r.d_batch_stride.batch_stride, L.get("bs", 0))
+    if hasattr(r, "d_wmb_bytes"):
+        ctx.set(r.d_weight_format.weight_format, int("wmb" in L))
+        ctx.set(r.d_wmb_addr_low.wmb_addr_low, L.get("wmb", 0))
+        ctx.set(r.d_wmb_addr_high.wmb_addr_high, 0)
+        ctx.set(r.d_wmb_bytes.wmb_bytes, L.get("wmb_bytes", 0))
+        ctx.set(r.d_weight_size_1.weight_kernel, L.get("k", 1) - 1)
 
 
 def bands(L):
@@ -179,11 +185,41 @@ def written_slices(L, n):
 
 
 def expected_wt(mem, cfg, L):
-    n = -(-L["wbytes"] // ATOM)
+    """The weight entries CDMA writes: (CBUF address, entry) in order; compressed weights
+    (``L["dense"]``, hdl/cdma/expand.py) as their uncompressed bytes, the last entry's rest 0."""
     if L["keep"]["wt_reused"]:
         return []
     base, cap = (L["db"] + 1) * cfg.cbuf_bank_depth, (L["wb"] + 1) * cfg.cbuf_bank_depth
+    if "dense" in L:
+        d = L["dense"] + bytes(-len(L["dense"]) % ATOM)
+        return [(base + i % cap, int.from_bytes(d[i * ATOM:(i + 1) * ATOM], "little"))
+                for i in range(len(d) // ATOM)]
+    n = -(-L["wbytes"] // ATOM)
     return [(base + i % cap, atom(mem, L["wts"] + i * ATOM)) for i in range(n)]
+
+
+def compressed_layer(rng, cfg, slot):
+    """A random layer (:func:`random_layer`) whose weights are compressed (docs/conv.md
+    "Compressed weights"): K kernels of BYTE_PER_KERNEL bytes, 0..100 % zeros, stored as
+    ``verif.gen.compress.compress_weights`` makes them (their unused rest random in memory),
+    the WMB after them, in the 4 KB ``slot`` (0..7) of the memory's upper half; ``surfaces``:
+    what the memory must hold."""
+    from verif.gen.compress import compress_weights
+    L = random_layer(rng, cfg)
+    k, bpk = rng.randint(1, 20), rng.randint(1, 150)
+    zeros = rng.choice([0.0, 0.5, 0.9, 1.0, rng.random()])
+    dense = bytes(0 if rng.random() < zeros else rng.randrange(1, 256) for _ in range(k * bpk))
+    cw = compress_weights(dense, [k * bpk])
+    nz = cw.group_bytes[0]
+    wts = cw.weights[:nz] + bytes(rng.randrange(256) for _ in range(len(cw.weights) - nz))
+    wmb = bytearray(cw.wmb)
+    for i in range(k * bpk, 8 * len(wmb)):              # bits past the weights: random
+        wmb[i // 8] |= rng.randrange(2) << (i % 8)
+    base = MEM_BYTES // 2 + 4096 * slot + ATOM * rng.randrange(0, 8)
+    wmb_at = base + len(wts) + ATOM * rng.randrange(0, 16)
+    L.update(k=k, bpk=bpk, dense=dense, wbytes=len(wts), wts=base, wmb=wmb_at,
+             wmb_bytes=len(wmb), surfaces=[(base, wts), (wmb_at, bytes(wmb))])
+    return L
 
 
 # ------------------------------------------------------------------------------------ bench
@@ -281,7 +317,8 @@ def check_layer(cfg, mem, L, samples, reqs, perf_before, perf_after, weights_fir
     Returns whether the data waited for the weights at some cycle."""
     want_dat, want_wt = expected_dat(mem, L, cfg.cbuf_bank_depth), expected_wt(mem, cfg, L)
     kept = L["keep"]["dat_kept"]
-    n_wt = -(-L["wbytes"] // ATOM)
+    compressed = "dense" in L        # the limits hold the expanded entries, not the requests
+    n_wt = -(-len(L["dense"]) // ATOM) if compressed else -(-L["wbytes"] // ATOM)
     wt_kept = n_wt if L["keep"]["wt_reused"] else 0
     cap = (L["wb"] + 1) * cfg.cbuf_bank_depth
     dat, wt = [], []
@@ -310,7 +347,7 @@ def check_layer(cfg, mem, L, samples, reqs, perf_before, perf_after, weights_fir
             assert entries == wt_kept + len(wt), (t, entries, len(wt))
         if wqv and wqr:
             wt_req_entries += wql + 1
-            if t > 1:   # released is this layer's from the cycle after start
+            if t > 1 and not compressed:    # released is this layer's from the cycle after start
                 assert wt_req_entries <= released + cap, \
                     f"cycle {t}: weight entry {wt_req_entries - 1} requested, released {released}"
                 assert weights_first or t > data_done or wt_req_entries <= read + WT_AHEAD, \
@@ -325,6 +362,9 @@ def check_layer(cfg, mem, L, samples, reqs, perf_before, perf_after, weights_fir
             dat_req_atoms += (dql + 1) * beat_atoms
         if wv and wr:
             assert t <= 1 or len(wt) < released + cap, "unreleased weight entry overwritten"
+            if compressed and t > 1:
+                assert weights_first or t > data_done or len(wt) < read + WT_AHEAD, \
+                    f"cycle {t}: weight entry {len(wt)} written, CSC read {read}"
             wt.append((wa, wd))
         if dv and dr:
             dat.append((da, dd))
@@ -336,7 +376,8 @@ def check_layer(cfg, mem, L, samples, reqs, perf_before, perf_after, weights_fir
             outs[name] += (ql + 1 if qv and qr else 0) - bool(sv and sr)
     assert dat == want_dat
     assert wt == want_wt
-    check_done_pulses(samples, 0, {"dat": (2, 3, 26), "wt": (6, 7, 27)})
+    check_done_pulses(samples, 0, {"dat": (2, 3, 26), "wt": (6, 7, 27)},
+                      late=("wt",) if compressed else ())
     assert samples[-1][10] == kept + (0 if L["keep"]["dat_reused"] else L["h"] * L.get("nb", 1))
     assert samples[-1][11] == n_wt
     window = cfg.primary_memif_max_burst * cfg.axi_data_bytes
@@ -358,13 +399,20 @@ def check_layer(cfg, mem, L, samples, reqs, perf_before, perf_after, weights_fir
             assert not (a2 == a + (n + 1) * ATOM and a2 // window == a // window), \
                 f"request {i} ({a:#x}, {n}) not maximal"
     assert p == len(addrs)
-    # weight requests: the stream in order, each inside one burst window
-    addr = L["wts"]
+    # weight requests: the stream in order, each inside one burst window (compressed: the
+    # compressed stream and the WMB each in order, D_WEIGHT_BYTES and D_WMB_BYTES in all)
+    streams = {L["wts"]: L["wts"]}
+    if compressed:
+        streams[L["wmb"]] = L["wmb"]
     for _, a, n in reqs["wt"]:
-        assert a == addr and n < cfg.primary_memif_max_burst
+        first = max(b for b in streams if b <= a)
+        assert a == streams[first] and n < cfg.primary_memif_max_burst
         assert a // window == (a + n * ATOM) // window
-        addr += (n + 1) * ATOM
-    assert addr == L["wts"] + len(want_wt) * ATOM
+        streams[first] += (n + 1) * ATOM
+    if compressed:
+        assert streams == {L["wts"]: L["wts"] + L["wbytes"], L["wmb"]: L["wmb"] + L["wmb_bytes"]}
+    else:
+        assert streams[L["wts"]] == L["wts"] + len(want_wt) * ATOM
     if L["perf"]:
         assert perf_after == (stall["dat"], stall["wt"], lat["dat"], lat["wt"])
     else:
@@ -372,18 +420,22 @@ def check_layer(cfg, mem, L, samples, reqs, perf_before, perf_after, weights_fir
     return waited
 
 
-def check_done_pulses(samples, busy, cols):
+def check_done_pulses(samples, busy, cols, late=()):
     """CDMA_DAT / CDMA_WT done (``dat_done``/``wt_done``, GLB's interrupts) in one layer's
     per-cycle ``samples`` (sample 0: the start cycle): one pulse each, in the cycle after the
     fetch's last CBUF write was taken (the cycle after start when there is none), no later than
     the first cycle ``busy`` is low. ``cols``: fetch name -> sample columns (write valid, write
-    ready, done)."""
+    ready, done). Fetches in ``late`` (compressed weights: the unused rest of the compressed
+    and WMB bytes is taken after the last write) pulse once between the two."""
     end = next(t for t, s in enumerate(samples) if t > 0 and not s[busy])
     for name, (valid, ready, done) in cols.items():
         pulses = [t for t, s in enumerate(samples) if s[done]]
         writes = [t for t, s in enumerate(samples) if s[valid] and s[ready]]
         want = writes[-1] + 1 if writes else 1
-        assert pulses == [want] and want <= end, (name, pulses, want, end)
+        if name in late:
+            assert len(pulses) == 1 and want <= pulses[0] <= end, (name, pulses, want, end)
+        else:
+            assert pulses == [want] and want <= end, (name, pulses, want, end)
 
 
 def read_perf(ctx, dut):
@@ -397,7 +449,11 @@ def read_perf(ctx, dut):
 def run_layers(cfg, layers, *, seed, p_ready=0.7, max_latency=20, p_gap=0.2, p_wr_stall=0.3,
                p_release=0.3, chunk=16, weights_first=False):
     rng = random.Random(seed)
-    mem = bytes(rng.randrange(256) for _ in range(MEM_BYTES))
+    mem = bytearray(rng.randrange(256) for _ in range(MEM_BYTES))
+    for L in layers:
+        for a, b in L.get("surfaces", ()):
+            mem[a:a + len(b)] = b
+    mem = bytes(mem)
     dut = Cdma(cfg, weights_first)
     log = {"samples": [], "errors": [], "dat_reqs": [], "wt_reqs": [], "waited": 0}
 
@@ -551,6 +607,20 @@ def test_cdma_batches(spec):
     layers = [batch_layer(rng, cfg, nb) for nb in (2, 5, 32, 3)]
     layers.insert(2, random_layer(rng, cfg))
     run_layers(cfg, layers, seed=len(spec))
+
+
+@pytest.mark.parametrize("spec", [c + "+weight_compression=True" for c in CONFIGS])
+def test_cdma_compressed(spec):
+    """Compressed weights (docs/conv.md "Compressed weights") between uncompressed layers:
+    the compressed stream and the WMB both read in order on the weight client, the
+    uncompressed bytes written to the ring, no entry written beyond wt_released + WCAP (slow
+    releases) nor, while data remains, beyond wt_read + WT_AHEAD; wt_entries the uncompressed
+    entries (nv_full's geometry: tests/hdl/test_cdma16.py)."""
+    cfg = get_config(spec)
+    rng = random.Random(spec + "wc")
+    layers = [compressed_layer(rng, cfg, i) for i in range(6)]
+    layers.insert(3, random_layer(rng, cfg))
+    run_layers(cfg, layers, seed=11, p_release=0.1, chunk=6)
 
 
 @pytest.mark.parametrize("spec", ["nv_small_256+mac_atomic_k=16"])

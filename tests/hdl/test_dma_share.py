@@ -67,3 +67,51 @@ def test_read_share(aw, dw, n):
         assert c == first, f"take {i}: client {c}, offers {offer}, last taken {last}"
         last = c
     assert sorted(c for c, _ in seen) == sorted(c for c in range(n) for _ in range(25))
+
+
+def test_read_share_takes_data_at_once():
+    """Clients that always take their data (the credit rule) and a memory answering from the
+    cycle after a request: the port's data is never refused, the first beat included (the
+    request's tag is readable by then)."""
+    rng = random.Random(5)
+    dut = ReadShare(32, 64, n=2, requests=8)
+    reqs = [[{"addr": (c << 20) + 0x40 * i, "len": rng.randint(0, 3)} for i in range(30)]
+            for c in range(2)]
+    refused = []
+
+    def client(c):
+        async def req(ctx):
+            await stream_put(ctx, dut.clients[c].req, reqs[c], rng=rng, p_stall=0.2)
+
+        async def rsp(ctx):
+            ctx.set(dut.clients[c].rsp.ready, 1)
+        return req, rsp
+
+    async def memory(ctx):
+        pending, cycle = [], 0
+        port = dut.port
+        ctx.set(port.req.ready, 1)
+        while True:
+            ctx.set(port.rsp.valid, 0)
+            if pending and pending[0][2] <= cycle:
+                ctx.set(port.rsp.valid, 1)
+                ctx.set(port.rsp.payload, _data(*pending[0][:2], 64))
+            _, _, rv, rr, qv, qr, q = await ctx.tick().sample(
+                port.rsp.valid, port.rsp.ready, port.req.valid, port.req.ready, port.req.payload)
+            if rv and not rr:
+                refused.append(cycle)
+            if rv and rr:
+                pending.pop(0)
+            if qv and qr:
+                due = max([cycle + 1] + [p[2] for p in pending[-1:]])
+                pending += [(q.addr, b, due + b) for b in range(q.len + 1)]
+            cycle += 1
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    for c in range(2):
+        for tb in client(c):
+            sim.add_testbench(tb)
+    sim.add_process(memory)
+    sim.run_until(2e-5)
+    assert not refused, f"data refused at cycles {refused[:5]}"
