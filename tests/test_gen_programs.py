@@ -394,8 +394,11 @@ CVIF_CI_SEEDS = {"dc": (1000, 1001), "sdp": (1000, 1001), "pdp": (1000,), "cdp":
 #: dc 1334 and img 1401: FP16 NaN data with K not a multiple of the kernel group (CACC's lanes
 #: past DATAOUT_CHANNEL are delivered as 0, not as the padding cells' NaN words)
 CONV16_CI_SEEDS = {"dc": (0, 3, 11, 1334), "img": (0, 1, 4, 1401), "sdp": (0, 4, 9), "pdp": (1, 2),
-                   "cdp": (0, 1, 3), "sdp_operands": (1, 7)}
-CONV16_SMALL = "nv_small+feature_data_type=int8_int16_fp16"
+                   "cdp": (0, 1, 3), "sdp_operands": (1, 7), "compressed": (0, 2, 19)}
+#: with weight compression: compressed INT16/FP16 layers whose uncompressed weights end in
+#: the middle of a row of two CBUF units (fp16 164 bytes, int16 756, fp16 6,438: CSC waited for
+#: the row's second unit before CDMA filled the last 128 bytes)
+CONV16_SMALL = "nv_small+feature_data_type=int8_int16_fp16+weight_compression=True"
 #: multi-batch programs on nv_small's geometry with batch (issue 34; docs/conv.md "Multi-batch"):
 #: two-layer programs whose second layer's first cube once came from the first layer's last
 #: batch address (seeds 0, 1, 2, 4: CDMA's cube offset was cleared with the start, not before

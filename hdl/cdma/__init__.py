@@ -28,8 +28,9 @@ read client (``cdma_dat``, ``cdma_wt``; :mod:`hdl.cdma.dma`):
 * Compressed weights (``cfg.weight_compression``, D_WEIGHT_FORMAT = COMPRESSED; docs/conv.md
   "Compressed weights"): the D_WEIGHT_BYTES compressed bytes and the D_WMB_BYTES WMB bytes
   through the one weight client (:class:`hdl.dma.share.ReadShare`), expanded by
-  :class:`hdl.cdma.expand.WtExpand` into the BYTE_PER_KERNEL x kernels uncompressed bytes
-  that go into the ring as above (the limits then hold the expanded atoms, not the requests).
+  :class:`hdl.cdma.expand.WtExpand` into the BYTE_PER_KERNEL x kernels uncompressed bytes,
+  zero-filled to a multiple of 128, that go into the ring as above (the limits then hold the
+  expanded entries, not the requests).
 
 Feature data is stored as it is in memory (no converter in DC mode: the model's
 ``ConvCore._fetch_feature``, which matches NVIDIA's RTL on every nv_small dc_* trace). Channels
@@ -728,8 +729,10 @@ class Cdma(wiring.Component):
                 compressed.eq(regs.d_weight_format.weight_format.as_value() == 1),
                 dense.eq((regs.d_weight_size_0.byte_per_kernel + 1)
                          * (regs.d_weight_size_1.weight_kernel + 1)),
-                n_entries.eq(Mux(compressed, (dense + (cfg.cbuf_bank_width - 1)) >> eb_sh,
-                                 w_entries)),
+                # whole 128-byte pieces, as D_WEIGHT_BYTES of uncompressed weights: CSC reads
+                # nv_full's 16-bit layers' weights in rows of two 64-byte units, so an odd unit
+                # count would leave it waiting for its last row for ever (found by the sweep)
+                n_entries.eq(Mux(compressed, ((dense + 127) >> 7) << (7 - eb_sh), w_entries)),
             ]
             m.submodules.wmb_fetch = mdma = WeightReadDma(**read_dma_params(cfg))
             # as many requests in flight as both DMAs' buffers allow (one beat each at least):

@@ -186,12 +186,13 @@ def written_slices(L, n):
 
 def expected_wt(mem, cfg, L):
     """The weight entries CDMA writes: (CBUF address, entry) in order; compressed weights
-    (``L["dense"]``, hdl/cdma/expand.py) as their uncompressed bytes, the last entry's rest 0."""
+    (``L["dense"]``, hdl/cdma/expand.py) as their uncompressed bytes, zero-filled to a
+    multiple of 128 bytes."""
     if L["keep"]["wt_reused"]:
         return []
     base, cap = (L["db"] + 1) * cfg.cbuf_bank_depth, (L["wb"] + 1) * cfg.cbuf_bank_depth
     if "dense" in L:
-        d = L["dense"] + bytes(-len(L["dense"]) % ATOM)
+        d = L["dense"] + bytes(-len(L["dense"]) % 128)      # whole 128-byte pieces, zeros
         return [(base + i % cap, int.from_bytes(d[i * ATOM:(i + 1) * ATOM], "little"))
                 for i in range(len(d) // ATOM)]
     n = -(-L["wbytes"] // ATOM)
@@ -318,7 +319,7 @@ def check_layer(cfg, mem, L, samples, reqs, perf_before, perf_after, weights_fir
     want_dat, want_wt = expected_dat(mem, L, cfg.cbuf_bank_depth), expected_wt(mem, cfg, L)
     kept = L["keep"]["dat_kept"]
     compressed = "dense" in L        # the limits hold the expanded entries, not the requests
-    n_wt = -(-len(L["dense"]) // ATOM) if compressed else -(-L["wbytes"] // ATOM)
+    n_wt = -(-len(L["dense"]) // 128) * 128 // ATOM if compressed else -(-L["wbytes"] // ATOM)
     wt_kept = n_wt if L["keep"]["wt_reused"] else 0
     cap = (L["wb"] + 1) * cfg.cbuf_bank_depth
     dat, wt = [], []
