@@ -24,37 +24,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from hdl.config import add_config_arguments, config_from_args  # noqa: E402
+from fc_bench import PRECISIONS, add_fc_arguments, engines, fc_config, run_fc  # noqa: E402
 from verif.gen.dc import fc_program  # noqa: E402
-from verif.gen.run import prepare, run_programs  # noqa: E402
-
-PRECISIONS = {"int8": 0, "int16": 1, "fp16": 2}
+from verif.gen.run import prepare  # noqa: E402
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    add_config_arguments(ap)
-    ap.add_argument("--shape", default="2,2,512,64",
-                    help="W,H,C,K of the inner-product layer (default 2,2,512,64)")
-    ap.add_argument("--precision", choices=PRECISIONS, default="int8")
+    add_fc_arguments(ap)
     ap.add_argument("--batches", default=None,
                     help="comma-separated N (default: 1, 8 and the configuration's max_batch)")
-    ap.add_argument("--nvidia-filelist", type=Path, default=None,
-                    help="also run the programs on this NV_nvdla (e.g. NVIDIA's nv_full RTL)")
-    ap.add_argument("--warmup", type=Path, action="append", default=None,
-                    help="with --nvidia-filelist: trace played first in its simulator process")
-    ap.add_argument("--skip-ours", action="store_true",
-                    help="with --nvidia-filelist: NVIDIA's RTL only (its simulator is often built "
-                         "with NVDLA_SIM_OPT=-O1, which would build ours anew: run ours "
-                         "without it)")
-    ap.set_defaults(config="nv_full")
     args = ap.parse_args()
-    if args.config == "nv_full" and not args.overrides:
-        args.overrides = ["winograd=False", "weight_compression=False"]
-    if args.precision != "int8" and not any(s.startswith("feature_data_type")
-                                            for s in args.overrides):
-        args.overrides.append("feature_data_type=int8_int16_fp16")
-    cfg = config_from_args(args, ap)
+    cfg = fc_config(args, ap, ["winograd=False", "weight_compression=False"])
     if not cfg.batch:
         ap.error(f"{cfg.name} has no multi-batch mode (batch=False)")
     w, h, c, k = (int(x) for x in args.shape.split(","))
@@ -68,27 +49,17 @@ def main() -> int:
     beat = cfg.axi_data_bytes
     print(f"{cfg.name}: inner-product layer {w}x{h}x{c} -> 1x1x{k}, {args.precision}, "
           f"{wbytes} weight bytes, {per_cube} atomic operations per cube")
-    engines = (([] if args.skip_ours and args.nvidia_filelist else [("ours", None)])
-               + ([("NVIDIA", args.nvidia_filelist)] if args.nvidia_filelist else []))
+    engs = engines(args)
     with tempfile.TemporaryDirectory() as tmp:
-        preps = [prepare(fc_program(cfg, w, h, c, k, n, prec), Path(tmp), cfg) for n in ns]
-        cycles = {}
-        for name, fl in engines:
-            kw = {"rtl_filelist": fl, "axi_ids": None, "warmup": args.warmup} if fl else {}
-            for out in run_programs(preps, cfg, mem_profile="nvidia", per_process=len(preps),
-                                    **kw):
-                n = ns[[p.dir.name for p in preps].index(out.dir.name)]
-                if out.status != "pass":
-                    print(f"{name} N={n}: {out.status}: {out.message}")
-                    continue
-                cycles[name, n] = out.cycles
+        preps = {n: prepare(fc_program(cfg, w, h, c, k, n, prec), Path(tmp), cfg) for n in ns}
+        cycles = run_fc(preps, cfg, args)
         print(f"{'N':>3} {'engine':>7} {'cycles':>9} {'ops':>8} {'ops/cycle':>9} {'x N=1':>6} "
               f"{'AXI beats':>9}")
         for n in ns:
             ops = per_cube * n
             beats = -(-wbytes // beat) + 2 * n * -(-w * h * -(-c * eb // cfg.atom_bytes)
                                                    * cfg.atom_bytes // beat)
-            for name, _ in engines:
+            for name, _ in engs:
                 cyc = cycles.get((name, n))
                 if cyc is None:
                     continue

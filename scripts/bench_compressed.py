@@ -27,11 +27,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from hdl.config import add_config_arguments, config_from_args  # noqa: E402
+from fc_bench import PRECISIONS, add_fc_arguments, engines, fc_config, run_fc  # noqa: E402
 from verif.gen.dc import fc_program  # noqa: E402
-from verif.gen.run import prepare, run_programs  # noqa: E402
-
-PRECISIONS = {"int8": 0, "int16": 1, "fp16": 2}
+from verif.gen.run import prepare  # noqa: E402
 
 
 def _reg(prog, unit: str, reg: str) -> int:
@@ -44,28 +42,13 @@ def _reg(prog, unit: str, reg: str) -> int:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    add_config_arguments(ap)
-    ap.add_argument("--shape", default="2,2,512,64",
-                    help="W,H,C,K of the inner-product layer (default 2,2,512,64)")
-    ap.add_argument("--precision", choices=PRECISIONS, default="int8")
+    add_fc_arguments(ap)
     ap.add_argument("--sparsity", type=float, default=0.5,
                     help="share of zero weight elements, 0..1 (default 0.5)")
-    ap.add_argument("--nvidia-filelist", type=Path, default=None,
-                    help="also run the programs on this NV_nvdla (e.g. NVIDIA's nv_full RTL)")
-    ap.add_argument("--warmup", type=Path, action="append", default=None,
-                    help="with --nvidia-filelist: trace played first in its simulator process")
-    ap.add_argument("--skip-ours", action="store_true",
-                    help="with --nvidia-filelist: NVIDIA's RTL only")
-    ap.set_defaults(config="nv_full")
     args = ap.parse_args()
     if not 0 <= args.sparsity < 1:
         ap.error(f"--sparsity {args.sparsity}: 0 <= S < 1")
-    if args.config == "nv_full" and not args.overrides:
-        args.overrides = ["winograd=False", "batch=False"]
-    if args.precision != "int8" and not any(s.startswith("feature_data_type")
-                                            for s in args.overrides):
-        args.overrides.append("feature_data_type=int8_int16_fp16")
-    cfg = config_from_args(args, ap)
+    cfg = fc_config(args, ap, ["winograd=False", "batch=False"])
     if not cfg.weight_compression:
         ap.error(f"{cfg.name} has no weight compression (weight_compression=False)")
     w, h, c, k = (int(x) for x in args.shape.split(","))
@@ -77,8 +60,7 @@ def main() -> int:
     beat = cfg.axi_data_bytes
     print(f"{cfg.name}: inner-product layer {w}x{h}x{c} -> 1x1x{k}, {args.precision}, "
           f"{dense} uncompressed weight bytes, {ops} atomic operations")
-    engines = (([] if args.skip_ours and args.nvidia_filelist else [("ours", None)])
-               + ([("NVIDIA", args.nvidia_filelist)] if args.nvidia_filelist else []))
+    engs = engines(args)
     runs = {"uncompressed": None, f"{args.sparsity:.0%} zeros": args.sparsity}
     with tempfile.TemporaryDirectory() as tmp:
         progs = {name: fc_program(cfg, w, h, c, k, 1, prec, sparsity=sp)
@@ -92,22 +74,12 @@ def main() -> int:
                 extra = _reg(prog, "CDMA", "D_WMB_BYTES")
                 read[name] = (wb + extra, wb + extra + 4 * -(-k // kg))
         preps = {name: prepare(prog, Path(tmp), cfg) for name, prog in progs.items()}
-        cycles = {}
-        for eng, fl in engines:
-            kw = {"rtl_filelist": fl, "axi_ids": None, "warmup": args.warmup} if fl else {}
-            byname = {p.dir.name: n for n, p in preps.items()}
-            for out in run_programs(list(preps.values()), cfg, mem_profile="nvidia",
-                                    per_process=len(preps), **kw):
-                name = byname[out.dir.name]
-                if out.status != "pass":
-                    print(f"{eng} {name}: {out.status}: {out.message}")
-                    continue
-                cycles[eng, name] = out.cycles
+        cycles = run_fc(preps, cfg, args)
         base = "uncompressed"
         print(f"{'weights':>14} {'engine':>7} {'cycles':>8} {'cut':>6} {'bytes read':>10} "
               f"{'cut':>6} {'AXI beats':>9} {'ops':>6}")
         for name in runs:
-            for eng, _ in engines:
+            for eng, _ in engs:
                 cyc = cycles.get((eng, name))
                 if cyc is None:
                     continue
