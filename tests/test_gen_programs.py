@@ -460,6 +460,26 @@ def test_rtl_batch_programs_on_nv_full(tmp_path):
     assert len(outs) == len(preps) and not bad, "\n".join(bad)
 
 
+#: nv_full computing int8, int16 and fp16 with multi-batch and compressed weights
+MODES_FULL = "nv_full+winograd=False+feature_data_type=int8_int16_fp16"
+
+
+@pytest.mark.rtl
+@needs_verilator
+@pytest.mark.slow       # nv_full's simulator: hdl.build ~10 min / 6.5 GB, Verilator ~20 min
+def test_rtl_compressed_programs_on_nv_full(tmp_path):
+    """Programs with compressed weights (seeds 0..31: INT8, INT16 and FP16, 0..100 % zeros,
+    uncompressed weights ending mid-row among them) on our RTL of nv_full, random memory
+    profile: the model's bytes (README "nv_full's multi-batch and compressed weights")."""
+    from hdl.config import get_config
+    cfg = get_config(MODES_FULL)
+    preps = [prepare(generate("compressed", s, cfg), tmp_path, cfg) for s in range(32)]
+    outs = list(run_programs(preps, cfg, mem_profile="random", mem_seed=1, jobs=1,
+                             per_process=len(preps)))
+    bad = [o.message for o in outs if not o.ok]
+    assert len(outs) == len(preps) and not bad, "\n".join(bad)
+
+
 #: DC programs whose second layer SDP once took partly with the first layer's registers
 #: (random memory, seed 1): SDP accepted CACC's atoms on the fly after its layer's last atom
 #: while its last write responses were outstanding, so CACC's first atoms of the next layer went
