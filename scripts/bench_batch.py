@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from fc_bench import PRECISIONS, add_fc_arguments, engines, fc_config, run_fc  # noqa: E402
+from fc_bench import add_fc_arguments, engines, fc_config, fc_layer, run_fc  # noqa: E402
 from verif.gen.dc import fc_program  # noqa: E402
 from verif.gen.run import prepare  # noqa: E402
 
@@ -38,13 +38,9 @@ def main() -> int:
     cfg = fc_config(args, ap, ["winograd=False", "weight_compression=False"])
     if not cfg.batch:
         ap.error(f"{cfg.name} has no multi-batch mode (batch=False)")
-    w, h, c, k = (int(x) for x in args.shape.split(","))
-    prec = PRECISIONS[args.precision]
+    w, h, c, k, prec, eb, per_cube = fc_layer(args, cfg)
     ns = ([int(x) for x in args.batches.split(",")] if args.batches
           else sorted({1, 8, cfg.max_batch}))
-    eb = 2 if prec else 1
-    kg = cfg.mac_atomic_k // eb
-    per_cube = -(-k // kg) * -(-c // cfg.mac_atomic_c) * w * h
     wbytes = w * h * c * k * eb
     beat = cfg.axi_data_bytes
     print(f"{cfg.name}: inner-product layer {w}x{h}x{c} -> 1x1x{k}, {args.precision}, "

@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from fc_bench import PRECISIONS, add_fc_arguments, engines, fc_config, run_fc  # noqa: E402
+from fc_bench import add_fc_arguments, engines, fc_config, fc_layer, run_fc  # noqa: E402
 from verif.gen.dc import fc_program  # noqa: E402
 from verif.gen.run import prepare  # noqa: E402
 
@@ -51,11 +51,8 @@ def main() -> int:
     cfg = fc_config(args, ap, ["winograd=False", "batch=False"])
     if not cfg.weight_compression:
         ap.error(f"{cfg.name} has no weight compression (weight_compression=False)")
-    w, h, c, k = (int(x) for x in args.shape.split(","))
-    prec = PRECISIONS[args.precision]
-    eb = 2 if prec else 1
+    w, h, c, k, prec, eb, ops = fc_layer(args, cfg)
     kg = cfg.mac_atomic_k // eb
-    ops = -(-k // kg) * -(-c // cfg.mac_atomic_c) * w * h
     dense = w * h * c * k * eb
     beat = cfg.axi_data_bytes
     print(f"{cfg.name}: inner-product layer {w}x{h}x{c} -> 1x1x{k}, {args.precision}, "

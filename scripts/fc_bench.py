@@ -10,7 +10,7 @@ from pathlib import Path
 from hdl.config import add_config_arguments, config_from_args
 from verif.gen.run import run_programs
 
-__all__ = ["PRECISIONS", "add_fc_arguments", "fc_config", "engines", "run_fc"]
+__all__ = ["PRECISIONS", "add_fc_arguments", "fc_config", "fc_layer", "engines", "run_fc"]
 
 PRECISIONS = {"int8": 0, "int16": 1, "fp16": 2}
 
@@ -42,6 +42,17 @@ def fc_config(args, ap: argparse.ArgumentParser, nv_full_overrides: list[str]):
                                             for s in args.overrides):
         args.overrides.append("feature_data_type=int8_int16_fp16")
     return config_from_args(args, ap)
+
+
+def fc_layer(args, cfg) -> tuple:
+    """The layer the options describe: ``(w, h, c, k, prec, eb, ops)`` with ``prec`` 0/1/2,
+    ``eb`` bytes per element and ``ops`` the atomic operations of one input cube
+    (ceil(K / kernel group) x ceil(C / atomic C) x W x H)."""
+    w, h, c, k = (int(x) for x in args.shape.split(","))
+    prec = PRECISIONS[args.precision]
+    eb = 2 if prec else 1
+    ops = -(-k // (cfg.mac_atomic_k // eb)) * -(-c // cfg.mac_atomic_c) * w * h
+    return w, h, c, k, prec, eb, ops
 
 
 def engines(args) -> list[tuple[str, Path | None]]:

@@ -438,42 +438,26 @@ def test_rtl_fixed_seeds(config, kind, seeds, tmp_path):
     assert not bad, "\n".join(bad)
 
 
-#: nv_full computing int8, int16 and fp16 with multi-batch (issue 34; winograd and compressed
-#: weights are not built yet)
+#: nv_full computing int8, int16 and fp16: with multi-batch (issue 34), and with multi-batch and
+#: compressed weights (Winograd is not built)
 BATCH_FULL = "nv_full+winograd=False+weight_compression=False+feature_data_type=int8_int16_fp16"
-
-
-@pytest.mark.rtl
-@needs_verilator
-@pytest.mark.slow       # nv_full's simulator: hdl.build ~10 min / 6.5 GB, Verilator ~15 min
-def test_rtl_batch_programs_on_nv_full(tmp_path):
-    """Multi-batch programs (seeds 0..19: INT8, INT16 and FP16, N up to 32, inner-product layers
-    among them) on our RTL of nv_full, random memory profile: the model's bytes, which are
-    NVIDIA's nv_full RTL's on these seeds (README "nv_full's multi-batch and compressed
-    weights")."""
-    from hdl.config import get_config
-    cfg = get_config(BATCH_FULL)
-    preps = [prepare(generate("batch", s, cfg), tmp_path, cfg) for s in range(20)]
-    outs = list(run_programs(preps, cfg, mem_profile="random", mem_seed=1, jobs=1,
-                             per_process=len(preps)))
-    bad = [o.message for o in outs if not o.ok]
-    assert len(outs) == len(preps) and not bad, "\n".join(bad)
-
-
-#: nv_full computing int8, int16 and fp16 with multi-batch and compressed weights
 MODES_FULL = "nv_full+winograd=False+feature_data_type=int8_int16_fp16"
 
 
 @pytest.mark.rtl
 @needs_verilator
-@pytest.mark.slow       # nv_full's simulator: hdl.build ~10 min / 6.5 GB, Verilator ~20 min
-def test_rtl_compressed_programs_on_nv_full(tmp_path):
-    """Programs with compressed weights (seeds 0..31: INT8, INT16 and FP16, 0..100 % zeros,
-    uncompressed weights ending mid-row among them) on our RTL of nv_full, random memory
-    profile: the model's bytes (README "nv_full's multi-batch and compressed weights")."""
+@pytest.mark.slow       # nv_full's simulator: hdl.build ~10 min / 6.5 GB, Verilator ~15-20 min
+@pytest.mark.parametrize("config, kind, n", [(BATCH_FULL, "batch", 20),
+                                             (MODES_FULL, "compressed", 32)])
+def test_rtl_mode_programs_on_nv_full(config, kind, n, tmp_path):
+    """Programs of nv_full's convolution modes on our RTL of nv_full, random memory profile:
+    the model's bytes (README "nv_full's multi-batch and compressed weights"). Multi-batch
+    seeds 0..19 (INT8, INT16 and FP16, N up to 32, inner-product layers among them; NVIDIA's
+    nv_full RTL gives the same bytes on them); compressed weights seeds 0..31 (INT8, INT16 and
+    FP16, 0..100 % zeros, uncompressed weights ending mid-row among them)."""
     from hdl.config import get_config
-    cfg = get_config(MODES_FULL)
-    preps = [prepare(generate("compressed", s, cfg), tmp_path, cfg) for s in range(32)]
+    cfg = get_config(config)
+    preps = [prepare(generate(kind, s, cfg), tmp_path, cfg) for s in range(n)]
     outs = list(run_programs(preps, cfg, mem_profile="random", mem_seed=1, jobs=1,
                              per_process=len(preps)))
     bad = [o.message for o in outs if not o.ok]

@@ -96,7 +96,7 @@ class WtExpand(wiring.Component):
 
         # this entry's mask, one bit per byte: WMB bits (16-bit elements: each bit twice), 0
         # from dense_bytes on; all ones in bypass
-        b8 = mbuf.word_select(mptr[:max(1, (s8 - 1).bit_length())] if s8 > 1 else 0, E)
+        b8 = mbuf.word_select(mptr[:(s8 - 1).bit_length()], E) if s8 > 1 else mbuf
         b16 = mbuf.word_select(mptr, E // 2)
         full = Signal()
         m.d.comb += full.eq(bleft >= E)
